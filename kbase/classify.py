@@ -1,0 +1,121 @@
+"""What a kernel is, from its name alone: category, tensor-core state, and the family key.
+
+Tensor-core state has three values, decided by the first matching rule of ``TC_RULES``:
+
+- ``✓`` (``tc``): the name shows a tensor-core path (Hopper cuBLAS ``nvjet``, ``wgmma``/``gmma``,
+  CUTLASS ``tensorop``, ``hmma``/``imma``, MMA tile shapes like ``16816``/``1688``/``884``,
+  half/bf16/tf32/fp8 ``xmma`` GEMMs, flash attention, tensor-core cuDNN kernels);
+- ``⚠`` (``fallback``): a matmul/convolution kernel whose name shows no tensor-core path (fp32
+  ``sgemm``/``ffma`` GEMMs, ``scudnn``, ``implicit_convolve_sgemm``, winograd) — eligible work
+  that ran on the CUDA cores;
+- ``-`` (``na``): not eligible — elementwise, reductions, normalisation, copies, communication.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+COMPUTE = "compute"
+COMMUNICATION = "communication"
+MEMORY = "memory"
+
+TC_YES = "tc"
+TC_FALLBACK = "fallback"
+TC_NA = "na"
+TC_SYMBOL = {TC_YES: "✓", TC_FALLBACK: "⚠", TC_NA: "-"}
+
+_COMM = re.compile(
+    r"nccl|rccl|nvshmem|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
+    r"sendrecv",
+    re.I,
+)
+_MEMORY = re.compile(
+    r"memcpy|memset|direct_copy_kernel|copy_kernel|CatArrayBatchedCopy|FillFunctor|fill_kernel|"
+    r"transpose_copy|\bcopy_|_copy\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class TcRule:
+    pattern: re.Pattern
+    state: str
+    why: str
+
+
+def _r(p: str) -> re.Pattern:
+    return re.compile(p, re.I)
+
+
+# Order matters: the first match decides. Negative evidence (fp32 FMA) comes before the generic
+# "this is a GEMM" rule, and positive evidence before both.
+TC_RULES: list[TcRule] = [
+    TcRule(_COMM, TC_NA, "communication kernel"),
+    TcRule(_r(r"nvjet"), TC_YES, "Hopper cuBLASLt nvjet GEMM"),
+    TcRule(_r(r"wgmma|gmma"), TC_YES, "Hopper warpgroup MMA (wgmma/gmma)"),
+    TcRule(_r(r"tensorop"), TC_YES, "CUTLASS tensorop"),
+    TcRule(_r(r"[hib]mma|dmma"), TC_YES, "MMA instruction in the name (hmma/imma/bmma/dmma)"),
+    TcRule(_r(r"(?<!\d)(16816|16832|1688|884|8816)(?!\d)"), TC_YES, "MMA tile shape (16816/1688/884)"),
+    TcRule(_r(r"flash|fmha|fused_attn|fused_attention|attention_kernel|xformers"), TC_YES, "flash/fused attention"),
+    TcRule(_r(r"[hi]\d*cudnn|cudnn.*(?:f16|bf16|h16|fp16|tf32|int8)"), TC_YES, "tensor-core cuDNN kernel"),
+    TcRule(
+        _r(r"xmma.*(?:bf16|f16|h16|fp16|tf32|i8|int8|e4m3|e5m2|fp8)"),
+        TC_YES,
+        "xmma kernel on half/bf16/tf32/fp8 data",
+    ),
+    TcRule(_r(r"ffma|sgemm|gemmSN|scudnn|convolve_sgemm|winograd|wgrad_alg|dgrad_engine|dgrad2d"),
+           TC_FALLBACK, "fp32 FMA matmul/convolution: no tensor-core path"),
+    TcRule(_r(r"gemv|dot_kernel"), TC_NA, "matrix-vector: bandwidth bound, no tensor-core path expected"),
+    TcRule(_r(r"gemm|matmul|conv(?:olution|_?\d?d)?_?(?:fwd|bwd|fprop|dgrad|wgrad|kernel)|implicit_gemm|"
+              r"fprop|cublas"),
+           TC_FALLBACK, "matmul/convolution with no tensor-core marker in the name"),
+]
+
+
+def tensor_core_state(name: str) -> tuple[str, str]:
+    """(state, reason) for a kernel name; ``TC_NA`` when no rule matches."""
+    for rule in TC_RULES:
+        if rule.pattern.search(name):
+            return rule.state, rule.why
+    return TC_NA, "not matmul/convolution"
+
+
+def category(name: str) -> str:
+    if _COMM.search(name):
+        return COMMUNICATION
+    if _MEMORY.search(name):
+        return MEMORY
+    return COMPUTE
+
+
+def family_key(name: str) -> str:
+    """The name with template arguments ``<…>`` and argument lists ``(…)`` stripped.
+
+    Two instances of one template (other tile sizes, other dtypes) share a family key, so the diff
+    can still pair a kernel whose template arguments changed.
+    """
+    out = []
+    angle = paren = 0
+    for ch in name:
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif ch == "(":
+            paren += 1
+        elif ch == ")" and paren:
+            paren -= 1
+        elif angle == 0 and paren == 0:
+            out.append(ch)
+    key = "".join(out).strip()
+    if key.startswith("void "):
+        key = key[5:]
+    return key.strip() or name
+
+
+def short_name(name: str, exported: str | None = None) -> str:
+    """The export's own short name when it has one, else the family key's last component."""
+    if exported:
+        return exported
+    return family_key(name).split("::")[-1] or name

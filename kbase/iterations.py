@@ -1,0 +1,195 @@
+"""Training iterations, projected from CPU annotation ranges onto GPU kernels.
+
+A kernel belongs to iteration *i* when the CUDA runtime call that launched it started on a thread
+inside range *i* (for NVTX start/end ranges: any thread of that process). GPU timestamps are never
+used for this: the GPU runs behind the CPU, so a step's last kernels finish after its range ends.
+
+Iteration keys: when every marker range carries a number (``ProfilerStep#12``, ``step 7``) that
+number is the key, so two captures of the same run line up step for step; otherwise ranges are
+numbered 0, 1, … in order per process. Either way key *k* means the same logical step on every GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from kbase.errors import InputError
+from kbase.profile import Profile
+
+# Tried in order; the first that names at least two ranges wins.
+AUTO_MARKERS: list[tuple[str, str]] = [
+    ("ProfilerStep#N", r"^ProfilerStep#\d+$"),
+    ("step N", r"^(?:train(?:ing)?[ _-]?)?step[ _#:=-]*\d+$"),
+    ("iteration N", r"^iter(?:ation)?[ _#:=-]*\d+$"),
+    ("train_step", r"^(?:train(?:ing)?_step|train_iteration|training_iteration)$"),
+]
+
+NOT_IN_ITERATION = -1
+_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+
+
+@dataclass
+class Iterations:
+    """Result of attribution: one iteration key per kernel (-1: none) and the ranges used."""
+
+    kernel_iteration: np.ndarray  # int64, aligned with profile.kernels rows
+    keys: list[int]  # sorted distinct iteration keys seen in the profile
+    marker: str  # human description: the regex or the auto-detected marker's name
+    mode: str  # "marker" | "kernel" | "none"
+    no_launch: int  # kernels whose launch call is not in the capture (sliced export)
+    outside: int  # kernels launched outside every iteration range
+    ranges: pd.DataFrame  # the marker ranges with their key (empty in "kernel"/"none" mode)
+
+
+def compile_regex(pattern: str, option: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise InputError(f"{option} {pattern!r}: not a valid regular expression ({exc})") from None
+
+
+def pick_marker(profile: Profile, marker: str | None) -> tuple[re.Pattern, str] | None:
+    """The marker regex to use and how to name it; None when no marker is given or detected."""
+    names = profile.ranges["name"]
+    if marker is not None:
+        regex = compile_regex(marker, "--marker")
+        if names.empty:
+            raise InputError(f"{profile.source}: --marker {marker!r} given but the profile has no NVTX/annotation ranges")
+        if not names.str.contains(regex).any():
+            sample = ", ".join(repr(n) for n in names.value_counts().index[:5])
+            raise InputError(f"--marker {marker!r} matches no range in {profile.source} (most common ranges: {sample})")
+        return regex, marker
+    if names.empty:
+        return None
+    distinct = pd.Series(names.unique())
+    for label, pattern in AUTO_MARKERS:
+        regex = re.compile(pattern, re.I)
+        hits = distinct[distinct.str.contains(regex)]
+        if len(hits) >= 2 or (len(hits) == 1 and (names == hits.iloc[0]).sum() >= 2):
+            return regex, label
+    return None
+
+
+def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str | None = None) -> Iterations:
+    k = profile.kernels
+    no_launch = int((k["launch_start"] < 0).sum())
+    if iteration_kernel is not None:
+        return _by_kernel(profile, compile_regex(iteration_kernel, "--iteration-kernel"), iteration_kernel, no_launch)
+    picked = pick_marker(profile, marker)
+    if picked is None:
+        it = np.full(len(k), NOT_IN_ITERATION, dtype=np.int64)
+        return Iterations(it, [], "", "none", no_launch, 0, profile.ranges.iloc[0:0])
+    regex, label = picked
+    r = profile.ranges[profile.ranges["name"].str.contains(regex)].copy()
+    r = _key_ranges(r)
+    it = _project(profile, r)
+    outside = int(((it == NOT_IN_ITERATION) & (k["launch_start"].to_numpy() >= 0)).sum())
+    # Every closed marker range is an iteration, even one that launched nothing (a zero sample).
+    keys = sorted(int(x) for x in r["key"].unique())
+    return Iterations(it, keys, label, "marker", no_launch, outside, r)
+
+
+def _key_ranges(r: pd.DataFrame) -> pd.DataFrame:
+    """Give each marker range its iteration key; drop ranges that never closed (partial steps)."""
+    r = r[r["end"] >= 0].sort_values(["pid", "start"], kind="stable")
+    numbers = r["name"].str.extract(_NUMBER, expand=False)
+    numbered = numbers.notna().all() and len(r) > 0
+    if numbered:
+        r["key"] = numbers.astype("int64")
+        # Numbers are step ids only if unique within each process and shared across processes
+        # (op ids like "aten::linear, op_id = 314300" are neither).
+        numbered = not r.duplicated(["pid", "key"]).any() and _shared_across(r)
+    if not numbered:
+        r["key"] = r.groupby("pid").cumcount().astype("int64")
+    return r.reset_index(drop=True)
+
+
+def _shared_across(r: pd.DataFrame) -> bool:
+    sets = [set(g) for _, g in r.groupby("pid")["key"]]
+    if len(sets) < 2:
+        return True
+    common = set.intersection(*sets)
+    return len(common) >= 0.5 * min(len(s) for s in sets)
+
+
+def _project(profile: Profile, r: pd.DataFrame) -> np.ndarray:
+    """Key of the innermost range containing each kernel's launch, on its thread or process."""
+    k = profile.kernels
+    n = len(k)
+    out = np.full(n, NOT_IN_ITERATION, dtype=np.int64)
+    if r.empty or n == 0:
+        return out
+    launch = k["launch_start"].to_numpy()
+    tid = k["launch_tid"].to_numpy()
+    kpid = profile.gpus["pid"].to_numpy()[k["gpu"].to_numpy()]
+    thread_r = r[r["tid"] >= 0]
+    proc_r = r[r["tid"] < 0]
+    if len(thread_r):
+        _contain(out, launch, tid, thread_r["tid"].to_numpy(), thread_r)
+    if len(proc_r):
+        _contain(out, launch, kpid, proc_r["pid"].to_numpy(), proc_r)
+    return out
+
+
+def _contain(out, t, kscope, rscope, r: pd.DataFrame, depth: int = 8) -> None:
+    """Fill ``out`` where ``t`` falls in a range of the same scope. Sorted arrays, no Python loop
+    over kernels: ranges are ordered by (scope, start) and each launch is located by searchsorted
+    on a composite (scope, time) key; up to ``depth`` enclosing ranges are checked for nesting."""
+    scopes, r_code = np.unique(rscope, return_inverse=True)
+    pos = np.searchsorted(scopes, kscope)
+    pos_c = np.minimum(pos, len(scopes) - 1)
+    known = (scopes[pos_c] == kscope) & (t >= 0) & (out == NOT_IN_ITERATION)
+    starts = r["start"].to_numpy()
+    ends = r["end"].to_numpy()
+    keys = r["key"].to_numpy()
+    t0 = min(int(starts.min()), int(t[known].min()) if known.any() else 0)
+    span = max(int(ends.max()), int(t.max())) - t0 + 1
+    comp_r = r_code.astype(np.int64) * span + (starts - t0)
+    order = np.argsort(comp_r, kind="stable")
+    comp_r = comp_r[order]
+    idx_known = np.nonzero(known)[0]
+    comp_k = pos_c[idx_known].astype(np.int64) * span + (t[idx_known] - t0)
+    last = np.searchsorted(comp_r, comp_k, side="right") - 1
+    pending = np.ones(len(idx_known), dtype=bool)
+    for back in range(depth):
+        cand = last - back
+        ok = pending & (cand >= 0)
+        if not ok.any():
+            break
+        ri = order[np.maximum(cand, 0)]
+        same = r_code[ri] == pos_c[idx_known]
+        inside = ok & same & (t[idx_known] < ends[ri]) & (t[idx_known] >= starts[ri])
+        out[idx_known[inside]] = keys[ri[inside]]
+        pending &= ~inside
+        pending &= same  # walked past this scope's first range: stop looking
+    return None
+
+
+def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int) -> Iterations:
+    """A new iteration at each launch of a matching kernel, counted per GPU in GPU order."""
+    k = profile.kernels
+    cats = k["name"].cat.categories
+    is_mark_cat = np.asarray(pd.Series(cats).str.contains(regex), dtype=bool)
+    if not is_mark_cat.any():
+        raise InputError(f"--iteration-kernel {pattern!r} matches no kernel in {profile.source}")
+    marks = is_mark_cat[k["name"].cat.codes.to_numpy()]
+    order = np.lexsort((k["start"].to_numpy(), k["gpu"].to_numpy()))
+    gpu_sorted = k["gpu"].to_numpy()[order]
+    m_sorted = marks[order].astype(np.int64)
+    csum = np.cumsum(m_sorted)
+    # restart the running count at each GPU boundary
+    first_of_gpu = np.r_[0, np.nonzero(np.diff(gpu_sorted))[0] + 1]
+    base = np.zeros(len(order), dtype=np.int64)
+    base[first_of_gpu] = csum[first_of_gpu] - m_sorted[first_of_gpu]
+    base = np.maximum.accumulate(base)
+    it_sorted = csum - base - 1
+    it = np.empty(len(order), dtype=np.int64)
+    it[order] = it_sorted
+    it[it < 0] = NOT_IN_ITERATION
+    keys = sorted(int(x) for x in np.unique(it[it >= 0]))
+    outside = int((it == NOT_IN_ITERATION).sum())
+    return Iterations(it, keys, f"kernel {pattern}", "kernel", no_launch, outside, profile.ranges.iloc[0:0])

@@ -1,0 +1,252 @@
+"""Reader for Nsight Systems SQLite exports (``nsys export --type sqlite``), schemas 3.11 to 3.25.
+
+The file is opened through SQLite's read-only, immutable URI mode: no journal, no lock file and
+no write can touch the user's export (and it works on read-only media).
+
+What we rely on, present in every schema from 3.11 on:
+- ``CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, globalPid, correlationId, demangledName,
+  shortName)`` with names as ``StringIds`` ids;
+- ``CUPTI_ACTIVITY_KIND_RUNTIME(start, globalTid, correlationId)``: a kernel's launch call is the
+  runtime row of the same process with the same correlation id;
+- ``NVTX_EVENTS``: push/pop ranges (eventType 59, thread-scoped) and start/end ranges (60,
+  process-scoped), named in ``text`` or through ``textId``; the table may be absent entirely.
+- ``globalPid``/``globalTid`` carry the process id in bits 24–47.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+
+from kbase.errors import InputError
+from kbase.profile import Profile
+
+NVTX_PUSHPOP = 59
+NVTX_STARTEND = 60
+PID_SHIFT = 24
+PID_MASK = 0xFFFFFF
+_CHUNK = 1 << 18
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open an export so that nothing can be written to it, not even a lock or journal file."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}  # table: a literal of ours
+
+
+def fetch_int_columns(conn: sqlite3.Connection, sql: str, n_cols: int, progress=None) -> list[np.ndarray]:
+    """Run ``sql`` (integer columns only, NULL read as -1) into int64 numpy arrays, in chunks.
+
+    Chunked ``fetchmany`` into preallocated-by-growth arrays keeps peak memory at the arrays
+    themselves rather than a list of Python tuples.
+    """
+    cur = conn.execute(sql)
+    parts: list[np.ndarray] = []
+    while True:
+        rows = cur.fetchmany(_CHUNK)
+        if not rows:
+            break
+        block = np.array(rows, dtype=object)
+        block[block == None] = -1  # noqa: E711 - elementwise comparison on an object array
+        parts.append(block.astype(np.int64))
+        if progress is not None:
+            progress(len(rows))
+    if not parts:
+        return [np.empty(0, dtype=np.int64) for _ in range(n_cols)]
+    data = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return [np.ascontiguousarray(data[:, i]) for i in range(n_cols)]
+
+
+def _strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
+    wanted = {int(i) for i in np.unique(ids)}
+    out: dict[int, str] = {}
+    for sid, value in conn.execute("SELECT id, value FROM StringIds"):
+        if sid in wanted:
+            out[sid] = value
+    return out
+
+
+def _meta(conn: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+    if "META_DATA_EXPORT" not in tables:
+        return {}
+    return {name: value for name, value in conn.execute("SELECT name, value FROM META_DATA_EXPORT")}
+
+
+def _gpu_models(conn: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
+    if "TARGET_INFO_GPU" in tables:
+        return {int(i): str(n) for i, n in conn.execute("SELECT id, name FROM TARGET_INFO_GPU") if n}
+    if "TARGET_INFO_CUDA_DEVICE" in tables:
+        cols = _columns(conn, "TARGET_INFO_CUDA_DEVICE")
+        if {"cudaId", "name"} <= cols:
+            return {int(i): str(n) for i, n in conn.execute("SELECT cudaId, name FROM TARGET_INFO_CUDA_DEVICE")}
+    return {}
+
+
+def check_export(conn: sqlite3.Connection, path: Path) -> set[str]:
+    """Fail with one clear line unless this SQLite file is an nsys export holding kernels."""
+    try:
+        tables = _tables(conn)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: not a readable SQLite file ({exc})") from None
+    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+        hint = "no CUPTI_ACTIVITY_KIND_KERNEL table"
+        if not tables & {"StringIds", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME"}:
+            raise InputError(f"{path}: SQLite file but not an Nsight Systems export ({hint})")
+        raise InputError(f"{path}: Nsight Systems export without GPU kernels ({hint}; was CUDA trace on?)")
+    if "StringIds" not in tables:
+        raise InputError(f"{path}: Nsight Systems export without a StringIds table; kernel names cannot be read")
+    return tables
+
+
+def read_nsys(path: Path, progress=None) -> Profile:
+    conn = connect_readonly(path)
+    try:
+        return _read(conn, path, progress)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path}: damaged or truncated SQLite export ({exc})") from None
+    finally:
+        conn.close()
+
+
+def count_kernels(path: Path) -> int:
+    """Cheap row count for a progress bar."""
+    conn = connect_readonly(path)
+    try:
+        return int(conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+    except sqlite3.DatabaseError:
+        return 0
+    finally:
+        conn.close()
+
+
+def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
+    tables = check_export(conn, path)
+    kcols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
+    gpid = "globalPid" if "globalPid" in kcols else "0"
+    start, end, device, global_pid, corr, name_id, short_id = fetch_int_columns(
+        conn,
+        f"SELECT start, end, deviceId, {gpid}, correlationId, demangledName, shortName "
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        7,
+        progress,
+    )
+    if len(start) == 0:
+        raise InputError(f"{path}: the export's kernel table is empty (no GPU kernels were captured)")
+    pid = (global_pid >> PID_SHIFT) & PID_MASK
+
+    # GPU index: one per (process, device) pair, in a stable order.
+    pair = (pid << 8) | device
+    pairs, gpu = np.unique(pair, return_inverse=True)
+    models = _gpu_models(conn, tables)
+    gpus = pd.DataFrame(
+        {
+            "gpu": np.arange(len(pairs), dtype=np.int32),
+            "pid": (pairs >> 8).astype(np.int64),
+            "device": (pairs & 0xFF).astype(np.int32),
+        }
+    )
+    gpus["model"] = [models.get(int(d), "unknown") for d in gpus["device"]]
+
+    launch_tid, launch_start = _match_launches(conn, tables, pid, corr)
+
+    strings = _strings(conn, np.concatenate([name_id, short_id]))
+    codes, uniq = pd.factorize(name_id)
+    names = [strings.get(int(i), f"<unnamed kernel {int(i)}>") for i in uniq]
+    # Two StringIds can hold the same text (rare, seen across processes); categories must be unique.
+    cat = pd.Categorical(names)
+    kernels = pd.DataFrame(
+        {
+            "start": start,
+            "end": end,
+            "gpu": gpu.astype(np.int32),
+            "name": pd.Categorical.from_codes(cat.codes[codes], categories=cat.categories),
+            "launch_tid": launch_tid,
+            "launch_start": launch_start,
+        }
+    )
+    uniq_ids, first = np.unique(name_id, return_index=True)
+    short_names = {
+        strings.get(int(n), f"<unnamed kernel {int(n)}>"): strings.get(int(short_id[i]), "")
+        for n, i in zip(uniq_ids, first)
+    }
+
+    ranges = _read_nvtx(conn, tables)
+    meta = _meta(conn, tables)
+    version = meta.get("EXPORT_PRODUCT_VERSION", "unknown")
+    schema = meta.get("EXPORT_SCHEMA_VERSION")
+    exporter = f"nsys {version}" + (f" (schema {schema})" if schema else "")
+    return Profile(
+        source=path,
+        format="nsys-sqlite",
+        exporter_version=exporter,
+        kernels=kernels,
+        ranges=ranges,
+        gpus=gpus,
+        short_names=short_names,
+    )
+
+
+def _match_launches(conn, tables, pid: np.ndarray, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each kernel, the thread and CPU start of its runtime launch call (-1 when absent).
+
+    A sorted-key join in numpy: key = pid << 32 | correlationId on both sides.
+    """
+    n = len(pid)
+    tid_out = np.full(n, -1, dtype=np.int64)
+    start_out = np.full(n, -1, dtype=np.int64)
+    if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
+        return tid_out, start_out
+    r_tid, r_corr, r_start = fetch_int_columns(
+        conn, "SELECT globalTid, correlationId, start FROM CUPTI_ACTIVITY_KIND_RUNTIME", 3
+    )
+    if len(r_tid) == 0:
+        return tid_out, start_out
+    r_key = (((r_tid >> PID_SHIFT) & PID_MASK) << 32) | (r_corr & 0xFFFFFFFF)
+    order = np.argsort(r_key, kind="stable")
+    r_key = r_key[order]
+    k_key = (pid << 32) | (corr & 0xFFFFFFFF)
+    pos = np.searchsorted(r_key, k_key)
+    pos_c = np.minimum(pos, len(r_key) - 1)
+    hit = (r_key[pos_c] == k_key) & (corr >= 0)
+    src = order[pos_c[hit]]
+    tid_out[hit] = r_tid[src]
+    start_out[hit] = r_start[src]
+    return tid_out, start_out
+
+
+def _read_nvtx(conn, tables) -> pd.DataFrame:
+    from kbase.profile import empty_ranges
+
+    if "NVTX_EVENTS" not in tables:
+        return empty_ranges()
+    cols = _columns(conn, "NVTX_EVENTS")
+    text = "text" if "text" in cols else "NULL"
+    text_id = "textId" if "textId" in cols else "NULL"
+    rows = conn.execute(
+        f"SELECT e.start, e.end, e.eventType, e.globalTid, coalesce(e.{text}, s.value) "
+        f"FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.{text_id} "
+        "WHERE e.eventType IN (?, ?)",
+        (NVTX_PUSHPOP, NVTX_STARTEND),
+    ).fetchall()
+    if not rows:
+        return empty_ranges()
+    df = pd.DataFrame(rows, columns=["start", "end", "type", "tid", "name"])
+    df["end"] = df["end"].fillna(-1).astype("int64")
+    df["tid"] = df["tid"].fillna(-1).astype("int64")
+    df["pid"] = (df["tid"].to_numpy() >> PID_SHIFT) & PID_MASK
+    # start/end ranges are not bound to a thread: any thread of the process may launch inside them.
+    df.loc[df["type"] == NVTX_STARTEND, "tid"] = -1
+    df["name"] = df["name"].fillna("").astype(str)
+    return df[["start", "end", "tid", "pid", "name"]].reset_index(drop=True)

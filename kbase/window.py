@@ -1,0 +1,189 @@
+"""Pick the window a leaderboard is built on: iterations (default), or a time trim.
+
+Default: every complete iteration after the warm-up ones (autotuning, allocator growth, lazy
+init). ``DEFAULT_WARMUP`` iterations are skipped when at least ``DEFAULT_WARMUP + 2`` exist, so a
+short capture keeps at least two steps. ``--iterations A:B`` (positions among detected
+iterations, Python slice rules) overrides the warm-up skip. ``--trim START END`` (seconds on the
+capture clock) is the escape hatch; a trimmed window is not iteration-aligned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from kbase.errors import InputError
+from kbase.iterations import NOT_IN_ITERATION, Iterations, attribute
+from kbase.profile import Profile
+
+DEFAULT_WARMUP = 1
+
+
+@dataclass
+class WindowSpec:
+    marker: str | None = None
+    iteration_kernel: str | None = None
+    iterations: str | None = None  # "A:B"
+    warmup: int | None = None  # None: the default rule
+    trim: tuple[float, float] | None = None  # seconds
+    gpu: int | None = None
+
+    def key(self) -> str:
+        """What must match for two windows to be comparable (part of the baseline fingerprint)."""
+        parts = [
+            f"marker={self.marker or 'auto'}",
+            f"iteration_kernel={self.iteration_kernel or ''}",
+            f"iterations={self.iterations or ''}",
+            f"warmup={'default' if self.warmup is None else self.warmup}",
+            f"trim={'' if self.trim is None else f'{self.trim[0]}:{self.trim[1]}'}",
+            f"gpu={'' if self.gpu is None else self.gpu}",
+        ]
+        return ";".join(parts)
+
+
+@dataclass
+class Window:
+    profile: Profile
+    spec: WindowSpec
+    kernels: pd.DataFrame  # rows of profile.kernels in the window, plus an "iteration" column
+    aligned: bool
+    mode: str  # "iterations" | "trim" | "whole"
+    marker: str
+    iteration_keys: list[int]
+    available_keys: list[int]
+    warmup_skipped: int
+    start_ns: int
+    end_ns: int
+    n_gpus: int
+    no_launch: int = 0  # kernels of the capture whose launch call is not in it
+    outside: int = 0  # kernels launched outside every iteration
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def length_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def gpu_ns(self) -> int:
+        """The share denominator: window length × GPUs."""
+        return self.length_ns * self.n_gpus
+
+    @property
+    def n_iterations(self) -> int:
+        return len(self.iteration_keys)
+
+    def describe(self) -> str:
+        if self.mode == "iterations":
+            keys = self.iteration_keys
+            rng = f"{keys[0]}..{keys[-1]}" if len(keys) > 1 else f"{keys[0]}"
+            return (
+                f"iterations {rng} ({len(keys)} of {len(self.available_keys)}, marker {self.marker}, "
+                f"warm-up skipped: {self.warmup_skipped})"
+            )
+        if self.mode == "trim":
+            return f"trim {self.start_ns / 1e9:.6f}s..{self.end_ns / 1e9:.6f}s (NOT iteration-aligned)"
+        return "whole capture (NOT iteration-aligned: no iteration marker found)"
+
+
+def parse_slice(text: str) -> tuple[int | None, int | None]:
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise InputError(f"--iterations {text!r}: expected A:B (for example 2:10, 3: or :5)")
+    try:
+        a = int(parts[0]) if parts[0].strip() else None
+        b = int(parts[1]) if parts[1].strip() else None
+    except ValueError:
+        raise InputError(f"--iterations {text!r}: A and B must be integers") from None
+    return a, b
+
+
+def select_window(profile: Profile, spec: WindowSpec) -> Window:
+    k = profile.kernels
+    if spec.gpu is not None:
+        present = sorted(int(g) for g in k["gpu"].unique())
+        if spec.gpu not in present:
+            raise InputError(f"--gpu {spec.gpu}: no such GPU in {profile.source} (GPUs: {', '.join(map(str, present))})")
+    if spec.trim is not None:
+        return _trim_window(profile, spec)
+    its = attribute(profile, spec.marker, spec.iteration_kernel)
+    if its.mode == "none":
+        return _whole_window(profile, spec, its)
+    return _iteration_window(profile, spec, its)
+
+
+def _gpu_filter(profile: Profile, spec: WindowSpec, mask: np.ndarray) -> np.ndarray:
+    if spec.gpu is not None:
+        mask &= profile.kernels["gpu"].to_numpy() == spec.gpu
+    return mask
+
+
+def _make(profile, spec, mask, iteration, **kw) -> Window:
+    kernels = profile.kernels[mask].copy()
+    kernels["iteration"] = iteration[mask]
+    n_gpus = int(kernels["gpu"].nunique())
+    if "start_ns" not in kw:
+        kw["start_ns"] = int(kernels["start"].min())
+        kw["end_ns"] = int(kernels["end"].max())
+    return Window(profile=profile, spec=spec, kernels=kernels, n_gpus=n_gpus, **kw)
+
+
+def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
+    lo_s, hi_s = spec.trim
+    if hi_s <= lo_s:
+        raise InputError(f"--trim {lo_s} {hi_s}: END must be after START")
+    lo, hi = int(round(lo_s * 1e9)), int(round(hi_s * 1e9))
+    start = profile.kernels["start"].to_numpy()
+    mask = _gpu_filter(profile, spec, (start >= lo) & (start < hi))
+    if not mask.any():
+        first, last = profile.span()
+        raise InputError(
+            f"--trim {lo_s} {hi_s}: no kernel starts in that window; the capture's kernels run "
+            f"from {first / 1e9:.6f}s to {last / 1e9:.6f}s"
+        )
+    it = np.full(len(start), NOT_IN_ITERATION, dtype=np.int64)
+    return _make(profile, spec, mask, it, aligned=False, mode="trim", marker="", iteration_keys=[],
+                 available_keys=[], warmup_skipped=0, start_ns=lo, end_ns=hi)
+
+
+def _whole_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window:
+    if spec.iterations is not None:
+        raise InputError(f"--iterations {spec.iterations}: {profile.source} has no iteration marker "
+                         "(give --marker REGEX or --iteration-kernel REGEX)")
+    mask = _gpu_filter(profile, spec, np.ones(len(profile.kernels), dtype=bool))
+    w = _make(profile, spec, mask, its.kernel_iteration, aligned=False, mode="whole", marker="",
+              iteration_keys=[], available_keys=[], warmup_skipped=0, no_launch=its.no_launch)
+    w.notes.append("window is NOT iteration-aligned: no step marker found (use --marker or --iteration-kernel)")
+    return w
+
+
+def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window:
+    keys = its.keys
+    if not keys:
+        raise InputError(f"{profile.source}: marker {its.marker!r} found but no kernel was launched inside its ranges")
+    if spec.iterations is not None:
+        a, b = parse_slice(spec.iterations)
+        chosen = keys[a:b]
+        skipped = 0
+        if not chosen:
+            raise InputError(
+                f"--iterations {spec.iterations}: selects no iteration; {len(keys)} detected "
+                f"(positions 0..{len(keys) - 1}, keys {keys[0]}..{keys[-1]})"
+            )
+    else:
+        default = DEFAULT_WARMUP if len(keys) >= DEFAULT_WARMUP + 2 else 0
+        skipped = default if spec.warmup is None else spec.warmup
+        if skipped < 0 or skipped >= len(keys):
+            raise InputError(f"--warmup {skipped}: must be between 0 and {len(keys) - 1} ({len(keys)} iterations detected)")
+        chosen = keys[skipped:]
+    it = its.kernel_iteration
+    mask = _gpu_filter(profile, spec, np.isin(it, np.asarray(chosen, dtype=np.int64)))
+    if not mask.any():
+        raise InputError(f"--gpu {spec.gpu}: no kernel of iterations {chosen[0]}..{chosen[-1]} ran on that GPU")
+    w = _make(profile, spec, mask, it, aligned=True, mode="iterations", marker=its.marker,
+              iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
+              no_launch=its.no_launch, outside=its.outside)
+    if its.no_launch:
+        w.notes.append(f"{its.no_launch} kernels have no launch call in the capture (sliced export): unattributed")
+    return w
