@@ -58,9 +58,7 @@ def emit_leaderboard(lb, fmt: str, limit: int | None, title: str = "Kernel leade
 
 def _register_commands() -> None:
     # Importing these modules adds their commands to ``app``.
-    import kbase.cli_demo  # noqa: F401
     import kbase.cli_store  # noqa: F401
-    import kbase.cli_diff  # noqa: F401
 
 
 def main() -> None:
@@ -71,10 +69,7 @@ def main() -> None:
     except ImportError:  # pragma: no cover - older typer on top of click
         from click.exceptions import ClickException
 
-    try:
-        _register_commands()
-    except ImportError:
-        pass
+    _register_commands()
     try:
         rc = app(standalone_mode=False)
     except KbaseError as exc:

@@ -116,7 +116,7 @@ def _row_cells(r: dict, per_gpu: bool) -> list[str]:
         flags.append(f"unstable {r['max_ns'] / r['min_ns']:.0f}x")
     cells = [str(r["gpu"])] if per_gpu else []
     return cells + [
-        r["short_name"][:60],
+        r["short_name"][:90],
         {"compute": "comp", "communication": "comm", "memory": "mem"}.get(r["category"], r["category"]),
         TC_SYMBOL[r["tc"]],
         f"{r['count']:,}",
@@ -167,7 +167,7 @@ def print_leaderboard(lb, console, limit: int | None = 20, title: str = "Kernel 
     for h in (["GPU"] if per_gpu else []) + HEADERS:
         justify = "left" if h in ("Kernel", "Cat", "TC", "Flags", "GPU") else "right"
         if h == "Kernel":
-            table.add_column(h, justify=justify, overflow="fold", min_width=28, max_width=60)
+            table.add_column(h, justify=justify, overflow="fold", min_width=28, max_width=90)
         else:
             table.add_column(h, justify=justify, no_wrap=True)
     for i, r in enumerate(records(shown), 1):

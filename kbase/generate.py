@@ -1,0 +1,539 @@
+"""Write synthetic but faithful Nsight Systems SQLite exports (``nsys export --type sqlite``, 3.x).
+
+The tables written copy the column names, types and order of a real 3.25 export (TARGET_INFO_GPU
+from 3.13). Every generated file comes with a :class:`GeneratedTruth`: the answer a reader must
+find, aggregated while writing (never a list of rows, so 10M-kernel files stay cheap).
+
+Timing model, per process (one per GPU, pid ``1000+rank``, main thread tid == pid): iteration
+``k`` is an NVTX range ``[t0, t1)`` on the main thread. Inside it the thread makes, in order, a
+``cudaStreamSynchronize`` (waits for the GPU to drain the previous step), an input
+``cudaMemcpyAsync`` and the step's kernel launches (~5 µs runtime rows), with a few non-launch
+calls between them. Each kernel runs after its launch returns, queued behind the previous work on
+its stream (compute stream; NCCL kernels on a second stream that waits for compute). The GPU lags:
+kernels of the last launches of a step start and end after ``t1``, so attribution must follow the
+launch (pid + correlationId), not GPU time. Correlation ids restart at the same value in every
+process, as CUPTI's do: joining on correlationId alone mixes ranks up.
+
+Per-launch kernel durations come from a counter-based hash of (seed, kernel, rank, iteration,
+occurrence), so a knob that changes one kernel (``slowdown``, ``extra_launches``, ``rename``...)
+leaves every other kernel's durations identical.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import zlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from kbase.errors import InputError
+from kbase.generate_names import KernelSpec, default_kernel_mix, scaled_kernel_mix
+
+__all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "generate_export",
+           "default_kernel_mix", "scaled_kernel_mix", "global_pid", "global_tid"]
+
+VM_BITS = 1 << 48  # the constant high part real exports carry (hwId 0, vmId 1)
+BATCH = 50_000
+_U64 = np.uint64
+
+
+def global_pid(pid: int) -> int:
+    """Serialized GlobalId of a process, as nsys writes it: ``(1 << 48) | (pid << 24)``."""
+    return VM_BITS | (pid << 24)
+
+
+def global_tid(pid: int, tid: int) -> int:
+    return global_pid(pid) | tid
+
+
+# ---- schema: (name, type, NOT NULL) in the order of the real export -----------------------------
+def _cols(spec: str) -> list[tuple[str, str, bool]]:
+    types = {"I": "INTEGER", "T": "TEXT", "R": "REAL"}
+    out = []
+    for item in spec.split():
+        name, t = item.split(":")
+        out.append((name, types[t[0]], t.endswith("!")))
+    return out
+
+
+SCHEMA: dict[str, list[tuple[str, str, bool]]] = {k: _cols(v) for k, v in {
+    "StringIds": "id:I! value:T!",
+    "TARGET_INFO_SESSION_START_TIME": "utcEpochNs:I utcTime:T localTime:T systemClockNs:I",
+    "TARGET_INFO_GPU": "vmId:I! id:I! name:T busLocation:T isDiscrete:I l2CacheSize:I totalMemory:I "
+        "memoryBandwidth:I clockRate:I smCount:I pwGpuId:I uuid:T luid:I chipName:T cuDevice:I ctxswDevPath:T "
+        "ctrlDevPath:T revision:I nodeMask:I constantMemory:I maxIPC:I maxRegistersPerBlock:I maxShmemPerBlock:I "
+        "maxShmemPerBlockOptin:I maxShmemPerSm:I maxRegistersPerSm:I threadsPerWarp:I asyncEngines:I "
+        "maxWarpsPerSm:I maxBlocksPerSm:I maxThreadsPerBlock:I maxBlockDimX:I maxBlockDimY:I maxBlockDimZ:I "
+        "maxGridDimX:I maxGridDimY:I maxGridDimZ:I computeMajor:I computeMinor:I smMajor:I smMinor:I",
+    "PROCESSES": "globalPid:I pid:I name:T",
+    "ThreadNames": "nameId:I! priority:I globalTid:I",
+    "TARGET_INFO_CUDA_STREAM": "streamId:I! hwId:I! vmId:I! processId:I! contextId:I! priority:I! flag:I!",
+    "CUPTI_ACTIVITY_KIND_RUNTIME": "start:I! end:I! eventClass:I! globalTid:I correlationId:I nameId:I! "
+        "returnValue:I! callchainId:I",
+    "CUPTI_ACTIVITY_KIND_KERNEL": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
+        "correlationId:I globalPid:I demangledName:I! shortName:I! mangledName:I launchType:I cacheConfig:I "
+        "registersPerThread:I! gridX:I! gridY:I! gridZ:I! blockX:I! blockY:I! blockZ:I! staticSharedMemory:I! "
+        "dynamicSharedMemory:I! localMemoryPerThread:I! localMemoryTotal:I! gridId:I! sharedMemoryExecuted:I "
+        "graphNodeId:I sharedMemoryLimitConfig:I qmdBulkReleaseDone:I qmdPreexitDone:I qmdLastCtaDone:I "
+        "graphId:I clusterX:I clusterY:I clusterZ:I clusterSchedulingPolicy:I maxPotentialClusterSize:I "
+        "maxActiveClusters:I sharedMemoryRequestedPercentage:I tensorSizeMinusOneElements:T!",
+    "CUPTI_ACTIVITY_KIND_MEMCPY": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
+        "correlationId:I globalPid:I bytes:I! copyKind:I! deprecatedSrcId:I srcKind:I dstKind:I srcDeviceId:I "
+        "srcContextId:I dstDeviceId:I dstContextId:I migrationCause:I graphNodeId:I virtualAddress:I copyCount:I",
+    "CUPTI_ACTIVITY_KIND_MEMSET": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
+        "correlationId:I globalPid:I value:I! bytes:I! graphNodeId:I memKind:I",
+    "NVTX_EVENTS": "start:I! end:I eventType:I! rangeId:I category:I color:I text:T globalTid:I endGlobalTid:I "
+        "textId:I domainId:I uint64Value:I int64Value:I doubleValue:R uint32Value:I int32Value:I floatValue:R "
+        "jsonTextId:I jsonText:T binaryData:T",
+    "META_DATA_EXPORT": "name:T! value:T",
+}.items()}
+
+
+def _ddl(table: str) -> str:
+    body = ",\n".join(f"    {n:<27} {t:<9}" + (" NOT NULL" if nn else "") + (" PRIMARY KEY" if n == "id" and
+                      table == "StringIds" else "") for n, t, nn in SCHEMA[table])
+    return f"CREATE TABLE {table} (\n{body}\n)"
+
+
+_GPUS = {  # name -> (chip, l2, totalMemory, bandwidth, clock, SMs, shmemOptin, shmemPerSm, engines, cc)
+    "NVIDIA H100 80GB HBM3": ("GH100", 52428800, 85045477376, 3352320000000, 1980000000, 132, 232448, 233472, 3, 9.0),
+    "NVIDIA H200": ("GH100", 62914560, 150121545728, 4916736000000, 1980000000, 132, 232448, 233472, 3, 9.0),
+    "NVIDIA A100-SXM4-80GB": ("GA100", 41943040, 84990623744, 2039040000000, 1410000000, 108, 166912, 167936, 5, 8.0),
+}
+_PRODUCT = {"3.25.0": "2026.2.1.210", "3.17.1": "2025.1.1.110", "3.13.2": "2024.5.1.113",
+            "3.11.1": "2024.2.1.106"}
+
+
+@dataclass
+class ExportSpec:
+    """What to generate. Knobs (``slowdown``, ``extra_launches``, ``drop``, ``rename``) name kernels by
+    their ``KernelSpec.name`` in ``kernels + add``; ``rename`` changes the demangled name only."""
+
+    n_gpus: int = 2
+    iterations: int = 10
+    marker: str = "ProfilerStep#{i}"
+    first_step: int = 1
+    kernels: list[KernelSpec] = field(default_factory=default_kernel_mix)
+    seed: int = 0
+    nvtx: bool = True  # False: no NVTX rows at all
+    nvtx_table: bool = True  # False: no NVTX_EVENTS table (as nsys without NVTX tracing)
+    nvtx_text_ids: bool = False  # marker names through textId (registered strings) instead of text
+    marker_event_type: int = 59  # 59 push/pop, 60 start/end
+    nested_ranges: bool = True  # forward / backward / optimizer.step push/pop ranges inside each step
+    start_mid_iteration: bool = False
+    slice_cuts_launches: int = 0
+    gpu_model: str = "NVIDIA H100 80GB HBM3"
+    schema_version: str = "3.25.0"
+    slowdown: dict[str, float] = field(default_factory=dict)
+    extra_launches: dict[str, int] = field(default_factory=dict)
+    drop: set[str] = field(default_factory=set)
+    add: list[KernelSpec] = field(default_factory=list)
+    rename: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class KernelTruth:
+    count: int
+    total_ns: int
+    min_ns: int
+    max_ns: int
+
+
+@dataclass
+class GeneratedTruth:
+    """The known answer for a generated file.
+
+    ``kernels``: every kernel row in the file, by demangled name. ``iter_count``/``iter_total``
+    (shape ``n_gpus x iterations x len(names)``): kernels whose launch lies in step ``k``'s exported
+    range on rank ``rank``. ``ranges[rank][k] = (start, end)`` for each exported range (also
+    filled when ``nvtx=False``: the ranges the steps had). ``unattributed``: kernels without a
+    runtime row; ``outside_ranges``: kernels with a launch in no exported range.
+    """
+
+    path: Path
+    n_gpus: int
+    names: list[str]
+    kernels: dict[str, KernelTruth]
+    iter_count: np.ndarray
+    iter_total: np.ndarray
+    ranges: dict[int, dict[int, tuple[int, int]]]
+    markers: dict[int, str]
+    unattributed: int
+    outside_ranges: int
+    n_kernels: int
+    n_runtime: int
+
+    def per_iteration(self, rank: int, k: int) -> dict[str, tuple[int, int]]:
+        """``{name: (count, total_ns)}`` of the kernels launched in step ``k`` on ``rank``."""
+        c, t = self.iter_count[rank, k], self.iter_total[rank, k]
+        return {self.names[i]: (int(c[i]), int(t[i])) for i in np.flatnonzero(c)}
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    x = (x ^ (x >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return x ^ (x >> _U64(31))
+
+
+def _normal(keys: np.ndarray) -> np.ndarray:
+    """Standard normal deviates, one per uint64 key (Box-Muller on two hashed uniforms)."""
+    a = _mix64(keys)
+    b = _mix64(a ^ _U64(0x9E3779B97F4A7C15))
+    u1 = ((a >> _U64(11)).astype(np.float64) + 0.5) / 2.0**53
+    u2 = (b >> _U64(11)).astype(np.float64) / 2.0**53
+    return np.clip(np.sqrt(-2.0 * np.log(u1)) * np.cos(2 * np.pi * u2), -4.0, 4.0)
+
+
+def _crc(s: str) -> int:
+    return zlib.crc32(s.encode())
+
+
+def _mangle(name: str, short: str) -> str:
+    if not name.startswith("void "):
+        return name  # extern "C" kernels: mangled == demangled
+    qual = name[5:].split("<", 1)[0].split("(", 1)[0].replace("<unnamed>", "_GLOBAL__N__1")
+    parts = "".join(f"{len(p)}{p}" for p in qual.split("::"))
+    return f"_ZN{parts}EI{_crc(name):08x}EEvT_" if "::" in qual else f"_Z{parts}I{_crc(name):08x}EvT_"
+
+
+def _effective_kernels(spec: ExportSpec) -> tuple[list[KernelSpec], list[int]]:
+    """Apply the knobs; returns the specs and each one's noise key (from its original name)."""
+    specs = list(spec.kernels) + list(spec.add)
+    known = {k.name for k in specs}
+    for knob in ("slowdown", "extra_launches", "drop", "rename"):
+        unknown = set(getattr(spec, knob)) - known
+        if unknown:
+            raise ValueError(f"{knob} names kernels not in the mix: {sorted(unknown)[:3]}")
+    out, keys = [], []
+    for k in specs:
+        if k.name in spec.drop:
+            continue
+        keys.append(_crc(k.name))
+        out.append(replace(k, name=spec.rename.get(k.name, k.name),
+                           mean_ns=max(1, int(round(k.mean_ns * spec.slowdown.get(k.name, 1.0)))),
+                           launches_per_iter=k.launches_per_iter + spec.extra_launches.get(k.name, 0)))
+    if not out:
+        raise ValueError("no kernels left to generate")
+    return out, keys
+
+
+_API = ["cudaStreamSynchronize_v3020", "cudaMemcpyAsync_v3020", "cudaStreamIsCapturing_v10000",
+        "cudaEventRecordWithFlags_v11010", "cudaStreamWaitEvent_v3020", "cudaLaunchKernel_v7000",
+        "cudaLaunchKernelExC_v11060"]
+_API_NS = np.array([2_500, 7_800, 700, 2_100, 1_600, 5_000, 6_200], dtype=np.float64)
+_SYNC, _MEMCPY, _CAPT, _EVREC, _WAIT, _LAUNCH, _LAUNCHEX = range(7)
+MEMCPY_BYTES = 4 << 20
+
+
+@dataclass
+class _Program:
+    """One step's CPU call sequence (fixed across steps with the same active kernels)."""
+
+    api: np.ndarray      # API index per call
+    spec: np.ndarray     # kernel spec per call, -1 if not a launch
+    kpos: np.ndarray     # call positions of launches
+    kspec: np.ndarray    # spec per launch
+    ordinal: np.ndarray  # occurrence of that spec within the step
+    nccl: np.ndarray     # per launch: on the NCCL stream
+    dep: np.ndarray      # per launch: index of the last compute-stream GPU op before it (-1: none)
+
+
+def _program(counts: np.ndarray, is_nccl: np.ndarray, uses_ex: np.ndarray, seed: int) -> _Program:
+    rng = np.random.default_rng([seed, int(counts.sum()), 0xC0DE])
+    order = rng.permutation(np.repeat(np.arange(len(counts)), counts))
+    api, spec = [_SYNC, _MEMCPY], [-1, -1]
+    for j, s in enumerate(order.tolist()):
+        if j % 64 == 31:
+            api.append(_CAPT)
+            spec.append(-1)
+        if is_nccl[s]:  # record an event on the compute stream, make the NCCL stream wait for it
+            api += [_EVREC, _WAIT]
+            spec += [-1, -1]
+        api.append(_LAUNCHEX if uses_ex[s] else _LAUNCH)
+        spec.append(s)
+    api_a, spec_a = np.array(api, np.int64), np.array(spec, np.int64)
+    kpos = np.flatnonzero(spec_a >= 0)
+    kspec = spec_a[kpos]
+    srt = np.argsort(kspec, kind="stable")
+    ordinal = np.empty(len(kspec), np.int64)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(kspec, minlength=len(counts)))])
+    ordinal[srt] = np.arange(len(kspec)) - starts[kspec[srt]]
+    nccl = is_nccl[kspec]
+    compute_ops = np.cumsum(~nccl)  # memcpy is compute op #0, so launch i's compute index = cumsum
+    dep = np.where(nccl, compute_ops, -1)  # index into [memcpy, compute kernels...] of the last one before
+    return _Program(api_a, spec_a, kpos, kspec, ordinal, nccl, dep)
+
+
+def _queue(ready: np.ndarray, dur: np.ndarray, gap: np.ndarray, free: int) -> np.ndarray:
+    """GPU stream FIFO: end_j = max(ready_j, end_{j-1} + gap_j) + dur_j, with end_{-1} = free."""
+    s = np.cumsum(gap + dur)
+    a = ready + dur - s
+    if len(a):
+        a[0] = max(a[0], free)
+    return s + np.maximum.accumulate(a)
+
+
+def _kernel_attrs(k: KernelSpec) -> tuple:
+    """Launch attributes, stable per kernel: (regs, grid xyz, block xyz, static/dyn/executed shmem, cluster xyz)."""
+    h = _crc(k.name)
+    big = any(t in k.name for t in ("nvjet", "sm90", "gmma", "flash", "cutlass", "gemm"))
+    cluster = (2 if h & 1 else 1, 1, 1) if any(t in k.name for t in ("nvjet", "sm90", "gmma")) else (0, 0, 0)
+    regs = 168 if cluster[0] else (32, 40, 56, 64, 96, 128, 255, 80)[h % 8]
+    block = (384 if cluster[0] else 128 * (1 + (h >> 3) % 4), 1, 1)
+    grid = (1 + (h >> 5) % 1320, 1 + (h >> 16) % 4 if big else 1, 1)
+    shm = (0, 98304 + (h >> 9) % 128 * 1024, 233472) if big else ((h >> 9) % 3 * 2048, 0, 32768)
+    return (regs, *grid, *block, *shm, *cluster)
+
+
+def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
+    specs, keys = _effective_kernels(spec)
+    names = list(dict.fromkeys(k.name for k in specs))
+    index = {n: i for i, n in enumerate(names)}
+    name_of = np.array([index[k.name] for k in specs], np.int64)
+    n_specs, n_names, iters = len(specs), len(names), spec.iterations
+    is_nccl = np.array([k.short_name.startswith(("ncclDevKernel", "ncclKernel")) for k in specs])
+    uses_ex = np.array([k.name.startswith(("nvjet", "sm90")) for k in specs])
+    launches = np.array([k.launches_per_iter for k in specs], np.int64)
+    every = np.array([max(1, k.every) for k in specs], np.int64)
+    phase = np.array(keys, np.int64) % every
+    means = np.array([k.mean_ns for k in specs], np.float64)
+    jit = np.array([k.jitter for k in specs], np.float64)
+    key_u = np.array(keys, np.uint64) * _U64(0x9E3779B97F4A7C15)
+
+    strings: dict[str, int] = {}
+    sid = lambda s: strings.setdefault(s, len(strings) + 1)  # noqa: E731
+    api_sid = np.array([sid(a) for a in _API], np.int64)
+    thread_sid, autograd_sid = sid("python3"), sid("pt_autograd_0")
+    markers = {k: spec.marker.format(i=spec.first_step + k) for k in range(iters)}
+    nested = ["forward", "backward", "optimizer.step"]
+    text_sid = {t: sid(t) for t in [*markers.values(), *nested]} if spec.nvtx_text_ids else {}
+    name_sid = [sid(k.name) for k in specs]
+    short_sid = [sid(k.short_name) for k in specs]
+    mangled_sid = [sid(_mangle(k.name, k.short_name)) for k in specs]
+    attrs = [_kernel_attrs(k) for k in specs]
+
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("BEGIN")
+    tables = [t for t in SCHEMA if t != "NVTX_EVENTS" or spec.nvtx_table]
+    for t in tables:
+        conn.execute(_ddl(t))
+    ins = lambda t, rows: conn.executemany(  # noqa: E731
+        f"INSERT INTO {t} VALUES ({','.join('?' * len(SCHEMA[t]))})", rows)
+    ins("StringIds", ((i, s) for s, i in strings.items()))
+    _write_target_info(conn, ins, spec)
+
+    t_count = np.zeros(n_names, np.int64)
+    t_total = np.zeros(n_names, np.int64)
+    t_min = np.full(n_names, np.iinfo(np.int64).max)
+    t_max = np.zeros(n_names, np.int64)
+    iter_count = np.zeros((spec.n_gpus, iters, n_names), np.int64)
+    iter_total = np.zeros_like(iter_count)
+    ranges: dict[int, dict[int, tuple[int, int]]] = {}
+    unattributed = outside = n_kernels = n_runtime = 0
+    programs: dict[bytes, _Program] = {}
+    krows: list[tuple] = []
+    rrows: list[tuple] = []
+    nvtx_rows: list[tuple] = []
+    range_id = 0
+
+    for rank in range(spec.n_gpus):
+        pid = 1000 + rank
+        gpid, gtid = global_pid(pid), global_tid(pid, pid)
+        dev, ctx, streams = rank, rank + 1, (7 + 8 * rank, 10 + 8 * rank)
+        ins("PROCESSES", [(gpid, pid, "python3")])
+        ins("ThreadNames", [(thread_sid, 20, gtid), (autograd_sid, 20, global_tid(pid, pid + 7))])
+        ins("TARGET_INFO_CUDA_STREAM", [(s, 0, 1, pid, ctx, 0, 2) for s in streams])
+        tails = [(streams[int(is_nccl[i])], name_sid[i], short_sid[i], mangled_sid[i], *attrs[i])
+                 for i in range(n_specs)]
+        ksql = ("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start,end,correlationId,gridId,streamId,demangledName,"
+                "shortName,mangledName,registersPerThread,gridX,gridY,gridZ,blockX,blockY,blockZ,"
+                "staticSharedMemory,dynamicSharedMemory,sharedMemoryExecuted,clusterX,clusterY,clusterZ,deviceId,"
+                "contextId,greenContextId,globalPid,launchType,cacheConfig,localMemoryPerThread,localMemoryTotal,"
+                "sharedMemoryLimitConfig,clusterSchedulingPolicy,maxPotentialClusterSize,maxActiveClusters,"
+                f"tensorSizeMinusOneElements) VALUES ({','.join('?' * 21)},{dev},{ctx},0,{gpid},1,1,0,250871808,"
+                "0,1,0,0,'[]')")
+        rsql = ("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,correlationId,nameId,eventClass,globalTid,"
+                f"returnValue) VALUES (?,?,?,?,0,{gtid},0)")
+        rng = np.random.default_rng([spec.seed, rank, 0xA11])
+        t = 1_500_000_000 + int(rng.integers(0, 50_000))
+        free = [t, t]
+        corr, grid, cut_left = 1_438_000, 75_000, spec.slice_cuts_launches
+        ranges[rank] = {}
+
+        for k in range(iters):
+            counts = np.where((k + phase) % every == 0, launches, 0)
+            prog = programs.get(counts.tobytes())
+            if prog is None:
+                prog = programs[counts.tobytes()] = _program(counts, is_nccl, uses_ex, spec.seed)
+            n_calls, n_k = len(prog.api), len(prog.kspec)
+            t0 = t + 20_000 + int(rng.integers(0, 60_000))
+            cdur = np.maximum(300, _API_NS[prog.api] * rng.lognormal(0.0, 0.15, n_calls)).astype(np.int64)
+            step = cdur + 800 + rng.exponential(9_000.0, n_calls).astype(np.int64)  # eager Python per op
+            cend = np.empty(n_calls, np.int64)
+            c0 = t0 + 4_000 + int(rng.integers(0, 8_000))
+            cend[0] = max(c0 + cdur[0], max(free) + 1_500)
+            step[0] = 0
+            cend[:] = cend[0] + np.cumsum(step)
+            cstart = cend - cdur
+            cstart[0] = c0
+            t1 = int(cend[-1]) + int(rng.integers(500, 1_500))
+            corr_ids = corr + np.arange(n_calls, dtype=np.int64)
+            corr += n_calls
+
+            # GPU side: per-launch durations from the counter hash, then the two stream queues.
+            base = _mix64(np.array([spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1], np.uint64))[0]
+            z = _normal((key_u[prog.kspec] ^ base) + prog.ordinal.astype(np.uint64))
+            kj = jit[prog.kspec]
+            kdur = np.maximum(1, np.rint(means[prog.kspec] * np.exp(kj * z - kj * kj / 2))).astype(np.int64)
+            lat = 2_000 + rng.integers(0, 2_000, n_k + 1)
+            gap = 500 + rng.integers(0, 1_500, n_k + 1)
+            mdur = int(170_000 * (1 + 0.03 * rng.standard_normal()))
+            comp = ~prog.nccl
+            comp_end = _queue(np.concatenate([[cend[1]], cend[prog.kpos[comp]]]) + lat[np.r_[0, 1 + np.flatnonzero(comp)]],
+                              np.concatenate([[mdur], kdur[comp]]), gap[np.r_[0, 1 + np.flatnonzero(comp)]], free[0])
+            free[0] = int(comp_end[-1])
+            kend = np.empty(n_k, np.int64)
+            kend[comp] = comp_end[1:]
+            if prog.nccl.any():
+                ready = np.maximum(cend[prog.kpos[prog.nccl]] + lat[1:][prog.nccl], comp_end[prog.dep[prog.nccl]])
+                n_end = _queue(ready, kdur[prog.nccl], gap[1:][prog.nccl], free[1])
+                kend[prog.nccl] = n_end
+                free[1] = int(n_end[-1])
+            kstart = kend - kdur
+            grid_ids = grid + np.arange(n_k, dtype=np.int64)
+            grid += n_k
+
+            # What the capture holds: a late start drops step 0's earlier rows and its range.
+            exported = not (spec.start_mid_iteration and k == 0)
+            tcap = t0 + (t1 - t0) * 45 // 100 if not exported else t0
+            rt_keep = cstart >= tcap
+            kkeep = kstart >= tcap
+            mkeep = bool(rt_keep[1]) and int(comp_end[0]) - mdur >= tcap
+            has_rt = rt_keep[prog.kpos] & kkeep
+            if cut_left:
+                cut = np.flatnonzero(has_rt)[:cut_left]
+                has_rt[cut] = False
+                rt_keep[prog.kpos[cut]] = False
+                cut_left -= len(cut)
+
+            nid = name_of[prog.kspec]
+            kn, kd = nid[kkeep], kdur[kkeep]
+            t_count += np.bincount(kn, minlength=n_names)
+            t_total += np.rint(np.bincount(kn, weights=kd, minlength=n_names)).astype(np.int64)
+            np.minimum.at(t_min, kn, kd)
+            np.maximum.at(t_max, kn, kd)
+            unattributed += int((kkeep & ~has_rt).sum())
+            n_kernels += int(kkeep.sum())
+            if exported:
+                ranges[rank][k] = (t0, t1)
+                iter_count[rank, k] += np.bincount(nid[has_rt], minlength=n_names)
+                iter_total[rank, k] += np.rint(np.bincount(nid[has_rt], weights=kdur[has_rt],
+                                                           minlength=n_names)).astype(np.int64)
+            else:
+                outside += int(has_rt.sum())
+
+            sel = np.flatnonzero(rt_keep)
+            n_runtime += len(sel)
+            rrows.extend(zip(cstart[sel].tolist(), cend[sel].tolist(), corr_ids[sel].tolist(),
+                             api_sid[prog.api[sel]].tolist()))
+            sel = np.flatnonzero(kkeep)
+            krows.extend([(a, b, c, g, *tails[s]) for a, b, c, g, s in zip(
+                kstart[sel].tolist(), kend[sel].tolist(), corr_ids[prog.kpos[sel]].tolist(),
+                grid_ids[sel].tolist(), prog.kspec[sel].tolist())])
+            if mkeep:
+                ins("CUPTI_ACTIVITY_KIND_MEMCPY", [(int(comp_end[0]) - mdur, int(comp_end[0]), dev, ctx, 0,
+                    streams[0], int(corr_ids[1]), gpid, MEMCPY_BYTES, 1, None, 1, 2, None, None, None, None,
+                    None, None, None, 1)])
+            if spec.nvtx:
+                spans = [(markers[k], t0, t1, spec.marker_event_type)] if exported else []
+                if spec.nested_ranges and n_calls > 8:
+                    cuts = [2, 2 + (n_calls - 2) * 35 // 100, 2 + (n_calls - 2) * 90 // 100, n_calls]
+                    spans += [(nested[j], int(cstart[cuts[j]]) - 300, int(cend[cuts[j + 1] - 1]) + 200, 59)
+                              for j in range(3) if cstart[cuts[j]] - 300 >= tcap]
+                for text, a, b, et in spans:
+                    range_id += et == 60
+                    nvtx_rows.append((a, b, et, range_id if et == 60 else None, None, None,
+                                      None if text_sid else text, gtid, gtid if et == 60 else None,
+                                      text_sid.get(text), 0, *([None] * 9)))
+            t = t1
+            if len(krows) >= BATCH or len(rrows) >= BATCH:
+                conn.executemany(ksql, krows)
+                conn.executemany(rsql, rrows)
+                krows.clear()
+                rrows.clear()
+        conn.executemany(ksql, krows)
+        conn.executemany(rsql, rrows)
+        krows.clear()
+        rrows.clear()
+    if spec.nvtx_table:
+        ins("NVTX_EVENTS", nvtx_rows)
+    conn.execute("COMMIT")
+    conn.close()
+    kernels = {n: KernelTruth(int(t_count[i]), int(t_total[i]), int(t_min[i]), int(t_max[i]))
+               for i, n in enumerate(names) if t_count[i]}
+    return GeneratedTruth(tmp, spec.n_gpus, names, kernels, iter_count, iter_total, ranges, markers,
+                          unattributed, outside, n_kernels, n_runtime)
+
+
+def _write_target_info(conn: sqlite3.Connection, ins, spec: ExportSpec) -> None:
+    chip, l2, mem, bw, clock, sms, optin, per_sm, engines, cc = _GPUS.get(spec.gpu_model,
+                                                                          _GPUS["NVIDIA H100 80GB HBM3"])
+    major, minor = int(cc), int(round(cc * 10)) % 10
+    ins("TARGET_INFO_GPU", [(VM_BITS, r, spec.gpu_model, f"0000:{0x18 + 0x10 * r:02x}:00.0", 1, l2, mem, bw, clock,
+                             sms, r, "%08x-%04x-%04x-%04x-%012x" % (_crc(f"{spec.seed}/{r}"), r, 0x4000 | r, 0x8000,
+                                                                    _crc(spec.gpu_model) * 4096 + r),
+                             0, chip, r, None, None, 161, 0, 65536, 0, 65536, 49152, optin, per_sm, 65536, 32,
+                             engines, 64, 32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, major, minor, major,
+                             minor) for r in range(spec.n_gpus)])
+    utc = 1_779_630_014_975_716_426 + spec.seed * 1_000_000_000
+    ins("TARGET_INFO_SESSION_START_TIME", [(utc, "2026-05-24T13:40:14", "2026-05-24T13:40:14", 35_255_823_190)])
+    product = _PRODUCT.get(spec.schema_version, "2026.2.1.210")
+    major_s, minor_s, micro_s = (spec.schema_version.split(".") + ["0", "0"])[:3]
+    ins("META_DATA_EXPORT", [
+        ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", product),
+        ("EXPORT_PRODUCT_DATE", ".".join(product.split(".")[:2])),
+        ("EXPORT_SCHEMA_VERSION", spec.schema_version), ("EXPORT_SCHEMA_VERSION_MAJOR", major_s),
+        ("EXPORT_SCHEMA_VERSION_MINOR", minor_s), ("EXPORT_SCHEMA_VERSION_MICRO", micro_s),
+        ("EXPORT_PLATFORM", "linux-desktop"), ("EXPORT_ARCH", "x64"),
+        ("EXPORT_TIME_UTC", "2026-05-24T13:51:31"), ("EXPORT_PARAM_EXPORT_TYPE", "SQLite"),
+        ("EXPORT_PARAM_TIME_NORMALIZE", "false"), ("EXPORT_PARAM_TIME_SHIFT", "0"),
+        ("DERIVED_BY", "kbase.generate")])
+
+
+class GeneratedFileExists(InputError, FileExistsError):
+    """The output file exists and ``overwrite`` was not given."""
+
+
+def generate_export(path: str | os.PathLike, spec: ExportSpec | None = None, *, overwrite: bool = False,
+                    **overrides) -> GeneratedTruth:
+    """Write an nsys-style SQLite export at ``path`` and return what it holds.
+
+    ``overrides`` replace fields of ``spec`` (default :class:`ExportSpec`), e.g.
+    ``generate_export(p, n_gpus=8, iterations=3)``. The file is written to a temporary name next to
+    ``path`` and renamed at the end; an existing ``path`` is refused unless ``overwrite=True``.
+    """
+    spec = replace(spec or ExportSpec(), **overrides)
+    if spec.n_gpus < 1 or spec.iterations < 1:
+        raise ValueError("n_gpus and iterations must be >= 1")
+    if spec.marker_event_type not in (59, 60):
+        raise ValueError("marker_event_type must be 59 (push/pop) or 60 (start/end)")
+    if any(k.launches_per_iter < 0 or k.mean_ns < 1 for k in [*spec.kernels, *spec.add]):
+        raise ValueError("kernels need launches_per_iter >= 0 and mean_ns >= 1")
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise GeneratedFileExists(f"{path} exists (pass overwrite=True to replace it)")
+    tmp = path.with_name(path.name + ".partial")
+    tmp.unlink(missing_ok=True)
+    try:
+        truth = _write(tmp, spec)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    truth.path = path
+    return truth

@@ -1,0 +1,106 @@
+"""Git facts for a baseline (gitpython): which commit, when, on which branch, and whether dirty."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kbase.errors import InputError
+
+FULL_HASH = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+ANCESTRY_LIMIT = 50
+
+
+@dataclass
+class CommitInfo:
+    hash: str
+    date: datetime | None
+    branch: str  # "" when detached or unknown
+    detached: bool
+    dirty: bool
+
+
+def open_repo(path: Path | None = None):
+    import git
+
+    where = (path or Path.cwd()).resolve()
+    if not where.exists():
+        raise InputError(f"--repo {where}: no such directory")
+    try:
+        return git.Repo(where, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise InputError(
+            f"{where}: not a git repository (run inside one, pass --repo PATH, or use --no-git --rev FULLHASH "
+            "for a profile made elsewhere)"
+        ) from None
+
+
+def resolve_commit(repo, rev: str):
+    """The commit object a revision names; one clear line when it names none."""
+    import git
+
+    try:
+        return repo.commit(rev)
+    except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
+        shallow = (Path(repo.git_dir) / "shallow").exists()
+        hint = " (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)" if shallow else ""
+        raise InputError(f"unknown git revision {rev!r} in {repo.working_tree_dir}{hint}") from None
+
+
+def commit_info(repo_path: Path | None = None, rev: str | None = None, no_git: bool = False) -> CommitInfo:
+    if no_git:
+        if not rev or not FULL_HASH.match(rev.lower()):
+            raise InputError(f"--no-git needs --rev with a full commit hash (40 hex digits), got {rev!r}")
+        return CommitInfo(hash=rev.lower(), date=None, branch="", detached=True, dirty=False)
+    repo = open_repo(repo_path)
+    if rev is None and not repo.head.is_valid():
+        raise InputError(f"{repo.working_tree_dir}: the repository has no commits yet")
+    commit = resolve_commit(repo, rev or "HEAD")
+    detached = repo.head.is_detached
+    branch = "" if detached else repo.active_branch.name
+    if rev is not None and not detached and repo.head.commit.hexsha != commit.hexsha:
+        branch = ""  # attributed to another commit: the current branch says nothing about it
+    dirty = repo.is_dirty(untracked_files=False) if rev is None else False
+    return CommitInfo(
+        hash=commit.hexsha,
+        date=datetime.fromtimestamp(commit.committed_date, tz=timezone.utc),
+        branch=branch,
+        detached=detached,
+        dirty=dirty,
+    )
+
+
+def first_parents(repo, start_hash: str, limit: int = ANCESTRY_LIMIT) -> list[str]:
+    """``start_hash`` and its first-parent ancestors, nearest first, at most ``limit`` + 1."""
+    out = []
+    commit = repo.commit(start_hash)
+    for _ in range(limit + 1):
+        out.append(commit.hexsha)
+        try:
+            parents = commit.parents
+        except ValueError:  # parent object missing in a shallow clone
+            break
+        if not parents:
+            break
+        commit = parents[0]
+    return out
+
+
+def merge_base(repo, a: str, b: str) -> str:
+    bases = repo.merge_base(resolve_commit(repo, a), resolve_commit(repo, b))
+    if not bases:
+        raise InputError(f"no merge-base between {a!r} and {b!r}")
+    return bases[0].hexsha
+
+
+def author(repo_path: Path | None = None) -> str:
+    try:
+        repo = open_repo(repo_path)
+        reader = repo.config_reader()
+        name = reader.get_value("user", "name", default="")
+        email = reader.get_value("user", "email", default="")
+        return f"{name} <{email}>".strip() if email else str(name)
+    except Exception:  # noqa: BLE001 - author is informative only
+        return ""

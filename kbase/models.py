@@ -1,0 +1,120 @@
+"""The store's tables (SQLModel), all in one place. Alembic's ``env.py`` reads ``SQLModel.metadata``.
+
+- ``Baseline``: one run's leaderboard on its window, with when and at which commit it was taken.
+- ``KernelName``: each distinct kernel name once (long C++ templates repeat across thousands of
+  baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
+- ``BaselineKernel``: one leaderboard row per kernel per baseline, with its per-iteration samples
+  packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``.
+- ``Acceptance``: a known regression acknowledged with ``kbase accept``.
+
+All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Baseline(SQLModel, table=True):
+    __tablename__ = "baseline"
+    __table_args__ = (
+        Index("ix_baseline_workload_commit", "workload", "commit"),
+        Index("ix_baseline_workload_created", "workload", "created_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow)  # aware, stored as UTC
+    workload: str = Field(max_length=200)
+    commit: str = Field(max_length=64)  # full hash
+    commit_date: datetime | None = None  # aware, stored as UTC
+    branch: str = Field(default="", max_length=300)  # "" when detached
+    detached: bool = False
+    dirty: bool = False
+    source_name: str = Field(sa_type=Text)
+    source_sha256: str = Field(max_length=64, index=True)
+    source_size: int = Field(sa_type=BigInteger)
+    source_format: str = Field(max_length=32)
+    exporter_version: str = Field(default="", sa_type=Text)
+    gpu_models: str = Field(default="", sa_type=Text)  # comma-separated, sorted
+    gpu_count: int
+    host: str = Field(default="", max_length=300)
+    window_spec: str = Field(sa_type=Text)  # WindowSpec.key()
+    window_desc: str = Field(sa_type=Text)  # human description of the window actually used
+    marker: str = Field(default="", sa_type=Text)
+    aligned: bool
+    warmup_skipped: int = 0
+    iterations_used: int = 0
+    iteration_keys: str = Field(default="[]", sa_type=Text)  # JSON list of ints
+    window_ns: int = Field(sa_type=BigInteger)
+    window_gpu_ns: int = Field(sa_type=BigInteger)
+    total_kernel_ns: int = Field(sa_type=BigInteger)
+    compute_ns: int = Field(default=0, sa_type=BigInteger)
+    communication_ns: int = Field(default=0, sa_type=BigInteger)
+    memory_ns: int = Field(default=0, sa_type=BigInteger)
+    step_wall_ns: float | None = None  # mean CPU step time where the profile has it (Kineto)
+    fingerprint: str = Field(max_length=64, index=True)  # comparability: GPU model+count, workload, window
+    summary_json: str = Field(default="{}", sa_type=Text)
+    kbase_version: str = Field(max_length=32)
+    tags: str = Field(default="[]", sa_type=Text)  # JSON list
+    note: str = Field(default="", sa_type=Text)
+
+
+class KernelName(SQLModel, table=True):
+    __tablename__ = "kernel_name"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name_hash: str = Field(max_length=40, unique=True)  # sha1 of the full demangled name
+    name: str = Field(sa_type=Text)
+    family_hash: str = Field(max_length=40, index=True)
+    family: str = Field(sa_type=Text)
+    short_name: str = Field(sa_type=Text)
+    category: str = Field(max_length=16)
+    tc: str = Field(max_length=16)
+
+
+class BaselineKernel(SQLModel, table=True):
+    __tablename__ = "baseline_kernel"
+    __table_args__ = (Index("ix_baseline_kernel_name", "name_id", "baseline_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    baseline_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("baseline.id", ondelete="CASCADE"), nullable=False, index=True)
+    )
+    name_id: int = Field(sa_column=Column(Integer, ForeignKey("kernel_name.id"), nullable=False))
+    rank: int
+    gpus: int
+    count: int = Field(sa_type=BigInteger)
+    total_ns: int = Field(sa_type=BigInteger)
+    avg_ns: float
+    median_ns: float
+    min_ns: int = Field(sa_type=BigInteger)
+    max_ns: int = Field(sa_type=BigInteger)
+    std_ns: float
+    per_iter_ns: float | None = None
+    count_per_iter: float | None = None
+    share_window: float | None = None
+    share_kernel: float | None = None
+    amdahl_ceiling: float | None = None
+    fragmented: bool = False
+    iter_ns: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 per iteration key
+    iter_count: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 launches per key
+
+
+class Acceptance(SQLModel, table=True):
+    __tablename__ = "acceptance"
+
+    id: int | None = Field(default=None, primary_key=True)
+    workload: str = Field(max_length=200, index=True)
+    pattern: str = Field(sa_type=Text)  # glob or /regex/ on kernel names
+    commit: str = Field(max_length=64)
+    reason: str = Field(sa_type=Text)
+    author: str = Field(default="", max_length=300)
+    created_at: datetime = Field(default_factory=utcnow)
+    expires: date | None = None

@@ -1,0 +1,422 @@
+"""Stage 4 — the baseline store: save a leaderboard with its commit, read baselines back.
+
+Python API (the CLI is a thin shell over it)::
+
+    from kbase import store
+    engine, url = store.open_store()                      # resolves --db / KBASE_DB / default
+    res = store.snapshot("train.sqlite", name="train-8gpu")  # read, window, leaderboard, save
+    rows = store.list_baselines(engine, workload="train-8gpu")
+    lb = store.load_leaderboard(engine, rows[0].id)       # the stored Leaderboard
+    store.delete_baseline(engine, rows[0].id)
+
+A baseline and all its rows are written in one transaction; any failure leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kbase.db import open_store, store_error  # noqa: F401 - re-exported API
+from kbase.errors import InputError, KbaseError, StoreError
+from kbase.models import Baseline, BaselineKernel, KernelName
+
+DEFAULT_WORKLOAD = "default"
+_NAME_CHUNK = 400
+
+
+def name_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    if path.is_dir():  # a directory of per-rank traces: hash names and contents in order
+        for p in sorted(path.iterdir()):
+            if p.is_file():
+                h.update(p.name.encode())
+                h.update(bytes.fromhex(file_sha256(p)))
+        return h.hexdigest()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str) -> str:
+    """Comparability key: two baselines compare only when this matches."""
+    return hashlib.sha256(f"{gpu_models}|{gpu_count}|{workload}|{window_spec}".encode()).hexdigest()[:32]
+
+
+@contextlib.contextmanager
+def write_transaction(engine, url: str = ""):
+    """One transaction that takes SQLite's write lock up front (BEGIN IMMEDIATE), so concurrent
+    writers queue on the busy timeout instead of failing on a read→write lock upgrade."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.exec_driver_sql("ROLLBACK")
+                    raise
+                conn.exec_driver_sql("COMMIT")
+            else:
+                with conn.begin():
+                    yield conn
+    except SQLAlchemyError as exc:
+        raise store_error(url or str(engine.url), exc) from None
+
+
+def _pack(values: np.ndarray) -> bytes:
+    return np.asarray(values, dtype="<f4").tobytes()
+
+
+def unpack(blob: bytes | None) -> np.ndarray:
+    if not blob:
+        return np.empty(0, dtype=np.float32)
+    return np.frombuffer(blob, dtype="<f4")
+
+
+def _name_ids(conn, table: pd.DataFrame) -> dict[str, int]:
+    """Ids of the kernel names, inserting those not yet known (race-safe upsert)."""
+    from sqlalchemy import select
+
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    kn = KernelName.__table__
+    rows = [
+        {
+            "name_hash": name_hash(r.name),
+            "name": r.name,
+            "family_hash": name_hash(r.family),
+            "family": r.family,
+            "short_name": r.short_name,
+            "category": r.category,
+            "tc": r.tc,
+        }
+        for r in table[["name", "family", "short_name", "category", "tc"]].drop_duplicates("name").itertuples()
+    ]
+    ids: dict[str, int] = {}
+    by_hash = {row["name_hash"]: row["name"] for row in rows}
+    for i in range(0, len(rows), _NAME_CHUNK):
+        chunk = rows[i : i + _NAME_CHUNK]
+        conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), chunk)
+        hashes = [row["name_hash"] for row in chunk]
+        for nid, h in conn.execute(select(kn.c.id, kn.c.name_hash).where(kn.c.name_hash.in_(hashes))):
+            ids[by_hash[h]] = nid
+    return ids
+
+
+def _kernel_rows(baseline_id: int, lb, name_ids: dict[str, int], keys: list[int]) -> list[dict]:
+    t = lb.table
+    s = lb.samples
+    per_name: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if keys and len(s):
+        pos = {k: i for i, k in enumerate(keys)}
+        for name, g in s.groupby("name", sort=False):
+            ns = np.zeros(len(keys), dtype=np.float64)
+            cnt = np.zeros(len(keys), dtype=np.float64)
+            idx = np.array([pos[int(k)] for k in g["iteration"]])
+            ns[idx] = g["total_ns"].to_numpy()
+            cnt[idx] = g["count"].to_numpy()
+            per_name[name] = (ns, cnt)
+    rows = []
+    nan = float("nan")
+    for rank, r in enumerate(t.itertuples(index=False), 1):
+        samples = per_name.get(r.name)
+        rows.append(
+            {
+                "baseline_id": baseline_id,
+                "name_id": name_ids[r.name],
+                "rank": rank,
+                "gpus": int(r.gpus),
+                "count": int(r.count),
+                "total_ns": int(r.total_ns),
+                "avg_ns": float(r.avg_ns),
+                "median_ns": float(r.median_ns),
+                "min_ns": int(r.min_ns),
+                "max_ns": int(r.max_ns),
+                "std_ns": float(r.std_ns),
+                "per_iter_ns": None if pd.isna(r.per_iter_ns) else float(r.per_iter_ns),
+                "count_per_iter": None if pd.isna(r.count_per_iter) else float(r.count_per_iter),
+                "share_window": None if pd.isna(r.share_window) else float(r.share_window),
+                "share_kernel": None if pd.isna(r.share_kernel) else float(r.share_kernel),
+                "amdahl_ceiling": None if r.amdahl_ceiling in (nan, float("inf")) else float(r.amdahl_ceiling),
+                "fragmented": bool(r.fragmented),
+                "iter_ns": _pack(samples[0]) if samples is not None else (_pack(np.zeros(len(keys))) if keys else None),
+                "iter_count": _pack(samples[1]) if samples is not None else (_pack(np.zeros(len(keys))) if keys else None),
+            }
+        )
+    return rows
+
+
+def insert_kernels(conn, rows: list[dict], chunk: int = 2000) -> None:
+    bk = BaselineKernel.__table__
+    for i in range(0, len(rows), chunk):
+        conn.execute(bk.insert(), rows[i : i + chunk])
+
+
+@dataclass
+class SourceInfo:
+    name: str
+    sha256: str
+    size: int
+    format: str
+
+
+def describe_source(path: Path, fmt: str) -> SourceInfo:
+    size = sum(p.stat().st_size for p in path.iterdir() if p.is_file()) if path.is_dir() else path.stat().st_size
+    return SourceInfo(name=path.name, sha256=file_sha256(path), size=size, format=fmt)
+
+
+def save_leaderboard(engine, lb, *, workload: str, commit, source: SourceInfo, window_spec: str,
+                     tags: list[str] | None = None, note: str = "", url: str = "") -> Baseline:
+    """Store one leaderboard as a new baseline, atomically. Returns the saved Baseline row."""
+    from kbase import __version__
+
+    s = lb.summary
+    models = ",".join(s["gpu_models"])
+    keys = [int(k) for k in s["iteration_keys"]]
+    base = Baseline(
+        workload=workload,
+        commit=commit.hash,
+        commit_date=commit.date,
+        branch=commit.branch,
+        detached=commit.detached,
+        dirty=commit.dirty,
+        source_name=source.name,
+        source_sha256=source.sha256,
+        source_size=source.size,
+        source_format=source.format,
+        exporter_version=s["exporter"],
+        gpu_models=models,
+        gpu_count=int(s["gpus"]),
+        host=socket.gethostname(),
+        window_spec=window_spec,
+        window_desc=s["window"],
+        marker=s["marker"] or "",
+        aligned=bool(s["aligned"]),
+        warmup_skipped=int(s["warmup_skipped"]),
+        iterations_used=int(s["iterations"]),
+        iteration_keys=json.dumps(keys),
+        window_ns=int(s["window_ns"]),
+        window_gpu_ns=int(s["window_gpu_ns"]),
+        total_kernel_ns=int(s["total_kernel_ns"]),
+        compute_ns=int(s["compute_ns"]),
+        communication_ns=int(s["communication_ns"]),
+        memory_ns=int(s["memory_ns"]),
+        step_wall_ns=s.get("step_wall_ns"),
+        fingerprint=fingerprint(models, int(s["gpus"]), workload, window_spec),
+        summary_json=json.dumps({**s, "notes": lb.notes}, default=str),
+        kbase_version=__version__,
+        tags=json.dumps(sorted(set(tags or []))),
+        note=note,
+    )
+    bt = Baseline.__table__
+    values = base.model_dump(exclude={"id"})
+    with write_transaction(engine, url) as conn:
+        baseline_id = conn.execute(bt.insert().values(**values).returning(bt.c.id)).scalar_one()
+        name_ids = _name_ids(conn, lb.table)
+        insert_kernels(conn, _kernel_rows(baseline_id, lb, name_ids, keys))
+    base.id = baseline_id
+    return base
+
+
+def find_duplicate(engine, workload: str, commit: str, sha256: str, window_spec: str) -> Baseline | None:
+    from sqlmodel import Session, select
+
+    with Session(engine) as session:
+        q = select(Baseline).where(
+            Baseline.workload == workload,
+            Baseline.commit == commit,
+            Baseline.source_sha256 == sha256,
+            Baseline.window_spec == window_spec,
+        )
+        return session.exec(q).first()
+
+
+def list_baselines(engine, workload: str | None = None, branch: str | None = None,
+                   commit_prefix: str | None = None, limit: int | None = None) -> list[Baseline]:
+    """Baselines, newest first, optionally filtered."""
+    from sqlmodel import Session, select
+
+    q = select(Baseline)
+    if workload:
+        q = q.where(Baseline.workload == workload)
+    if branch:
+        q = q.where(Baseline.branch == branch)
+    if commit_prefix:
+        q = q.where(Baseline.commit.startswith(commit_prefix.lower(), autoescape=True))
+    q = q.order_by(Baseline.created_at.desc(), Baseline.id.desc())
+    if limit:
+        q = q.limit(limit)
+    with Session(engine) as session:
+        return list(session.exec(q).all())
+
+
+def get_baseline(engine, baseline_id: int) -> Baseline:
+    from sqlmodel import Session
+
+    with Session(engine) as session:
+        b = session.get(Baseline, baseline_id)
+    if b is None:
+        raise InputError(f"baseline @{baseline_id}: no such baseline in the store")
+    return b
+
+
+def baselines_at(engine, workload: str, commits: list[str]) -> dict[str, list[Baseline]]:
+    """Baselines of ``workload`` at each of ``commits`` (full hashes), oldest first per commit."""
+    from sqlmodel import Session, select
+
+    out: dict[str, list[Baseline]] = {}
+    if not commits:
+        return out
+    with Session(engine) as session:
+        q = select(Baseline).where(Baseline.workload == workload, Baseline.commit.in_(commits)).order_by(Baseline.id)
+        for b in session.exec(q).all():
+            out.setdefault(b.commit, []).append(b)
+    return out
+
+
+def load_kernels(engine, baseline_ids: list[int]) -> pd.DataFrame:
+    """Kernel rows of the given baselines joined with their names (one query)."""
+    from sqlalchemy import select
+
+    bk = BaselineKernel.__table__
+    kn = KernelName.__table__
+    q = (
+        select(bk, kn.c.name, kn.c.family, kn.c.short_name, kn.c.category, kn.c.tc)
+        .join(kn, kn.c.id == bk.c.name_id)
+        .where(bk.c.baseline_id.in_(baseline_ids))
+        .order_by(bk.c.baseline_id, bk.c.rank)
+    )
+    with engine.connect() as conn:
+        res = conn.execute(q)
+        return pd.DataFrame(res.fetchall(), columns=list(res.keys()))
+
+
+def load_leaderboard(engine, baseline_id: int):
+    """The stored Leaderboard of a baseline, as ``build_leaderboard`` made it."""
+    from kbase.leaderboard import COLUMNS, Leaderboard
+
+    b = get_baseline(engine, baseline_id)
+    k = load_kernels(engine, [baseline_id])
+    summary = json.loads(b.summary_json)
+    notes = summary.pop("notes", [])
+    table = k.assign(
+        amdahl_ceiling=k["amdahl_ceiling"].fillna(float("inf")),
+        per_iter_ns=k["per_iter_ns"].astype(float),
+        count_per_iter=k["count_per_iter"].astype(float),
+    )[COLUMNS].reset_index(drop=True)
+    keys = json.loads(b.iteration_keys)
+    samples = []
+    for r in k.itertuples(index=False):
+        ns, cnt = unpack(r.iter_ns), unpack(r.iter_count)
+        for i, key in enumerate(keys[: len(ns)]):
+            if cnt[i] > 0:
+                samples.append((r.name, key, int(cnt[i]), float(ns[i])))
+    samples_df = pd.DataFrame(samples, columns=["name", "iteration", "count", "total_ns"])
+    return Leaderboard(table=table, summary=summary, samples=samples_df, notes=notes)
+
+
+def delete_baseline(engine, baseline_id: int, url: str = "") -> None:
+    from sqlalchemy import delete
+
+    get_baseline(engine, baseline_id)
+    with write_transaction(engine, url) as conn:
+        conn.execute(delete(BaselineKernel.__table__).where(BaselineKernel.__table__.c.baseline_id == baseline_id))
+        conn.execute(delete(Baseline.__table__).where(Baseline.__table__.c.id == baseline_id))
+
+
+def kernel_history(engine, name: str, workload: str | None = None) -> pd.DataFrame:
+    """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
+    from sqlalchemy import select
+
+    bk = BaselineKernel.__table__
+    kn = KernelName.__table__
+    bt = Baseline.__table__
+    q = (
+        select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bk.c.count, bk.c.total_ns,
+               bk.c.avg_ns, bk.c.per_iter_ns, bk.c.share_window)
+        .join(bk, bk.c.baseline_id == bt.c.id)
+        .join(kn, kn.c.id == bk.c.name_id)
+        .where(kn.c.name_hash == name_hash(name))
+        .order_by(bt.c.created_at, bt.c.id)
+    )
+    if workload:
+        q = q.where(bt.c.workload == workload)
+    with engine.connect() as conn:
+        res = conn.execute(q)
+        return pd.DataFrame(res.fetchall(), columns=list(res.keys()))
+
+
+@dataclass
+class SnapshotResult:
+    baseline: Baseline
+    leaderboard: object
+    created: bool  # False: an identical baseline already existed (idempotent)
+
+
+def snapshot(profile_path: Path | str, spec=None, *, name: str | None = None, tags: list[str] | None = None,
+             note: str = "", db: str | None = None, repo: Path | None = None, rev: str | None = None,
+             no_git: bool = False, require_clean: bool = False, force: bool = False,
+             engine=None, url: str = "", reader=None) -> SnapshotResult:
+    """Read a profile, build its leaderboard on the window, and store it at the commit."""
+    from kbase.gitinfo import commit_info
+    from kbase.leaderboard import build_leaderboard
+    from kbase.read import detect_format, read_profile
+    from kbase.window import WindowSpec, select_window
+
+    path = Path(profile_path)
+    spec = spec or WindowSpec()
+    workload = name or DEFAULT_WORKLOAD
+    commit = commit_info(repo, rev, no_git)
+    if require_clean and commit.dirty:
+        raise InputError("working tree has uncommitted changes and --require-clean was given")
+    fmt = detect_format(path)
+    if engine is None:
+        engine, url = open_store(db, repo)
+    source = describe_source(path, fmt)
+    wkey = spec.key()
+    if not force:
+        dup = find_duplicate(engine, workload, commit.hash, source.sha256, wkey)
+        if dup is not None:
+            return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(engine, dup.id), created=False)
+    profile = (reader or read_profile)(path)
+    lb = build_leaderboard(select_window(profile, spec))
+    if "step_wall_ns" in profile.extra:
+        lb.summary["step_wall_ns"] = _mean_step_wall(profile, lb.summary["iteration_keys"])
+    try:
+        base = save_leaderboard(engine, lb, workload=workload, commit=commit, source=source,
+                                window_spec=wkey, tags=tags, note=note, url=url)
+    except KbaseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
+        raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
+    return SnapshotResult(baseline=base, leaderboard=lb, created=True)
+
+
+def _mean_step_wall(profile, keys: list[int]) -> float | None:
+    """Mean CPU wall time of the window's steps, where the reader measured it (Kineto)."""
+    walls = profile.extra.get("step_wall_ns") or {}
+    vals = []
+    for k, v in walls.items() if isinstance(walls, dict) else []:
+        try:
+            if int(k) in set(keys):
+                vals.append(float(v))
+        except (TypeError, ValueError):
+            continue
+    return float(np.mean(vals)) if vals else None

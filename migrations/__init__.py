@@ -1,0 +1,1 @@
+"""Alembic migrations of the kbase store (shipped inside the wheel as kbase/migrations)."""
