@@ -67,6 +67,9 @@ TC_RULES: list[TcRule] = [
     TcRule(_r(r"ffma|sgemm|gemmSN|scudnn|convolve_sgemm|winograd|wgrad_alg|dgrad_engine|dgrad2d"),
            TC_FALLBACK, "fp32 FMA matmul/convolution: no tensor-core path"),
     TcRule(_r(r"gemv|dot_kernel"), TC_NA, "matrix-vector: bandwidth bound, no tensor-core path expected"),
+    # cuBLAS's split-K epilogue sums a GEMM's partial results; it only matched the generic rule
+    # below through its argument type (cublasSplitKParams).
+    TcRule(_r(r"splitKreduce|split_?k_?reduce"), TC_NA, "split-K reduction of GEMM partial sums: not a matmul"),
     TcRule(_r(r"gemm|matmul|conv(?:olution|_?\d?d)?_?(?:fwd|bwd|fprop|dgrad|wgrad|kernel)|implicit_gemm|"
               r"fprop|cublas"),
            TC_FALLBACK, "matmul/convolution with no tensor-core marker in the name"),

@@ -58,6 +58,8 @@ def emit_leaderboard(lb, fmt: str, limit: int | None, title: str = "Kernel leade
 
 def _register_commands() -> None:
     # Importing these modules adds their commands to ``app``.
+    import kbase.cli_demo  # noqa: F401
+    import kbase.cli_diff  # noqa: F401
     import kbase.cli_store  # noqa: F401
 
 

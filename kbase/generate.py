@@ -32,7 +32,7 @@ import numpy as np
 from kbase.errors import InputError
 from kbase.generate_names import KernelSpec, default_kernel_mix, scaled_kernel_mix
 
-__all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "generate_export",
+__all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "GeneratedFileExists", "generate_export",
            "default_kernel_mix", "scaled_kernel_mix", "global_pid", "global_tid"]
 
 VM_BITS = 1 << 48  # the constant high part real exports carry (hwId 0, vmId 1)
@@ -123,7 +123,10 @@ class ExportSpec:
     nvtx_text_ids: bool = False  # marker names through textId (registered strings) instead of text
     marker_event_type: int = 59  # 59 push/pop, 60 start/end
     nested_ranges: bool = True  # forward / backward / optimizer.step push/pop ranges inside each step
+    # The capture starts 45% into step 0: its range and the rows that began earlier are not
+    # exported; kernels launched before the cut but run after it have no runtime row.
     start_mid_iteration: bool = False
+    # Per process, the first N launches of the capture lose their runtime row (kernels kept).
     slice_cuts_launches: int = 0
     gpu_model: str = "NVIDIA H100 80GB HBM3"
     schema_version: str = "3.25.0"
@@ -146,7 +149,8 @@ class KernelTruth:
 class GeneratedTruth:
     """The known answer for a generated file.
 
-    ``kernels``: every kernel row in the file, by demangled name. ``iter_count``/``iter_total``
+    ``kernels``: every kernel row in the file, by demangled name (``names``: index -> name of the
+    arrays below; ``markers[k]``: step ``k``'s range text). ``iter_count``/``iter_total``
     (shape ``n_gpus x iterations x len(names)``): kernels whose launch lies in step ``k``'s exported
     range on rank ``rank``. ``ranges[rank][k] = (start, end)`` for each exported range (also
     filled when ``nvtx=False``: the ranges the steps had). ``unattributed``: kernels without a
@@ -191,7 +195,7 @@ def _crc(s: str) -> int:
     return zlib.crc32(s.encode())
 
 
-def _mangle(name: str, short: str) -> str:
+def _mangle(name: str) -> str:
     if not name.startswith("void "):
         return name  # extern "C" kernels: mangled == demangled
     qual = name[5:].split("<", 1)[0].split("(", 1)[0].replace("<unnamed>", "_GLOBAL__N__1")
@@ -276,6 +280,47 @@ def _queue(ready: np.ndarray, dur: np.ndarray, gap: np.ndarray, free: int) -> np
     return s + np.maximum.accumulate(a)
 
 
+@dataclass
+class _Step:
+    t0: int
+    t1: int
+    cstart: np.ndarray  # per call (CPU)
+    cend: np.ndarray
+    kstart: np.ndarray  # per launch (GPU)
+    kend: np.ndarray
+    mstart: int  # the input memcpy
+    mend: int
+
+
+def _simulate_step(prog: _Program, kdur: np.ndarray, rng: np.random.Generator, t: int, free: list[int]) -> _Step:
+    """Time one step after CPU time ``t``; ``free`` (compute, NCCL stream idle times) is updated."""
+    n_calls, n_k = len(prog.api), len(prog.kspec)
+    t0 = t + 20_000 + int(rng.integers(0, 60_000))
+    cdur = np.maximum(300, _API_NS[prog.api] * rng.lognormal(0.0, 0.15, n_calls)).astype(np.int64)
+    step = cdur + 800 + rng.exponential(9_000.0, n_calls).astype(np.int64)  # eager Python per op
+    c0 = t0 + 4_000 + int(rng.integers(0, 8_000))
+    step[0] = max(c0 + cdur[0], max(free) + 1_500)  # the sync returns once both streams drained
+    cend = np.cumsum(step)
+    cstart = cend - cdur
+    cstart[0] = c0
+    t1 = int(cend[-1]) + int(rng.integers(500, 1_500))
+
+    lat = 2_000 + rng.integers(0, 2_000, n_k + 1)  # launch return -> earliest GPU start
+    gap = 500 + rng.integers(0, 1_500, n_k + 1)  # idle between back-to-back ops of a stream
+    mdur = int(170_000 * (1 + 0.03 * rng.standard_normal()))
+    comp, nccl = ~prog.nccl, prog.nccl
+    ops = np.r_[0, 1 + np.flatnonzero(comp)]  # memcpy (call 1), then compute-stream launches
+    comp_end = _queue(np.r_[cend[1], cend[prog.kpos[comp]]] + lat[ops], np.r_[mdur, kdur[comp]], gap[ops], free[0])
+    free[0] = int(comp_end[-1])
+    kend = np.empty(n_k, np.int64)
+    kend[comp] = comp_end[1:]
+    if nccl.any():  # NCCL waits for the compute work launched before it (event record + stream wait)
+        ready = np.maximum(cend[prog.kpos[nccl]] + lat[1:][nccl], comp_end[prog.dep[nccl]])
+        kend[nccl] = _queue(ready, kdur[nccl], gap[1:][nccl], free[1])
+        free[1] = int(kend[nccl][-1])
+    return _Step(t0, t1, cstart, cend, kend - kdur, kend, int(comp_end[0]) - mdur, int(comp_end[0]))
+
+
 def _kernel_attrs(k: KernelSpec) -> tuple:
     """Launch attributes, stable per kernel: (regs, grid xyz, block xyz, static/dyn/executed shmem, cluster xyz)."""
     h = _crc(k.name)
@@ -312,7 +357,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
     text_sid = {t: sid(t) for t in [*markers.values(), *nested]} if spec.nvtx_text_ids else {}
     name_sid = [sid(k.name) for k in specs]
     short_sid = [sid(k.short_name) for k in specs]
-    mangled_sid = [sid(_mangle(k.name, k.short_name)) for k in specs]
+    mangled_sid = [sid(_mangle(k.name)) for k in specs]
     attrs = [_kernel_attrs(k) for k in specs]
 
     conn = sqlite3.connect(tmp, isolation_level=None)
@@ -370,41 +415,15 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
             prog = programs.get(counts.tobytes())
             if prog is None:
                 prog = programs[counts.tobytes()] = _program(counts, is_nccl, uses_ex, spec.seed)
-            n_calls, n_k = len(prog.api), len(prog.kspec)
-            t0 = t + 20_000 + int(rng.integers(0, 60_000))
-            cdur = np.maximum(300, _API_NS[prog.api] * rng.lognormal(0.0, 0.15, n_calls)).astype(np.int64)
-            step = cdur + 800 + rng.exponential(9_000.0, n_calls).astype(np.int64)  # eager Python per op
-            cend = np.empty(n_calls, np.int64)
-            c0 = t0 + 4_000 + int(rng.integers(0, 8_000))
-            cend[0] = max(c0 + cdur[0], max(free) + 1_500)
-            step[0] = 0
-            cend[:] = cend[0] + np.cumsum(step)
-            cstart = cend - cdur
-            cstart[0] = c0
-            t1 = int(cend[-1]) + int(rng.integers(500, 1_500))
-            corr_ids = corr + np.arange(n_calls, dtype=np.int64)
-            corr += n_calls
-
-            # GPU side: per-launch durations from the counter hash, then the two stream queues.
-            base = _mix64(np.array([spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1], np.uint64))[0]
+            base = _mix64(np.array([(spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1) % 2**64], np.uint64))[0]
             z = _normal((key_u[prog.kspec] ^ base) + prog.ordinal.astype(np.uint64))
             kj = jit[prog.kspec]
             kdur = np.maximum(1, np.rint(means[prog.kspec] * np.exp(kj * z - kj * kj / 2))).astype(np.int64)
-            lat = 2_000 + rng.integers(0, 2_000, n_k + 1)
-            gap = 500 + rng.integers(0, 1_500, n_k + 1)
-            mdur = int(170_000 * (1 + 0.03 * rng.standard_normal()))
-            comp = ~prog.nccl
-            comp_end = _queue(np.concatenate([[cend[1]], cend[prog.kpos[comp]]]) + lat[np.r_[0, 1 + np.flatnonzero(comp)]],
-                              np.concatenate([[mdur], kdur[comp]]), gap[np.r_[0, 1 + np.flatnonzero(comp)]], free[0])
-            free[0] = int(comp_end[-1])
-            kend = np.empty(n_k, np.int64)
-            kend[comp] = comp_end[1:]
-            if prog.nccl.any():
-                ready = np.maximum(cend[prog.kpos[prog.nccl]] + lat[1:][prog.nccl], comp_end[prog.dep[prog.nccl]])
-                n_end = _queue(ready, kdur[prog.nccl], gap[1:][prog.nccl], free[1])
-                kend[prog.nccl] = n_end
-                free[1] = int(n_end[-1])
-            kstart = kend - kdur
+            st = _simulate_step(prog, kdur, rng, t, free)
+            t0, t1, cstart, cend, kstart, kend = st.t0, st.t1, st.cstart, st.cend, st.kstart, st.kend
+            n_calls, n_k = len(prog.api), len(prog.kspec)
+            corr_ids = corr + np.arange(n_calls, dtype=np.int64)
+            corr += n_calls
             grid_ids = grid + np.arange(n_k, dtype=np.int64)
             grid += n_k
 
@@ -413,7 +432,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
             tcap = t0 + (t1 - t0) * 45 // 100 if not exported else t0
             rt_keep = cstart >= tcap
             kkeep = kstart >= tcap
-            mkeep = bool(rt_keep[1]) and int(comp_end[0]) - mdur >= tcap
+            mkeep = st.mstart >= tcap
             has_rt = rt_keep[prog.kpos] & kkeep
             if cut_left:
                 cut = np.flatnonzero(has_rt)[:cut_left]
@@ -446,7 +465,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
                 kstart[sel].tolist(), kend[sel].tolist(), corr_ids[prog.kpos[sel]].tolist(),
                 grid_ids[sel].tolist(), prog.kspec[sel].tolist())])
             if mkeep:
-                ins("CUPTI_ACTIVITY_KIND_MEMCPY", [(int(comp_end[0]) - mdur, int(comp_end[0]), dev, ctx, 0,
+                ins("CUPTI_ACTIVITY_KIND_MEMCPY", [(st.mstart, st.mend, dev, ctx, 0,
                     streams[0], int(corr_ids[1]), gpid, MEMCPY_BYTES, 1, None, 1, 2, None, None, None, None,
                     None, None, None, 1)])
             if spec.nvtx:

@@ -133,7 +133,8 @@ def _scaled_name(rng: np.random.Generator, serial: int) -> tuple[str, str, int]:
         dt = pick(_DTYPES)
         functor = f"at::native::{pick(_FUNCTORS)}<{dt}>"
         if rng.random() < 0.5:
-            functor = f"at::native::BinaryFunctor<{dt}, {dt}, {dt}, at::native::binary_internal::{pick(_FUNCTORS)}<{dt}>>"
+            op = f"at::native::binary_internal::{pick(_FUNCTORS)}<{dt}>"
+            functor = f"at::native::BinaryFunctor<{dt}, {dt}, {dt}, {op}>"
         return _EW.format(f=functor, n=pick([1, 2, 3])).replace("(int)4", f"(int){pick([2, 4, 8])}", 1), \
             "vectorized_elementwise_kernel", int(rng.integers(1_000, 40_000))
     if family == 4:

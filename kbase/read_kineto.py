@@ -19,12 +19,19 @@ the flow events (``ph`` ``s``/``f``, ``id`` = correlation) for kernels without t
 
 Thread and process keys (``launch_tid``, ``ranges.tid``, ``ranges.pid``, ``gpus.pid``)::
 
-    tid = rank << 48 | pid << 24 | tid        pid = rank << 24 | pid
+    tid = slot << 48 | pid << 24 | tid        pid = tid >> 24 = slot << 24 | pid
 
-so for rank 0 ``tid`` is the ``pid << 24 | tid`` of the contract and ``pid`` the OS pid. An OS id
-outside ``[0, 2**23)`` (2021 pthread ids such as 4093687616, negative tids, non-numeric ids) is
-replaced by ``2**23 + n``, n numbering such ids in order of appearance in that file (per process
-for tids), so keys never collide, within a rank or across ranks.
+``slot`` is the file's position in rank order (``extra["ranks"][slot]``), so a single trace, or the
+lowest rank of several, has exactly the ``pid << 24 | tid`` of the contract and the OS pid as
+``pid``; the other ranks' keys and pids carry their slot in the high bits, so two ranks never share
+a thread or process even when their OS ids are equal (containers). An OS id outside ``[0, 2**23)``
+(2021 pthread ids such as 4093687616, negative tids, non-numeric ids) is replaced by ``2**23 + n``,
+n numbering such ids in order of appearance in that file (per process for tids).
+
+``extra``: ``step_wall_ns`` {N: CPU wall ns of ``ProfilerStep#N``} (mean over the ranks that have
+that step), ``step_wall_ns_by_rank`` {rank: {"ProfilerStep#N": ns}}, ``ranks`` (per file: rank,
+slot, file, gpus, world_size, trace_name, base_time_ns), ``thread_names`` {tid key: name},
+``process_names`` {pid key: name}.
 
 The file is streamed: events are decoded one at a time into compact columns, so memory stays a
 small multiple of the kernels + ranges kept, not of the JSON text.
@@ -61,9 +68,9 @@ _RANGE_CATS = {"user_annotation", "cpu_op", "operator"}
 _FLOW_CATS = {"ac2g", "async"}
 _STEP_RE = re.compile(r"ProfilerStep#\d+\Z")
 
-_RANK_SHIFT_TID = 48
+_SLOT_SHIFT_TID = 48
 _PID_SHIFT = 24
-_RANK_SHIFT_PID = 24
+_SLOT_SHIFT_PID = 24
 _ID_LIMIT = 1 << 23  # OS ids below this are kept as they are
 _LOW48 = (1 << 48) - 1
 _LOW24 = (1 << 24) - 1
@@ -76,7 +83,7 @@ _MAX_RANK = (1 << 15) - 1
 
 def _trace_files_in(directory: Path) -> list[Path]:
     return sorted(
-        p for p in directory.iterdir() if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+        p for p in directory.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz"))
     )
 
 
@@ -265,7 +272,9 @@ def _events(stream: _Stream, meta: dict, ev_decoder, meta_decoder):
                 stream.expect(":", "':'")
                 if key == "traceEvents":
                     if stream.peek() != "[":
-                        raise InputError(f"{label}: JSON but not a PyTorch profiler trace (traceEvents is not a list)")
+                        raise InputError(
+                            f"{label}: JSON but not a PyTorch profiler trace (traceEvents is not a list)"
+                        )
                     seen = True
                     yield from _array(stream, ev_decoder)
                 else:
@@ -324,7 +333,7 @@ class _Ids:
         return code
 
     def key(self, pid, tid) -> int:
-        """Thread key without the rank bits."""
+        """Thread key without the slot bits."""
         try:
             return self.cache[(pid, tid)]
         except (KeyError, TypeError):
@@ -505,7 +514,7 @@ def _read_one(path: Path) -> _FileData:
 
 
 def _launches(fd: _FileData) -> tuple[np.ndarray, np.ndarray]:
-    """launch_tid / launch_start (rank bits not yet set) for each kernel of one file."""
+    """launch_tid / launch_start (slot bits not yet set) for each kernel of one file."""
     n = len(fd.k_corr)
     corr = np.frombuffer(fd.k_corr, dtype=np.int64).copy() if n else np.empty(0, np.int64)
     if fd.k_nocorr and len(fd.ff_id):
@@ -663,16 +672,19 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
     for fd, r in zip(data, declared):
         fd.rank = r if r is not None else next(free)
     data.sort(key=lambda fd: fd.rank)
+    if len(data) > _MAX_RANK + 1:
+        raise InputError(f"{source}: more than {_MAX_RANK + 1} traces")
 
     kernel_parts, range_parts, gpu_rows = [], [], []
     step_wall: dict[int, dict[str, int]] = {}
+    step_walls_by_number: dict[int, list[int]] = {}
     thread_names: dict[int, str] = {}
     process_names: dict[int, str] = {}
     span_lo, span_hi = [], []
     versions: list[str] = []
-    for fd in data:
+    for slot, fd in enumerate(data):
         rank, base = fd.rank, _base_ns(fd.meta)
-        tid_bits = np.int64(rank << _RANK_SHIFT_TID)
+        tid_bits = np.int64(slot << _SLOT_SHIFT_TID)
         launch_tid, launch_start = _launches(fd)
         has = launch_tid >= 0
         launch_tid[has] |= tid_bits
@@ -690,7 +702,7 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
                 vals, counts = np.unique(launch_tid[sel] >> _PID_SHIFT, return_counts=True)
                 pid_key = int(vals[np.argmax(counts)])
             else:
-                pid_key = rank << _RANK_SHIFT_PID
+                pid_key = slot << _SLOT_SHIFT_PID
             gpu_rows.append((g, pid_key, int(d), models.get(int(d), "unknown"), rank))
         lut_keys = np.array(devices, dtype=np.int64)
         lut_vals = np.array([gpu_of[d] for d in devices], dtype=np.int32)
@@ -712,11 +724,13 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
             if e >= 0 and _STEP_RE.match(nm):
                 steps[nm] = steps.get(nm, 0) + (e - s)
         step_wall[rank] = steps
+        for nm, wall in steps.items():
+            step_walls_by_number.setdefault(int(nm.rsplit("#", 1)[1]), []).append(wall)
 
         for k, v in fd.thread_names.items():
-            thread_names[k | (rank << _RANK_SHIFT_TID)] = v
+            thread_names[k | (slot << _SLOT_SHIFT_TID)] = v
         for k, v in fd.process_names.items():
-            process_names[k | (rank << _RANK_SHIFT_PID)] = v
+            process_names[k | (slot << _SLOT_SHIFT_PID)] = v
         if fd.trace_span[0] is not None:
             span_lo.append(fd.trace_span[0] + base)
             span_hi.append(fd.trace_span[1] + base)
@@ -766,10 +780,14 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
     uniq_versions = list(dict.fromkeys(versions))
     short_names = {n: short_kernel_name(n) for n in kernels["name"].cat.categories}
     extra = {
-        "step_wall_ns": step_wall,
+        "step_wall_ns": {
+            n: round(sum(walls) / len(walls)) for n, walls in sorted(step_walls_by_number.items())
+        },
+        "step_wall_ns_by_rank": step_wall,
         "ranks": [
             {
                 "rank": fd.rank,
+                "slot": slot,
                 "file": str(fd.path),
                 "gpus": [r[0] for r in gpu_rows if r[4] == fd.rank],
                 "world_size": (fd.meta.get("distributedInfo") or {}).get("world_size")
@@ -778,7 +796,7 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
                 "trace_name": fd.meta.get("traceName") if isinstance(fd.meta.get("traceName"), str) else None,
                 "base_time_ns": _base_ns(fd.meta),
             }
-            for fd in data
+            for slot, fd in enumerate(data)
         ],
         "thread_names": thread_names,
         "process_names": process_names,

@@ -79,9 +79,11 @@ def _strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
 
 
 def _meta(conn: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
-    if "META_DATA_EXPORT" not in tables:
-        return {}
-    return {name: value for name, value in conn.execute("SELECT name, value FROM META_DATA_EXPORT")}
+    # Older exporters name the table EXPORT_META_DATA.
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if table in tables and {"name", "value"} <= _columns(conn, table):
+            return {name: value for name, value in conn.execute(f"SELECT name, value FROM {table}")}
+    return {}
 
 
 def _gpu_models(conn: sqlite3.Connection, tables: set[str]) -> dict[int, str]:

@@ -98,7 +98,8 @@ def _summary_lines(s: dict) -> list[str]:
         f"window: {s['window']}",
         f"share denominator: {s['share_denominator']}",
         f"compute {fmt_pct(s['compute_share'])} | communication (NCCL) {fmt_pct(s['communication_share'])} | "
-        f"memory {fmt_pct(s['memory_share'])} | GPU busy {fmt_pct(s['busy_share'])} of window GPU time",
+        f"memory {fmt_pct(s['memory_share'])} | all kernels {fmt_pct(s['busy_share'])} of window GPU time"
+        + (" (streams overlap)" if (s["busy_share"] or 0) > 1 else ""),
     ]
     if s.get("kernel_ns_per_iter") is not None:
         lines.append(f"kernel time per iteration per GPU: {fmt_ns(s['kernel_ns_per_iter'])} over {s['iterations']} iteration(s)")

@@ -190,8 +190,10 @@ def test_steps_match_raw_json(trace):
     assert per_step == ref["per_step"]
     assert unattributed == ref["unattributed"]
     assert sum(c for c, _ in per_step.values()) + unattributed == len(prof.kernels)
-    (rank,) = prof.extra["step_wall_ns"]
-    assert prof.extra["step_wall_ns"][rank] == ref["step_wall"]
+    (rank,) = prof.extra["step_wall_ns_by_rank"]
+    assert prof.extra["step_wall_ns_by_rank"][rank] == ref["step_wall"]
+    # what the store reads: {step number: wall ns}
+    assert prof.extra["step_wall_ns"] == {int(n.split("#")[1]): v for n, v in ref["step_wall"].items()}
     if trace.name in KNOWN:
         assert sorted(ref["step_wall"], key=lambda s: int(s.split("#")[1])) == KNOWN[trace.name][1]
     steps = prof.ranges[prof.ranges["name"].str.fullmatch(r"ProfilerStep#\d+")]
@@ -208,6 +210,11 @@ def test_markers_available():
     assert old.gpus["model"].tolist() == ["unknown"]
     assert old.exporter_version == "kineto"
     assert "ProfilerStep#5" in set(old.ranges["name"])
+    # a lone trace of rank 1 keeps the contract's pid << 24 | tid (the rank is in extra)
+    r1 = profile_of(_shared_trace("v100_df_index_resolver.json.gz"))
+    assert r1.gpus["pid"].tolist() == [783658] and r1.gpus["device"].tolist() == [1]
+    assert r1.extra["ranks"][0]["rank"] == 1 and r1.extra["ranks"][0]["world_size"] == 2
+    assert set(r1.kernels["launch_tid"]) == {(783658 << 24) | 783658, (783658 << 24) | 785244}
 
 
 def test_multi_rank_directory(tmp_path):
@@ -228,7 +235,8 @@ def test_multi_rank_directory(tmp_path):
     gpu0, gpu1 = by_rank[0]["gpus"][0], by_rank[1]["gpus"][0]
     models = dict(zip(prof.gpus["gpu"], prof.gpus["model"]))
     assert models[gpu0] == "NVIDIA A100-SXM4-80GB" and models[gpu1] == "Tesla V100-SXM2-32GB"
-    assert sorted(prof.extra["step_wall_ns"]) == [0, 1]
+    assert sorted(prof.extra["step_wall_ns_by_rank"]) == [0, 1]
+    assert sorted(prof.extra["step_wall_ns"]) == [2, 3, 4, 5, 6, 550, 551, 552, 553, 554]
 
     k = prof.kernels
     single = {0: profile_of(b), 1: profile_of(a)}
@@ -352,7 +360,8 @@ NEW_FORMAT = """
    "ts": 1234569.001, "dur": 2.002, "args": {"correlation": 77}},
   {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 42, "tid": -5,
    "ts": 1234570.5, "dur": 1, "args": {"correlation": 78}},
-  {"ph": "X", "cat": "kernel", "name": "void at::native::(anonymous namespace)::k1<int>(int)", "pid": 0, "tid": 7,
+  {"ph": "X", "cat": "kernel", "name": "void at::native::(anonymous namespace)::k1<int>(int)",
+   "pid": 0, "tid": 7,
    "ts": 1234600.123, "dur": 12.345, "args": {"device": 0, "correlation": 77}},
   {"ph": "X", "cat": "kernel", "name": "k2", "pid": 1, "tid": 9,
    "ts": 1234700.999, "dur": 0.001, "args": {"device": 1, "correlation": 78}},
@@ -395,7 +404,8 @@ def test_synthetic_old_format(tmp_path):
     r = prof.ranges
     assert r["name"].tolist() == ["ProfilerStep#1", "aten::mm", "ProfilerStep#2"]
     assert set(r["tid"]) == {thread} and set(r["pid"]) == {100}
-    assert prof.extra["step_wall_ns"] == {0: {"ProfilerStep#1": 500_000, "ProfilerStep#2": 400_000}}
+    assert prof.extra["step_wall_ns"] == {1: 500_000, 2: 400_000}
+    assert prof.extra["step_wall_ns_by_rank"] == {0: {"ProfilerStep#1": 500_000, "ProfilerStep#2": 400_000}}
     assert prof.extra["thread_names"] == {thread: "main"}
     assert (prof.capture_start, prof.capture_end) == (800_000, 2_800_000)
     per_step, unattributed = attribute(prof)
@@ -413,21 +423,21 @@ def test_synthetic_new_format(tmp_path, gz):
     assert k["start"].tolist() == [BASE + 1_234_600_123, BASE + 1_234_700_999]
     assert k["end"].tolist() == [BASE + 1_234_612_468, BASE + 1_234_701_000]
     assert k["launch_start"].tolist() == [BASE + 1_234_569_001, BASE + 1_234_570_500]
-    rank = 3
     t_main = k.loc[0, "launch_tid"]
-    assert t_main == (rank << 48) | (42 << 24) | 43
-    assert k.loc[1, "launch_tid"] == (rank << 48) | (42 << 24) | (1 << 23)  # negative tid renumbered
+    assert t_main == (42 << 24) | 43  # rank 3, but alone: slot 0
+    assert k.loc[1, "launch_tid"] == (42 << 24) | (1 << 23)  # negative tid renumbered
     g = prof.gpus
     assert g["model"].tolist() == ["Fake GPU A", "Fake GPU B"]
     assert g["device"].tolist() == [0, 1] and k["gpu"].tolist() == [0, 1]
-    assert g["pid"].tolist() == [(rank << 24) | 42] * 2
+    assert g["pid"].tolist() == [42, 42]
     r = prof.ranges
     assert r["name"].tolist() == ["ProfilerStep#7", "## forward ##", "aten::addmm"]  # no GPU-side copy
     assert r["start"].tolist() == [BASE + 1_234_567_891, BASE + 1_234_568_000, BASE + 1_234_568_500]
     assert r["end"].tolist() == [BASE + 1_234_668_391, BASE + 1_234_618_000, BASE + 1_234_578_750]
-    assert set(r["tid"]) == {t_main} and set(r["pid"]) == {(rank << 24) | 42}
-    assert prof.extra["step_wall_ns"] == {3: {"ProfilerStep#7": 100_500}}
-    assert prof.extra["ranks"][0]["world_size"] == 4
+    assert set(r["tid"]) == {t_main} and set(r["pid"]) == {42}
+    assert prof.extra["step_wall_ns"] == {7: 100_500}
+    assert prof.extra["step_wall_ns_by_rank"] == {3: {"ProfilerStep#7": 100_500}}
+    assert prof.extra["ranks"][0]["world_size"] == 4 and prof.extra["ranks"][0]["rank"] == 3
     assert prof.exporter_version == "kineto schema 1"
     assert prof.short_names["void at::native::(anonymous namespace)::k1<int>(int)"] == "k1"
     per_step, unattributed = attribute(prof)
@@ -441,20 +451,23 @@ def test_synthetic_multi_rank_file_order(tmp_path):
     _write(d / "a.json", OLD_FORMAT)
     _write(d / "b.json.gz", OLD_FORMAT, gz=True)
     prof = read_kineto(d)
-    assert [(r["rank"], Path(r["file"]).name) for r in prof.extra["ranks"]] == [(0, "a.json"), (1, "b.json.gz")]
+    ranks = [(r["rank"], Path(r["file"]).name) for r in prof.extra["ranks"]]
+    assert ranks == [(0, "a.json"), (1, "b.json.gz")]
     assert prof.gpus["gpu"].tolist() == [0, 1] and prof.gpus["pid"].tolist() == [100, (1 << 24) | 100]
     k = prof.kernels
     t0 = set(k.loc[(k["gpu"] == 0) & (k["launch_tid"] >= 0), "launch_tid"])
     t1 = set(k.loc[(k["gpu"] == 1) & (k["launch_tid"] >= 0), "launch_tid"])
     assert len(t0) == len(t1) == 1 and not (t0 & t1)
-    assert sorted(prof.extra["step_wall_ns"]) == [0, 1]
+    assert sorted(prof.extra["step_wall_ns_by_rank"]) == [0, 1]
+    assert prof.extra["step_wall_ns"] == {1: 500_000, 2: 400_000}  # mean over the ranks
     per_step, unattributed = attribute(prof)
     assert unattributed == 2  # both steps are named alike in both ranks; each rank attributes its own
     # a declared rank and a file-order one do not collide
     _write(d / "c.json", NEW_FORMAT.replace('"rank": 3', '"rank": 0'))
     prof = read_kineto(d)
     assert sorted(r["rank"] for r in prof.extra["ranks"]) == [0, 1, 2]
-    assert [r["rank"] for r in prof.extra["ranks"] if r["file"].endswith("c.json")] == [0]
+    assert [(r["rank"], r["slot"]) for r in prof.extra["ranks"] if r["file"].endswith("c.json")] == [(0, 0)]
+    assert prof.gpus["pid"].tolist() == [42, 42, (1 << 24) | 100, (2 << 24) | 100]
 
 
 @pytest.mark.parametrize(
@@ -463,7 +476,11 @@ def test_synthetic_multi_rank_file_order(tmp_path):
         ("x.json", b'{"a": 1}', "no traceEvents"),
         ("x.json", b'{"traceEvents": {"ph": "X"}}', "traceEvents is not a list"),
         ("x.json", b"[1, 2, 3]", "no trace events"),
-        ("x.json", b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}]}', "without GPU kernel events"),
+        (
+            "x.json",
+            b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}]}',
+            "without GPU kernel events",
+        ),
         ("x.json", b'{"traceEvents": [{"ph": "X", "cat": "kernel", ', "invalid JSON"),
         ("x.json", b'{"traceEvents": [{"ph": "X"} {"ph": "X"}]}', "invalid JSON"),
         ("x.json", b'[{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1}] trailing', "invalid JSON"),
@@ -521,7 +538,8 @@ def test_large_values_and_chunk_boundaries(tmp_path, monkeypatch):
     import kbase.read_kineto as rk
 
     monkeypatch.setattr(rk, "_CHUNK", 7)
-    text = NEW_FORMAT.replace('"schemaVersion": 1,', '"schemaVersion": 1, "metadata": {"blob": "' + "x" * 5000 + '"},')
+    blob = '"metadata": {"blob": "' + "x" * 5000 + '"},'
+    text = NEW_FORMAT.replace('"schemaVersion": 1,', '"schemaVersion": 1, ' + blob)
     prof = read_kineto(_write(tmp_path / "t.json", text))
     assert prof.kernels["start"].tolist() == [BASE + 1_234_600_123, BASE + 1_234_700_999]
     assert len(prof.ranges) == 3
@@ -556,7 +574,8 @@ def test_exact_ns(text, ns):
         ("cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)", "computeOffsetsKernel"),
         ("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn"),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda("
-         "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int)", "vectorized_elementwise_kernel"),
+         "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int)",
+         "vectorized_elementwise_kernel"),
         ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "ncclKernel_AllReduce_RING_LL_Sum_float"),
     ],
 )

@@ -1,0 +1,55 @@
+"""``kbase demo``: the whole pipeline on generated data, for a fresh machine."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kbase.cli_app import app, console
+
+
+@app.command()
+def demo(
+    directory: Annotated[Optional[Path], typer.Option("--dir", help="Keep the demo's repository, exports and store here.")] = None,
+    iterations: Annotated[int, typer.Option("--iterations", help="Iterations per generated capture.")] = 12,
+) -> None:
+    """Generate two captures at two commits, store both, diff them and run the gate."""
+    from kbase import demo as demo_lib
+    from kbase import render, render_diff, store
+    from kbase.diff import compute_diff
+    from kbase.gate import decide
+    from kbase.resolve import describe, resolve
+
+    out = console()
+    with tempfile.TemporaryDirectory(prefix="kbase-demo-") as tmp:
+        root = directory or Path(tmp)
+        out.rule("1. generate a 2-GPU Nsight Systems export (real schema) and a git repository")
+        run = demo_lib.prepare(root, iterations=iterations)
+        out.print(f"repository {run.repo}\nexports {run.before_export.name}, {run.after_export.name}\nstore {run.db_url}",
+                  highlight=False, markup=False)
+        engine, url = store.open_store(run.db_url)
+        out.rule("2. kbase snapshot at commit 1 (HEAD~1)")
+        first = store.snapshot(run.before_export, name="demo-train", repo=run.repo, engine=engine, url=url)
+        render.print_leaderboard(first.leaderboard, out, limit=12, title=f"Baseline @{first.baseline.id}")
+        out.rule("3. commit 2 changes the GEMM config; kbase snapshot at HEAD")
+        demo_lib.second_commit(run)
+        second = store.snapshot(run.after_export, name="demo-train", repo=run.repo, engine=engine, url=url)
+        out.print(f"stored @{first.baseline.id} at {first.baseline.commit[:12]} and @{second.baseline.id} at "
+                  f"{second.baseline.commit[:12]}", highlight=False)
+        out.rule("4. kbase diff HEAD~1 HEAD and kbase gate")
+        before = resolve("HEAD~1", engine=engine, workload="demo-train", repo=run.repo)
+        after = resolve("HEAD", engine=engine, workload="demo-train", repo=run.repo)
+        result = compute_diff(before.side, after.side)
+        verdict = decide(result)
+        doc = render_diff.diff_doc(result, describe(before), describe(after), verdict=verdict)
+        render_diff.print_diff(doc, out, verdict=verdict)
+        injected = next(r for r in doc["kernels"] if r["name"] == run.slowed_kernel)
+        out.print(f"\ninjected: {run.slowed_kernel[:70]}... made {demo_lib.SLOWDOWN:.2f}x slower per launch -> "
+                  f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {verdict.code}",
+                  highlight=False, markup=False)
+        engine.dispose()
+        if directory:
+            out.print(f"kept in {directory}: try  kbase list --db {run.db_url}", highlight=False, markup=False)

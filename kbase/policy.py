@@ -1,0 +1,126 @@
+"""The gate's policy: thresholds with defaults, ``[tool.kbase.gate]`` settings and flag overrides.
+
+``[tool.kbase.gate]`` example::
+
+    max_increase_pct = 5.0          # a kernel must grow at least this much per iteration
+    abs_floor_us = 2.0              # ... and at least this many µs per iteration per GPU
+    share_floor = 0.005             # kernels under 0.5% of the iteration are never gated
+    alpha = 0.05                    # significance level of the noise test
+    new_kernel = "fail"             # "fail" | "warn": a new kernel above the share floor
+    total_increase_pct = 3.0        # kernel time per iteration as a whole
+    ignore = ["*memcpy*", "/^ncclDevKernel_.*/"]
+    [tool.kbase.gate.kernels."*flash_fwd*"]
+    max_increase_pct = 10.0
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import asdict, dataclass, field, replace
+
+from kbase.errors import InputError
+
+THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct")
+
+
+@dataclass
+class Policy:
+    max_increase_pct: float = 5.0
+    abs_floor_us: float = 2.0
+    share_floor: float = 0.005
+    alpha: float = 0.05
+    new_kernel: str = "fail"
+    total_increase_pct: float = 3.0
+    min_iterations: int = 5  # per side, for the per-iteration rank test
+    min_launches: int = 10  # per side, for the per-launch test
+    unchanged_pct: float = 1.0  # below this a change is "unchanged"
+    min_iteration_ratio: float = 0.5  # candidate with fewer iterations than this × baseline: incomparable
+    ignore: list[str] = field(default_factory=list)
+    kernels: dict[str, dict] = field(default_factory=dict)  # pattern -> threshold overrides
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def for_kernel(self, name: str, short: str = "") -> "Policy":
+        """This policy with the first matching per-kernel override applied."""
+        for pattern, over in self.kernels.items():
+            if name_matches(pattern, name) or (short and name_matches(pattern, short)):
+                return replace(self, **over)
+        return self
+
+    def ignored(self, name: str, short: str = "") -> bool:
+        return any(name_matches(p, name) or (short and name_matches(p, short)) for p in self.ignore)
+
+
+def name_matches(pattern: str, name: str) -> bool:
+    """``/regex/`` searches; anything else is a glob on the whole name."""
+    if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
+        return re.search(pattern[1:-1], name) is not None
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _check_pattern(p: str, where: str) -> None:
+    if not isinstance(p, str) or not p:
+        raise InputError(f"{where}: pattern must be a non-empty string, got {p!r}")
+    if p.startswith("/") and p.endswith("/") and len(p) >= 2:
+        try:
+            re.compile(p[1:-1])
+        except re.error as exc:
+            raise InputError(f"{where}: bad regex {p!r} ({exc})") from None
+
+
+def _check_value(key: str, value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {key} must be a number, got {value!r}")
+    if value < 0 or (key == "alpha" and not 0 < value < 1):
+        raise InputError(f"{where}: {key} out of range: {value!r}")
+    return float(value)
+
+
+def load_policy(settings: dict | None = None, overrides: dict | None = None, where: str = "[tool.kbase.gate]") -> Policy:
+    """Defaults, then ``[tool.kbase.gate]``, then command-line flags (None values ignored)."""
+    p = Policy()
+    cfg = dict(settings or {})
+    known = set(Policy.__dataclass_fields__)
+    for key, value in cfg.items():
+        if key not in known:
+            raise InputError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+        if key == "ignore":
+            if not isinstance(value, list):
+                raise InputError(f"{where}: ignore must be a list of patterns")
+            for pat in value:
+                _check_pattern(pat, f"{where} ignore")
+            p.ignore = list(value)
+        elif key == "kernels":
+            if not isinstance(value, dict):
+                raise InputError(f"{where}: kernels must be a table of pattern = {{thresholds}}")
+            for pat, over in value.items():
+                _check_pattern(pat, f"{where}.kernels")
+                if not isinstance(over, dict) or not set(over) <= set(THRESHOLD_KEYS):
+                    raise InputError(f"{where}.kernels.{pat!r}: only {', '.join(THRESHOLD_KEYS)} may be overridden")
+                p.kernels[pat] = {k: _check_value(k, v, f"{where}.kernels") for k, v in over.items()}
+        elif key == "new_kernel":
+            if value not in ("fail", "warn"):
+                raise InputError(f"{where}: new_kernel must be 'fail' or 'warn', got {value!r}")
+            p.new_kernel = value
+        elif key in ("min_iterations", "min_launches"):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InputError(f"{where}: {key} must be a positive integer")
+            setattr(p, key, value)
+        else:
+            setattr(p, key, _check_value(key, value, where))
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key == "ignore":
+            for pat in value:
+                _check_pattern(pat, "--ignore")
+            p.ignore = p.ignore + list(value)
+        elif key == "new_kernel":
+            if value not in ("fail", "warn"):
+                raise InputError(f"--new-kernel must be 'fail' or 'warn', got {value!r}")
+            p.new_kernel = value
+        else:
+            setattr(p, key, _check_value(key, value, f"--{key.replace('_', '-')}"))
+    return p

@@ -1,0 +1,334 @@
+"""Shared helpers for the kbase tests.
+
+- ``SHARED``: the real profiler data in ``../shared/data`` (read-only; absent in a fresh clone, in
+  which case the tests that need it skip with ``SHARED_SKIP_REASON``).
+- ``run_kbase``: run the ``kbase`` command line and collect exit code, stdout and stderr. By default
+  the CLI entry point (``kbase.cli.main``) runs in this process — a fresh interpreter per call costs
+  over a second of pandas import, too slow for the many cases below — with ``sys.argv``, stdout,
+  stderr and warnings redirected as a subprocess would see them. ``subprocess=True`` (or the
+  environment variable ``KBASE_TEST_SUBPROCESS=1`` for every call) runs
+  ``python -m kbase.cli`` in a real child process instead.
+- ``ro_connect``: open an SQLite file read-only and immutable (never a journal or lock beside it).
+- ``make_tiny_export``: a small Nsight-Systems-like export with the real column names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sqlite3
+import subprocess as _subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+NSYS_DIR = SHARED / "nsys"
+KINETO_DIR = SHARED / "kineto"
+SHARED_SKIP_REASON = "../shared/data not present (fresh clone): real-export tests skipped"
+
+# The export that carries every table the tiny export needs (its DDL is copied when present).
+SCHEMA_SOURCE = NSYS_DIR / "h100_2gpu_fsdp_t5.sqlite"
+
+
+# --------------------------------------------------------------------------- shared real data
+
+
+def shared_present() -> bool:
+    return NSYS_DIR.is_dir() and any(NSYS_DIR.glob("*.sqlite"))
+
+
+def shared_exports() -> list[Path]:
+    """Every Nsight Systems export in shared/data/nsys (empty list when absent)."""
+    return sorted(NSYS_DIR.glob("*.sqlite")) if NSYS_DIR.is_dir() else []
+
+
+def require_shared(name: str | None = None) -> Path:
+    """The shared data folder, or one export in it; skip the test when it is not there."""
+    if not shared_present():
+        pytest.skip(SHARED_SKIP_REASON)
+    if name is None:
+        return SHARED
+    path = NSYS_DIR / name
+    if not path.is_file():
+        pytest.skip(f"{path} not present: real-export test skipped")
+    return path
+
+
+def export_params() -> list:
+    """``pytest.mark.parametrize`` values: one per shared export, or a single skipped case."""
+    paths = shared_exports()
+    if not paths:
+        return [pytest.param(None, id="no-shared-data", marks=pytest.mark.skip(reason=SHARED_SKIP_REASON))]
+    return [pytest.param(p, id=p.stem) for p in paths]
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    return require_shared()
+
+
+def ro_connect(path: Path) -> sqlite3.Connection:
+    """Read-only, immutable connection: the test never writes next to (or into) a shared file."""
+    return sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1", uri=True)
+
+
+# --------------------------------------------------------------------------- running the CLI
+
+
+@dataclass
+class CliResult:
+    rc: int
+    stdout: str
+    stderr: str
+    args: list[str]
+
+    def __str__(self) -> str:  # shown by pytest on a failed assertion
+        return f"kbase {' '.join(self.args)} -> rc={self.rc}\nstdout: {self.stdout[:2000]}\nstderr: {self.stderr}"
+
+
+def _want_subprocess(flag: bool | None) -> bool:
+    if os.environ.get("KBASE_TEST_SUBPROCESS", "") not in ("", "0"):
+        return True
+    return bool(flag)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("KBASE_DEBUG", None)  # the one-line error contract is what is under test
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("COLUMNS", "200")
+    return env
+
+
+def _run_subprocess(args: list[str], timeout: float) -> CliResult:
+    proc = _subprocess.run(
+        [sys.executable, "-m", "kbase.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_child_env(),
+        timeout=timeout,
+        stdin=_subprocess.DEVNULL,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr, args)
+
+
+def _run_inprocess(args: list[str]) -> CliResult:
+    from kbase import cli
+
+    out, err = io.StringIO(), io.StringIO()
+
+    def to_stderr(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    saved_argv = sys.argv
+    saved_debug = os.environ.pop("KBASE_DEBUG", None)
+    rc: int | None = None
+    sys.argv = ["kbase", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            # As in a fresh interpreter: warnings are printed on stderr (pytest would record them).
+            warnings.resetwarnings()
+            warnings.simplefilter("default")
+            warnings.showwarning = to_stderr
+            try:
+                cli.main()
+            except SystemExit as exc:
+                code = exc.code
+                if code is None:
+                    rc = 0
+                elif isinstance(code, int):
+                    rc = code
+                else:  # sys.exit("message"): printed on stderr, status 1
+                    err.write(f"{code}\n")
+                    rc = 1
+    finally:
+        sys.argv = saved_argv
+        if saved_debug is not None:
+            os.environ["KBASE_DEBUG"] = saved_debug
+    if rc is None:  # main() must always leave through sys.exit
+        rc = -1
+    return CliResult(rc, out.getvalue(), err.getvalue(), args)
+
+
+def run_kbase(*args, subprocess: bool | None = None, timeout: float = 120) -> CliResult:
+    """Run ``kbase ARGS…`` and return (rc, stdout, stderr)."""
+    argv = [str(a) for a in args]
+    if _want_subprocess(subprocess):
+        return _run_subprocess(argv, timeout)
+    return _run_inprocess(argv)
+
+
+# --------------------------------------------------------------------------- a tiny nsys export
+
+# Used only when the shared exports are absent: the real column names (nsys 2024–2026 exports) of
+# the tables kbase reads, trimmed to the columns it needs plus their NOT NULL neighbours.
+FALLBACK_DDL = {
+    "StringIds": "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL)",
+    "CUPTI_ACTIVITY_KIND_KERNEL": (
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, "
+        "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+        "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, "
+        "launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, "
+        "gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, "
+        "blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, "
+        "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, "
+        "localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, "
+        "gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, graphNodeId INTEGER, "
+        "sharedMemoryLimitConfig INTEGER)"
+    ),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, "
+        "nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER)"
+    ),
+    "NVTX_EVENTS": (
+        "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, "
+        "rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, "
+        "endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER, "
+        "int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, "
+        "floatValue REAL, jsonTextId INTEGER, jsonText TEXT)"
+    ),
+    "META_DATA_EXPORT": "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT)",
+}
+
+
+def export_ddl(tables: list[str]) -> dict[str, str]:
+    """CREATE TABLE statements: copied from a real export when shared data is present."""
+    if SCHEMA_SOURCE.is_file():
+        conn = ro_connect(SCHEMA_SOURCE)
+        try:
+            real = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+        finally:
+            conn.close()
+        return {t: real.get(t, FALLBACK_DDL[t]) for t in tables}
+    return {t: FALLBACK_DDL[t] for t in tables}
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: list[dict]) -> None:
+    """Insert rows giving only some columns; other NOT NULL columns get 0 (or '' for TEXT)."""
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
+    for row in rows:
+        values = dict(row)
+        for _, col, ctype, notnull, default, _pk in info:
+            if col not in values and notnull and default is None:
+                values[col] = "" if "TEXT" in (ctype or "").upper() else 0
+        cols = list(values)
+        conn.execute(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [values[c] for c in cols],
+        )
+
+
+PID = 4242
+TID = 4243
+GLOBAL_PID = (1 << 48) | (PID << 24)
+GLOBAL_TID = GLOBAL_PID | TID
+T0 = 1_000_000_000  # 1 s on the capture clock
+STEP_NS = 10_000_000
+TINY_KERNELS = [
+    # (demangled name, short name, duration ns)
+    ("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn", 2_000_000),
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+        "vectorized_elementwise_kernel",
+        300_000,
+    ),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1_000_000),
+]
+
+
+def make_tiny_export(
+    path: Path,
+    *,
+    steps: int = 4,
+    nvtx: bool = True,
+    kernels: bool = True,
+    string_ids: bool = True,
+    runtime: bool = True,
+    pad_rows: int = 0,
+) -> Path:
+    """Write a small export: ``steps`` ProfilerStep#N push/pop ranges on one thread, each launching
+    the three ``TINY_KERNELS`` on device 0, plus one kernel launched before the first step and one
+    whose launch call is missing (a sliced capture). ``pad_rows`` extra StringIds rows make the file
+    span more pages (for truncation tests)."""
+    tables = ["META_DATA_EXPORT"]
+    if string_ids:
+        tables.append("StringIds")
+    tables.append("CUPTI_ACTIVITY_KIND_KERNEL")
+    if runtime:
+        tables.append("CUPTI_ACTIVITY_KIND_RUNTIME")
+    if nvtx:
+        tables.append("NVTX_EVENTS")
+    ddl = export_ddl(tables)
+    conn = sqlite3.connect(path)
+    try:
+        for t in tables:
+            conn.execute(ddl[t])
+        insert_rows(conn, "META_DATA_EXPORT", [
+            {"name": "EXPORT_PRODUCT_VERSION", "value": "2026.2.1.210"},
+            {"name": "EXPORT_SCHEMA_VERSION", "value": "3.25.0"},
+        ])
+        sid = {}
+        strings = []
+        for i, (name, short, _dur) in enumerate(TINY_KERNELS):
+            sid[name] = 10 + 2 * i
+            sid[short] = 11 + 2 * i
+            strings += [{"id": 10 + 2 * i, "value": name}, {"id": 11 + 2 * i, "value": short}]
+        strings.append({"id": 1, "value": "cudaLaunchKernel"})
+        strings += [{"id": 1000 + i, "value": f"padding string {i} " + "x" * 200} for i in range(pad_rows)]
+        if string_ids:
+            insert_rows(conn, "StringIds", strings)
+        krows, rrows, nrows = [], [], []
+        corr = 100
+
+        def launch(cpu_t: int, name: str, short: str, dur: int, with_runtime: bool = True) -> None:
+            nonlocal corr
+            corr += 1
+            gpu_t = cpu_t + 500_000
+            krows.append({
+                "start": gpu_t, "end": gpu_t + dur, "deviceId": 0, "contextId": 1, "streamId": 7,
+                "correlationId": corr, "globalPid": GLOBAL_PID, "demangledName": sid[name],
+                "shortName": sid[short], "gridX": 1, "gridY": 1, "gridZ": 1, "blockX": 128,
+                "blockY": 1, "blockZ": 1, "gridId": corr,
+            })
+            if with_runtime:
+                rrows.append({
+                    "start": cpu_t, "end": cpu_t + 5_000, "eventClass": 0, "globalTid": GLOBAL_TID,
+                    "correlationId": corr, "nameId": 1, "returnValue": 0,
+                })
+
+        # before the first step (outside every iteration)
+        launch(T0, *TINY_KERNELS[1])
+        for s in range(1, steps + 1):
+            base = T0 + s * STEP_NS
+            nrows.append({"start": base, "end": base + 8_000_000, "eventType": 59,
+                          "text": f"ProfilerStep#{s}", "globalTid": GLOBAL_TID})
+            for j, (name, short, dur) in enumerate(TINY_KERNELS):
+                launch(base + (j + 1) * 1_000_000, name, short, dur)
+        # a kernel whose launch call is not in the capture
+        launch(T0 + (steps + 1) * STEP_NS, *TINY_KERNELS[1], with_runtime=False)
+        if kernels:
+            insert_rows(conn, "CUPTI_ACTIVITY_KIND_KERNEL", krows)
+        if runtime:
+            insert_rows(conn, "CUPTI_ACTIVITY_KIND_RUNTIME", rrows)
+        if nvtx:
+            insert_rows(conn, "NVTX_EVENTS", nrows)
+        conn.commit()
+    finally:
+        conn.close()
+    return path
+
+
+@pytest.fixture
+def tiny_export(tmp_path: Path) -> Path:
+    return make_tiny_export(tmp_path / "tiny.sqlite")

@@ -1,0 +1,153 @@
+"""Unit tests of kbase.classify on realistic kernel names (no profile data needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbase import classify
+from kbase.classify import COMMUNICATION, COMPUTE, MEMORY, TC_FALLBACK, TC_NA, TC_YES
+
+CUTLASS3_GMMA = (
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+    "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<4, "
+    "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, cutlass::gemm::KernelTmaWarpSpecialized>, "
+    "cute::tuple<cute::C<128>, cute::C<128>, cute::C<64>>, cutlass::bfloat16_t>>>(T1::Params)"
+)
+FLASH_A = (
+    "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+    "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, true, false, false, true, true, "
+    "false, false>(Flash_fwd_params)"
+)
+FLASH_B = (
+    "void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t, "
+    "Flash_kernel_traits<64, 128, 128, 4, cutlass::half_t>>, true, false, false, false, false, true, "
+    "false, false>(Flash_fwd_params)"
+)
+IMPLICIT_SGEMM = (
+    "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>"
+    "(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, "
+    "float, float, int, float const*, float const*, bool, int, int)"
+)
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+ELEMENTWISE = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)"
+)
+CAT_COPY = (
+    "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>(float*, "
+    "at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 64, 64>, "
+    "at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)"
+)
+GEMV = (
+    "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
+    "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, "
+    "cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+    "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>, float, float)"
+)
+REDUCE = (
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
+    "float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
+    "unsigned int, float, 4>)"
+)
+LAYER_NORM = (
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
+    "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)"
+)
+SPLITK_REDUCE = (
+    "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<float>, "
+    "float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, void*, "
+    "long, float*, int*)"
+)
+FILL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
+    "(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+)
+
+# (name, tensor-core state, category)
+CASES = [
+    # Hopper
+    ("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", TC_YES, COMPUTE),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+     TC_YES, COMPUTE),
+    (CUTLASS3_GMMA, TC_YES, COMPUTE),
+    # Ampere / Volta tensor-core GEMMs
+    ("cutlass_80_tensorop_s16816gemm_relu_bf16_128x128_32x3_nn_align8", TC_YES, COMPUTE),
+    ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", TC_YES, COMPUTE),
+    ("volta_h884gemm_64x64_ldg8_nn", TC_YES, COMPUTE),
+    ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_execute_kernel__5x_cublas",
+     TC_YES, COMPUTE),
+    (FLASH_A, TC_YES, COMPUTE),
+    (FLASH_B, TC_YES, COMPUTE),
+    # matmul / convolution on the CUDA cores
+    ("volta_scudnn_128x64_relu_interior_nn_v1", TC_FALLBACK, COMPUTE),
+    (IMPLICIT_SGEMM, TC_FALLBACK, COMPUTE),
+    ("sgemm_128x64_nn", TC_FALLBACK, COMPUTE),
+    ("ampere_sgemm_128x64_nn", TC_FALLBACK, COMPUTE),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+     TC_FALLBACK, COMPUTE),
+    ("void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)", TC_FALLBACK, COMPUTE),
+    # not tensor-core eligible
+    (NCCL, TC_NA, COMMUNICATION),
+    ("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", TC_NA, COMMUNICATION),
+    (ELEMENTWISE, TC_NA, COMPUTE),
+    (REDUCE, TC_NA, COMPUTE),
+    (LAYER_NORM, TC_NA, COMPUTE),
+    (CAT_COPY, TC_NA, MEMORY),
+    (FILL, TC_NA, MEMORY),
+    (GEMV, TC_NA, COMPUTE),
+    (SPLITK_REDUCE, TC_NA, COMPUTE),
+]
+
+
+@pytest.mark.parametrize("name, state, cat", CASES, ids=[c[0][:48] for c in CASES])
+def test_tensor_core_state_and_category(name: str, state: str, cat: str) -> None:
+    got, why = classify.tensor_core_state(name)
+    assert got == state, why
+    assert isinstance(why, str) and why
+    assert classify.category(name) == cat
+
+
+def test_every_state_has_a_symbol() -> None:
+    assert set(classify.TC_SYMBOL) == {TC_YES, TC_FALLBACK, TC_NA}
+    assert classify.TC_SYMBOL[TC_YES] == "✓"
+    assert classify.TC_SYMBOL[TC_FALLBACK] == "⚠"
+    assert classify.TC_SYMBOL[TC_NA] == "-"
+
+
+def test_unknown_name_is_not_applicable() -> None:
+    assert classify.tensor_core_state("my_custom_stencil_kernel")[0] == TC_NA
+    assert classify.category("my_custom_stencil_kernel") == COMPUTE
+
+
+def test_communication_wins_over_everything() -> None:
+    # an NCCL kernel name mentioning bf16 and a reduce is still communication, not tensor-core work
+    state, why = classify.tensor_core_state(NCCL)
+    assert state == TC_NA and "communication" in why
+
+
+def test_family_key_strips_templates_and_arguments() -> None:
+    assert classify.family_key(FLASH_A) == "flash_fwd_kernel"
+    assert classify.family_key(FLASH_A) == classify.family_key(FLASH_B)
+    assert FLASH_A != FLASH_B
+    assert classify.family_key(IMPLICIT_SGEMM) == "cudnn::detail::implicit_convolve_sgemm"
+    assert classify.family_key(NCCL) == "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+    assert classify.family_key(ELEMENTWISE) == "at::native::vectorized_elementwise_kernel"
+    # the elementwise and the fill kernel are two instances of one template
+    assert classify.family_key(FILL) == classify.family_key(ELEMENTWISE)
+
+
+def test_family_key_of_a_plain_name_is_the_name() -> None:
+    for plain in ("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", "sgemm_128x64_nn", "volta_h884gemm_64x64_ldg8_nn"):
+        assert classify.family_key(plain) == plain
+
+
+def test_family_key_never_empty() -> None:
+    assert classify.family_key("<weird>") == "<weird>"
+    assert classify.family_key("(x)") == "(x)"
+
+
+def test_short_name() -> None:
+    assert classify.short_name(FLASH_A) == "flash_fwd_kernel"
+    assert classify.short_name(IMPLICIT_SGEMM) == "implicit_convolve_sgemm"
+    assert classify.short_name(IMPLICIT_SGEMM, "implicit_convolve_sgemm_v2") == "implicit_convolve_sgemm_v2"
+    assert classify.short_name("sgemm_128x64_nn") == "sgemm_128x64_nn"
