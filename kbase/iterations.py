@@ -20,7 +20,7 @@ import pandas as pd
 from kbase.errors import InputError
 from kbase.profile import Profile
 
-# Tried in order; the first that names at least two ranges wins.
+# Tried in order; the first that names any range wins.
 AUTO_MARKERS: list[tuple[str, str]] = [
     ("ProfilerStep#N", r"^ProfilerStep#\d+$"),
     ("step N", r"^(?:train(?:ing)?[ _-]?)?step[ _#:=-]*\d+$"),
@@ -69,7 +69,7 @@ def pick_marker(profile: Profile, marker: str | None) -> tuple[re.Pattern, str] 
     for label, pattern in AUTO_MARKERS:
         regex = re.compile(pattern, re.I)
         hits = distinct[distinct.str.contains(regex)]
-        if len(hits) >= 2 or (len(hits) == 1 and (names == hits.iloc[0]).sum() >= 2):
+        if len(hits):
             return regex, label
     return None
 
@@ -86,7 +86,9 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
     regex, label = picked
     r = profile.ranges[profile.ranges["name"].str.contains(regex)].copy()
     r = _key_ranges(r)
-    it = _project(profile, r)
+    # Step markers cover every thread of their process; other markers (ops) only their own thread.
+    step_like = any(re.search(p, str(n), re.I) for n in r["name"].head(50) for _, p in AUTO_MARKERS)
+    it = _project(profile, r, cross_thread=step_like)
     outside = int(((it == NOT_IN_ITERATION) & (k["launch_start"].to_numpy() >= 0)).sum())
     # Every closed marker range is an iteration, even one that launched nothing (a zero sample).
     keys = sorted(int(x) for x in r["key"].unique())
@@ -116,8 +118,13 @@ def _shared_across(r: pd.DataFrame) -> bool:
     return len(common) >= 0.5 * min(len(s) for s in sets)
 
 
-def _project(profile: Profile, r: pd.DataFrame) -> np.ndarray:
-    """Key of the innermost range containing each kernel's launch, on its thread or process."""
+def _project(profile: Profile, r: pd.DataFrame, cross_thread: bool) -> np.ndarray:
+    """Key of the innermost range containing each kernel's launch, on its thread or process.
+
+    With ``cross_thread`` (step markers), a launch from a thread that owns no marker range — the
+    autograd backward thread, a data-parallel comm thread — belongs to the step range of its
+    process that contains the launch time: a step spans the whole process's work.
+    """
     k = profile.kernels
     n = len(k)
     out = np.full(n, NOT_IN_ITERATION, dtype=np.int64)
@@ -125,13 +132,16 @@ def _project(profile: Profile, r: pd.DataFrame) -> np.ndarray:
         return out
     launch = k["launch_start"].to_numpy()
     tid = k["launch_tid"].to_numpy()
-    kpid = profile.gpus["pid"].to_numpy()[k["gpu"].to_numpy()]
+    proc = np.where(tid >= 0, tid >> 24, -2)
     thread_r = r[r["tid"] >= 0]
     proc_r = r[r["tid"] < 0]
     if len(thread_r):
         _contain(out, launch, tid, thread_r["tid"].to_numpy(), thread_r)
     if len(proc_r):
-        _contain(out, launch, kpid, proc_r["pid"].to_numpy(), proc_r)
+        _contain(out, launch, proc, proc_r["pid"].to_numpy(), proc_r)
+    if cross_thread and len(thread_r):
+        orphan = ~np.isin(tid, thread_r["tid"].unique())
+        _contain(out, launch, np.where(orphan, proc, -2), thread_r["pid"].to_numpy(), thread_r)
     return out
 
 

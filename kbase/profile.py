@@ -19,8 +19,8 @@ launch_start    int64     CPU start of the launch call, ns on the capture clock;
 ``ranges`` — CPU annotation ranges (NVTX push/pop and start/end, Kineto user annotations):
 ``start``, ``end`` (int64 ns; end is -1 for a range that never closed), ``tid`` (int64, same encoding
 as ``launch_tid``; -1 for a process-wide range such as an NVTX start/end range, which any thread of
-process ``pid`` may launch inside), ``pid`` (int64, the process id as ``launch_tid >> 24 & 0xFFFFFF``
-gives it), ``name`` (str).
+process ``pid`` may launch inside), ``pid`` (int64, the process key: a thread key ``>> 24``, the
+same for ``launch_tid >> 24``), ``name`` (str).
 
 ``gpus`` — ``gpu`` (int32, the index), ``pid`` (int64 process id), ``device`` (int32 device id in
 that process), ``model`` (str, "unknown" when the export does not say).

@@ -46,7 +46,6 @@ import os
 import re
 import zlib
 from array import array
-from collections import Counter
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
 

@@ -247,7 +247,8 @@ def _read_nvtx(conn, tables) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["start", "end", "type", "tid", "name"])
     df["end"] = df["end"].fillna(-1).astype("int64")
     df["tid"] = df["tid"].fillna(-1).astype("int64")
-    df["pid"] = (df["tid"].to_numpy() >> PID_SHIFT) & PID_MASK
+    # process key: the thread key without its thread bits (as launch_tid >> 24)
+    df["pid"] = np.where(df["tid"].to_numpy() >= 0, df["tid"].to_numpy() >> PID_SHIFT, -1)
     # start/end ranges are not bound to a thread: any thread of the process may launch inside them.
     df.loc[df["type"] == NVTX_STARTEND, "tid"] = -1
     df["name"] = df["name"].fillna("").astype(str)
