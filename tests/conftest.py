@@ -332,3 +332,64 @@ def make_tiny_export(
 @pytest.fixture
 def tiny_export(tmp_path: Path) -> Path:
     return make_tiny_export(tmp_path / "tiny.sqlite")
+
+
+# --------------------------------------------------------------------------- a throwaway PostgreSQL
+
+
+def _pg_module():
+    """``tests/pg.py``, imported by path (the tests folder is not a package)."""
+    import importlib.util
+
+    name = "kbase_tests_pg"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("pg.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """URL (``postgresql+psycopg://``) of a PostgreSQL database for the session.
+
+    ``KBASE_TEST_PG_URL`` when set; else a throwaway PostgreSQL 15 server started here (as the
+    ``postgres`` user when running as root), stopped and removed at the end of the session. Skips
+    where no server binaries exist. With pytest-xdist each worker starts its own server."""
+    pg = _pg_module()
+    env = os.environ.get("KBASE_TEST_PG_URL")
+    if env:
+        url = env if "+psycopg" in env else "postgresql+psycopg://" + env.split("://", 1)[1]
+        try:
+            pg.wait_ready(url)
+        except pg.PgUnavailable as exc:
+            pytest.fail(f"KBASE_TEST_PG_URL is set but unusable: {exc}")
+        yield url
+        return
+    if pg.find_bindir() is None:
+        pytest.skip(pg.SKIP_REASON)
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg not installed (pip install 'kbase[postgres]')")
+    server = pg.PgServer()
+    try:
+        url = server.start()
+    except pg.PgUnavailable as exc:
+        pytest.skip(f"cannot start a throwaway PostgreSQL server: {exc}")
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_db_url(pg_url):
+    """A fresh, empty PostgreSQL database for one test (dropped afterwards)."""
+    pg = _pg_module()
+    url = pg.create_database(pg_url)
+    try:
+        yield url
+    finally:
+        pg.drop_database(pg_url, url)

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import shutil
-from collections import Counter, defaultdict
+from collections import defaultdict
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path

@@ -182,7 +182,7 @@ def limit_not_a_number(d: Path):
 # The first few also run as a real child process (the exact program a user starts).
 CASES = [
     ("missing-file", missing_file, True),
-    ("directory", a_directory, True),
+    ("directory", a_directory, False),
     ("zero-byte", zero_bytes, False),
     ("truncated-sqlite", truncated_tiny, True),
     ("truncated-real-export", truncated_real, False),
@@ -203,7 +203,7 @@ CASES = [
     ("trim-outside-capture", trim_outside_capture, False),
     ("trim-reversed", trim_reversed, False),
     ("gpu-not-present", gpu_not_present, False),
-    ("unknown-format", unknown_format, True),
+    ("unknown-format", unknown_format, False),
     ("limit-not-a-number", limit_not_a_number, False),
 ]
 
