@@ -132,7 +132,7 @@ def _project(profile: Profile, r: pd.DataFrame, cross_thread: bool) -> np.ndarra
         return out
     launch = k["launch_start"].to_numpy()
     tid = k["launch_tid"].to_numpy()
-    proc = np.where(tid >= 0, tid >> 24, -2)
+    proc = tid >> 24  # process key of the launching thread (-1 stays negative: no launch)
     thread_r = r[r["tid"] >= 0]
     proc_r = r[r["tid"] < 0]
     if len(thread_r):
@@ -141,42 +141,48 @@ def _project(profile: Profile, r: pd.DataFrame, cross_thread: bool) -> np.ndarra
         _contain(out, launch, proc, proc_r["pid"].to_numpy(), proc_r)
     if cross_thread and len(thread_r):
         orphan = ~np.isin(tid, thread_r["tid"].unique())
-        _contain(out, launch, np.where(orphan, proc, -2), thread_r["pid"].to_numpy(), thread_r)
+        proc[~orphan] = -2  # threads that own ranges were attributed on their own ranges
+        _contain(out, launch, proc, thread_r["pid"].to_numpy(), thread_r)
     return out
 
 
-def _contain(out, t, kscope, rscope, r: pd.DataFrame, depth: int = 8) -> None:
+def _contain(out, t, kscope, rscope, r: pd.DataFrame, depth: int = 8, chunk: int = 1 << 20) -> None:
     """Fill ``out`` where ``t`` falls in a range of the same scope. Sorted arrays, no Python loop
     over kernels: ranges are ordered by (scope, start) and each launch is located by searchsorted
-    on a composite (scope, time) key; up to ``depth`` enclosing ranges are checked for nesting."""
+    on a composite (scope, time) key; up to ``depth`` enclosing ranges are checked for nesting.
+    Kernels go in chunks so temporaries stay small on 10M-launch captures."""
     scopes, r_code = np.unique(rscope, return_inverse=True)
-    pos = np.searchsorted(scopes, kscope)
-    pos_c = np.minimum(pos, len(scopes) - 1)
-    known = (scopes[pos_c] == kscope) & (t >= 0) & (out == NOT_IN_ITERATION)
     starts = r["start"].to_numpy()
     ends = r["end"].to_numpy()
     keys = r["key"].to_numpy()
-    t0 = min(int(starts.min()), int(t[known].min()) if known.any() else 0)
-    span = max(int(ends.max()), int(t.max())) - t0 + 1
+    t0 = int(starts.min())
+    span = int(max(int(ends.max()), int(t.max()) if len(t) else 0) - min(t0, int(t.min()) if len(t) else t0) + 1)
+    t0 = min(t0, int(t.min()) if len(t) else t0)
     comp_r = r_code.astype(np.int64) * span + (starts - t0)
     order = np.argsort(comp_r, kind="stable")
     comp_r = comp_r[order]
-    idx_known = np.nonzero(known)[0]
-    comp_k = pos_c[idx_known].astype(np.int64) * span + (t[idx_known] - t0)
-    last = np.searchsorted(comp_r, comp_k, side="right") - 1
-    pending = np.ones(len(idx_known), dtype=bool)
-    for back in range(depth):
-        cand = last - back
-        ok = pending & (cand >= 0)
-        if not ok.any():
-            break
-        ri = order[np.maximum(cand, 0)]
-        same = r_code[ri] == pos_c[idx_known]
-        inside = ok & same & (t[idx_known] < ends[ri]) & (t[idx_known] >= starts[ri])
-        out[idx_known[inside]] = keys[ri[inside]]
-        pending &= ~inside
-        pending &= same  # walked past this scope's first range: stop looking
-    return None
+    for lo in range(0, len(t), chunk):
+        sl = slice(lo, lo + chunk)
+        tc, sc, oc = t[sl], kscope[sl], out[sl]
+        pos = np.minimum(np.searchsorted(scopes, sc), len(scopes) - 1)
+        idx = np.nonzero((scopes[pos] == sc) & (tc >= 0) & (oc == NOT_IN_ITERATION))[0]
+        if not len(idx):
+            continue
+        code = pos[idx]
+        tk = tc[idx]
+        last = np.searchsorted(comp_r, code.astype(np.int64) * span + (tk - t0), side="right") - 1
+        pending = np.ones(len(idx), dtype=bool)
+        for back in range(depth):
+            cand = last - back
+            ok = pending & (cand >= 0)
+            if not ok.any():
+                break
+            ri = order[np.maximum(cand, 0)]
+            same = r_code[ri] == code
+            inside = ok & same & (tk < ends[ri]) & (tk >= starts[ri])
+            oc[idx[inside]] = keys[ri[inside]]
+            pending &= ~inside
+            pending &= same  # walked past this scope's first range: stop looking
 
 
 def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int) -> Iterations:

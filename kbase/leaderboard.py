@@ -48,21 +48,73 @@ def amdahl(p: float, s: float = float("inf")) -> float:
     return 1.0 / (1.0 - p + (p / s if s != float("inf") else 0.0))
 
 
-def _aggregate(k: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    g = k.groupby(by, observed=True, sort=False)["dur"]
-    agg = g.agg(["count", "sum", "mean", "median", "min", "max", "std"])
-    agg.columns = ["count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns"]
-    agg["std_ns"] = agg["std_ns"].fillna(0.0)
-    agg["gpus"] = k.groupby(by, observed=True, sort=False)["gpu"].nunique()
-    return agg.reset_index()
+def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
+    """count, total, mean, median, min, max and sample std of ``dur`` per group code.
+
+    One sort of a composite (group << 40 | duration) key gives every group's durations in order
+    (min, max, median by position); sums are bincounts. ~10x faster than a pandas groupby with
+    median on 10M launches, and exact in integer ns.
+    """
+    dur = np.clip(dur, 0, (1 << 40) - 1, out=dur if dur.dtype == np.int64 else None).astype(np.int64, copy=False)
+    count = np.bincount(group, minlength=n_groups).astype(np.int64)
+    total = np.bincount(group, weights=dur, minlength=n_groups)
+    ordered = group.astype(np.int64) << 40
+    ordered |= dur
+    ordered.sort()  # in place: one extra array, not three
+    ordered &= (1 << 40) - 1
+    first = np.concatenate([[0], np.cumsum(count)[:-1]])
+    present = count > 0
+    safe_first = np.where(present, first, 0)
+    last = np.where(present, first + count - 1, 0)
+    mean = np.divide(total, count, out=np.zeros(n_groups), where=present)
+    ss = np.zeros(n_groups)
+    for i in range(0, len(dur), 1 << 20):  # chunked: no 10M-long float temporaries
+        g = group[i : i + (1 << 20)]
+        dev = dur[i : i + (1 << 20)] - mean[g]
+        ss += np.bincount(g, weights=dev * dev, minlength=n_groups)
+    std = np.sqrt(np.divide(ss, count - 1, out=np.zeros(n_groups), where=count > 1))
+    lo = ordered[safe_first + np.maximum(count - 1, 0) // 2]
+    hi = ordered[safe_first + count // 2 - (count == 0)]
+    return {
+        "count": count,
+        "total_ns": np.rint(total).astype(np.int64),
+        "avg_ns": mean,
+        "median_ns": (lo + hi) / 2.0,
+        "min_ns": ordered[safe_first],
+        "max_ns": ordered[last],
+        "std_ns": std,
+        "present": present,
+    }
+
+
+def _aggregate(codes: np.ndarray, gpu: np.ndarray, dur: np.ndarray, categories, per_gpu: bool) -> pd.DataFrame:
+    n_names = len(categories)
+    n_gpu = int(gpu.max()) + 1 if len(gpu) else 1
+    group = gpu.astype(np.int64) * n_names + codes if per_gpu else codes
+    stats = group_stats(group, dur, n_gpu * n_names if per_gpu else n_names)
+    present = stats.pop("present")
+    idx = np.nonzero(present)[0]
+    out = pd.DataFrame({key: v[idx] for key, v in stats.items()})
+    names = np.asarray(categories, dtype=object)
+    out.insert(0, "name", names[idx % n_names])
+    if per_gpu:
+        out.insert(0, "gpu", (idx // n_names).astype(np.int64))
+        out["gpus"] = 1
+    else:
+        seen = np.zeros(n_names * n_gpu, dtype=bool)
+        for lo in range(0, len(codes), 1 << 20):
+            seen[codes[lo : lo + (1 << 20)].astype(np.int64) * n_gpu + gpu[lo : lo + (1 << 20)]] = True
+        out["gpus"] = seen.reshape(n_names, n_gpu).sum(axis=1)[idx]
+    return out
 
 
 def build_leaderboard(window: Window, per_gpu: bool = False) -> Leaderboard:
-    k = window.kernels
-    k = k.assign(dur=(k["end"] - k["start"]).astype("int64"))
-    by = ["gpu", "name"] if per_gpu else ["name"]
-    t = _aggregate(k, by)
-    t["name"] = t["name"].astype(str)
+    categories = window.profile.kernels["name"].cat.categories
+    codes = window.column("name")
+    gpu = window.column("gpu")
+    dur = window.column("end")
+    dur -= window.column("start")
+    t = _aggregate(codes, gpu, dur, categories, per_gpu)
     profile = window.profile
     names = t["name"].drop_duplicates()
     info = pd.DataFrame(
@@ -77,7 +129,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False) -> Leaderboard:
     t = t.merge(info, on="name", how="left")
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)
-    total_kernel = int(k["dur"].sum())
+    total_kernel = int(dur.sum())
     gpus_per_row = 1 if per_gpu else n_gpus
     if n_it:
         t["per_iter_ns"] = t["total_ns"] / (n_it * gpus_per_row)
@@ -97,16 +149,32 @@ def build_leaderboard(window: Window, per_gpu: bool = False) -> Leaderboard:
     cols = (["gpu"] if per_gpu else []) + COLUMNS
     table = t[cols]
 
-    samples = (
-        k[k["iteration"] >= 0]
-        .groupby(["name", "iteration"], observed=True)["dur"]
-        .agg(["count", "sum"])
-        .reset_index()
-        .rename(columns={"sum": "total_ns"})
-    )
-    samples["name"] = samples["name"].astype(str)
+    samples = _samples(codes, dur, window, categories)
+    del codes, gpu, dur
     summary = _summary(window, t if not per_gpu else _aggregate_view(t), total_kernel)
     return Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
+
+
+def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, categories) -> pd.DataFrame:
+    """Per (kernel, iteration): launches and total ns summed over GPUs (the diff's samples).
+    Chunked bincounts over a (kernel, iteration) code: no full-length temporaries."""
+    keys = np.asarray(window.iteration_keys, dtype=np.int64)
+    it = window.column("iteration")
+    n = len(categories) * max(len(keys), 1)
+    count = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n)
+    if len(keys):
+        for lo in range(0, len(it), 1 << 20):
+            sl = slice(lo, lo + (1 << 20))
+            inside = it[sl] >= 0
+            group = codes[sl][inside].astype(np.int64) * len(keys) + np.searchsorted(keys, it[sl][inside])
+            count += np.bincount(group, minlength=n)
+            total += np.bincount(group, weights=dur[sl][inside], minlength=n)
+    g = np.nonzero(count)[0]
+    names = np.asarray(categories, dtype=object)
+    return pd.DataFrame({"name": names[g // max(len(keys), 1)],
+                         "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),
+                         "count": count[g], "total_ns": np.rint(total[g]).astype(np.int64)})
 
 
 def _aggregate_view(t: pd.DataFrame) -> pd.DataFrame:
@@ -167,7 +235,7 @@ def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> dict:
         "top5_share_kernel": top5,
         "shape": shape,
         "kernels": int(len(t)),
-        "launches": int(len(window.kernels)),
+        "launches": window.n_launches,
         "unattributed_no_launch": window.no_launch,
         "outside_iterations": window.outside,
     }

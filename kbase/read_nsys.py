@@ -193,18 +193,27 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
     # Two tables, two threads: ADBC releases the GIL while SQLite scans.
     with ThreadPoolExecutor(max_workers=2) as pool:
         kf = pool.submit(bulk_int_columns, path, "CUPTI_ACTIVITY_KIND_KERNEL", kexprs, progress)
-        rf = pool.submit(bulk_int_columns, path, "CUPTI_ACTIVITY_KIND_RUNTIME", rexprs) if has_runtime else None
+        rf = pool.submit(_runtime_sorted, path, rexprs) if has_runtime else None
         start, end, gpu_key, launch_key, name_key = kf.result()
+        if len(start) == 0:
+            raise InputError(f"{path}: the export's kernel table is empty (no GPU kernels were captured)")
+        # Narrow the per-kernel keys to int32 codes while the runtime table is still being read.
+        # hash-factorize (no 10M-element sort), then renumber the few pairs in sorted order
+        gcodes, gkeys = pd.factorize(gpu_key)
+        del gpu_key
+        rank = np.argsort(np.argsort(gkeys))
+        gpu = rank.astype(np.int32)[gcodes]
+        del gcodes
+        pairs = np.sort(gkeys)
+        codes, uniq_keys = pd.factorize(name_key)
+        codes = codes.astype(np.int32)
+        del name_key
         runtime = rf.result() if rf is not None else None
-    if len(start) == 0:
-        raise InputError(f"{path}: the export's kernel table is empty (no GPU kernels were captured)")
 
     launch_tid, launch_start = _match_launches(launch_key, runtime)
     del launch_key, runtime
 
     # GPU index: one per (process, device) pair, in a stable order.
-    pairs, gpu = np.unique(gpu_key, return_inverse=True)
-    del gpu_key
     models = _gpu_models(conn, tables)
     gpus = pd.DataFrame(
         {
@@ -215,8 +224,6 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
     )
     gpus["model"] = [models.get(int(d), "unknown") for d in gpus["device"]]
 
-    codes, uniq_keys = pd.factorize(name_key)
-    del name_key
     name_ids = uniq_keys >> 32
     short_ids = uniq_keys & 0xFFFFFFFF
     strings = _strings(conn, np.concatenate([name_ids, short_ids]))
@@ -227,8 +234,8 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
         {
             "start": start,
             "end": end,
-            "gpu": gpu.astype(np.int32),
-            "name": pd.Categorical.from_codes(cat.codes[codes].astype(np.int32), categories=cat.categories),
+            "gpu": gpu,
+            "name": pd.Categorical.from_codes(cat.codes.astype(np.int32)[codes], categories=cat.categories),
             "launch_tid": launch_tid,
             "launch_start": launch_start,
         },
@@ -252,26 +259,40 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
     )
 
 
+def _runtime_sorted(path: Path, exprs: list[str]) -> list[np.ndarray]:
+    """The runtime table's (launch key, thread, start), sorted by key — done on the reader thread
+    while the kernel table is still streaming, so the join after it needs no sort."""
+    r_key, r_tid, r_start = bulk_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", exprs)
+    # Runtime rows come nearly sorted by (pid, correlationId): the stable sort (timsort) is cheap.
+    order = np.argsort(r_key, kind="stable")
+    r_key = r_key[order]
+    r_tid = r_tid[order]
+    r_start = r_start[order]
+    return [r_key, r_tid, r_start]
+
+
 def _match_launches(k_key: np.ndarray, runtime: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
     """For each kernel, the thread and CPU start of its runtime launch call (-1 when absent).
 
-    A sorted-key join in numpy: key = pid << 32 | correlationId on both sides. Runtime rows are
-    nearly sorted by that key already, which the stable (timsort) argsort exploits.
+    A sorted-key join in numpy: key = pid << 32 | correlationId on both sides; ``runtime`` comes
+    sorted by key from :func:`_runtime_sorted`.
     """
     n = len(k_key)
-    tid_out = np.full(n, -1, dtype=np.int64)
-    start_out = np.full(n, -1, dtype=np.int64)
     if runtime is None or len(runtime[0]) == 0:
-        return tid_out, start_out
+        return np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     r_key, r_tid, r_start = runtime
-    order = np.argsort(r_key, kind="stable")
-    r_key = r_key[order]
+    runtime.clear()  # drop the caller's references: each array is freed as soon as it is used up
     pos = np.searchsorted(r_key, k_key)
     np.minimum(pos, len(r_key) - 1, out=pos)
-    hit = (r_key[pos] == k_key) & (k_key >= 0)
-    src = order[pos[hit]]
-    tid_out[hit] = r_tid[src]
-    start_out[hit] = r_start[src]
+    hit = r_key[pos] == k_key
+    hit &= k_key >= 0
+    del r_key
+    pos = pos[hit]
+    tid_out = np.full(n, -1, dtype=np.int64)
+    tid_out[hit] = r_tid[pos]
+    del r_tid
+    start_out = np.full(n, -1, dtype=np.int64)
+    start_out[hit] = r_start[pos]
     return tid_out, start_out
 
 

@@ -65,7 +65,7 @@ def diff_csv(result) -> str:
 def _pct(x) -> str:
     if x is None or (isinstance(x, float) and (math.isnan(x))):
         return "-"
-    if isinstance(x, float) and math.isinf(x):
+    if x in ("inf", "-inf") or (isinstance(x, float) and math.isinf(x)):  # diff_doc writes infinities as strings
         return "new"
     return f"{x:+.1f}%"
 

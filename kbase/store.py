@@ -387,26 +387,31 @@ def snapshot(profile_path: Path | str, spec=None, *, name: str | None = None, ta
     if require_clean and commit.dirty:
         raise InputError("working tree has uncommitted changes and --require-clean was given")
     fmt = detect_format(path)
-    if engine is None:
+    own_engine = engine is None  # opened here: disposed here (no pooled connections left behind)
+    if own_engine:
         engine, url = open_store(db, repo)
-    source = describe_source(path, fmt)
-    wkey = spec.key()
-    if not force:
-        dup = find_duplicate(engine, workload, commit.hash, source.sha256, wkey)
-        if dup is not None:
-            return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(engine, dup.id), created=False)
-    profile = (reader or read_profile)(path)
-    lb = build_leaderboard(select_window(profile, spec))
-    if "step_wall_ns" in profile.extra:
-        lb.summary["step_wall_ns"] = _mean_step_wall(profile, lb.summary["iteration_keys"])
     try:
-        base = save_leaderboard(engine, lb, workload=workload, commit=commit, source=source,
-                                window_spec=wkey, tags=tags, note=note, url=url)
-    except KbaseError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
-        raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
-    return SnapshotResult(baseline=base, leaderboard=lb, created=True)
+        source = describe_source(path, fmt)
+        wkey = spec.key()
+        if not force:
+            dup = find_duplicate(engine, workload, commit.hash, source.sha256, wkey)
+            if dup is not None:
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(engine, dup.id), created=False)
+        profile = (reader or read_profile)(path)
+        lb = build_leaderboard(select_window(profile, spec))
+        if "step_wall_ns" in profile.extra:
+            lb.summary["step_wall_ns"] = _mean_step_wall(profile, lb.summary["iteration_keys"])
+        try:
+            base = save_leaderboard(engine, lb, workload=workload, commit=commit, source=source,
+                                    window_spec=wkey, tags=tags, note=note, url=url)
+        except KbaseError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
+            raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
+        return SnapshotResult(baseline=base, leaderboard=lb, created=True)
+    finally:
+        if own_engine:
+            engine.dispose()
 
 
 def _mean_step_wall(profile, keys: list[int]) -> float | None:

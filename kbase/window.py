@@ -45,9 +45,12 @@ class WindowSpec:
 
 @dataclass
 class Window:
+    """The selected launches, as a mask over ``profile.kernels`` (no copy of a 10M-row frame)."""
+
     profile: Profile
     spec: WindowSpec
-    kernels: pd.DataFrame  # rows of profile.kernels in the window, plus an "iteration" column
+    mask: np.ndarray  # bool, one per profile.kernels row
+    iteration: np.ndarray  # int64 iteration key per profile.kernels row (-1: none)
     aligned: bool
     mode: str  # "iterations" | "trim" | "whole"
     marker: str
@@ -60,6 +63,26 @@ class Window:
     no_launch: int = 0  # kernels of the capture whose launch call is not in it
     outside: int = 0  # kernels launched outside every iteration
     notes: list[str] = field(default_factory=list)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column of the window's launches ("iteration" included) as a numpy array."""
+        if name == "iteration":
+            return self.iteration[self.mask]
+        col = self.profile.kernels[name]
+        if name == "name":
+            return col.cat.codes.to_numpy()[self.mask]
+        return col.to_numpy()[self.mask]
+
+    @property
+    def n_launches(self) -> int:
+        return int(self.mask.sum())
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """The window's launches as a DataFrame copy, with their iteration (for inspection)."""
+        k = self.profile.kernels[self.mask].copy()
+        k["iteration"] = self.iteration[self.mask]
+        return k
 
     @property
     def length_ns(self) -> int:
@@ -120,13 +143,12 @@ def _gpu_filter(profile: Profile, spec: WindowSpec, mask: np.ndarray) -> np.ndar
 
 
 def _make(profile, spec, mask, iteration, **kw) -> Window:
-    kernels = profile.kernels[mask].copy()
-    kernels["iteration"] = iteration[mask]
-    n_gpus = int(kernels["gpu"].nunique())
+    gpu = profile.kernels["gpu"].to_numpy()[mask]
+    n_gpus = int(np.count_nonzero(np.bincount(gpu))) if len(gpu) else 0
     if "start_ns" not in kw:
-        kw["start_ns"] = int(kernels["start"].min())
-        kw["end_ns"] = int(kernels["end"].max())
-    return Window(profile=profile, spec=spec, kernels=kernels, n_gpus=n_gpus, **kw)
+        kw["start_ns"] = int(profile.kernels["start"].to_numpy()[mask].min())
+        kw["end_ns"] = int(profile.kernels["end"].to_numpy()[mask].max())
+    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, **kw)
 
 
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:

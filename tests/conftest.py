@@ -393,3 +393,7 @@ def pg_db_url(pg_url):
         yield url
     finally:
         pg.drop_database(pg_url, url)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes tens of seconds (builds and installs the wheel); still part of the suite")
