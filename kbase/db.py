@@ -19,6 +19,9 @@ from pathlib import Path
 from kbase.errors import StoreError
 
 BUSY_TIMEOUT_S = float(os.environ.get("KBASE_BUSY_TIMEOUT", "30"))
+# The newest migration in migrations/versions (a test keeps it equal to Alembic's head). A store
+# already at this revision is opened without importing Alembic (~0.3 s of every command).
+HEAD_REVISION = "0002"
 
 
 def mask_url(url: str) -> str:
@@ -166,6 +169,19 @@ def schema_state(engine, url: str) -> tuple[str | None, str, set[str]]:
     return current, script.get_current_head(), known
 
 
+def _stamped_revision(engine) -> str | None:
+    """The store's Alembic revision by a plain query (None when not stamped or unreadable)."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()
+    except SQLAlchemyError:
+        return None
+    return rows[0][0] if len(rows) == 1 else None
+
+
 def upgrade(engine, url: str, revision: str = "head") -> None:
     from alembic import command
 
@@ -182,6 +198,8 @@ def open_store(db: str | None = None, repo: Path | None = None, migrate: bool = 
     url = resolve_url(db, repo)
     engine = make_engine(url)
     try:
+        if _stamped_revision(engine) == HEAD_REVISION:
+            return engine, url
         current, head, known = schema_state(engine, url)
         if current is not None and current not in known:
             raise StoreError(

@@ -151,3 +151,4 @@ def test_short_name() -> None:
     assert classify.short_name(IMPLICIT_SGEMM) == "implicit_convolve_sgemm"
     assert classify.short_name(IMPLICIT_SGEMM, "implicit_convolve_sgemm_v2") == "implicit_convolve_sgemm_v2"
     assert classify.short_name("sgemm_128x64_nn") == "sgemm_128x64_nn"
+
