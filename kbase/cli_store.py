@@ -234,9 +234,16 @@ def db_upgrade(db: DbOpt = None, repo: RepoOpt = None) -> None:
 @db_app.command("current")
 def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Print the store's schema revision without changing anything."""
-    from kbase.db import make_engine, mask_url, resolve_url, schema_state, store_error
+    from kbase.db import alembic_config, make_engine, mask_url, resolve_url, schema_state, sqlite_path, store_error
 
     url = resolve_url(db, repo)
+    path = sqlite_path(url)
+    if path is not None and not path.exists():  # opening it would create the file (and its folder)
+        from alembic.script import ScriptDirectory
+
+        head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+        print(f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)")
+        return
     engine = make_engine(url)
     try:
         current, head, known = schema_state(engine, url)

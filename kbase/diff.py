@@ -196,6 +196,38 @@ def _amdahl_text(row: dict, unit_wall: float) -> str:
     return f"{speed:.2f}x faster kernel at {p:.1%} share: run {overall:.4f}x; ceiling {amdahl(p):.3f}x"
 
 
+LIBRARY_PICKED = ("tc", "fallback")  # matmul/convolution kernels: cuBLAS/cuDNN choose among many
+
+
+def _mark_algorithm_swaps(df: pd.DataFrame, policy: Policy) -> list[str]:
+    """Library algorithm swaps are not kernel regressions.
+
+    cuDNN/cuBLAS pick a kernel per call from many candidates (autotuning, heuristics); between two
+    runs work moves between matmul/convolution kernels: launch counts change, kernels appear and
+    vanish, and per-launch averages shift with the mix of shapes. When the launch-count-driven
+    changes among those kernels (plus the new and gone ones) net out below ``max_increase_pct`` of
+    their combined time, they are one swap: each row keeps its numbers and says so, and none of
+    them fails the gate on its own — the total-time rule still applies.
+    """
+    lib = df["tc_before"].isin(LIBRARY_PICKED) | df["tc_after"].isin(LIBRARY_PICKED)
+    count_moved = (df["delta_count"].abs() >= 0.5) & (
+        df["delta_count"].abs() >= 0.01 * df[["count_before", "count_after"]].max(axis=1))
+    moved = lib & (count_moved | df["class"].isin(["new", "gone"]))
+    df["swap"] = False
+    if moved.sum() < 2:
+        return []
+    net = float(df.loc[moved, "delta_ns"].sum())
+    base = float(df.loc[lib, "before"].sum())
+    if not base or abs(net) / base * 100 >= policy.max_increase_pct:
+        return []
+    df.loc[moved, "swap"] = True
+    df.loc[moved, "gated"] = False
+    df.loc[moved, "diagnosis"] = "algorithm swap: " + df.loc[moved, "diagnosis"]
+    return [f"algorithm swap: {int(moved.sum())} matmul/convolution kernels changed launch counts or appeared/"
+            f"vanished, netting {net / base:+.1%} of matmul/convolution time ({net / 1e3:+.1f} µs per iteration); "
+            "not gated per kernel (cuDNN/cuBLAS picked other algorithms)"]
+
+
 def match_kernels(bk: pd.DataFrame, ak: pd.DataFrame) -> list[tuple[str | None, str | None, str]]:
     """Pairs (before name, after name, how): by full name, then by family key where unique."""
     pairs = []
@@ -266,11 +298,12 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None) -> Dif
         row["amdahl"] = _amdahl_text(row, wall)
         rows.append(row)
     df = pd.DataFrame(rows)
+    notes = []
     if len(df):
+        notes += _mark_algorithm_swaps(df, policy)
         df["_reg"] = (df["class"] != "regressed").astype(int)
         df["_abs"] = -df["effect"].abs().fillna(0)
         df = df.sort_values(["_reg", "_abs", "name"], kind="stable").drop(columns=["_reg", "_abs"]).reset_index(drop=True)
-    notes = []
     for side in (before, after):
         if not side.aligned:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")

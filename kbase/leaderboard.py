@@ -238,4 +238,13 @@ def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> dict:
         "launches": window.n_launches,
         "unattributed_no_launch": window.no_launch,
         "outside_iterations": window.outside,
+        "step_wall_ns": _mean_step_wall(p, window.iteration_keys),
     }
+
+
+def _mean_step_wall(profile, keys: list[int]) -> float | None:
+    """Mean CPU wall time of the window's steps, where the reader measured it (Kineto)."""
+    walls = profile.extra.get("step_wall_ns") or {}
+    wanted = set(keys)
+    vals = [float(v) for k, v in walls.items() if isinstance(k, int) and k in wanted] if isinstance(walls, dict) else []
+    return float(np.mean(vals)) if vals else None

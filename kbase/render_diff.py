@@ -14,7 +14,7 @@ from kbase.classify import TC_SYMBOL
 from kbase.diff import CLASSES, DIFF_SCHEMA
 from kbase.render import fmt_ns, records
 
-ROW_FIELDS = ["class", "name", "name_before", "match", "short_name", "category", "tc_before", "tc_after", "before",
+ROW_FIELDS = ["class", "swap", "name", "name_before", "match", "short_name", "category", "tc_before", "tc_after", "before",
               "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count", "avg_before",
               "avg_after", "delta_avg_pct", "share_before", "share_after", "effect", "p_value", "test",
               "confidence", "ignored", "gated", "diagnosis", "amdahl"]
@@ -101,7 +101,7 @@ def _cells(r: dict) -> list[str]:
     label = r["short_name"] + (" [matched by family]" if r["match"] == "family" else "")
     return [
         r["class"] + (" (low conf.)" if r["confidence"] == "low" and r["class"] == "within noise" else "")
-        + (" [ignored]" if r["ignored"] else ""),
+        + (" [ignored]" if r["ignored"] else "") + (" (swap)" if r.get("swap") else ""),
         label[:80], tc, fmt_ns(r["before"]), fmt_ns(r["after"]), fmt_ns(r["delta_ns"]), _pct(r["delta_pct"]),
         f"{r['count_before']:.1f}->{r['count_after']:.1f}", _pct(r["delta_avg_pct"]),
         f"{_share(r['share_before'])}->{_share(r['share_after'])}",

@@ -412,16 +412,3 @@ def snapshot(profile_path: Path | str, spec=None, *, name: str | None = None, ta
     finally:
         if own_engine:
             engine.dispose()
-
-
-def _mean_step_wall(profile, keys: list[int]) -> float | None:
-    """Mean CPU wall time of the window's steps, where the reader measured it (Kineto)."""
-    walls = profile.extra.get("step_wall_ns") or {}
-    vals = []
-    for k, v in walls.items() if isinstance(walls, dict) else []:
-        try:
-            if int(k) in set(keys):
-                vals.append(float(v))
-        except (TypeError, ValueError):
-            continue
-    return float(np.mean(vals)) if vals else None

@@ -16,6 +16,7 @@ scenarios never see each other's baselines or acceptances.
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import subprocess
@@ -31,6 +32,18 @@ from conftest import run_kbase
 from test_diff import SLOW, Exports, shared_export_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# The CLI runs in this process (conftest.run_kbase) and never disposes the engines it opens: on
+# PostgreSQL their pooled psycopg connections raise ResourceWarning whenever the garbage collector
+# gets to them, which could land inside a later call's captured stderr. Collect them between calls.
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+_PG_USED: list[bool] = []
+
+
+def _kbase(*args) -> "CliResult":  # noqa: F821
+    if _PG_USED:
+        gc.collect()
+    return run_kbase(*args)
 
 
 def _compute_kernel_names() -> list[str]:
@@ -86,7 +99,7 @@ class World:
         if key not in self.done:
             ids: dict[str, list[int]] = {}
             for commit, export, extra in SCENARIOS[scenario]:
-                r = run_kbase("snapshot", self.exports.path(export), "--db", db, "--repo", self.repo,
+                r = _kbase("snapshot", self.exports.path(export), "--db", db, "--repo", self.repo,
                               "--name", self.workload(scenario), "--rev", self.commits[commit],
                               "--format", "json", "--limit", "1", *extra)
                 assert r.rc == 0, r
@@ -98,7 +111,7 @@ class World:
 
     def kbase(self, db: str, scenario: str, *args) -> "CliResult":  # noqa: F821
         self.ensure(db, scenario)
-        return run_kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario))
+        return _kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario))
 
 
 def _git_commit(repo, path: Path, text: str, message: str) -> str:
@@ -141,9 +154,11 @@ def db(request, sqlite_url) -> str:
     if request.param == "sqlite":
         return sqlite_url
     try:
-        return request.getfixturevalue("pg_db_url")
+        url = request.getfixturevalue("pg_db_url")
     except pytest.FixtureLookupError:
         pytest.skip("no pg_db_url fixture in tests/conftest.py: PostgreSQL variant skipped")
+    _PG_USED.append(True)
+    return url
 
 
 def _one_line_error(r) -> None:
@@ -220,7 +235,7 @@ def test_exit_2_missing_baseline_and_unknown_revision(world, db):
     _one_line_error(r)
     assert "no baseline" in r.stderr and c["c0"][:12] in r.stderr
     # a workload with no baseline anywhere
-    r = run_kbase("gate", c["c1"], c["c2"], "--db", db, "--repo", world.repo, "--name", "never-stored")
+    r = _kbase("gate", c["c1"], c["c2"], "--db", db, "--repo", world.repo, "--name", "never-stored")
     assert r.rc == 2, r
     _one_line_error(r)
     r = world.kbase(db, "pass", "gate", "no-such-branch", c["c2"])
@@ -293,12 +308,12 @@ def test_warn_only_reports_but_exits_0(world, db):
 def test_show_policy(world):
     from kbase.policy import THRESHOLD_KEYS, Policy
 
-    r = run_kbase("gate", "--show-policy", "--repo", world.repo)
+    r = _kbase("gate", "--show-policy", "--repo", world.repo)
     assert r.rc == 0, r
     pol = json.loads(r.stdout)
     assert set(THRESHOLD_KEYS) <= set(pol) and "new_kernel" in pol and "ignore" in pol
     assert pol == json.loads(json.dumps(Policy().as_dict()))
-    r = run_kbase("gate", "--show-policy", "--repo", world.repo, "--max-increase-pct", "7.5", "--ignore", "*memcpy*",
+    r = _kbase("gate", "--show-policy", "--repo", world.repo, "--max-increase-pct", "7.5", "--ignore", "*memcpy*",
                   "--new-kernel", "warn")
     pol = json.loads(r.stdout)
     assert pol["max_increase_pct"] == 7.5 and pol["ignore"] == ["*memcpy*"] and pol["new_kernel"] == "warn"
@@ -330,7 +345,7 @@ def test_pyproject_gate_overrides(world, db, cfg_repo, toml):
     world.ensure(db, "slow")
     clone = cfg_repo(toml)
     args = ("gate", c["c1"], c["c2"], "--db", db, "--name", world.workload("slow"), "--format", "json")
-    r = run_kbase(*args, "--repo", clone)
+    r = _kbase(*args, "--repo", clone)
     assert r.rc == 0, r
     doc = _json(r)
     row = next(k for k in doc["kernels"] if k["name"] == SLOW.name)
@@ -340,7 +355,7 @@ def test_pyproject_gate_overrides(world, db, cfg_repo, toml):
         assert row["class"] == "within noise"
     # flags override the file
     if "max_increase_pct = 50\n" in toml:
-        r = run_kbase(*args, "--repo", clone, "--max-increase-pct", "5")
+        r = _kbase(*args, "--repo", clone, "--max-increase-pct", "5")
         assert r.rc == 1, r
 
 
@@ -355,7 +370,7 @@ def test_pyproject_gate_overrides(world, db, cfg_repo, toml):
 def test_malformed_gate_config_exit_2(world, cfg_repo, toml):
     c = world.commits
     clone = cfg_repo(toml)
-    r = run_kbase("gate", c["c1"], c["c2"], "--repo", clone, "--db", f"sqlite:///{clone / 'unused.db'}")
+    r = _kbase("gate", c["c1"], c["c2"], "--repo", clone, "--db", f"sqlite:///{clone / 'unused.db'}")
     assert r.rc == 2, r
     _one_line_error(r)
     assert "pyproject.toml" in r.stderr or "[tool.kbase.gate]" in r.stderr

@@ -527,11 +527,13 @@ def test_list_show_rm(store_url, exports, git_repo, top_a, monkeypatch):
 # --------------------------------------------------------------------------- schema
 
 
-def test_db_current_upgrade_and_auto_migration(store_url, exports, git_repo):
+def test_db_current_upgrade_and_auto_migration(store_url, exports, git_repo, backend):
     headrev = head_revision(store_url)
     r = kb("db", "current", "--db", store_url, cwd=git_repo)
     assert r.rc == 0, r
     assert "(empty)" in r.stdout and "needs upgrade" in r.stdout and headrev in r.stdout
+    if backend == "sqlite":  # looking does not create the store (nor its folder)
+        assert not Path(store_url[len("sqlite:///"):]).parent.exists()
     r = kb("db", "upgrade", "--db", store_url, cwd=git_repo)
     assert r.rc == 0, r
     assert f"store at revision {headrev} (head {headrev})" in r.stdout
