@@ -52,7 +52,7 @@ def snapshot(
     from kbase.render import check_format
 
     check_format(fmt)
-    cfg = _settings(repo) if not no_git or profile is None else {}
+    cfg = _settings(repo)
     if profile is None:
         if not cfg.get("profile"):
             raise InputError("no PROFILE given and no [tool.kbase] profile in pyproject.toml")

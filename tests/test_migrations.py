@@ -8,3 +8,102 @@ def test_head_revision_constant_matches_alembic_head():
     from kbase.db import HEAD_REVISION, alembic_config
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == HEAD_REVISION
+
+
+import pytest
+from sqlalchemy import text
+
+from kbase import db as kdb
+from kbase import store
+from kbase.generate import ExportSpec, generate_export
+from kbase.gitinfo import CommitInfo
+
+FIRST = "0001"
+
+
+@pytest.fixture(scope="module")
+def two_leaderboards(tmp_path_factory):
+    """Two small real leaderboards (from generated exports) to fill a store with."""
+    from kbase.leaderboard import build_leaderboard
+    from kbase.read import read_profile
+    from kbase.window import WindowSpec, select_window
+
+    out = []
+    d = tmp_path_factory.mktemp("mig")
+    for seed in (1, 2):
+        path = d / f"run{seed}.sqlite"
+        generate_export(path, ExportSpec(n_gpus=2, iterations=5, seed=seed))
+        lb = build_leaderboard(select_window(read_profile(path), WindowSpec()))
+        out.append((path, lb))
+    return out
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("pg_db_url")
+
+
+def _fill(engine, url, leaderboards) -> list[int]:
+    ids = []
+    for i, (path, lb) in enumerate(leaderboards):
+        commit = CommitInfo(hash=f"{i + 1:040x}", date=None, branch="main", detached=False, dirty=False)
+        src = store.describe_source(path, "nsys-sqlite")
+        ids.append(store.save_leaderboard(engine, lb, workload="w", commit=commit, source=src,
+                                          window_spec="spec", url=url).id)
+    return ids
+
+
+def _dump(engine) -> dict:
+    """Every row of the baseline data tables, for before/after comparison."""
+    out = {}
+    with engine.connect() as conn:
+        for table in ("baseline", "kernel_name", "baseline_kernel"):
+            rows = conn.execute(text(f"SELECT * FROM {table} ORDER BY id")).fetchall()
+            out[table] = [tuple(r) for r in rows]
+    return out
+
+
+def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_leaderboards):
+    engine = kdb.make_engine(url)
+    kdb.upgrade(engine, url, FIRST)
+    ids = _fill(engine, url, two_leaderboards)
+    before = _dump(engine)
+    engine.dispose()
+
+    engine, _ = kdb.open_store(url)  # a newer kbase opens it: upgraded to head automatically
+    current, head, _ = kdb.schema_state(engine, url)
+    assert current == head == kdb.HEAD_REVISION
+    assert _dump(engine) == before
+    for bid, (_, lb) in zip(ids, two_leaderboards):
+        stored = store.load_leaderboard(engine, bid)
+        assert list(stored.table["name"]) == list(lb.table["name"])
+        assert list(stored.table["total_ns"]) == list(lb.table["total_ns"])
+    with engine.connect() as conn:  # the new table works
+        assert conn.execute(text("SELECT count(*) FROM acceptance")).scalar_one() == 0
+    engine.dispose()
+
+
+def test_downgrade_upgrade_round_trips(url, two_leaderboards):
+    from alembic import command
+
+    engine, _ = kdb.open_store(url)
+    _fill(engine, url, two_leaderboards)
+    before = _dump(engine)
+    cfg = kdb.alembic_config(url)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, FIRST)
+    assert kdb.schema_state(engine, url)[0] == FIRST
+    assert _dump(engine) == before  # the downgrade only drops the acceptance table
+    kdb.upgrade(engine, url)
+    assert kdb.schema_state(engine, url)[0] == kdb.HEAD_REVISION
+    assert _dump(engine) == before
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "base")
+    assert kdb.schema_state(engine, url)[0] is None
+    kdb.upgrade(engine, url)
+    assert kdb.schema_state(engine, url)[0] == kdb.HEAD_REVISION
+    engine.dispose()
