@@ -2,8 +2,9 @@
 exports snapshotted at its commits, every exit code, the policy file, ancestry walk, merge-base,
 acceptances and the report files.
 
-Runs on SQLite, and again on PostgreSQL through the ``pg_db_url`` fixture of ``tests/conftest.py``
-(a fresh database per test; the PostgreSQL cases skip where that fixture or a server is missing).
+Runs on SQLite, and again on PostgreSQL through the fixtures of ``tests/conftest.py``: one database
+per module on the ``pg_url`` server, else ``pg_db_url`` (a fresh database per test); the PostgreSQL
+cases skip where those fixtures or a server are missing.
 
 Repository (first-parent history of ``main``; HEAD stays on ``main``)::
 
@@ -35,13 +36,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The CLI runs in this process (conftest.run_kbase) and never disposes the engines it opens: on
 # PostgreSQL their pooled psycopg connections raise ResourceWarning whenever the garbage collector
-# gets to them, which could land inside a later call's captured stderr. Collect them between calls.
+# gets to them, which can land inside a later call's captured stderr. Calls whose stderr must be
+# exactly one line (``strict``) collect that garbage first.
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 _PG_USED: list[bool] = []
 
 
-def _kbase(*args) -> "CliResult":  # noqa: F821
-    if _PG_USED:
+def _kbase(*args, strict: bool = False) -> "CliResult":  # noqa: F821
+    if strict and _PG_USED:
         gc.collect()
     return run_kbase(*args)
 
@@ -109,9 +111,9 @@ class World:
             self.done[key] = ids
         return self.done[key]
 
-    def kbase(self, db: str, scenario: str, *args) -> "CliResult":  # noqa: F821
+    def kbase(self, db: str, scenario: str, *args, strict: bool = False) -> "CliResult":  # noqa: F821
         self.ensure(db, scenario)
-        return _kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario))
+        return _kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario), strict=strict)
 
 
 def _git_commit(repo, path: Path, text: str, message: str) -> str:
@@ -148,15 +150,36 @@ def sqlite_url(tmp_path_factory) -> str:
     return f"sqlite:///{tmp_path_factory.mktemp('gate_store') / 'kbase.db'}"
 
 
+@pytest.fixture(scope="module")
+def pg_module_url(request):
+    """One PostgreSQL database for the module on the session's server (``pg_url`` of conftest): the
+    scenarios are isolated by workload name, so their baselines are snapshotted once, not per test.
+    None when conftest has no such server fixture (then each test gets ``pg_db_url``)."""
+    try:
+        from conftest import _pg_module
+
+        pg = _pg_module()
+        admin = request.getfixturevalue("pg_url")
+    except (ImportError, AttributeError, pytest.FixtureLookupError):
+        yield None
+        return
+    url = pg.create_database(admin)
+    yield url
+    gc.collect()
+    pg.drop_database(admin, url)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db(request, sqlite_url) -> str:
-    """The store URL: a module-wide SQLite file, or a fresh PostgreSQL database per test."""
+    """The store URL: a module-wide SQLite file, or a PostgreSQL database."""
     if request.param == "sqlite":
         return sqlite_url
-    try:
-        url = request.getfixturevalue("pg_db_url")
-    except pytest.FixtureLookupError:
-        pytest.skip("no pg_db_url fixture in tests/conftest.py: PostgreSQL variant skipped")
+    url = request.getfixturevalue("pg_module_url")
+    if url is None:
+        try:
+            url = request.getfixturevalue("pg_db_url")
+        except pytest.FixtureLookupError:
+            pytest.skip("no pg_db_url fixture in tests/conftest.py: PostgreSQL variant skipped")
     _PG_USED.append(True)
     return url
 
@@ -230,15 +253,15 @@ def test_exit_1_total_iteration_time(world, db):
 def test_exit_2_missing_baseline_and_unknown_revision(world, db):
     c = world.commits
     # c0 has no baseline and no ancestor to walk back to
-    r = world.kbase(db, "pass", "gate", c["c0"], c["c2"])
+    r = world.kbase(db, "pass", "gate", c["c0"], c["c2"], strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
     assert "no baseline" in r.stderr and c["c0"][:12] in r.stderr
     # a workload with no baseline anywhere
-    r = _kbase("gate", c["c1"], c["c2"], "--db", db, "--repo", world.repo, "--name", "never-stored")
+    r = _kbase("gate", c["c1"], c["c2"], "--db", db, "--repo", world.repo, "--name", "never-stored", strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
-    r = world.kbase(db, "pass", "gate", "no-such-branch", c["c2"])
+    r = world.kbase(db, "pass", "gate", "no-such-branch", c["c2"], strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
     assert "unknown git revision 'no-such-branch'" in r.stderr
@@ -273,7 +296,7 @@ def test_exit_2_usage_errors_one_line(world, db):
     c = world.commits
     for args in (("--format", "xml"), ("--new-kernel", "maybe"), ("--alpha", "2"), ("--ignore", "/[unclosed/"),
                  ("--no-such-flag",)):
-        r = world.kbase(db, "pass", "gate", c["c1"], c["c2"], *args)
+        r = world.kbase(db, "pass", "gate", c["c1"], c["c2"], *args, strict=True)
         assert r.rc == 2, r
         _one_line_error(r)
 
@@ -285,6 +308,7 @@ def test_exit_3_internal_error_in_process(monkeypatch, capsys, tmp_path):
     def boom(*_a, **_k):
         raise RuntimeError("simulated failure")
 
+    gc.collect()  # see _kbase: no stray ResourceWarning inside the captured stderr
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
     monkeypatch.setattr(kbase.resolve, "resolve", boom)
     monkeypatch.setattr(sys, "argv", ["kbase", "gate", "HEAD~1", "HEAD", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
@@ -370,7 +394,7 @@ def test_pyproject_gate_overrides(world, db, cfg_repo, toml):
 def test_malformed_gate_config_exit_2(world, cfg_repo, toml):
     c = world.commits
     clone = cfg_repo(toml)
-    r = _kbase("gate", c["c1"], c["c2"], "--repo", clone, "--db", f"sqlite:///{clone / 'unused.db'}")
+    r = _kbase("gate", c["c1"], c["c2"], "--repo", clone, "--db", f"sqlite:///{clone / 'unused.db'}", strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
     assert "pyproject.toml" in r.stderr or "[tool.kbase.gate]" in r.stderr
@@ -390,7 +414,7 @@ def test_ancestry_walk_and_strict(world, db):
     assert c["c4"][:12] in note and c["c2"][:12] in note and "2 commit(s) back" in note
     table = world.kbase(db, "pass", "diff", c["c1"], "HEAD")
     assert "note: HEAD: no baseline at" in table.stdout and "2 commit(s) back" in table.stdout
-    r = world.kbase(db, "pass", "gate", c["c1"], "HEAD", "--strict")
+    r = world.kbase(db, "pass", "gate", c["c1"], "HEAD", "--strict", strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
     assert "--strict" in r.stderr and "2 commit(s) back" in r.stderr
@@ -445,7 +469,7 @@ def test_accept_then_expired(world, db):
     # bad input
     for bad in (("--expires", "tomorrow"), ("--reason", " "), ("--rev", "no-such-rev")):
         argv = ["accept", "*x*", "--rev", c["c2"], "--reason", "r", *bad]
-        r = world.kbase(db, "accept", *argv)
+        r = world.kbase(db, "accept", *argv, strict=True)
         assert r.rc == 2, r
         _one_line_error(r)
 
