@@ -63,6 +63,11 @@ def _register_commands() -> None:
     import kbase.cli_store  # noqa: F401
 
 
+def _one_line(msg) -> str:
+    """Messages may quote names with newlines (kernel names, paths): keep stderr to one line."""
+    return str(msg).strip().replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main() -> None:
     from kbase.errors import KbaseError
 
@@ -75,14 +80,14 @@ def main() -> None:
     try:
         rc = app(standalone_mode=False)
     except KbaseError as exc:
-        print(f"kbase: error: {exc}", file=sys.stderr)
+        print(f"kbase: error: {_one_line(exc)}", file=sys.stderr)
         sys.exit(exc.code)
     except typer.Abort:
         print("kbase: aborted", file=sys.stderr)
         sys.exit(2)
     except ClickException as exc:
         # Usage errors from the option parser: one line, exit 2.
-        print(f"kbase: error: {exc.format_message()}", file=sys.stderr)
+        print(f"kbase: error: {_one_line(exc.format_message())}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("kbase: interrupted", file=sys.stderr)
@@ -90,8 +95,12 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - last resort: one line and exit 3, traceback on request
         if os.environ.get("KBASE_DEBUG"):
             raise
-        print(f"kbase: internal error: {type(exc).__name__}: {exc} (set KBASE_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(f"kbase: internal error: {type(exc).__name__}: {_one_line(exc)} (set KBASE_DEBUG=1 for a traceback)",
+              file=sys.stderr)
         sys.exit(3)
+    finally:
+        if "kbase.db" in sys.modules:  # close pooled store connections before the process ends
+            sys.modules["kbase.db"].dispose_all()
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

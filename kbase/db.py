@@ -91,6 +91,14 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
+_ENGINES: list = []  # engines made by this process, closed by dispose_all() when a command ends
+
+
+def dispose_all() -> None:
+    while _ENGINES:
+        _ENGINES.pop().dispose()
+
+
 def make_engine(url: str):
     from sqlalchemy import create_engine, event
 
@@ -101,11 +109,14 @@ def make_engine(url: str):
         path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    try:
-        return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 10} if "postgresql" in url else {})
-    except Exception as exc:  # noqa: BLE001 - bad dialect / missing driver
-        raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: {exc})") from None
+    else:
+        try:
+            engine = create_engine(url, pool_pre_ping=True,
+                                   connect_args={"connect_timeout": 10} if "postgresql" in url else {})
+        except Exception as exc:  # noqa: BLE001 - bad dialect / missing driver
+            raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: {exc})") from None
+    _ENGINES.append(engine)
+    return engine
 
 
 def store_error(url: str, exc: Exception) -> StoreError:
