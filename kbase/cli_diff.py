@@ -231,6 +231,10 @@ def accept(
         except ValueError:
             raise InputError(f"--expires {expires!r}: expected a date YYYY-MM-DD") from None
     commit = resolve_commit(open_repo(repo), rev).hexsha
+    if name is None:  # as snapshot/diff/gate do: [tool.kbase] name is the default workload
+        from kbase.config import find_project_root, load_tool_config
+
+        name = load_tool_config(find_project_root(repo)).get("name")
     engine, url = open_store(db, repo)
     row = Acceptance(workload=name or DEFAULT_WORKLOAD, pattern=pattern, commit=commit, reason=reason,
                      author=author(repo), expires=exp)

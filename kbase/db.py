@@ -126,6 +126,12 @@ def store_error(url: str, exc: Exception) -> StoreError:
     low = text.lower()
     if "readonly" in low or "read-only" in low or "attempt to write" in low:
         return StoreError(f"store {where}: database is read-only ({text})")
+    path = sqlite_path(url)
+    if path is not None and "unable to open" in low and path.is_file():
+        # SQLite cannot open a WAL database it may not write (nor create -wal/-shm beside): say why.
+        for p in (path, path.parent):
+            if not os.access(p, os.W_OK):
+                return StoreError(f"store {where}: database is read-only ({p} is not writable; {text})")
     if "locked" in low or "busy" in low:
         return StoreError(f"store {where}: database is locked by another writer (waited {BUSY_TIMEOUT_S:.0f} s)")
     if "not a database" in low or "malformed" in low or "corrupt" in low:

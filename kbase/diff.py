@@ -25,6 +25,7 @@ from kbase.stats import mann_whitney_p, welch_p
 
 DIFF_SCHEMA = "kbase.diff/1"
 CLASSES = ("regressed", "improved", "new", "gone", "unchanged", "within noise")
+NO_KERNELS = "candidate window holds no kernels"
 
 
 @dataclass
@@ -140,8 +141,11 @@ def comparability(before: Side, after: Side, policy: Policy) -> list[str]:
         a, b = before.meta.get(key), after.meta.get(key)
         if a is not None and b is not None and a != b:
             out.append(f"{what} differs: {a} vs {b}")
+    if before.aligned != after.aligned:
+        # per iteration on one side, per second of window on the other: no common unit
+        out.append(f"iteration alignment differs: {before.unit} vs {after.unit} (one side has no iteration marker)")
     if after.kernels.empty or after.totals.get("kernel", 0) == 0:
-        out.append("candidate window holds no kernels")
+        out.append(NO_KERNELS)
     elif before.aligned and after.aligned and after.n_units < policy.min_iteration_ratio * before.n_units:
         out.append(f"candidate has far fewer iterations ({after.n_units:g}) than the baseline ({before.n_units:g})")
     return out

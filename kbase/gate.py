@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-from kbase.diff import DiffResult
+from kbase.diff import NO_KERNELS, DiffResult
 from kbase.policy import name_matches
 
 PASS, REGRESSION, INCOMPARABLE = 0, 1, 2
@@ -40,7 +40,8 @@ def active_acceptances(acceptances, today: date | None = None, in_range=None) ->
 
 def decide(result: DiffResult, acceptances=(), allow_incomparable: bool = False, warn_only: bool = False) -> Verdict:
     v = Verdict(code=PASS, status="pass")
-    if result.mismatches and not allow_incomparable:
+    # A candidate that measured nothing has nothing to pass with: --allow-incomparable does not apply.
+    if result.mismatches and (not allow_incomparable or NO_KERNELS in result.mismatches):
         v.code, v.status = INCOMPARABLE, "incomparable"
         v.reasons = [f"incomparable: {m}" for m in result.mismatches]
         return v

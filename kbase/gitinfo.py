@@ -42,7 +42,11 @@ def resolve_commit(repo, rev: str):
     import git
 
     try:
-        return repo.commit(rev)
+        commit = repo.commit(rev)
+        # Objects load lazily: in a shallow clone ``HEAD~1`` names a parent whose object is not
+        # there, which only fails on first use. Read it now, inside this try.
+        commit.committed_date  # noqa: B018
+        return commit
     except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
         shallow = (Path(repo.git_dir) / "shallow").exists()
         hint = " (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)" if shallow else ""

@@ -85,11 +85,22 @@ def leaderboard_json(lb, limit: int | None = None, extra: dict | None = None) ->
     return json.dumps(doc, indent=2, default=_json_default, ensure_ascii=False)
 
 
+def to_csv(df: pd.DataFrame) -> str:
+    """CSV text of ``df``. pandas' minimal quoting only quotes fields holding ``"\\n"`` (its line
+    terminator): a kernel name with a carriage return would split its row for every CSV reader, so
+    then every field is quoted."""
+    import csv
+
+    texts = df.select_dtypes(include=["object", "category", "string"])
+    has_cr = any(texts[c].map(lambda v: isinstance(v, str) and "\r" in v).any() for c in texts.columns)
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
+    return buf.getvalue()
+
+
 def leaderboard_csv(lb, limit: int | None = None) -> str:
     shown, _ = cut(lb.table, limit)
-    buf = io.StringIO()
-    shown.to_csv(buf, index=False)
-    return buf.getvalue()
+    return to_csv(shown)
 
 
 def _summary_lines(s: dict) -> list[str]:

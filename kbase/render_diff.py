@@ -3,7 +3,6 @@ for a pull-request comment, CSV, or JUnit XML."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from xml.sax.saxutils import escape, quoteattr
@@ -12,7 +11,7 @@ import pandas as pd
 
 from kbase.classify import TC_SYMBOL
 from kbase.diff import CLASSES, DIFF_SCHEMA
-from kbase.render import fmt_ns, records
+from kbase.render import fmt_ns, records, to_csv
 
 ROW_FIELDS = ["class", "swap", "name", "name_before", "match", "short_name", "category", "tc_before", "tc_after", "before",
               "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count", "avg_before",
@@ -56,10 +55,8 @@ def diff_json(doc: dict) -> str:
 
 
 def diff_csv(result) -> str:
-    buf = io.StringIO()
     cols = [c for c in ROW_FIELDS if c in result.rows.columns]
-    (result.rows[cols] if len(result.rows) else pd.DataFrame(columns=ROW_FIELDS)).to_csv(buf, index=False)
-    return buf.getvalue()
+    return to_csv(result.rows[cols] if len(result.rows) else pd.DataFrame(columns=ROW_FIELDS))
 
 
 def _pct(x) -> str:

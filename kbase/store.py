@@ -97,25 +97,33 @@ def _name_ids(conn, table: pd.DataFrame) -> dict[str, int]:
     else:
         from sqlalchemy.dialects.sqlite import insert
     kn = KernelName.__table__
-    rows = [
+    u = table[["name", "family", "short_name", "category", "tc"]].drop_duplicates("name")
+    rows = [  # column lists: itertuples over Arrow-backed string columns is several times slower
         {
-            "name_hash": name_hash(r.name),
-            "name": r.name,
-            "family_hash": name_hash(r.family),
-            "family": r.family,
-            "short_name": r.short_name,
-            "category": r.category,
-            "tc": r.tc,
+            "name_hash": name_hash(name),
+            "name": name,
+            "family_hash": name_hash(family),
+            "family": family,
+            "short_name": short,
+            "category": category,
+            "tc": tc,
         }
-        for r in table[["name", "family", "short_name", "category", "tc"]].drop_duplicates("name").itertuples()
+        for name, family, short, category, tc in zip(*(u[c].tolist() for c in u.columns))
     ]
     ids: dict[str, int] = {}
     by_hash = {row["name_hash"]: row["name"] for row in rows}
     for i in range(0, len(rows), _NAME_CHUNK):
         chunk = rows[i : i + _NAME_CHUNK]
-        conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), chunk)
         hashes = [row["name_hash"] for row in chunk]
-        for nid, h in conn.execute(select(kn.c.id, kn.c.name_hash).where(kn.c.name_hash.in_(hashes))):
+        # Known names are only looked up: the insert (and its per-row parameter processing) is paid
+        # for new names only, which after the first baseline of a workload is almost none.
+        found = dict(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(hashes))).all())
+        missing = [row for row in chunk if row["name_hash"] not in found]
+        if missing:
+            conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
+            new = [row["name_hash"] for row in missing]
+            found.update(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(new))).all())
+        for h, nid in found.items():
             ids[by_hash[h]] = nid
     return ids
 
@@ -159,32 +167,39 @@ def _kernel_rows(baseline_id: int, lb, name_ids: dict[str, int], keys: list[int]
     empty = _pack(np.zeros(len(keys))) if keys else None
     rows = []
     nan = float("nan")
-    for rank, r in enumerate(t.itertuples(index=False), 1):
-        samples = packed.get(r.name)
+    isna = pd.isna
+    # column lists, not itertuples: Arrow-backed string columns make itertuples several times slower
+    for rank, (name, gpus, count, total, avg, median, lo, hi, std, per_iter, cpi, share_w, share_k, amdahl,
+               frag) in enumerate(zip(*(t[c].tolist() for c in _ROW_COLS)), 1):
+        samples = packed.get(name)
         rows.append(
             {
                 "baseline_id": baseline_id,
-                "name_id": name_ids[r.name],
+                "name_id": name_ids[name],
                 "rank": rank,
-                "gpus": int(r.gpus),
-                "count": int(r.count),
-                "total_ns": int(r.total_ns),
-                "avg_ns": float(r.avg_ns),
-                "median_ns": float(r.median_ns),
-                "min_ns": int(r.min_ns),
-                "max_ns": int(r.max_ns),
-                "std_ns": float(r.std_ns),
-                "per_iter_ns": None if pd.isna(r.per_iter_ns) else float(r.per_iter_ns),
-                "count_per_iter": None if pd.isna(r.count_per_iter) else float(r.count_per_iter),
-                "share_window": None if pd.isna(r.share_window) else float(r.share_window),
-                "share_kernel": None if pd.isna(r.share_kernel) else float(r.share_kernel),
-                "amdahl_ceiling": None if r.amdahl_ceiling in (nan, float("inf")) else float(r.amdahl_ceiling),
-                "fragmented": bool(r.fragmented),
+                "gpus": int(gpus),
+                "count": int(count),
+                "total_ns": int(total),
+                "avg_ns": float(avg),
+                "median_ns": float(median),
+                "min_ns": int(lo),
+                "max_ns": int(hi),
+                "std_ns": float(std),
+                "per_iter_ns": None if isna(per_iter) else float(per_iter),
+                "count_per_iter": None if isna(cpi) else float(cpi),
+                "share_window": None if isna(share_w) else float(share_w),
+                "share_kernel": None if isna(share_k) else float(share_k),
+                "amdahl_ceiling": None if amdahl in (nan, float("inf")) else float(amdahl),
+                "fragmented": bool(frag),
                 "iter_ns": samples[0] if samples is not None else empty,
                 "iter_count": samples[1] if samples is not None else empty,
             }
         )
     return rows
+
+
+_ROW_COLS = ("name", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns", "per_iter_ns",
+             "count_per_iter", "share_window", "share_kernel", "amdahl_ceiling", "fragmented")
 
 
 def insert_kernels(conn, rows: list[dict], chunk: int = 2000) -> None:

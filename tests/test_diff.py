@@ -31,9 +31,11 @@ from conftest import run_kbase
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-MIX = {k.short_name if k.short_name != "vectorized_elementwise_kernel" else k.name: k for k in default_kernel_mix()}
+MIX = {k.short_name if k.short_name != "vectorized_elementwise_kernel" else k.name: k
+       for k in default_kernel_mix()}
 SLOW = MIX["flash_fwd_kernel"]  # ~7.6% of the iteration, 12 launches per iteration
-SHORT_SLOW = next(k for k in default_kernel_mix() if k.name.startswith("sm90_xmma_gemm"))  # ~4.5%, 12 launches
+# ~4.5% of the iteration, 12 launches per iteration
+SHORT_SLOW = next(k for k in default_kernel_mix() if k.name.startswith("sm90_xmma_gemm"))
 GONE = MIX["softmax_warp_forward"]
 RENAMED = next(k for k in default_kernel_mix() if k.short_name == "Kernel2")
 RENAMED_TO = RENAMED.name.replace("128x128x64_2x1x1", "128x256x64_1x2x1")
@@ -359,10 +361,11 @@ def _real_files() -> list:
     params = [pytest.param(p, [], id=p.name) for p in nsys + kineto]
     t5 = SHARED_DATA / "nsys" / "h100_2gpu_fsdp_t5.sqlite"
     if t5.is_file():
-        params.append(pytest.param(t5, ["--marker", "^aten::linear"], id="h100_2gpu_fsdp_t5.sqlite-marker-linear"))
+        params.append(pytest.param(t5, ["--marker", "^aten::linear"],
+                                   id="h100_2gpu_fsdp_t5.sqlite-marker-linear"))
     if not params:
-        params = [pytest.param(None, [], id="no-shared-data",
-                               marks=pytest.mark.skip(reason=f"{SHARED_DATA} absent: real-data diff tests skipped"))]
+        skip = pytest.mark.skip(reason=f"{SHARED_DATA} absent: real-data diff tests skipped")
+        params = [pytest.param(None, [], id="no-shared-data", marks=skip)]
     return params
 
 
@@ -372,7 +375,8 @@ def _kineto_reader_ok(path: Path) -> None:
         return
     top = run_kbase("top", path, "--format", "json")
     if top.rc != 0:
-        pytest.xfail(f"kineto reader still in progress: kbase top {path.name} fails: {top.stderr.strip()[:200]}")
+        pytest.xfail(f"kineto reader still in progress: kbase top {path.name} fails: "
+                     f"{top.stderr.strip()[:200]}")
 
 
 @pytest.mark.parametrize("path,extra", _real_files())

@@ -74,6 +74,7 @@ SCENARIOS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "pass": [("c1", "base", ()), ("c2", "same", ())],
     "slow": [("c1", "base", ()), ("c2", "slow", ())],
     "accept": [("c1", "base", ()), ("c2", "slow", ())],
+    "accept_cfg": [("c1", "base", ()), ("c2", "slow", ())],
     "total": [("c1", "base", ()), ("c2", "total", ())],
     "gpus": [("c1", "base", ()), ("c2", "one_gpu", ())],
     "window": [("c1", "base", ("--warmup", "2")), ("c2", "same", ())],
@@ -113,7 +114,8 @@ class World:
 
     def kbase(self, db: str, scenario: str, *args, strict: bool = False) -> "CliResult":  # noqa: F821
         self.ensure(db, scenario)
-        return _kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario), strict=strict)
+        return _kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario),
+                      strict=strict)
 
 
 def _git_commit(repo, path: Path, text: str, message: str) -> str:
@@ -142,7 +144,8 @@ def world(tmp_path_factory) -> World:
     commits["f1"] = _git_commit(repo, train, "step = 'feature'\n", "feature work")
     repo.git.checkout("main")
     assert repo.head.commit.hexsha == commits["c4"]
-    return World(repo=root, commits=commits, exports=Exports(shared_export_dir(tmp_path_factory), GATE_RECIPES))
+    exports = Exports(shared_export_dir(tmp_path_factory), GATE_RECIPES)
+    return World(repo=root, commits=commits, exports=exports)
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +249,8 @@ def test_exit_1_total_iteration_time(world, db):
     assert 3.0 < doc["totals"]["kernel"]["delta_pct"] < 5.0
     assert any(reason.startswith("total kernel time per iteration") for reason in doc["verdict"]["reasons"])
     # a looser total threshold passes
-    r = world.kbase(db, "total", "gate", c["c1"], c["c2"], "--max-increase-pct", "10", "--total-increase-pct", "6")
+    r = world.kbase(db, "total", "gate", c["c1"], c["c2"], "--max-increase-pct", "10",
+                    "--total-increase-pct", "6")
     assert r.rc == 0, r
 
 
@@ -258,7 +262,8 @@ def test_exit_2_missing_baseline_and_unknown_revision(world, db):
     _one_line_error(r)
     assert "no baseline" in r.stderr and c["c0"][:12] in r.stderr
     # a workload with no baseline anywhere
-    r = _kbase("gate", c["c1"], c["c2"], "--db", db, "--repo", world.repo, "--name", "never-stored", strict=True)
+    r = _kbase("gate", c["c1"], c["c2"], "--db", db, "--repo", world.repo, "--name", "never-stored",
+               strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
     r = world.kbase(db, "pass", "gate", "no-such-branch", c["c2"], strict=True)
@@ -294,8 +299,8 @@ def test_exit_2_far_fewer_iterations(world, db):
 
 def test_exit_2_usage_errors_one_line(world, db):
     c = world.commits
-    for args in (("--format", "xml"), ("--new-kernel", "maybe"), ("--alpha", "2"), ("--ignore", "/[unclosed/"),
-                 ("--no-such-flag",)):
+    for args in (("--format", "xml"), ("--new-kernel", "maybe"), ("--alpha", "2"),
+                 ("--ignore", "/[unclosed/"), ("--no-such-flag",)):
         r = world.kbase(db, "pass", "gate", c["c1"], c["c2"], *args, strict=True)
         assert r.rc == 2, r
         _one_line_error(r)
@@ -311,12 +316,14 @@ def test_exit_3_internal_error_in_process(monkeypatch, capsys, tmp_path):
     gc.collect()  # see _kbase: no stray ResourceWarning inside the captured stderr
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
     monkeypatch.setattr(kbase.resolve, "resolve", boom)
-    monkeypatch.setattr(sys, "argv", ["kbase", "gate", "HEAD~1", "HEAD", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
+    monkeypatch.setattr(sys, "argv",
+                        ["kbase", "gate", "HEAD~1", "HEAD", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
     with pytest.raises(SystemExit) as exc:
         kbase.cli.main()
     assert exc.value.code == 3
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("kbase: internal error: RuntimeError: simulated failure"), err
+    assert err.count("\n") == 1, err
+    assert err.startswith("kbase: internal error: RuntimeError: simulated failure"), err
 
 
 # --------------------------------------------------------------------------- warn-only, policy, config
@@ -326,7 +333,8 @@ def test_warn_only_reports_but_exits_0(world, db):
     c = world.commits
     r = world.kbase(db, "slow", "gate", c["c1"], c["c2"], "--warn-only")
     assert r.rc == 0, r
-    assert "FAIL (warn-only: exit 0)" in r.stdout and "regression:" in r.stdout and SLOW.short_name in r.stdout
+    assert "FAIL (warn-only: exit 0)" in r.stdout
+    assert "regression:" in r.stdout and SLOW.short_name in r.stdout
 
 
 def test_show_policy(world):
@@ -337,8 +345,8 @@ def test_show_policy(world):
     pol = json.loads(r.stdout)
     assert set(THRESHOLD_KEYS) <= set(pol) and "new_kernel" in pol and "ignore" in pol
     assert pol == json.loads(json.dumps(Policy().as_dict()))
-    r = _kbase("gate", "--show-policy", "--repo", world.repo, "--max-increase-pct", "7.5", "--ignore", "*memcpy*",
-                  "--new-kernel", "warn")
+    r = _kbase("gate", "--show-policy", "--repo", world.repo, "--max-increase-pct", "7.5",
+               "--ignore", "*memcpy*", "--new-kernel", "warn")
     pol = json.loads(r.stdout)
     assert pol["max_increase_pct"] == 7.5 and pol["ignore"] == ["*memcpy*"] and pol["new_kernel"] == "warn"
 
@@ -394,7 +402,8 @@ def test_pyproject_gate_overrides(world, db, cfg_repo, toml):
 def test_malformed_gate_config_exit_2(world, cfg_repo, toml):
     c = world.commits
     clone = cfg_repo(toml)
-    r = _kbase("gate", c["c1"], c["c2"], "--repo", clone, "--db", f"sqlite:///{clone / 'unused.db'}", strict=True)
+    r = _kbase("gate", c["c1"], c["c2"], "--repo", clone, "--db", f"sqlite:///{clone / 'unused.db'}",
+               strict=True)
     assert r.rc == 2, r
     _one_line_error(r)
     assert "pyproject.toml" in r.stderr or "[tool.kbase.gate]" in r.stderr
@@ -443,7 +452,8 @@ def test_accept_then_expired(world, db):
     args = ("gate", c["c1"], c["c2"], "--format", "json")
     assert world.kbase(db, "accept", *args).rc == 1
     # an acknowledgement that has already expired does not help
-    r = world.kbase(db, "accept", "accept", "*flash_fwd*", "--rev", c["c2"], "--reason", "old", "--expires", "2000-01-01")
+    r = world.kbase(db, "accept", "accept", "*flash_fwd*", "--rev", c["c2"], "--reason", "old",
+                    "--expires", "2000-01-01")
     assert r.rc == 0, r
     r = world.kbase(db, "accept", *args)
     assert r.rc == 1, r
@@ -474,12 +484,27 @@ def test_accept_then_expired(world, db):
         _one_line_error(r)
 
 
+def test_accept_uses_the_configured_workload(world, db, cfg_repo):
+    """With ``[tool.kbase] name`` set, accept (like snapshot, diff and gate) needs no --name."""
+    c = world.commits
+    world.ensure(db, "accept_cfg")
+    clone = cfg_repo(f'[tool.kbase]\nname = "{world.workload("accept_cfg")}"\n')
+    gate = ("gate", c["c1"], c["c2"], "--db", db, "--repo", clone, "--format", "json")
+    assert _kbase(*gate).rc == 1
+    r = _kbase("accept", "*flash_fwd*", "--rev", c["c2"], "--reason", "known", "--db", db, "--repo", clone)
+    assert r.rc == 0, r
+    r = _kbase(*gate)
+    assert r.rc == 0, r
+    assert [a["name"] for a in _json(r)["verdict"]["accepted"]] == [SLOW.name]
+
+
 # --------------------------------------------------------------------------- report files
 
 
 def test_junit_output_and_step_summary(world, db, tmp_path, monkeypatch):
     c = world.commits
-    junit, output, summary = tmp_path / "kbase-junit.xml", tmp_path / "kbase-report.json", tmp_path / "summary.md"
+    junit, output = tmp_path / "kbase-junit.xml", tmp_path / "kbase-report.json"
+    summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     r = world.kbase(db, "slow", "gate", c["c1"], c["c2"], "--junit", junit, "--output", output)
@@ -555,8 +580,8 @@ def _yaml_loader():
     py = shutil.which("python3")
     if py and subprocess.run([py, "-c", "import yaml"], capture_output=True).returncode == 0:
         def load(text: str):
-            out = subprocess.run([py, "-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
-                                 input=text, capture_output=True, text=True, check=True)
+            code = "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"
+            out = subprocess.run([py, "-c", code], input=text, capture_output=True, text=True, check=True)
             return json.loads(out.stdout)
 
         return load
@@ -571,8 +596,9 @@ def test_ci_yaml_parses(path):
     doc = load(path.read_text(encoding="utf-8"))
     assert isinstance(doc, dict)
     text = path.read_text(encoding="utf-8")
-    for needed in ("kbase snapshot out/train.sqlite --name train-8gpu", "kbase gate", "--junit kbase-junit.xml",
-                   "--output kbase-report.json", "nsys export --type sqlite", "KBASE_DB", "pip install ."):
+    for needed in ("kbase snapshot out/train.sqlite --name train-8gpu", "kbase gate",
+                   "--junit kbase-junit.xml", "--output kbase-report.json", "nsys export --type sqlite",
+                   "KBASE_DB", "pip install .", "--capture-range=cudaProfilerApi"):
         assert needed in text, needed
     if path.name == "kbase.yml":
         job = next(iter(doc["jobs"].values()))

@@ -1,0 +1,76 @@
+"""Generator -> ``kbase snapshot`` -> store, end to end at small size: what comes back out of the
+store must equal the generator's known truth exactly (the benchmark runs the same path at 1M/10M)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_kbase
+from kbase import store
+from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
+
+REV = "0123456789abcdef0123456789abcdef01234567"
+N_GPUS, ITERATIONS = 2, 6
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gensnap")
+    spec = ExportSpec(n_gpus=N_GPUS, iterations=ITERATIONS, kernels=scaled_kernel_mix(50, 80, seed=5), seed=11)
+    return d, generate_export(d / "gen.sqlite", spec)
+
+
+def _snapshot(export: Path, db: str, *extra: str):
+    """``kbase snapshot`` into ``db``; the stored (Baseline, Leaderboard) read back through the API."""
+    r = run_kbase("snapshot", export, "--db", db, "--no-git", "--rev", REV, "--force", "--format", "json", *extra)
+    assert r.rc == 0, r
+    engine, _ = store.open_store(db)
+    try:
+        (b,) = store.list_baselines(engine, limit=1)
+        return b, store.load_leaderboard(engine, b.id)
+    finally:
+        engine.dispose()
+
+
+def test_whole_capture_counts_and_totals_equal_the_truth(generated):
+    d, truth = generated
+    assert len(truth.kernels) > 40 and truth.n_kernels > 500  # a real mix: names, every>1 kernels, repeats
+    b, lb = _snapshot(truth.path, f"sqlite:///{d / 'whole.db'}", "--trim", "0", "1e9")  # every kernel starts in it
+    assert b.commit == REV and not b.aligned
+    got = {n: (c, t) for n, c, t in zip(lb.table["name"], lb.table["count"], lb.table["total_ns"])}
+    want = {n: (k.count, k.total_ns) for n, k in truth.kernels.items()}
+    assert got == want
+    mins = dict(zip(lb.table["name"], lb.table["min_ns"]))
+    maxs = dict(zip(lb.table["name"], lb.table["max_ns"]))
+    assert mins == {n: k.min_ns for n, k in truth.kernels.items()}
+    assert maxs == {n: k.max_ns for n, k in truth.kernels.items()}
+    assert b.total_kernel_ns == sum(k.total_ns for k in truth.kernels.values())
+    assert int(lb.table["count"].sum()) == truth.n_kernels
+
+
+def test_default_window_per_kernel_and_per_iteration_equal_the_truth(generated):
+    d, truth = generated
+    b, lb = _snapshot(truth.path, f"sqlite:///{d / 'window.db'}")
+    # default window: the warm-up step skipped, steps keyed by their ProfilerStep number (first_step 1)
+    keys = [k + 1 for k in range(1, ITERATIONS)]
+    assert b.aligned and lb.summary["iteration_keys"] == keys and b.gpu_count == N_GPUS
+
+    count = truth.iter_count[:, 1:, :].sum(axis=(0, 1))  # launches of steps 2..6, all ranks
+    total = truth.iter_total[:, 1:, :].sum(axis=(0, 1))
+    want = {truth.names[i]: (int(count[i]), int(total[i])) for i in np.flatnonzero(count)}
+    got = {n: (c, t) for n, c, t in zip(lb.table["name"], lb.table["count"], lb.table["total_ns"])}
+    assert got == want
+    assert b.total_kernel_ns == int(total.sum())
+
+    # per-iteration samples (summed over GPUs, stored as float32): exactly the float32 of the truth
+    per_iter_c = truth.iter_count.sum(axis=0)  # [iteration, name]
+    per_iter_t = truth.iter_total.sum(axis=0)
+    want_s = {(truth.names[i], k + 1): (int(per_iter_c[k, i]), np.float32(per_iter_t[k, i]))
+              for k in range(1, ITERATIONS) for i in np.flatnonzero(per_iter_c[k])}
+    got_s = {(n, int(k)): (int(c), np.float32(t))
+             for n, k, c, t in zip(lb.samples["name"], lb.samples["iteration"], lb.samples["count"],
+                                   lb.samples["total_ns"])}
+    assert got_s == want_s

@@ -1,0 +1,189 @@
+"""Issue #6, gate robustness: the gate never passes on a candidate that measured nothing, refuses
+a candidate with far fewer iterations or another unit (iteration-aligned vs not), and never fails
+a baseline diffed with itself — on many export shapes, the real shared exports and both backends.
+
+Already covered in ``tests/test_gate.py`` (not repeated): incomparable GPU count / window spec and
+``--allow-incomparable`` (``test_exit_2_incomparable_then_allowed``), 3 vs 7 iterations
+(``test_exit_2_far_fewer_iterations``), ``@N`` vs ``@N`` on one generated workload
+(``test_baseline_diffed_with_itself``).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import KINETO_DIR, run_kbase, shared_exports, SHARED_SKIP_REASON
+from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+REV1 = "1111111111111111111111111111111111111111"
+REV2 = "2222222222222222222222222222222222222222"
+# The strictest policy there is: any change at all would fail, so only an exact self-match passes.
+STRICT = ("--max-increase-pct", "0", "--abs-floor-us", "0", "--share-floor", "0", "--total-increase-pct", "0",
+          "--alpha", "0.99", "--new-kernel", "fail")
+
+SHAPES = {
+    "2gpu-default-mix": dict(n_gpus=2, iterations=6, seed=1),
+    "1gpu-3-iterations": dict(n_gpus=1, iterations=3, seed=2),  # 2 used: low-confidence territory
+    "scaled-300-names": dict(n_gpus=1, iterations=5, seed=3, kernels=scaled_kernel_mix(300, 400)),
+    "no-nvtx-not-aligned": dict(n_gpus=1, iterations=4, seed=4, nvtx=False),
+    "sliced-capture": dict(n_gpus=2, iterations=5, seed=5, start_mid_iteration=True, slice_cuts_launches=3),
+    "start-end-markers": dict(n_gpus=1, iterations=5, seed=6, marker_event_type=60),
+    "12-iterations": dict(n_gpus=1, iterations=13, seed=7),
+    "3-iterations": dict(n_gpus=1, iterations=4, seed=7),
+}
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("gate_shapes")
+    return {k: generate_export(d / f"{k}.sqlite", ExportSpec(**v)).path for k, v in SHAPES.items()}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'gate.db'}"
+    return request.getfixturevalue("pg_db_url")
+
+
+_CALLS = [0]
+
+
+def kb(*args):
+    if any(str(a).startswith("postgresql") for a in args):
+        _CALLS[0] += 1
+        if _CALLS[0] % 5 == 0:  # pooled connections of earlier in-process commands: let them go
+            gc.collect()
+    return run_kbase(*args)
+
+
+def snap(path, db: str, name: str, rev: str = REV1, *extra) -> int:
+    r = kb("snapshot", path, "--db", db, "--no-git", "--rev", rev, "--name", name, "--format", "json",
+           "--limit", "1", *extra)
+    assert r.rc == 0, r
+    return json.loads(r.stdout)["baseline_id"]
+
+
+def assert_self_gate_passes(db: str, bid: int, name: str, policies=(STRICT,)) -> None:
+    """``kbase gate @N @N`` passes. Every knob of STRICT is at or beyond the default's strictness,
+    so a pass under STRICT implies a pass under the default policy."""
+    for extra in policies:
+        r = kb("gate", f"@{bid}", f"@{bid}", "--db", db, "--name", name, "--format", "json", *extra)
+        assert r.rc == 0, r
+        doc = json.loads(r.stdout)
+        assert doc["comparable"] is True and doc["verdict"]["status"] == "pass", doc["verdict"]
+        assert {k["class"] for k in doc["kernels"]} <= {"unchanged"}, doc["counts"]
+        assert doc["totals"]["kernel"]["delta_ns"] == 0
+
+
+@pytest.mark.parametrize("key", list(SHAPES))
+def test_self_gate_never_fails_on_generated_shapes(shapes, key, tmp_path):
+    db = f"sqlite:///{tmp_path / 'gate.db'}"
+    assert_self_gate_passes(db, snap(shapes[key], db, key), key, policies=((), STRICT))
+
+
+def test_self_gate_never_fails_on_postgresql(shapes, pg_db_url):
+    for key in ("2gpu-default-mix", "no-nvtx-not-aligned", "sliced-capture"):
+        assert_self_gate_passes(pg_db_url, snap(shapes[key], pg_db_url, key), key)
+
+
+def _real_params() -> list:
+    paths = shared_exports()
+    trace = KINETO_DIR / "h100_qwen05b_chat.json.gz"
+    if trace.is_file():
+        paths.append(trace)
+    if not paths:
+        return [pytest.param(None, id="no-shared-data", marks=pytest.mark.skip(reason=SHARED_SKIP_REASON))]
+    return [pytest.param(p, id=p.name.split(".")[0]) for p in paths]
+
+
+@pytest.mark.parametrize("path", _real_params())
+def test_self_gate_never_fails_on_real_exports(path, tmp_path):
+    db = f"sqlite:///{tmp_path / 'real.db'}"
+    assert_self_gate_passes(db, snap(path, db, "real"), "real")
+
+
+def test_far_fewer_iterations_is_incomparable(shapes, store_url):
+    """A baseline of 12 iterations against a candidate of 3: exit 2, never a pass or a regression."""
+    many = snap(shapes["12-iterations"], store_url, "iters", REV1)
+    few = snap(shapes["3-iterations"], store_url, "iters", REV2)
+    r = kb("gate", f"@{many}", f"@{few}", "--db", store_url, "--name", "iters", "--format", "json")
+    assert r.rc == 2, r
+    doc = json.loads(r.stdout)
+    assert doc["verdict"]["status"] == "incomparable" and doc["comparable"] is False
+    assert any("far fewer iterations (3)" in m and "(12)" in m for m in doc["mismatches"]), doc["mismatches"]
+    r = kb("gate", f"@{many}", f"@{few}", "--db", store_url, "--name", "iters", "--warn-only")
+    assert r.rc == 2, r
+    assert "INCOMPARABLE" in r.stdout
+
+
+def test_aligned_baseline_vs_unaligned_candidate_is_incomparable(tmp_path, store_url):
+    """Same workload and window spec, but the candidate has no iteration marker: its numbers are per
+    second of window, the baseline's per iteration. Comparing them would invent a +1000 % regression
+    (or hide one), so the gate says incomparable, in both directions."""
+    aligned = generate_export(tmp_path / "aligned.sqlite", ExportSpec(n_gpus=1, iterations=6, seed=1)).path
+    flat = generate_export(tmp_path / "flat.sqlite", ExportSpec(n_gpus=1, iterations=6, seed=2, nvtx=False)).path
+    a = snap(aligned, store_url, "mixed", REV1)
+    b = snap(flat, store_url, "mixed", REV2)
+    for before, after in ((a, b), (b, a)):
+        r = kb("gate", f"@{before}", f"@{after}", "--db", store_url, "--name", "mixed", "--format", "json")
+        assert r.rc == 2, r
+        doc = json.loads(r.stdout)
+        assert doc["verdict"]["status"] == "incomparable"
+        assert any(m.startswith("iteration alignment differs") for m in doc["mismatches"]), doc["mismatches"]
+
+
+def _empty_like(lb):
+    """The same leaderboard with nothing in its window (the library API allows what the CLI cannot)."""
+    from kbase.leaderboard import Leaderboard
+
+    summary = dict(lb.summary)
+    for key in ("total_kernel_ns", "compute_ns", "communication_ns", "memory_ns"):
+        summary[key] = 0
+    return Leaderboard(table=lb.table.iloc[0:0].copy(), summary=summary, samples=lb.samples.iloc[0:0].copy(),
+                       notes=list(lb.notes))
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "not-aligned"])
+def test_candidate_with_no_kernels_is_never_a_pass(tmp_path, aligned):
+    from kbase import render_diff
+    from kbase.diff import compute_diff, side_from_leaderboards
+    from kbase.gate import INCOMPARABLE, decide
+    from kbase.leaderboard import build_leaderboard
+    from kbase.read import read_profile
+    from kbase.window import WindowSpec, select_window
+
+    path = generate_export(tmp_path / "e.sqlite", ExportSpec(n_gpus=2, iterations=6, seed=3, nvtx=aligned)).path
+    lb = build_leaderboard(select_window(read_profile(path), WindowSpec()))
+    meta = {"workload": "w", "gpu_models": ",".join(lb.summary["gpu_models"]), "gpu_count": 2,
+            "window_spec": WindowSpec().key()}
+    before = side_from_leaderboards([lb], "before", dict(meta))
+    after = side_from_leaderboards([_empty_like(lb)], "after", dict(meta))
+    result = compute_diff(before, after)
+    assert "candidate window holds no kernels" in result.mismatches
+    for kwargs in ({}, {"allow_incomparable": True}, {"warn_only": True},
+                   {"allow_incomparable": True, "warn_only": True}):
+        v = decide(result, **kwargs)
+        assert v.code == INCOMPARABLE and v.status == "incomparable", (kwargs, v)
+        assert any("no kernels" in r for r in v.reasons)
+    # it renders (every kernel is "gone"), and says why
+    desc = {"label": "x", "commit": None, "baselines": [], "unit": before.unit, "units": before.n_units,
+            "gpus": 2, "aligned": aligned, "workload": "w", "gpu_models": meta["gpu_models"],
+            "window_spec": meta["window_spec"]}
+    doc = render_diff.diff_doc(result, desc, dict(desc, units=0), verdict=decide(result))
+    text = render_diff.diff_json(doc)
+    assert json.loads(text)["verdict"]["status"] == "incomparable"
+    assert render_diff.diff_md(doc, True, decide(result))
+    assert {k["class"] for k in json.loads(text)["kernels"]} == {"gone"}
+
+    # an empty baseline (before) against a real candidate is no pass of an empty window either:
+    # every kernel is new and, by default, new kernels above the share floor fail
+    r2 = compute_diff(after, before)
+    v2 = decide(r2)
+    assert v2.code != 0 or not r2.rows["gated"].any(), v2
