@@ -291,3 +291,48 @@ def test_eight_snapshots_at_once_into_a_new_store(new_store, small_exports, back
     from kbase.db import HEAD_REVISION
 
     assert query(url, "SELECT version_num FROM alembic_version") == [(HEAD_REVISION,)]
+
+
+def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
+    """Two snapshots adding the same new kernel names, ranked differently (each inserts in its
+    leaderboard's order), at the same moment. On PostgreSQL each waited on the other's uncommitted
+    row: "deadlock detected", and one snapshot failed. Names are now inserted in one global order."""
+    import threading
+
+    import pandas as pd
+
+    from kbase import store
+
+    engine, url = store.open_store(new_store)
+    names = [f"void kernel_{i:04d}<float>(float*)" for i in range(3000)]
+
+    def table(order):
+        return pd.DataFrame({"name": order, "family": order, "short_name": order, "category": "compute", "tc": "-"})
+
+    barrier = threading.Barrier(2)
+    errors, results = [], []
+
+    sqlite = new_store.startswith("sqlite")
+
+    def work(t):
+        try:
+            if sqlite:  # one writer at a time (BEGIN IMMEDIATE): meet before, not inside
+                barrier.wait(timeout=60)
+            with store.write_transaction(engine, url) as conn:
+                if not sqlite:  # both transactions open, then both insert
+                    barrier.wait(timeout=60)
+                results.append(store._name_ids(conn, t))
+        except Exception as exc:  # noqa: BLE001 - collected and reported below
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    try:
+        threads = [threading.Thread(target=work, args=(table(o),)) for o in (names, names[::-1])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert errors == []
+        assert len(results) == 2 and results[0] == results[1] and len(results[0]) == len(names)
+        assert query(new_store, "SELECT count(*) FROM kernel_name") == [(len(names),)]
+    finally:
+        engine.dispose()
