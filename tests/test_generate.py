@@ -142,7 +142,7 @@ def test_start_mid_iteration(tmp_path):
 def test_slice_cuts_launches(tmp_path):
     truth = gen(tmp_path, slice_cuts_launches=7, iterations=2)
     assert truth.unattributed == 14  # 7 per process
-    rows = q(truth.path, f"""SELECT k.globalPid, k.correlationId, r.start IS NULL FROM CUPTI_ACTIVITY_KIND_KERNEL k
+    rows = q(truth.path, """SELECT k.globalPid, k.correlationId, r.start IS NULL FROM CUPTI_ACTIVITY_KIND_KERNEL k
         LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
         AND ((r.globalTid >> 24) & 0xFFFFFF) = ((k.globalPid >> 24) & 0xFFFFFF)
         ORDER BY k.globalPid, k.correlationId""")

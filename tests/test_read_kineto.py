@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from kbase.errors import InputError
+from kbase import kineto_json
 from kbase.read_kineto import _ns, looks_like_kineto, read_kineto, short_kernel_name
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -537,7 +538,7 @@ def test_large_values_and_chunk_boundaries(tmp_path, monkeypatch):
     """Events spanning the reader's buffer boundaries, and a huge top-level value, parse intact."""
     import kbase.read_kineto as rk
 
-    monkeypatch.setattr(rk, "_CHUNK", 7)
+    monkeypatch.setattr(kineto_json, "_CHUNK", 7)
     blob = '"metadata": {"blob": "' + "x" * 5000 + '"},'
     text = NEW_FORMAT.replace('"schemaVersion": 1,', '"schemaVersion": 1, ' + blob)
     prof = read_kineto(_write(tmp_path / "t.json", text))

@@ -1,0 +1,243 @@
+"""The streaming layer under the Kineto reader: sniff a file, open it (gzip or not) as text, and
+decode a Chrome-trace JSON document one event at a time, so a large trace never sits in memory
+as Python objects. Timestamps convert exactly from decimal microseconds to integer ns.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import re
+import zlib
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from pathlib import Path
+
+from kbase.errors import InputError
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_SNIFF_CHARS = 256 * 1024
+_CHUNK = 1 << 20
+
+
+
+def _trace_files_in(directory: Path) -> list[Path]:
+    return sorted(
+        p for p in directory.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz"))
+    )
+
+
+def _head_text(path: Path, n_chars: int = _SNIFF_CHARS) -> str:
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+        fh.seek(0)
+        if magic == _GZIP_MAGIC:
+            with gzip.GzipFile(fileobj=fh) as gz:
+                try:
+                    raw = gz.read(n_chars)
+                except (OSError, EOFError, zlib.error):
+                    return ""
+        else:
+            raw = fh.read(n_chars)
+    return raw.decode("utf-8", errors="ignore")
+
+
+def looks_like_kineto(path: Path) -> bool:
+    """True when ``path`` (or, for a directory, a ``.json``/``.json.gz`` file in it) looks like a
+    PyTorch profiler trace. Sniffs the content (gzip or not), not the file name."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return any(looks_like_kineto(p) for p in _trace_files_in(path))
+        head = _head_text(path).lstrip("\ufeff \t\r\n")
+    except OSError:
+        return False
+    if head.startswith("{"):
+        return '"traceEvents"' in head or ('"ph"' in head and '"ts"' in head)
+    if head.startswith("["):
+        return '"ph"' in head and '"ts"' in head
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# exact µs -> ns
+
+
+def _ns(v) -> int:
+    """Microseconds (int, or decimal text kept by the decoder, or float) -> integer ns, exactly."""
+    if type(v) is int:
+        return v * 1000
+    if type(v) is str:
+        ip, _, fp = v.partition(".")
+        if len(fp) <= 3 and (fp == "" or fp.isdigit()):
+            try:
+                whole = int(ip)
+            except ValueError:
+                whole = None
+            if whole is not None:
+                frac = int((fp + "00")[:3]) if fp else 0
+                return whole * 1000 - frac if ip.lstrip().startswith("-") else whole * 1000 + frac
+        try:
+            return int((Decimal(v) * 1000).to_integral_value(ROUND_HALF_EVEN))
+        except (InvalidOperation, ValueError):
+            raise ValueError(f"not a number: {v!r}") from None
+    if v is None:
+        return 0
+    if isinstance(v, float):
+        return round(v * 1000)
+    if isinstance(v, int):
+        return int(v) * 1000
+    raise ValueError(f"not a number: {v!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# streaming JSON
+
+
+class _Stream:
+    """Incremental reader over a text file: decodes one JSON value at a time with the C scanner."""
+
+    _WS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, read, label: str):
+        self._read = read
+        self.label = label
+        self.buf = ""
+        self.pos = 0
+        self.dropped = 0  # characters discarded before buf[0]
+        self.eof = False
+
+    def more(self, want: int = 0) -> bool:
+        if self.eof:
+            return False
+        data = self._read(max(want, _CHUNK))
+        if not data:
+            self.eof = True
+            return False
+        self.dropped += self.pos
+        self.buf = self.buf[self.pos :] + data
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """Next non-whitespace character ('' at end of input); pos is left on it."""
+        while True:
+            self.pos = self._WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        c = self.peek()
+        if c == "" or c not in chars:
+            self.fail(f"expected {what}" + (f", found {c!r}" if c else ", found end of file"))
+        self.pos += 1
+        return c
+
+    def fail(self, msg: str):
+        raise InputError(f"{self.label}: invalid JSON ({msg} at char {self.dropped + self.pos})")
+
+    def value(self, decoder: json.JSONDecoder):
+        if self.peek() == "":
+            self.fail("unexpected end of file")
+        while True:
+            try:
+                val, end = decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                truncated = e.pos >= len(self.buf) - 64 or e.msg.startswith("Unterminated string")
+                if truncated and self.more(len(self.buf) - self.pos):
+                    continue
+                raise InputError(
+                    f"{self.label}: invalid JSON ({e.msg} at char {self.dropped + e.pos})"
+                ) from None
+            if end >= len(self.buf) and self.more():
+                continue  # a number at the end of the buffer may go on
+            self.pos = end
+            return val
+
+
+def _open_text(path: Path, label: str):
+    """(read function, closer) for the file's text; gzip detected from the magic bytes."""
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise InputError(f"{label}: cannot read ({e.strerror or e})") from None
+    magic = fh.read(2)
+    fh.seek(0)
+    is_gz = magic == _GZIP_MAGIC
+    raw = gzip.GzipFile(fileobj=fh) if is_gz else fh
+    dec = codecs.getincrementaldecoder("utf-8")()
+
+    def read(n: int) -> str:
+        try:
+            data = raw.read(n)
+            return dec.decode(data, final=not data)
+        except UnicodeDecodeError:
+            raise InputError(f"{label}: not a text file (invalid UTF-8)") from None
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise InputError(f"{label}: broken gzip stream ({e or type(e).__name__})") from None
+        except OSError as e:
+            if is_gz:
+                raise InputError(f"{label}: broken gzip stream ({e})") from None
+            raise InputError(f"{label}: cannot read ({e.strerror or e})") from None
+
+    def close():
+        if raw is not fh:
+            raw.close()
+        fh.close()
+
+    return read, close
+
+
+def _events(stream: _Stream, meta: dict, ev_decoder, meta_decoder):
+    """Yield the trace events one by one; top-level keys other than traceEvents go into meta."""
+    label = stream.label
+    if stream.peek() == "\ufeff":
+        stream.pos += 1
+    first = stream.peek()
+    if first == "[":
+        meta["_format"] = "list"
+        yield from _array(stream, ev_decoder)
+    elif first == "{":
+        stream.pos += 1
+        seen = False
+        if stream.peek() == "}":
+            stream.pos += 1
+        else:
+            while True:
+                key = stream.value(meta_decoder)
+                if not isinstance(key, str):
+                    stream.fail("expected an object key")
+                stream.expect(":", "':'")
+                if key == "traceEvents":
+                    if stream.peek() != "[":
+                        raise InputError(
+                            f"{label}: JSON but not a PyTorch profiler trace (traceEvents is not a list)"
+                        )
+                    seen = True
+                    yield from _array(stream, ev_decoder)
+                else:
+                    meta[key] = stream.value(meta_decoder)
+                if stream.expect(",}", "',' or '}'") == "}":
+                    break
+        if not seen:
+            raise InputError(f"{label}: JSON but not a PyTorch profiler trace (no traceEvents)")
+        meta["_format"] = "object"
+    elif first == "":
+        raise InputError(f"{label}: empty file, not a PyTorch profiler trace")
+    else:
+        raise InputError(f"{label}: not JSON, not a PyTorch profiler trace (starts with {first!r})")
+    if stream.peek() != "":
+        stream.fail("extra data after the JSON value")
+
+
+def _array(stream: _Stream, decoder):
+    stream.expect("[", "'['")
+    if stream.peek() == "]":
+        stream.pos += 1
+        return
+    while True:
+        yield stream.value(decoder)
+        if stream.expect(",]", "',' or ']'") == "]":
+            return
