@@ -268,8 +268,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
     py = [sys.executable]
     got = timed_pairs(out, {
         "python -c pass": [*py, "-c", "pass"],
-        "imports only": [*py, "-c", "import kbase.cli, kbase.cli_diff, kbase.store, kbase.diff, kbase.resolve, "
-                                    "kbase.render_diff, kbase.gate"],
+        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli_diff, kbase.store, kbase.diff, kbase.resolve, "
+                                     "kbase.render_diff, kbase.gate")],
         "diff": [*kbase_cmd(), "diff", "@1", "@2", "--db", url, "--format", "json"],
         "gate": [*kbase_cmd(), "gate", "@1", "@2", "--db", url],
     }, runs, ok_codes=(0, 1))
@@ -360,7 +360,7 @@ def synthetic_leaderboard(b: int, pool, n_gpus: int = 8):
 
 
 def ensure_s3_store(out: Path, n: int, log) -> Path:
-    from datetime import datetime, timedelta, timezone
+    from datetime import UTC, datetime, timedelta
 
     from kbase import store
     from kbase.db import HEAD_REVISION
@@ -386,7 +386,7 @@ def ensure_s3_store(out: Path, n: int, log) -> Path:
     pool = _s3_pool()
     wkey = WindowSpec().key()
     t0 = time.perf_counter()
-    day0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    day0 = datetime(2026, 1, 1, tzinfo=UTC)
     try:
         templates: dict[int, object] = {}
         for b in range(n):

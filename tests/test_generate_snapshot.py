@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import run_kbase
+
 from kbase import store
 from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
 
