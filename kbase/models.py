@@ -27,6 +27,7 @@ class Baseline(SQLModel, table=True):
     __table_args__ = (
         Index("ix_baseline_workload_commit", "workload", "commit"),
         Index("ix_baseline_workload_created", "workload", "created_at"),
+        Index("ix_baseline_created_at", "created_at", "id"),  # kbase list: newest first, any workload
     )
 
     id: int | None = Field(default=None, primary_key=True)

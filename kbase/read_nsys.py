@@ -281,18 +281,17 @@ def _match_launches(k_key: np.ndarray, runtime: list[np.ndarray] | None) -> tupl
     if runtime is None or len(runtime[0]) == 0:
         return np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     r_key, r_tid, r_start = runtime
-    runtime.clear()  # drop the caller's references: each array is freed as soon as it is used up
-    pos = np.searchsorted(r_key, k_key)
-    np.minimum(pos, len(r_key) - 1, out=pos)
-    hit = r_key[pos] == k_key
-    hit &= k_key >= 0
-    del r_key
-    pos = pos[hit]
+    runtime.clear()  # drop the caller's references: they are freed when this returns
     tid_out = np.full(n, -1, dtype=np.int64)
-    tid_out[hit] = r_tid[pos]
-    del r_tid
     start_out = np.full(n, -1, dtype=np.int64)
-    start_out[hit] = r_start[pos]
+    last = len(r_key) - 1
+    for lo in range(0, n, 1 << 20):  # chunked: no full-length temporaries at the reader's peak
+        k = k_key[lo : lo + (1 << 20)]
+        pos = np.minimum(np.searchsorted(r_key, k), last)
+        hit = (r_key[pos] == k) & (k >= 0)
+        pos = pos[hit]
+        tid_out[lo : lo + len(k)][hit] = r_tid[pos]
+        start_out[lo : lo + len(k)][hit] = r_start[pos]
     return tid_out, start_out
 
 
