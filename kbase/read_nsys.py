@@ -45,17 +45,6 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}  # table: a literal of ours
 
 
-def fetch_int_columns(conn: sqlite3.Connection, sql: str, n_cols: int, progress=None) -> list[np.ndarray]:
-    """Small queries (NVTX, metadata): integer columns into int64 arrays, NULL read as -1."""
-    rows = conn.execute(sql).fetchall()
-    if not rows:
-        return [np.empty(0, dtype=np.int64) for _ in range(n_cols)]
-    block = np.array(rows, dtype=object)
-    block[block == None] = -1  # noqa: E711 - elementwise comparison on an object array
-    data = block.astype(np.int64)
-    return [np.ascontiguousarray(data[:, i]) for i in range(n_cols)]
-
-
 def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:
     """Large tables: stream integer expressions (never NULL) into int64 arrays through ADBC/Arrow.
 

@@ -397,3 +397,26 @@ def pg_db_url(pg_url):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes tens of seconds (builds and installs the wheel); still part of the suite")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path) -> str:
+    """A fresh, empty store on each backend (files may override this with their own)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("pg_db_url")
+
+
+_PG_CALLS = [0]
+
+
+def kb(*args):
+    """run_kbase, collecting garbage every few PostgreSQL calls: pooled connections of earlier
+    in-process commands are released before their warnings can land in a later command's stderr."""
+    if any(str(a).startswith("postgresql") for a in args):
+        _PG_CALLS[0] += 1
+        if _PG_CALLS[0] % 5 == 0:
+            import gc
+
+            gc.collect()
+    return run_kbase(*args)

@@ -536,7 +536,6 @@ def test_looks_like_kineto(tmp_path):
 
 def test_large_values_and_chunk_boundaries(tmp_path, monkeypatch):
     """Events spanning the reader's buffer boundaries, and a huge top-level value, parse intact."""
-    import kbase.read_kineto as rk
 
     monkeypatch.setattr(kineto_json, "_CHUNK", 7)
     blob = '"metadata": {"blob": "' + "x" * 5000 + '"},'

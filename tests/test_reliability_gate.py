@@ -10,13 +10,12 @@ Already covered in ``tests/test_gate.py`` (not repeated): incomparable GPU count
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 
 import pytest
 
-from conftest import KINETO_DIR, run_kbase, shared_exports, SHARED_SKIP_REASON
+from conftest import KINETO_DIR, SHARED_SKIP_REASON, kb, shared_exports
 from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -43,24 +42,6 @@ SHAPES = {
 def shapes(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("gate_shapes")
     return {k: generate_export(d / f"{k}.sqlite", ExportSpec(**v)).path for k, v in SHAPES.items()}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'gate.db'}"
-    return request.getfixturevalue("pg_db_url")
-
-
-_CALLS = [0]
-
-
-def kb(*args):
-    if any(str(a).startswith("postgresql") for a in args):
-        _CALLS[0] += 1
-        if _CALLS[0] % 5 == 0:  # pooled connections of earlier in-process commands: let them go
-            gc.collect()
-    return run_kbase(*args)
 
 
 def snap(path, db: str, name: str, rev: str = REV1, *extra) -> int:

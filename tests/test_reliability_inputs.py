@@ -223,13 +223,6 @@ def test_the_sql_check_catches_formatted_values():
         assert not any(_sql_problems(c.args[0], f) for c, f in _sql_calls(tree)), src
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'inj.db'}"
-    return request.getfixturevalue("pg_db_url")
-
-
 def test_sql_looking_values_are_stored_verbatim(store_url, tmp_path):
     """Workload names, tags and notes that look like SQL are data, stored and found as given."""
     export = generate_export(tmp_path / "e.sqlite", ExportSpec(n_gpus=1, iterations=4)).path

@@ -8,14 +8,13 @@ cope with them.
 from __future__ import annotations
 
 import csv
-import gc
 import io
 import json
 from pathlib import Path
 
 import pytest
 
-from conftest import run_kbase
+from conftest import kb
 from kbase.generate import ExportSpec, KernelSpec, generate_export
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -61,24 +60,6 @@ def exports(tmp_path_factory) -> dict[str, Path]:
         assert set(NAMES) <= set(truth.names)
         out[key] = truth.path
     return out
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'names.db'}"
-    return request.getfixturevalue("pg_db_url")
-
-
-_CALLS = [0]
-
-
-def kb(*args):
-    if any(str(a).startswith("postgresql") for a in args):
-        _CALLS[0] += 1
-        if _CALLS[0] % 5 == 0:  # pooled connections of earlier in-process commands: let them go
-            gc.collect()
-    return run_kbase(*args)
 
 
 def _names(doc: dict, key: str = "name") -> list[str]:
