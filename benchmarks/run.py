@@ -100,7 +100,7 @@ def _fresh(sidecar: Path, want: dict) -> bool:
 
 def ensure_export(out: Path, n_kernels: int, seed: int, log) -> Path:
     """A generated 8-GPU, 100-iteration, 2,000-name export of about ``n_kernels`` kernels (cached)."""
-    from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
+    from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
     per_iter = n_kernels // (N_GPUS * ITERATIONS)
     path = out / f"export_{n_kernels}_g{N_GPUS}_i{ITERATIONS}_k{DISTINCT}_s{seed}.sqlite"
@@ -232,7 +232,7 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
 
 
 def ensure_s2_store(out: Path, log) -> Path:
-    from kbase.db import HEAD_REVISION
+    from kbase.store.engine import HEAD_REVISION
 
     db = out / "s2_store.db"
     exports = [ensure_export(out, 1_000_000, seed=s, log=log) for s in (1, 2)]
@@ -268,8 +268,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
     py = [sys.executable]
     got = timed_pairs(out, {
         "python -c pass": [*py, "-c", "pass"],
-        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli_diff, kbase.store, kbase.diff, kbase.resolve, "
-                                     "kbase.render_diff, kbase.gate")],
+        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store, kbase.compare.diff, kbase.compare.resolve, "
+                                     "kbase.render.diff, kbase.compare.gate")],
         "diff": [*kbase_cmd(), "diff", "@1", "@2", "--db", url, "--format", "json"],
         "gate": [*kbase_cmd(), "gate", "@1", "@2", "--db", url],
     }, runs, ok_codes=(0, 1))
@@ -288,8 +288,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
 def _s3_pool():
     import numpy as np
 
-    from kbase import classify
-    from kbase.generate import scaled_kernel_mix
+    from kbase.analysis import classify
+    from kbase.synth.generate import scaled_kernel_mix
 
     specs = scaled_kernel_mix(S3_POOL, 2000, seed=7)
     names = [s.name for s in specs]
@@ -308,7 +308,7 @@ def synthetic_leaderboard(b: int, pool, n_gpus: int = 8):
     import numpy as np
     import pandas as pd
 
-    from kbase.leaderboard import COLUMNS, Leaderboard
+    from kbase.analysis.leaderboard import COLUMNS, Leaderboard
 
     info, means, launches = pool
     rng = np.random.default_rng([b, 0xB3])
@@ -363,9 +363,9 @@ def ensure_s3_store(out: Path, n: int, log) -> Path:
     from datetime import UTC, datetime, timedelta
 
     from kbase import store
-    from kbase.db import HEAD_REVISION
-    from kbase.gitinfo import CommitInfo
-    from kbase.window import WindowSpec
+    from kbase.store.engine import HEAD_REVISION
+    from kbase.gitrepo import CommitInfo
+    from kbase.analysis.window import WindowSpec
 
     db = out / f"s3_store_{n}.db"
     want = {"baselines": n, "kernels": S3_KERNELS, "iterations": S3_ITERATIONS, "schema": HEAD_REVISION,

@@ -1,11 +1,11 @@
-"""Unit tests of kbase.classify on realistic kernel names (no profile data needed)."""
+"""Unit tests of kbase.analysis.classify on realistic kernel names (no profile data needed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kbase import classify
-from kbase.classify import COMMUNICATION, COMPUTE, MEMORY, TC_FALLBACK, TC_NA, TC_YES
+from kbase.analysis import classify
+from kbase.analysis.classify import COMMUNICATION, COMPUTE, MEMORY, TC_FALLBACK, TC_NA, TC_YES
 
 CUTLASS3_GMMA = (
     "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, _pg_module, run_kbase
-from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
+from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -101,7 +101,7 @@ def start(*args) -> subprocess.Popen:
 def query(url: str, sql: str) -> list[tuple]:
     from sqlalchemy import create_engine, text
 
-    from kbase.db import normalize_url
+    from kbase.store.engine import normalize_url
 
     engine = create_engine(normalize_url(url))
     try:
@@ -288,7 +288,7 @@ def test_eight_snapshots_at_once_into_a_new_store(new_store, small_exports, back
         assert query(url, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]
     results = _run_all(url, small_exports)
     _check_all_stored(url, results, small_exports)
-    from kbase.db import HEAD_REVISION
+    from kbase.store.engine import HEAD_REVISION
 
     assert query(url, "SELECT version_num FROM alembic_version") == [(HEAD_REVISION,)]
 

@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kbase.diff import DIFF_SCHEMA, compute_diff
-from kbase.gate import decide
-from kbase.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
-from kbase.render_diff import ROW_FIELDS
+from kbase.compare.diff import DIFF_SCHEMA, compute_diff
+from kbase.compare.gate import decide
+from kbase.synth.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
+from kbase.render.diff import ROW_FIELDS
 from conftest import run_kbase
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -90,7 +90,7 @@ class Exports:
 
     def side(self, key: str):
         if key not in self._sides:
-            from kbase.resolve import resolve
+            from kbase.compare.resolve import resolve
 
             self._sides[key] = resolve(str(self.path(key))).side
         return self._sides[key]
@@ -318,7 +318,7 @@ def test_pooled_repeat_captures(ex, tmp_path):
     import git
 
     from kbase import store
-    from kbase.resolve import resolve
+    from kbase.compare.resolve import resolve
 
     repo_dir = tmp_path / "repo"
     repo = git.Repo.init(repo_dir, initial_branch="main")

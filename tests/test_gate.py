@@ -49,8 +49,8 @@ def _kbase(*args, strict: bool = False) -> "CliResult":  # noqa: F821
 
 
 def _compute_kernel_names() -> list[str]:
-    from kbase.classify import category
-    from kbase.generate import default_kernel_mix
+    from kbase.analysis.classify import category
+    from kbase.synth.generate import default_kernel_mix
 
     return [k.name for k in default_kernel_mix() if category(k.name) == "compute"]
 
@@ -308,14 +308,14 @@ def test_exit_2_usage_errors_one_line(world, db):
 
 def test_exit_3_internal_error_in_process(monkeypatch, capsys, tmp_path):
     import kbase.cli
-    import kbase.resolve
+    import kbase.compare.resolve
 
     def boom(*_a, **_k):
         raise RuntimeError("simulated failure")
 
     gc.collect()  # see _kbase: no stray ResourceWarning inside the captured stderr
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
-    monkeypatch.setattr(kbase.resolve, "resolve", boom)
+    monkeypatch.setattr(kbase.compare.resolve, "resolve", boom)
     monkeypatch.setattr(sys, "argv",
                         ["kbase", "gate", "HEAD~1", "HEAD", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
     with pytest.raises(SystemExit) as exc:
@@ -338,7 +338,7 @@ def test_warn_only_reports_but_exits_0(world, db):
 
 
 def test_show_policy(world):
-    from kbase.policy import THRESHOLD_KEYS, Policy
+    from kbase.compare.policy import THRESHOLD_KEYS, Policy
 
     r = _kbase("gate", "--show-policy", "--repo", world.repo)
     assert r.rc == 0, r

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbase.errors import InputError
-from kbase.generate import (
+from kbase.synth.generate import (
     SCHEMA,
     ExportSpec,
     KernelSpec,

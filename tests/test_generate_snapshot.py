@@ -10,7 +10,7 @@ import pytest
 from conftest import run_kbase
 
 from kbase import store
-from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
+from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 N_GPUS, ITERATIONS = 2, 6

@@ -72,8 +72,8 @@ def independent_steps(path: Path) -> dict[int, tuple[int, int]]:
 
 @pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
 def test_per_step_counts_and_time_equal_independent_join(trace):
-    from kbase.iterations import attribute
-    from kbase.read import read_profile
+    from kbase.analysis.iterations import attribute
+    from kbase.readers import read_profile
 
     p = read_profile(trace)
     it = attribute(p)

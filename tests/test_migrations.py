@@ -2,10 +2,10 @@
 
 
 def test_head_revision_constant_matches_alembic_head():
-    """kbase.db.HEAD_REVISION lets a command skip importing Alembic; it must be the real head."""
+    """kbase.store.engine.HEAD_REVISION lets a command skip importing Alembic; it must be the real head."""
     from alembic.script import ScriptDirectory
 
-    from kbase.db import HEAD_REVISION, alembic_config
+    from kbase.store.engine import HEAD_REVISION, alembic_config
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == HEAD_REVISION
 
@@ -13,10 +13,10 @@ def test_head_revision_constant_matches_alembic_head():
 import pytest
 from sqlalchemy import text
 
-from kbase import db as kdb
+from kbase.store import engine as kdb
 from kbase import store
-from kbase.generate import ExportSpec, generate_export
-from kbase.gitinfo import CommitInfo
+from kbase.synth.generate import ExportSpec, generate_export
+from kbase.gitrepo import CommitInfo
 
 FIRST = "0001"
 
@@ -24,9 +24,9 @@ FIRST = "0001"
 @pytest.fixture(scope="module")
 def two_leaderboards(tmp_path_factory):
     """Two small real leaderboards (from generated exports) to fill a store with."""
-    from kbase.leaderboard import build_leaderboard
-    from kbase.read import read_profile
-    from kbase.window import WindowSpec, select_window
+    from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.readers import read_profile
+    from kbase.analysis.window import WindowSpec, select_window
 
     out = []
     d = tmp_path_factory.mktemp("mig")

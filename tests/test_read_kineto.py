@@ -1,4 +1,4 @@
-"""kbase.read_kineto against the real PyTorch profiler traces in ../shared/data/kineto and small
+"""kbase.readers.kineto against the real PyTorch profiler traces in ../shared/data/kineto and small
 synthetic traces written here (those run in a fresh clone too).
 
 The reference numbers are computed independently from the raw JSON (json + gzip + Decimal, plain
@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from kbase.errors import InputError
-from kbase import kineto_json
-from kbase.read_kineto import _ns, looks_like_kineto, read_kineto, short_kernel_name
+from kbase.readers import kineto_json
+from kbase.readers.kineto import _ns, looks_like_kineto, read_kineto, short_kernel_name
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 KINETO = SHARED / "kineto"
@@ -295,7 +295,7 @@ def test_memory_is_bounded():
     # VmHWM (peak RSS of this process image); ru_maxrss would carry over the forking parent's peak
     code = (
         "import sys\n"
-        "from kbase.read_kineto import read_kineto\n"
+        "from kbase.readers.kineto import read_kineto\n"
         "def status(key):\n"
         "    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(key))\n"
         "r0 = status('VmRSS')\n"

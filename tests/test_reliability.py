@@ -156,7 +156,7 @@ def store_state(url: str):
 def baseline_count(url: str) -> int:
     from sqlalchemy import create_engine, text
 
-    from kbase.db import normalize_url
+    from kbase.store.engine import normalize_url
 
     engine = create_engine(normalize_url(url))
     try:
@@ -551,7 +551,7 @@ def test_read_only_database(private_store, world):
 
 
 def test_database_locked_past_the_timeout(private_store, world, monkeypatch):
-    import kbase.db
+    import kbase.store.engine
 
     path = Path(private_store[len("sqlite:///"):])
     before = store_state(private_store)
@@ -564,7 +564,7 @@ def test_database_locked_past_the_timeout(private_store, world, monkeypatch):
         assert_bad_input(res, str(path), "locked")
         assert time.monotonic() - t0 < 120
         # the same in this process (the timeout is read at import: patch it)
-        monkeypatch.setattr(kbase.db, "BUSY_TIMEOUT_S", 1.0)
+        monkeypatch.setattr(kbase.store.engine, "BUSY_TIMEOUT_S", 1.0)
         res = kb("rm", "@1", "--yes", "--db", private_store)
         assert_bad_input(res, "locked")
     finally:
@@ -646,7 +646,7 @@ def test_postgresql_url_that_cannot_connect(world, monkeypatch):
 
 
 def test_mask_url_never_shows_a_password():
-    from kbase.db import mask_url
+    from kbase.store.engine import mask_url
 
     assert mask_url("postgresql+psycopg://kb:s3cret@h:5432/db") == "postgresql+psycopg://kb:***@h:5432/db"
     assert "s3cret" not in mask_url("postgresql+psycopg://kb:s3cret@[::1]:5432/db")

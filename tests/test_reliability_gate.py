@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KINETO_DIR, SHARED_SKIP_REASON, kb, shared_exports
-from kbase.generate import ExportSpec, generate_export, scaled_kernel_mix
+from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -122,7 +122,7 @@ def test_aligned_baseline_vs_unaligned_candidate_is_incomparable(tmp_path, store
 
 def _empty_like(lb):
     """The same leaderboard with nothing in its window (the library API allows what the CLI cannot)."""
-    from kbase.leaderboard import Leaderboard
+    from kbase.analysis.leaderboard import Leaderboard
 
     summary = dict(lb.summary)
     for key in ("total_kernel_ns", "compute_ns", "communication_ns", "memory_ns"):
@@ -133,12 +133,12 @@ def _empty_like(lb):
 
 @pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "not-aligned"])
 def test_candidate_with_no_kernels_is_never_a_pass(tmp_path, aligned):
-    from kbase import render_diff
-    from kbase.diff import compute_diff, side_from_leaderboards
-    from kbase.gate import INCOMPARABLE, decide
-    from kbase.leaderboard import build_leaderboard
-    from kbase.read import read_profile
-    from kbase.window import WindowSpec, select_window
+    from kbase.render import diff as render_diff
+    from kbase.compare.diff import compute_diff, side_from_leaderboards
+    from kbase.compare.gate import INCOMPARABLE, decide
+    from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.readers import read_profile
+    from kbase.analysis.window import WindowSpec, select_window
 
     path = generate_export(tmp_path / "e.sqlite", ExportSpec(n_gpus=2, iterations=6, seed=3, nvtx=aligned)).path
     lb = build_leaderboard(select_window(read_profile(path), WindowSpec()))

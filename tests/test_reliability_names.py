@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import kb
-from kbase.generate import ExportSpec, KernelSpec, generate_export
+from kbase.synth.generate import ExportSpec, KernelSpec, generate_export
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -1,4 +1,4 @@
-"""The baseline store (kbase.store, kbase.db, kbase.gitinfo, the store commands), on SQLite and on
+"""The baseline store (kbase.store, kbase.store.engine, kbase.gitrepo, the store commands), on SQLite and on
 PostgreSQL (a throwaway server from ``tests/pg.py``; those cases skip where none can run).
 
 Every test gets a fresh store (``store_url``), a fresh git repository with two commits
@@ -26,8 +26,8 @@ import pytest
 from conftest import REPO, run_kbase
 from kbase import store
 from kbase.errors import InputError, StoreError
-from kbase.generate import ExportSpec, generate_export
-from kbase.leaderboard import COLUMNS
+from kbase.synth.generate import ExportSpec, generate_export
+from kbase.analysis.leaderboard import COLUMNS
 
 BACKENDS = ["sqlite", "postgresql"]
 SPEC = dict(n_gpus=2, iterations=6)
@@ -85,9 +85,9 @@ def _parse_once(request, monkeypatch):
         return
     import dataclasses
 
-    import kbase.read
+    import kbase.readers
 
-    real = kbase.read.read_profile
+    real = kbase.readers.read_profile
 
     def read_profile(path, progress=None):
         p = Path(path)
@@ -99,7 +99,7 @@ def _parse_once(request, monkeypatch):
             _PARSED[key] = real(p)
         return dataclasses.replace(_PARSED[key], source=p)
 
-    monkeypatch.setattr(kbase.read, "read_profile", read_profile)
+    monkeypatch.setattr(kbase.readers, "read_profile", read_profile)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -200,7 +200,7 @@ def counts(url: str) -> dict[str, int]:
 def head_revision(url: str) -> str:
     from alembic.script import ScriptDirectory
 
-    from kbase.db import alembic_config
+    from kbase.store.engine import alembic_config
 
     return ScriptDirectory.from_config(alembic_config(url)).get_current_head()
 
@@ -552,7 +552,7 @@ def test_fresh_store_is_migrated_on_first_use(store_url, exports, git_repo):
 def test_store_from_newer_kbase_is_refused_untouched(store_url, exports, git_repo, backend):
     from sqlalchemy import text
 
-    from kbase.db import sqlite_path
+    from kbase.store.engine import sqlite_path
 
     engine = engine_for(store_url)
     with engine.begin() as conn:

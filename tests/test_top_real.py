@@ -177,8 +177,8 @@ def sql_linear_ranges(path: Path):
 
 
 def test_aten_linear_marker_attribution_matches_sql() -> None:
-    from kbase.iterations import attribute
-    from kbase.read import read_profile
+    from kbase.analysis.iterations import attribute
+    from kbase.readers import read_profile
 
     path = require_shared(H100)
     expected, no_launch = sql_linear_ranges(path)
@@ -240,7 +240,7 @@ def real_kernel_names() -> dict[str, set[str]]:
 
 
 def test_tc_rules_on_real_kernel_names() -> None:
-    from kbase import classify
+    from kbase.analysis import classify
 
     require_shared()
     names = real_kernel_names()
@@ -315,7 +315,7 @@ def test_tc_rules_on_kineto_names() -> None:
 
 
 def test_tc_column_in_leaderboard_matches_classify() -> None:
-    from kbase import classify
+    from kbase.analysis import classify
 
     path = require_shared(H100)
     doc = top_json(path, "--limit", "0")

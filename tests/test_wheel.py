@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from kbase.generate import ExportSpec, generate_export
+from kbase.synth.generate import ExportSpec, generate_export
 
 pytestmark = pytest.mark.slow
 
@@ -59,11 +59,11 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
 
     # the migrations are inside the package, not a top-level "migrations" package
     names = zipfile.ZipFile(wheel).namelist()
-    assert "kbase/migrations/env.py" in names
-    versions = sorted(Path(src) for src in (REPO / "migrations" / "versions").glob("*.py"))
+    assert "kbase/store/migrations/env.py" in names
+    versions = sorted(Path(src) for src in (REPO / "kbase" / "store" / "migrations" / "versions").glob("*.py"))
     assert versions
     for v in versions:
-        assert f"kbase/migrations/versions/{v.name}" in names
+        assert f"kbase/store/migrations/versions/{v.name}" in names
     assert not [n for n in names if n.startswith("migrations/")], "wheel installs a top-level migrations package"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
@@ -84,12 +84,12 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     work = tmp_path / "elsewhere"  # not the source tree, not a git repository
     work.mkdir()
     env = clean_env()
-    res = run([vpy, "-c", "import kbase, kbase.db; print(kbase.__file__); print(kbase.db.migrations_dir())"],
+    res = run([vpy, "-c", "import kbase, kbase.store.engine; print(kbase.__file__); print(kbase.store.engine.migrations_dir())"],
               cwd=work, env=env)
     assert res.returncode == 0, res.stderr
     pkg_file, mig_dir = (Path(line) for line in res.stdout.split())
     assert pkg_file.is_relative_to(site), f"imported kbase from {pkg_file}, not the wheel"
-    assert mig_dir == site / "kbase" / "migrations"
+    assert mig_dir == site / "kbase" / "store" / "migrations"
 
     export = work / "w.sqlite"
     generate_export(export, ExportSpec(n_gpus=2, iterations=4))
@@ -108,7 +108,7 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     assert "up to date" in res.stdout, res.stdout
     from alembic.script import ScriptDirectory
 
-    from kbase.db import alembic_config
+    from kbase.store.engine import alembic_config
 
     head = ScriptDirectory.from_config(alembic_config(db)).get_current_head()
     assert f"revision {head}, head {head}" in res.stdout

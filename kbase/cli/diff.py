@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kbase.cli_app import (
+from kbase.cli.app import (
     DbOpt, GpuOpt, IterationsOpt, IterKernelOpt, MarkerOpt, NameOpt, RepoOpt, TrimOpt, WarmupOpt, app, console,
     window_spec,
 )
@@ -24,10 +24,10 @@ DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json,
 
 def _compare(a: str | None, b: str | None, *, name, base_ref, strict, repo, db, spec, policy_flags, default_pair):
     """Resolve both sides and diff them. Returns (result, before, after, notes, engine, url)."""
-    from kbase.config import find_project_root, load_tool_config
-    from kbase.diff import compute_diff
-    from kbase.policy import load_policy
-    from kbase.resolve import resolve
+    from kbase.settings import find_project_root, load_tool_config
+    from kbase.compare.diff import compute_diff
+    from kbase.compare.policy import load_policy
+    from kbase.compare.resolve import resolve
     from kbase.store import open_store
 
     cfg = load_tool_config(find_project_root(repo))
@@ -35,7 +35,7 @@ def _compare(a: str | None, b: str | None, *, name, base_ref, strict, repo, db, 
     name = name or cfg.get("name")
     notes: list[str] = []
     if base_ref is not None:
-        from kbase.gitinfo import merge_base, open_repo
+        from kbase.gitrepo import merge_base, open_repo
 
         head = b or a or "HEAD"
         mb = merge_base(open_repo(repo), base_ref, head)
@@ -78,8 +78,8 @@ def diff(
     repo: RepoOpt = None,
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration)."""
-    from kbase import render_diff
-    from kbase.resolve import describe
+    from kbase.render import diff as render_diff
+    from kbase.compare.resolve import describe
 
     if fmt not in ("table", "json", "md", "csv"):
         raise InputError(f"--format {fmt!r}: unknown format (choose one of table, json, md, csv)")
@@ -91,7 +91,7 @@ def diff(
 
 
 def _emit(doc, result, fmt, show_all, verdict=None):
-    from kbase import render_diff
+    from kbase.render import diff as render_diff
 
     if fmt == "json":
         sys.stdout.write(render_diff.diff_json(doc) + "\n")
@@ -131,17 +131,17 @@ def gate(
     repo: RepoOpt = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
-    from kbase import render_diff
-    from kbase.gate import active_acceptances, decide
-    from kbase.resolve import describe
+    from kbase.render import diff as render_diff
+    from kbase.compare.gate import active_acceptances, decide
+    from kbase.compare.resolve import describe
 
     flags = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
              "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore}
     if show_policy:
         import json
 
-        from kbase.config import find_project_root, load_tool_config
-        from kbase.policy import load_policy
+        from kbase.settings import find_project_root, load_tool_config
+        from kbase.compare.policy import load_policy
 
         policy = load_policy(load_tool_config(find_project_root(repo)).get("gate"), flags)
         sys.stdout.write(json.dumps(policy.as_dict(), indent=2) + "\n")
@@ -176,7 +176,7 @@ def gate(
 def _acceptances(engine, workload):
     from sqlmodel import Session, select
 
-    from kbase.models import Acceptance
+    from kbase.store.models import Acceptance
 
     with Session(engine) as session:
         q = select(Acceptance)
@@ -187,7 +187,7 @@ def _acceptances(engine, workload):
 
 def _range_check(repo, before_commit, after_commit):
     """An acceptance applies when its commit lies in (before, after]."""
-    from kbase.gitinfo import open_repo
+    from kbase.gitrepo import open_repo
 
     try:
         r = open_repo(repo)
@@ -216,9 +216,9 @@ def accept(
     repo: RepoOpt = None,
 ) -> None:
     """Acknowledge a known regression so the gate lists it as accepted, not failing."""
-    from kbase.gitinfo import author, open_repo, resolve_commit
-    from kbase.models import Acceptance
-    from kbase.policy import _check_pattern
+    from kbase.gitrepo import author, open_repo, resolve_commit
+    from kbase.store.models import Acceptance
+    from kbase.compare.policy import _check_pattern
     from kbase.store import DEFAULT_WORKLOAD, open_store, write_transaction
 
     _check_pattern(pattern, "PATTERN")
@@ -232,7 +232,7 @@ def accept(
             raise InputError(f"--expires {expires!r}: expected a date YYYY-MM-DD") from None
     commit = resolve_commit(open_repo(repo), rev).hexsha
     if name is None:  # as snapshot/diff/gate do: [tool.kbase] name is the default workload
-        from kbase.config import find_project_root, load_tool_config
+        from kbase.settings import find_project_root, load_tool_config
 
         name = load_tool_config(find_project_root(repo)).get("name")
     engine, url = open_store(db, repo)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from kbase import classify
-from kbase.window import Window
+from kbase.analysis import classify
+from kbase.analysis.window import Window
 
 # Shape thresholds (of total kernel time).
 DOMINANT_SHARE = 0.50

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-from kbase.diff import NO_KERNELS, DiffResult
-from kbase.policy import name_matches
+from kbase.compare.diff import NO_KERNELS, DiffResult
+from kbase.compare.policy import name_matches
 
 PASS, REGRESSION, INCOMPARABLE = 0, 1, 2
 

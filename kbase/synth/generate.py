@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from kbase.errors import InputError
-from kbase.generate_names import KernelSpec, default_kernel_mix, scaled_kernel_mix
+from kbase.synth.names import KernelSpec, default_kernel_mix, scaled_kernel_mix
 
 __all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "GeneratedFileExists", "generate_export",
            "default_kernel_mix", "scaled_kernel_mix", "global_pid", "global_tid"]

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from kbase.leaderboard import amdahl
-from kbase.policy import Policy
-from kbase.stats import mann_whitney_p, welch_p
+from kbase.analysis.leaderboard import amdahl
+from kbase.compare.policy import Policy
+from kbase.compare.stats import mann_whitney_p, welch_p
 
 DIFF_SCHEMA = "kbase.diff/1"
 CLASSES = ("regressed", "improved", "new", "gone", "unchanged", "within noise")

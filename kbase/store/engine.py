@@ -41,7 +41,7 @@ def normalize_url(value: str, base: Path | None = None) -> str:
 
 
 def resolve_url(db: str | None = None, repo: Path | None = None) -> str:
-    from kbase.config import find_project_root, load_tool_config
+    from kbase.settings import find_project_root, load_tool_config
 
     if db:
         return normalize_url(db)
@@ -62,12 +62,11 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def migrations_dir() -> Path:
-    """Installed wheel: kbase/migrations; source checkout: the top-level migrations/."""
-    here = Path(__file__).resolve().parent
-    for cand in (here / "migrations", here.parent / "migrations"):
-        if (cand / "env.py").exists():
-            return cand
-    raise StoreError("kbase installation is missing its migrations directory")
+    """The Alembic scripts ship inside the package (kbase/store/migrations), wheel or checkout."""
+    here = Path(__file__).resolve().parent / "migrations"
+    if not (here / "env.py").exists():
+        raise StoreError("kbase installation is missing its migrations directory")
+    return here
 
 
 def alembic_config(url: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbase.generate import ExportSpec, default_kernel_mix, generate_export
+from kbase.synth.generate import ExportSpec, default_kernel_mix, generate_export
 
 SLOWED_FAMILY = "sm90_xmma_gemm"
 SLOWDOWN = 1.12

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from kbase.errors import InputError
-from kbase.profile import Profile
+from kbase.readers.profile import Profile
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
@@ -29,7 +29,7 @@ def detect_format(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
-        from kbase.read_kineto import looks_like_kineto
+        from kbase.readers.kineto import looks_like_kineto
 
         if any(looks_like_kineto(p) for p in sorted(path.iterdir()) if p.is_file()):
             return "kineto"
@@ -41,7 +41,7 @@ def detect_format(path: Path) -> str:
         return "nsys-sqlite"
     if path.suffix in NSYS_REPORT_SUFFIXES:
         return "nsys-rep"
-    from kbase.read_kineto import looks_like_kineto
+    from kbase.readers.kineto import looks_like_kineto
 
     if looks_like_kineto(path):
         return "kineto"
@@ -58,12 +58,12 @@ def read_profile(path: Path | str, progress=None) -> Profile:
     path = Path(path)
     fmt = detect_format(path)
     if fmt == "nsys-sqlite":
-        from kbase.read_nsys import read_nsys
+        from kbase.readers.nsys import read_nsys
 
         return read_nsys(path, progress)
     if fmt == "nsys-rep":
         return _read_report(path, progress)
-    from kbase.read_kineto import read_kineto
+    from kbase.readers.kineto import read_kineto
 
     return read_kineto(path)
 
@@ -76,7 +76,7 @@ def _read_report(path: Path, progress) -> Profile:
             f"{path}: an Nsight Systems report needs exporting and nsys is not on PATH; export it by "
             f"hand with: nsys export --type sqlite --output {path.with_suffix('.sqlite')} {path}"
         )
-    from kbase.read_nsys import read_nsys
+    from kbase.readers.nsys import read_nsys
 
     with tempfile.TemporaryDirectory(prefix="kbase-export-") as tmp:
         copy = Path(tmp) / path.name

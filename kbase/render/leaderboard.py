@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from kbase.classify import TC_SYMBOL
+from kbase.analysis.classify import TC_SYMBOL
 from kbase.errors import InputError
 
 FORMATS = ("table", "json", "csv", "md")

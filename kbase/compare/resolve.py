@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbase.diff import Side, side_from_leaderboards
+from kbase.compare.diff import Side, side_from_leaderboards
 from kbase.errors import InputError
-from kbase.gitinfo import ANCESTRY_LIMIT
+from kbase.gitrepo import ANCESTRY_LIMIT
 
 
 @dataclass
@@ -56,9 +56,9 @@ def resolve(ref: str, *, engine=None, workload: str | None = None, repo: Path | 
     from kbase.store import DEFAULT_WORKLOAD, baselines_at, get_baseline
 
     if is_profile_ref(ref):
-        from kbase.leaderboard import build_leaderboard
-        from kbase.read import read_profile
-        from kbase.window import WindowSpec, select_window
+        from kbase.analysis.leaderboard import build_leaderboard
+        from kbase.readers import read_profile
+        from kbase.analysis.window import WindowSpec, select_window
 
         spec = spec or WindowSpec()
         lb = build_leaderboard(select_window(read_profile(Path(ref)), spec))
@@ -73,7 +73,7 @@ def resolve(ref: str, *, engine=None, workload: str | None = None, repo: Path | 
             raise InputError(f"{ref!r}: a baseline id looks like @12")
         b = get_baseline(engine, int(token))
         return _from_baselines(engine, [b], f"@{b.id} ({b.commit[:12]})", [])
-    from kbase.gitinfo import first_parents, open_repo, resolve_commit
+    from kbase.gitrepo import first_parents, open_repo, resolve_commit
 
     workload = workload or DEFAULT_WORKLOAD
     repo_obj = open_repo(repo)

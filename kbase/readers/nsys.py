@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from kbase.errors import InputError
-from kbase.profile import Profile
+from kbase.readers.profile import Profile
 
 NVTX_PUSHPOP = 59
 NVTX_STARTEND = 60
@@ -285,7 +285,7 @@ def _match_launches(k_key: np.ndarray, runtime: list[np.ndarray] | None) -> tupl
 
 
 def _read_nvtx(conn, tables) -> pd.DataFrame:
-    from kbase.profile import empty_ranges
+    from kbase.readers.profile import empty_ranges
 
     if "NVTX_EVENTS" not in tables:
         return empty_ranges()

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kbase.db import open_store, store_error  # noqa: F401 - re-exported API
+from kbase.store.engine import open_store, store_error  # noqa: F401 - re-exported API
 from kbase.errors import InputError, KbaseError, StoreError
-from kbase.models import Baseline, BaselineKernel, KernelName
+from kbase.store.models import Baseline, BaselineKernel, KernelName
 
 DEFAULT_WORKLOAD = "default"
 _NAME_CHUNK = 400
@@ -353,7 +353,7 @@ def load_kernels(engine, baseline_ids: list[int]) -> pd.DataFrame:
 
 def load_leaderboard(engine, baseline_id: int):
     """The stored Leaderboard of a baseline, as ``build_leaderboard`` made it."""
-    from kbase.leaderboard import COLUMNS, Leaderboard
+    from kbase.analysis.leaderboard import COLUMNS, Leaderboard
 
     b = get_baseline(engine, baseline_id)
     k = load_kernels(engine, [baseline_id])
@@ -455,10 +455,10 @@ def snapshot(profile_path: Path | str, spec=None, *, name: str | None = None, ta
              no_git: bool = False, require_clean: bool = False, force: bool = False,
              engine=None, url: str = "", reader=None) -> SnapshotResult:
     """Read a profile, build its leaderboard on the window, and store it at the commit."""
-    from kbase.gitinfo import commit_info
-    from kbase.leaderboard import build_leaderboard
-    from kbase.read import detect_format, read_profile
-    from kbase.window import WindowSpec, select_window
+    from kbase.gitrepo import commit_info
+    from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.readers import detect_format, read_profile
+    from kbase.analysis.window import WindowSpec, select_window
 
     path = Path(profile_path)
     spec = spec or WindowSpec()

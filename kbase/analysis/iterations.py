@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from kbase.errors import InputError
-from kbase.profile import Profile
+from kbase.readers.profile import Profile
 
 # Tried in order; the first that names any range wins.
 AUTO_MARKERS: list[tuple[str, str]] = [

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli_app import (
+from kbase.cli.app import (
     FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt, TrimOpt, WarmupOpt, app,
     console, default_limit, read_with_progress, window_spec,
 )
@@ -32,9 +32,9 @@ def top(
     limit: LimitOpt = None,
 ) -> None:
     """Kernel leaderboard of a profile over an iteration-aligned window."""
-    from kbase.leaderboard import build_leaderboard
-    from kbase.render import check_format
-    from kbase.window import select_window
+    from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.render.leaderboard import check_format
+    from kbase.analysis.window import select_window
 
     check_format(fmt)
     prof = read_with_progress(profile)
@@ -44,7 +44,7 @@ def top(
 
 
 def emit_leaderboard(lb, fmt: str, limit: int | None, title: str = "Kernel leaderboard", extra: dict | None = None) -> None:
-    from kbase import render
+    from kbase.render import leaderboard as render
 
     if fmt == "json":
         sys.stdout.write(render.leaderboard_json(lb, limit, extra) + "\n")
@@ -58,9 +58,9 @@ def emit_leaderboard(lb, fmt: str, limit: int | None, title: str = "Kernel leade
 
 def _register_commands() -> None:
     # Importing these modules adds their commands to ``app``.
-    import kbase.cli_demo  # noqa: F401
-    import kbase.cli_diff  # noqa: F401
-    import kbase.cli_store  # noqa: F401
+    import kbase.cli.demo  # noqa: F401
+    import kbase.cli.diff  # noqa: F401
+    import kbase.cli.store  # noqa: F401
 
 
 def _one_line(msg) -> str:
@@ -99,8 +99,8 @@ def main() -> None:
               file=sys.stderr)
         sys.exit(3)
     finally:
-        if "kbase.db" in sys.modules:  # close pooled store connections before the process ends
-            sys.modules["kbase.db"].dispose_all()
+        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
+            sys.modules["kbase.store.engine"].dispose_all()
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

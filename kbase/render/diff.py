@@ -9,9 +9,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pandas as pd
 
-from kbase.classify import TC_SYMBOL
-from kbase.diff import CLASSES, DIFF_SCHEMA
-from kbase.render import fmt_ns, records, to_csv
+from kbase.analysis.classify import TC_SYMBOL
+from kbase.compare.diff import CLASSES, DIFF_SCHEMA
+from kbase.render.leaderboard import fmt_ns, records, to_csv
 
 ROW_FIELDS = ["class", "swap", "name", "name_before", "match", "short_name", "category", "tc_before", "tc_after", "before",
               "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count", "avg_before",

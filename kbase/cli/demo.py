@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kbase.cli_app import app, console
+from kbase.cli.app import app, console
 
 
 @app.command()
@@ -17,11 +17,13 @@ def demo(
     iterations: Annotated[int, typer.Option("--iterations", help="Iterations per generated capture.")] = 12,
 ) -> None:
     """Generate two captures at two commits, store both, diff them and run the gate."""
-    from kbase import demo as demo_lib
-    from kbase import render, render_diff, store
-    from kbase.diff import compute_diff
-    from kbase.gate import decide
-    from kbase.resolve import describe, resolve
+    from kbase.synth import demo as demo_lib
+    from kbase import store
+    from kbase.render import leaderboard as render
+    from kbase.render import diff as render_diff
+    from kbase.compare.diff import compute_diff
+    from kbase.compare.gate import decide
+    from kbase.compare.resolve import describe, resolve
 
     out = console()
     with tempfile.TemporaryDirectory(prefix="kbase-demo-") as tmp:

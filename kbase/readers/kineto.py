@@ -49,8 +49,8 @@ import numpy as np
 import pandas as pd
 
 from kbase.errors import InputError
-from kbase.kineto_json import _events, _ns, _open_text, _Stream, _trace_files_in, looks_like_kineto
-from kbase.profile import Profile
+from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream, _trace_files_in, looks_like_kineto
+from kbase.readers.profile import Profile
 
 __all__ = ["looks_like_kineto", "read_kineto", "short_kernel_name"]
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kbase.cli_app import (
+from kbase.cli.app import (
     DbOpt, FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt, NameOpt, RepoOpt,
     TrimOpt, WarmupOpt, app, console, default_limit, read_with_progress, window_spec,
 )
@@ -20,7 +20,7 @@ app.add_typer(db_app, name="db")
 
 
 def _settings(repo: Path | None) -> dict:
-    from kbase.config import find_project_root, load_tool_config
+    from kbase.settings import find_project_root, load_tool_config
 
     return load_tool_config(find_project_root(repo))
 
@@ -49,14 +49,14 @@ def snapshot(
     """Store a profile's leaderboard as a baseline at the current (or given) commit."""
     from kbase import store
     from kbase.cli import emit_leaderboard
-    from kbase.render import check_format
+    from kbase.render.leaderboard import check_format
 
     check_format(fmt)
     cfg = _settings(repo)
     if profile is None:
         if not cfg.get("profile"):
             raise InputError("no PROFILE given and no [tool.kbase] profile in pyproject.toml")
-        from kbase.config import find_project_root
+        from kbase.settings import find_project_root
 
         profile = find_project_root(repo) / cfg["profile"]
     spec = window_spec(
@@ -107,7 +107,7 @@ def list_cmd(
 ) -> None:
     """Stored baselines, newest first."""
     from kbase import store
-    from kbase.render import fmt_ns
+    from kbase.render.leaderboard import fmt_ns
 
     if fmt not in ("table", "json"):
         raise InputError(f"--format {fmt!r}: kbase list writes table or json")
@@ -136,7 +136,7 @@ def resolve_one(engine, ref: str, workload: str | None, repo: Path | None):
     token = ref[1:] if ref.startswith("@") else ref
     if token.isdigit() and (ref.startswith("@") or len(token) < 7):
         return store.get_baseline(engine, int(token))
-    from kbase.gitinfo import open_repo, resolve_commit
+    from kbase.gitrepo import open_repo, resolve_commit
 
     commit = resolve_commit(open_repo(repo), ref).hexsha
     found = store.baselines_at(engine, workload or store.DEFAULT_WORKLOAD, [commit]).get(commit)
@@ -157,7 +157,7 @@ def show(
     """A stored leaderboard, rendered as by kbase top."""
     from kbase import store
     from kbase.cli import emit_leaderboard
-    from kbase.render import check_format
+    from kbase.render.leaderboard import check_format
 
     check_format(fmt)
     engine, _ = store.open_store(db, repo)
@@ -200,7 +200,7 @@ def history(
 ) -> None:
     """One kernel across every stored baseline, oldest first."""
     from kbase import store
-    from kbase.render import fmt_ns
+    from kbase.render.leaderboard import fmt_ns
 
     engine, _ = store.open_store(db, repo)
     h = store.kernel_history(engine, kernel, name)
@@ -224,7 +224,7 @@ def history(
 @db_app.command("upgrade")
 def db_upgrade(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Upgrade the store's schema to this kbase's head (also done automatically on first use)."""
-    from kbase.db import open_store, schema_state
+    from kbase.store.engine import open_store, schema_state
 
     engine, url = open_store(db, repo)
     current, head, _ = schema_state(engine, url)
@@ -234,7 +234,7 @@ def db_upgrade(db: DbOpt = None, repo: RepoOpt = None) -> None:
 @db_app.command("current")
 def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Print the store's schema revision without changing anything."""
-    from kbase.db import alembic_config, make_engine, mask_url, resolve_url, schema_state, sqlite_path, store_error
+    from kbase.store.engine import alembic_config, make_engine, mask_url, resolve_url, schema_state, sqlite_path, store_error
 
     url = resolve_url(db, repo)
     path = sqlite_path(url)

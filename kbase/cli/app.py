@@ -31,7 +31,7 @@ RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Git repository 
 
 
 def window_spec(marker=None, iteration_kernel=None, iterations=None, warmup=None, trim=None, gpu=None):
-    from kbase.window import WindowSpec
+    from kbase.analysis.window import WindowSpec
 
     return WindowSpec(marker=marker, iteration_kernel=iteration_kernel, iterations=iterations,
                       warmup=warmup, trim=tuple(trim) if trim else None, gpu=gpu)
@@ -58,13 +58,13 @@ def read_with_progress(path: Path):
     """Read a profile, with a progress bar on a terminal for large exports."""
     import sys
 
-    from kbase.read import detect_format, read_profile
+    from kbase.readers import detect_format, read_profile
 
     if detect_format(path) != "nsys-sqlite" or not sys.stderr.isatty():
         return read_profile(path)
     from rich.progress import Progress
 
-    from kbase.read_nsys import count_kernels
+    from kbase.readers.nsys import count_kernels
 
     total = count_kernels(path)
     if total < 200_000:

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from kbase.errors import InputError
-from kbase.iterations import NOT_IN_ITERATION, Iterations, attribute
-from kbase.profile import Profile
+from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute
+from kbase.readers.profile import Profile
 
 DEFAULT_WARMUP = 1
 

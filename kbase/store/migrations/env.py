@@ -1,11 +1,11 @@
-"""Alembic environment: the target schema is SQLModel.metadata from kbase.models."""
+"""Alembic environment: the target schema is SQLModel.metadata from kbase.store.models."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlmodel import SQLModel
 
-import kbase.models  # noqa: F401 - registers the tables on SQLModel.metadata
+import kbase.store.models  # noqa: F401 - registers the tables on SQLModel.metadata
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -15,7 +15,7 @@ def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from kbase.db import resolve_url
+    from kbase.store.engine import resolve_url
 
     return resolve_url()
 
@@ -42,7 +42,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    from kbase.db import make_engine
+    from kbase.store.engine import make_engine
 
     engine = make_engine(_url())
     with engine.connect() as conn:

@@ -1,4 +1,4 @@
-"""Kernel mixes for :mod:`kbase.generate`: realistic kernel names as Nsight Systems prints them.
+"""Kernel mixes for :mod:`kbase.synth.generate`: realistic kernel names as Nsight Systems prints them.
 
 Demangled names follow nsys' demangler style (``(int)4``, ``(bool)0``, ``<unnamed>``,
 ``T1::Params``); cuBLAS/nvjet/NCCL kernels that are plain C symbols have the same text for
