@@ -268,8 +268,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
     py = [sys.executable]
     got = timed_pairs(out, {
         "python -c pass": [*py, "-c", "pass"],
-        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store, kbase.compare.diff, kbase.compare.resolve, "
-                                     "kbase.render.diff, kbase.compare.gate")],
+        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store, kbase.comparison.diff, kbase.comparison.resolve, "
+                                     "kbase.render.diff, kbase.comparison.gate")],
         "diff": [*kbase_cmd(), "diff", "@1", "@2", "--db", url, "--format", "json"],
         "gate": [*kbase_cmd(), "gate", "@1", "@2", "--db", url],
     }, runs, ok_codes=(0, 1))

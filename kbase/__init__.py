@@ -1,3 +1,28 @@
-"""kbase: keep every commit's GPU kernel leaderboard and tell each change which kernels got fatter."""
+"""kbase: keep every commit's GPU kernel leaderboard and tell each change which kernels got fatter.
+
+The front door is ``kbase.api``, re-exported here (``kbase.top``, ``kbase.snapshot``, ``kbase.gate``,
+...). Names load on first use, so ``import kbase`` (and ``kbase --help``) stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+__all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "__version__", "accept",
+           "acceptances", "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove",
+           "revoke", "snapshot", "top", "window"]
+
+if TYPE_CHECKING:
+    from kbase.api import (Comparison, GateResult, Settings, SnapshotResult, StoredLeaderboard, accept,  # noqa: F401
+                           acceptances, baseline, baselines, compare, gate, history, leaderboard, read, remove,
+                           revoke, snapshot, top, window)
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from kbase import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'kbase' has no attribute {name!r}")

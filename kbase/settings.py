@@ -1,4 +1,5 @@
-"""Project settings from ``[tool.kbase]`` in ``pyproject.toml`` (profile, name, window, db, gate).
+"""One ``Settings`` object per command: defaults, then ``[tool.kbase]`` and ``[tool.kbase.gate]`` in the
+project's ``pyproject.toml``, then the environment, then flags — merged once and passed down.
 
 Example::
 
@@ -12,17 +13,142 @@ Example::
     [tool.kbase.gate]
     max_increase_pct = 5.0
     ignore = ["*memcpy*"]
+
+Environment: ``KBASE_DB`` (store URL or path), ``KBASE_BUSY_TIMEOUT`` (seconds SQLite waits for
+another writer). Every value records where it came from (``origins``), so an error can name the
+flag, the ``pyproject.toml`` key or the variable that holds it.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from kbase.errors import InputError
+from kbase.analysis.spec import WindowSpec
+from kbase.comparison.policy import Policy, load_policy
+from kbase.errors import SettingsError
 
-WINDOW_KEYS = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int, "gpu": int}
-TOP_KEYS = {"db": str, "profile": str, "name": str, "gate": dict, "trim": list, **WINDOW_KEYS}
+DEFAULT_WORKLOAD = "default"
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
+                                "gpu": int, "trim": list}
+TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, **WINDOW_KEYS}
+ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT"}
+
+
+class Origin(StrEnum):
+    DEFAULT = "default"
+    CONFIG = "config"  # [tool.kbase] in pyproject.toml
+    ENV = "env"
+    FLAG = "flag"
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path  # the project: git top level (or the current directory)
+    repo: Path | None = None  # the git repository given (None: the current directory's)
+    pyproject: Path | None = None  # the file [tool.kbase] came from
+    db: str | None = None  # store URL or path as given (None: the default store under root)
+    workload: str = DEFAULT_WORKLOAD
+    profile: Path | None = None
+    window: WindowSpec = field(default_factory=WindowSpec)
+    policy: Policy = field(default_factory=Policy)
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    origins: Mapping[str, Origin] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, *, repo: Path | str | None = None, environ: Mapping[str, str] | None = None,
+             db: str | None = None, name: str | None = None, profile: Path | str | None = None,
+             window: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None) -> Settings:
+        """Merge every layer. ``window`` and ``policy`` hold flag values; ``None`` values are unset."""
+        repo_path = Path(repo) if repo is not None else None
+        root = find_project_root(repo_path)
+        cfg, pyproject = load_tool_config(root)
+        env = os.environ if environ is None else environ
+        origins: dict[str, Origin] = {}
+
+        def pick(key: str, flag: Any, config_key: str | None = None, env_var: str | None = None) -> Any:
+            if flag is not None:
+                origins[key] = Origin.FLAG
+                return flag
+            if env_var and env.get(env_var):
+                origins[key] = Origin.ENV
+                return env[env_var]
+            ck = config_key or key
+            if ck in cfg:
+                origins[key] = Origin.CONFIG
+                return cfg[ck]
+            origins[key] = Origin.DEFAULT
+            return None
+
+        db_value = pick("db", db, env_var="KBASE_DB")
+        if origins["db"] == Origin.CONFIG:
+            db_value = _relative_to(str(db_value), root)
+        workload = pick("name", name) or DEFAULT_WORKLOAD
+        prof = pick("profile", profile)
+        prof_path = (root / prof if origins["profile"] == Origin.CONFIG else Path(prof)) if prof is not None else None
+        flags = dict(window or {})
+        values = {key: pick(key, flags.get(key)) for key in WINDOW_KEYS}
+        trim = values["trim"]
+        spec = WindowSpec(marker=values["marker"], iteration_kernel=values["iteration_kernel"],
+                          iterations=values["iterations"], warmup=values["warmup"],
+                          trim=(float(trim[0]), float(trim[1])) if trim else None, gpu=values["gpu"])
+        _check_window(spec, origins)
+        timeout = pick("busy_timeout_s", None, env_var="KBASE_BUSY_TIMEOUT")
+        busy = _positive_seconds(timeout, "KBASE_BUSY_TIMEOUT") if timeout is not None else DEFAULT_BUSY_TIMEOUT_S
+        where = f"{pyproject} [tool.kbase.gate]" if pyproject else "[tool.kbase.gate]"
+        gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
+        return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
+                   profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, origins=origins)
+
+    def with_window(self, spec: WindowSpec) -> Settings:
+        return replace(self, window=spec)
+
+    def origin(self, key: str) -> Origin:
+        return self.origins.get(key, Origin.DEFAULT)
+
+    def store_url(self) -> str:
+        """The store's SQLAlchemy URL: ``db`` as given, else ``.kbase/kbase.db`` under the project root."""
+        from kbase.store.engine import normalize_url
+
+        if self.db:
+            return normalize_url(self.db)
+        return f"sqlite:///{self.root / '.kbase' / 'kbase.db'}"
+
+
+def _relative_to(value: str, root: Path) -> str:
+    """A relative SQLite path in pyproject.toml is relative to the project, not the current directory."""
+    if "://" in value:
+        return value
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() else root / p)
+
+
+def _positive_seconds(value: Any, name: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise SettingsError("must be a number of seconds", field="busy_timeout_s", value=value) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise SettingsError("must be a finite number of seconds >= 0", field="busy_timeout_s", value=value)
+    return seconds
+
+
+def _check_window(spec: WindowSpec, origins: Mapping[str, Origin]) -> None:
+    if spec.warmup is not None and spec.warmup < 0:
+        raise SettingsError("must be 0 or more", field="warmup", value=spec.warmup)
+    if spec.gpu is not None and spec.gpu < 0:
+        raise SettingsError("must be 0 or more", field="gpu", value=spec.gpu)
+    if spec.trim is not None:
+        lo, hi = spec.trim
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise SettingsError("START and END must be finite seconds", field="trim", value=spec.trim)
 
 
 def find_project_root(start: Path | None = None) -> Path:
@@ -34,23 +160,30 @@ def find_project_root(start: Path | None = None) -> Path:
     return here
 
 
-def load_tool_config(root: Path) -> dict:
+def load_tool_config(root: Path) -> tuple[dict, Path | None]:
+    """``[tool.kbase]`` of ``root/pyproject.toml``, checked key by key, and the file (None if absent)."""
     path = root / "pyproject.toml"
     if not path.is_file():
-        return {}
+        return {}, None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: malformed TOML ({exc})") from None
-    cfg = data.get("tool", {}).get("kbase", {})
+        raise SettingsError(f"{path}: malformed TOML ({exc})", path=path) from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror})", path=path) from None
+    tool = data.get("tool", {})
+    cfg = tool.get("kbase", {}) if isinstance(tool, dict) else {}
     if not isinstance(cfg, dict):
-        raise InputError(f"{path}: [tool.kbase] must be a table")
+        raise SettingsError(f"{path}: [tool.kbase] must be a table", path=path)
     for key, value in cfg.items():
         want = TOP_KEYS.get(key)
         if want is None:
-            raise InputError(f"{path}: [tool.kbase] unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})")
+            raise SettingsError(f"{path}: [tool.kbase] unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})",
+                                path=path)
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            raise InputError(f"{path}: [tool.kbase] {key} must be a {want.__name__}, got {value!r}")
-    if "trim" in cfg and (len(cfg["trim"]) != 2 or not all(isinstance(x, (int, float)) for x in cfg["trim"])):
-        raise InputError(f"{path}: [tool.kbase] trim must be [START, END] in seconds")
-    return cfg
+            raise SettingsError(f"{path}: [tool.kbase] {key} must be a {want.__name__}, got {value!r}", path=path)
+    trim = cfg.get("trim")
+    if trim is not None and (len(trim) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                       for x in trim)):
+        raise SettingsError(f"{path}: [tool.kbase] trim must be [START, END] in seconds", path=path)
+    return cfg, path

@@ -420,3 +420,21 @@ def kb(*args):
 
             gc.collect()
     return run_kbase(*args)
+
+
+# --------------------------------------------------------------------------- the library, as a test calls it
+
+
+def snap(path, *, name=None, db=None, repo=None, store=None, **kwargs):
+    """``kbase.snapshot`` with its settings built from the usual keywords (``name``, ``db``, ``repo``)."""
+    import kbase
+
+    settings = kbase.Settings.load(repo=repo, db=db, name=name)
+    return kbase.snapshot(path, settings, store=store, **kwargs)
+
+
+def engine_of(url: str):
+    """An engine on the store at ``url`` (migrated to head); dispose it when done."""
+    from kbase.store import open_store
+
+    return open_store(url).engine

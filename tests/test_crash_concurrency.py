@@ -34,6 +34,10 @@ import pytest
 
 from conftest import REPO, _pg_module, run_kbase
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
+from conftest import snap
+from kbase.store import queries
+from kbase.store import engine as engine_mod
+from kbase.store import open_store as store_open
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -205,7 +209,7 @@ def test_sigkill_during_snapshot_leaves_no_partial_baseline(backend, new_store, 
     from kbase import store
 
     # a store with one baseline in it
-    assert store.snapshot(small_exports[0], name="small", db=url, rev=REV, no_git=True).created
+    assert snap(small_exports[0], name="small", db=url, rev=REV, no_git=True).created
     before = check_intact(url)
     assert before["baselines"] == 1
 
@@ -228,7 +232,7 @@ def test_sigkill_during_snapshot_leaves_no_partial_baseline(backend, new_store, 
             probe.close()
 
     # a later snapshot of the same export goes through, complete
-    res = store.snapshot(big_export, name="big", db=url, rev=REV, no_git=True, force=True)
+    res = snap(big_export, name="big", db=url, rev=REV, no_git=True, force=True)
     assert res.created
     final = check_intact(url)
     assert final["baselines"] == 2
@@ -275,7 +279,7 @@ def test_eight_snapshots_at_once_into_an_existing_store(new_store, small_exports
     from kbase import store
 
     url = new_store
-    assert store.snapshot(small_exports[0], name="seed", db=url, rev=REV, no_git=True).created
+    assert snap(small_exports[0], name="seed", db=url, rev=REV, no_git=True).created
     results = _run_all(url, small_exports)
     _check_all_stored(url, results, small_exports)
 
@@ -303,7 +307,9 @@ def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
 
     from kbase import store
 
-    engine, url = store.open_store(new_store)
+    _st = store_open(new_store)
+
+    engine, url = _st.engine, _st.url
     names = [f"void kernel_{i:04d}<float>(float*)" for i in range(3000)]
 
     def table(order):
@@ -318,10 +324,10 @@ def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
         try:
             if sqlite:  # one writer at a time (BEGIN IMMEDIATE): meet before, not inside
                 barrier.wait(timeout=60)
-            with store.write_transaction(engine, url) as conn:
+            with engine_mod.write_transaction(engine, url) as conn:
                 if not sqlite:  # both transactions open, then both insert
                     barrier.wait(timeout=60)
-                results.append(store._name_ids(conn, t))
+                results.append(queries.name_ids(conn, t))
         except Exception as exc:  # noqa: BLE001 - collected and reported below
             errors.append(f"{type(exc).__name__}: {exc}")
 

@@ -308,14 +308,14 @@ def test_exit_2_usage_errors_one_line(world, db):
 
 def test_exit_3_internal_error_in_process(monkeypatch, capsys, tmp_path):
     import kbase.cli
-    import kbase.compare.resolve
+    import kbase.comparison.resolve
 
     def boom(*_a, **_k):
         raise RuntimeError("simulated failure")
 
     gc.collect()  # see _kbase: no stray ResourceWarning inside the captured stderr
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
-    monkeypatch.setattr(kbase.compare.resolve, "resolve", boom)
+    monkeypatch.setattr(kbase.comparison.resolve, "resolve_stored", boom)
     monkeypatch.setattr(sys, "argv",
                         ["kbase", "gate", "HEAD~1", "HEAD", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
     with pytest.raises(SystemExit) as exc:
@@ -338,7 +338,7 @@ def test_warn_only_reports_but_exits_0(world, db):
 
 
 def test_show_policy(world):
-    from kbase.compare.policy import THRESHOLD_KEYS, Policy
+    from kbase.comparison.policy import THRESHOLD_KEYS, Policy
 
     r = _kbase("gate", "--show-policy", "--repo", world.repo)
     assert r.rc == 0, r
@@ -440,7 +440,7 @@ def test_base_ref_uses_merge_base(world, db):
     assert r.rc == 0, r
     doc = _json(r)
     assert doc["before"]["commit"] == c["c2"] and doc["after"]["commit"] == c["f1"]
-    assert any(n == f"--base-ref main: comparing against merge-base {c['c2'][:12]}" for n in doc["notes"])
+    assert any(n == f"base ref main: comparing against merge-base {c['c2'][:12]}" for n in doc["notes"])
     assert doc["counts"]["regressed"] == 0
 
 

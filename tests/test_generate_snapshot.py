@@ -11,6 +11,8 @@ from conftest import run_kbase
 
 from kbase import store
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
+from kbase.store import queries
+from kbase.store import open_store as store_open
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 N_GPUS, ITERATIONS = 2, 6
@@ -27,10 +29,11 @@ def _snapshot(export: Path, db: str, *extra: str):
     """``kbase snapshot`` into ``db``; the stored (Baseline, Leaderboard) read back through the API."""
     r = run_kbase("snapshot", export, "--db", db, "--no-git", "--rev", REV, "--force", "--format", "json", *extra)
     assert r.rc == 0, r
-    engine, _ = store.open_store(db)
+    _st = store_open(db)
+    engine, _ = _st.engine, _st.url
     try:
-        (b,) = store.list_baselines(engine, limit=1)
-        return b, store.load_leaderboard(engine, b.id)
+        (b,) = queries.list_baselines(engine, limit=1)
+        return b, queries.load_leaderboard(engine, b.id)
     finally:
         engine.dispose()
 
@@ -56,7 +59,7 @@ def test_default_window_per_kernel_and_per_iteration_equal_the_truth(generated):
     b, lb = _snapshot(truth.path, f"sqlite:///{d / 'window.db'}")
     # default window: the warm-up step skipped, steps keyed by their ProfilerStep number (first_step 1)
     keys = [k + 1 for k in range(1, ITERATIONS)]
-    assert b.aligned and lb.summary["iteration_keys"] == keys and b.gpu_count == N_GPUS
+    assert b.aligned and lb.summary.iteration_keys == keys and b.gpu_count == N_GPUS
 
     count = truth.iter_count[:, 1:, :].sum(axis=(0, 1))  # launches of steps 2..6, all ranks
     total = truth.iter_total[:, 1:, :].sum(axis=(0, 1))

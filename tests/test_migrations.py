@@ -17,6 +17,9 @@ from kbase.store import engine as kdb
 from kbase import store
 from kbase.synth.generate import ExportSpec, generate_export
 from kbase.gitrepo import CommitInfo
+from kbase.store import queries
+from kbase.readers import source
+from kbase.store import open_store as store_open
 
 FIRST = "0001"
 
@@ -49,8 +52,8 @@ def _fill(engine, url, leaderboards) -> list[int]:
     ids = []
     for i, (path, lb) in enumerate(leaderboards):
         commit = CommitInfo(hash=f"{i + 1:040x}", date=None, branch="main", detached=False, dirty=False)
-        src = store.describe_source(path, "nsys-sqlite")
-        ids.append(store.save_leaderboard(engine, lb, workload="w", commit=commit, source=src,
+        src = source.describe_source(path, "nsys-sqlite")
+        ids.append(queries.save_leaderboard(engine, lb, workload="w", commit=commit, source=src,
                                           window_spec="spec", url=url).id)
     return ids
 
@@ -72,12 +75,12 @@ def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_l
     before = _dump(engine)
     engine.dispose()
 
-    engine, _ = kdb.open_store(url)  # a newer kbase opens it: upgraded to head automatically
+    engine = kdb.open_store(url).engine  # a newer kbase opens it: upgraded to head automatically
     current, head, _ = kdb.schema_state(engine, url)
     assert current == head == kdb.HEAD_REVISION
     assert _dump(engine) == before
     for bid, (_, lb) in zip(ids, two_leaderboards):
-        stored = store.load_leaderboard(engine, bid)
+        stored = queries.load_leaderboard(engine, bid)
         assert list(stored.table["name"]) == list(lb.table["name"])
         assert list(stored.table["total_ns"]) == list(lb.table["total_ns"])
     with engine.connect() as conn:  # the new table works
@@ -88,7 +91,9 @@ def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_l
 def test_downgrade_upgrade_round_trips(url, two_leaderboards):
     from alembic import command
 
-    engine, _ = kdb.open_store(url)
+    _st = store_open(url)
+
+    engine, _ = _st.engine, _st.url
     _fill(engine, url, two_leaderboards)
     before = _dump(engine)
     cfg = kdb.alembic_config(url)

@@ -43,6 +43,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, _pg_module, export_ddl, make_tiny_export, run_kbase
+from conftest import snap
+from kbase.store import queries
+from kbase.store import open_store as store_open
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -197,7 +200,7 @@ def _seed_store(world: World, url: str) -> str:
     from kbase import store
 
     for rev in ("HEAD~1", "HEAD"):
-        res = store.snapshot(world.tiny, name="w", db=url, repo=world.repo, rev=rev)
+        res = snap(world.tiny, name="w", db=url, repo=world.repo, rev=rev)
         assert res.created
     assert baseline_count(url) == 2
     return url
@@ -427,9 +430,10 @@ def test_detached_head_snapshot_works(store_url, world, tmp_path):
     [b] = json.loads(lst.stdout)["baselines"]
     assert b["detached"] is True and b["branch"] == "" and b["commit"] == world.head("HEAD~1")
     assert baseline_count(store_url) == n + 1
-    engine, url = store.open_store(store_url)
+    _st = store_open(store_url)
+    engine, url = _st.engine, _st.url
     try:
-        store.delete_baseline(engine, b["id"], url)  # the module's store keeps its two baselines
+        queries.delete_baseline(engine, b["id"], url)  # the module's store keeps its two baselines
     finally:
         engine.dispose()
     gc.collect()  # the commands' pooled connections: closed, the WAL checkpointed

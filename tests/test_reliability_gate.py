@@ -124,40 +124,41 @@ def _empty_like(lb):
     """The same leaderboard with nothing in its window (the library API allows what the CLI cannot)."""
     from kbase.analysis.leaderboard import Leaderboard
 
-    summary = dict(lb.summary)
-    for key in ("total_kernel_ns", "compute_ns", "communication_ns", "memory_ns"):
-        summary[key] = 0
+    from dataclasses import replace
+
+    summary = replace(lb.summary, total_kernel_ns=0, compute_ns=0, communication_ns=0, memory_ns=0)
     return Leaderboard(table=lb.table.iloc[0:0].copy(), summary=summary, samples=lb.samples.iloc[0:0].copy(),
                        notes=list(lb.notes))
 
 
 @pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "not-aligned"])
 def test_candidate_with_no_kernels_is_never_a_pass(tmp_path, aligned):
-    from kbase.render import diff as render_diff
-    from kbase.compare.diff import compute_diff, side_from_leaderboards
-    from kbase.compare.gate import INCOMPARABLE, decide
     from kbase.analysis.leaderboard import build_leaderboard
-    from kbase.readers import read_profile
     from kbase.analysis.window import WindowSpec, select_window
+    from kbase.api import Comparison
+    from kbase.comparison.diff import compute_diff
+    from kbase.comparison.gate import INCOMPARABLE, REGRESSION, FindingKind, decide
+    from kbase.comparison.resolve import Resolved
+    from kbase.comparison.side import SideMeta, side_from_leaderboards
+    from kbase.readers import read_profile
+    from kbase.render import diff as render_diff
 
     path = generate_export(tmp_path / "e.sqlite", ExportSpec(n_gpus=2, iterations=6, seed=3, nvtx=aligned)).path
     lb = build_leaderboard(select_window(read_profile(path), WindowSpec()))
-    meta = {"workload": "w", "gpu_models": ",".join(lb.summary["gpu_models"]), "gpu_count": 2,
-            "window_spec": WindowSpec().key()}
-    before = side_from_leaderboards([lb], "before", dict(meta))
-    after = side_from_leaderboards([_empty_like(lb)], "after", dict(meta))
+    meta = SideMeta(workload="w", gpu_models=",".join(lb.summary.gpu_models), gpu_count=2,
+                    window_spec=WindowSpec().key())
+    before = side_from_leaderboards([lb], "before", meta)
+    after = side_from_leaderboards([_empty_like(lb)], "after", meta)
     result = compute_diff(before, after)
     assert "candidate window holds no kernels" in result.mismatches
     for kwargs in ({}, {"allow_incomparable": True}, {"warn_only": True},
                    {"allow_incomparable": True, "warn_only": True}):
         v = decide(result, **kwargs)
         assert v.code == INCOMPARABLE and v.status == "incomparable", (kwargs, v)
-        assert any("no kernels" in r for r in v.reasons)
+        assert any("no kernels" in r for r in render_diff.verdict_reasons(v))
     # it renders (every kernel is "gone"), and says why
-    desc = {"label": "x", "commit": None, "baselines": [], "unit": before.unit, "units": before.n_units,
-            "gpus": 2, "aligned": aligned, "workload": "w", "gpu_models": meta["gpu_models"],
-            "window_spec": meta["window_spec"]}
-    doc = render_diff.diff_doc(result, desc, dict(desc, units=0), verdict=decide(result))
+    comparison = Comparison(result=result, before=Resolved(before, None), after=Resolved(after, None))
+    doc = render_diff.diff_doc(comparison, decide(result))
     text = render_diff.diff_json(doc)
     assert json.loads(text)["verdict"]["status"] == "incomparable"
     assert render_diff.diff_md(doc, True, decide(result))
@@ -167,4 +168,8 @@ def test_candidate_with_no_kernels_is_never_a_pass(tmp_path, aligned):
     # every kernel is new and, by default, new kernels above the share floor fail
     r2 = compute_diff(after, before)
     v2 = decide(r2)
-    assert v2.code != 0 or not r2.rows["gated"].any(), v2
+    assert set(r2.rows["class"]) == {"new"}
+    assert v2.code == REGRESSION and v2.status == "fail", v2
+    big = r2.rows.loc[r2.rows["share_after"] >= r2.policy.share_floor, "name"]
+    assert len(big) and {f.name for f in v2.failing if f.kind == FindingKind.NEW_KERNEL} == set(big)
+

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import kb
 from kbase.synth.generate import ExportSpec, KernelSpec, generate_export
+from conftest import snap
+from kbase.store import open_store as store_open
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -148,8 +150,9 @@ def test_names_stored_once_each(exports, store_url):
     from kbase import store
 
     for key in ("a", "b"):
-        assert store.snapshot(exports[key], name="w", db=store_url, rev=FULL_HASH, no_git=True).created
-    engine, _ = store.open_store(store_url)
+        assert snap(exports[key], name="w", db=store_url, rev=FULL_HASH, no_git=True).created
+    _st = store_open(store_url)
+    engine, _ = _st.engine, _st.url
     try:
         with engine.connect() as conn:
             stored = [r[0] for r in conn.execute(text("SELECT name FROM kernel_name"))]

@@ -1,4 +1,4 @@
-"""kbase.compare.stats (plain numpy/math, no scipy at run time) agrees with scipy.stats.
+"""kbase.comparison.stats (plain numpy/math, no scipy at run time) agrees with scipy.stats.
 
 - ``mann_whitney_p``: two-sided Mann–Whitney U. Exact null distribution when there are no ties and
   both sides have at most ``EXACT_MAX`` samples (scipy ``method="exact"``), else the normal
@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from kbase.compare.stats import EXACT_MAX, mann_whitney_p, t_two_sided_p, welch_p
+from kbase.comparison.stats import EXACT_MAX, mann_whitney_p, t_two_sided_p, welch_p
 
 sps = pytest.importorskip("scipy.stats")
 

@@ -16,14 +16,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-COMPUTE = "compute"
-COMMUNICATION = "communication"
-MEMORY = "memory"
+from kbase.analysis.names import family_key, short_name  # noqa: F401 - re-exported
+from kbase.enums import Category, TcState
 
-TC_YES = "tc"
-TC_FALLBACK = "fallback"
-TC_NA = "na"
-TC_SYMBOL = {TC_YES: "✓", TC_FALLBACK: "⚠", TC_NA: "-"}
+COMPUTE = Category.COMPUTE
+COMMUNICATION = Category.COMMUNICATION
+MEMORY = Category.MEMORY
+
+TC_YES = TcState.YES
+TC_FALLBACK = TcState.FALLBACK
+TC_NA = TcState.NA
+TC_SYMBOL = {s.value: s.symbol for s in TcState}
 
 _COMM = re.compile(
     r"nccl|rccl|nvshmem|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
@@ -40,7 +43,7 @@ _MEMORY = re.compile(
 @dataclass(frozen=True)
 class TcRule:
     pattern: re.Pattern
-    state: str
+    state: TcState
     why: str
 
 
@@ -76,7 +79,7 @@ TC_RULES: list[TcRule] = [
 ]
 
 
-def tensor_core_state(name: str) -> tuple[str, str]:
+def tensor_core_state(name: str) -> tuple[TcState, str]:
     """(state, reason) for a kernel name; ``TC_NA`` when no rule matches."""
     for rule in TC_RULES:
         if rule.pattern.search(name):
@@ -84,41 +87,9 @@ def tensor_core_state(name: str) -> tuple[str, str]:
     return TC_NA, "not matmul/convolution"
 
 
-def category(name: str) -> str:
+def category(name: str) -> Category:
     if _COMM.search(name):
         return COMMUNICATION
     if _MEMORY.search(name):
         return MEMORY
     return COMPUTE
-
-
-def family_key(name: str) -> str:
-    """The name with template arguments ``<…>`` and argument lists ``(…)`` stripped.
-
-    Two instances of one template (other tile sizes, other dtypes) share a family key, so the diff
-    can still pair a kernel whose template arguments changed.
-    """
-    out = []
-    angle = paren = 0
-    for ch in name:
-        if ch == "<":
-            angle += 1
-        elif ch == ">" and angle:
-            angle -= 1
-        elif ch == "(":
-            paren += 1
-        elif ch == ")" and paren:
-            paren -= 1
-        elif angle == 0 and paren == 0:
-            out.append(ch)
-    key = "".join(out).strip()
-    if key.startswith("void "):
-        key = key[5:]
-    return key.strip() or name
-
-
-def short_name(name: str, exported: str | None = None) -> str:
-    """The export's own short name when it has one, else the family key's last component."""
-    if exported:
-        return exported
-    return family_key(name).split("::")[-1] or name

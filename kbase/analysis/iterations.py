@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kbase.errors import InputError
+from kbase.enums import AttributionMode
+from kbase.errors import WindowError
 from kbase.readers.profile import Profile
 
 # Tried in order; the first that names any range wins.
@@ -39,29 +40,30 @@ class Iterations:
     kernel_iteration: np.ndarray  # int64, aligned with profile.kernels rows
     keys: list[int]  # sorted distinct iteration keys seen in the profile
     marker: str  # human description: the regex or the auto-detected marker's name
-    mode: str  # "marker" | "kernel" | "none"
+    mode: AttributionMode
     no_launch: int  # kernels whose launch call is not in the capture (sliced export)
     outside: int  # kernels launched outside every iteration range
     ranges: pd.DataFrame  # the marker ranges with their key (empty in "kernel"/"none" mode)
 
 
-def compile_regex(pattern: str, option: str) -> re.Pattern:
+def compile_regex(pattern: str, field: str) -> re.Pattern:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise InputError(f"{option} {pattern!r}: not a valid regular expression ({exc})") from None
+        raise WindowError(f"not a valid regular expression ({exc})", field=field, value=pattern) from None
 
 
 def pick_marker(profile: Profile, marker: str | None) -> tuple[re.Pattern, str] | None:
     """The marker regex to use and how to name it; None when no marker is given or detected."""
     names = profile.ranges["name"]
     if marker is not None:
-        regex = compile_regex(marker, "--marker")
+        regex = compile_regex(marker, "marker")
         if names.empty:
-            raise InputError(f"{profile.source}: --marker {marker!r} given but the profile has no NVTX/annotation ranges")
+            raise WindowError(f"given but {profile.source} has no NVTX/annotation ranges", field="marker", value=marker)
         if not names.str.contains(regex).any():
             sample = ", ".join(repr(n) for n in names.value_counts().index[:5])
-            raise InputError(f"--marker {marker!r} matches no range in {profile.source} (most common ranges: {sample})")
+            raise WindowError(f"matches no range in {profile.source} (most common ranges: {sample})",
+                              field="marker", value=marker)
         return regex, marker
     if names.empty:
         return None
@@ -78,11 +80,11 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
     k = profile.kernels
     no_launch = int((k["launch_start"] < 0).sum())
     if iteration_kernel is not None:
-        return _by_kernel(profile, compile_regex(iteration_kernel, "--iteration-kernel"), iteration_kernel, no_launch)
+        return _by_kernel(profile, compile_regex(iteration_kernel, "iteration_kernel"), iteration_kernel, no_launch)
     picked = pick_marker(profile, marker)
     if picked is None:
         it = np.full(len(k), NOT_IN_ITERATION, dtype=np.int64)
-        return Iterations(it, [], "", "none", no_launch, 0, profile.ranges.iloc[0:0])
+        return Iterations(it, [], "", AttributionMode.NONE, no_launch, 0, profile.ranges.iloc[0:0])
     regex, label = picked
     r = profile.ranges[profile.ranges["name"].str.contains(regex)].copy()
     r = _key_ranges(r)
@@ -92,7 +94,7 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
     outside = int(((it == NOT_IN_ITERATION) & (k["launch_start"].to_numpy() >= 0)).sum())
     # Every closed marker range is an iteration, even one that launched nothing (a zero sample).
     keys = sorted(int(x) for x in r["key"].unique())
-    return Iterations(it, keys, label, "marker", no_launch, outside, r)
+    return Iterations(it, keys, label, AttributionMode.MARKER, no_launch, outside, r)
 
 
 def _key_ranges(r: pd.DataFrame) -> pd.DataFrame:
@@ -191,7 +193,7 @@ def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int
     cats = k["name"].cat.categories
     is_mark_cat = np.asarray(pd.Series(cats).str.contains(regex), dtype=bool)
     if not is_mark_cat.any():
-        raise InputError(f"--iteration-kernel {pattern!r} matches no kernel in {profile.source}")
+        raise WindowError(f"matches no kernel in {profile.source}", field="iteration_kernel", value=pattern)
     marks = is_mark_cat[k["name"].cat.codes.to_numpy()]
     order = np.lexsort((k["start"].to_numpy(), k["gpu"].to_numpy()))
     gpu_sorted = k["gpu"].to_numpy()[order]
@@ -208,4 +210,4 @@ def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int
     it[it < 0] = NOT_IN_ITERATION
     keys = sorted(int(x) for x in np.unique(it[it >= 0]))
     outside = int((it == NOT_IN_ITERATION).sum())
-    return Iterations(it, keys, f"kernel {pattern}", "kernel", no_launch, outside, profile.ranges.iloc[0:0])
+    return Iterations(it, keys, f"kernel {pattern}", AttributionMode.KERNEL, no_launch, outside, profile.ranges.iloc[0:0])

@@ -9,7 +9,7 @@ Two share denominators, both always labelled:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -34,9 +34,71 @@ COLUMNS = [
 
 
 @dataclass
+class LeaderboardSummary:
+    """The window and the leaderboard as a whole. Times in ns; shares are fractions of the window's
+    GPU time (window length x GPUs), ``*_share_kernel`` of total kernel time."""
+
+    source: str
+    format: str
+    exporter: str
+    gpu_models: list[str]
+    gpus: int
+    window: str  # human description of the window actually used
+    aligned: bool
+    mode: str  # WindowMode
+    marker: str
+    iterations: int
+    iteration_keys: list[int]
+    warmup_skipped: int
+    window_start_ns: int
+    window_end_ns: int
+    window_ns: int
+    window_gpu_ns: int
+    total_kernel_ns: int
+    kernel_ns_per_iter: float | None
+    compute_ns: int
+    communication_ns: int
+    memory_ns: int
+    busy_share: float | None
+    compute_share: float | None
+    communication_share: float | None
+    memory_share: float | None
+    share_denominator: str
+    top1_share_kernel: float
+    top5_share_kernel: float
+    shape: list[str]
+    kernels: int
+    launches: int
+    unattributed_no_launch: int
+    outside_iterations: int
+    step_wall_ns: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LeaderboardSummary:
+        """From stored JSON: unknown keys are ignored, missing ones take neutral values (older stores)."""
+        known = {f.name: f for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        for name, f in known.items():
+            if name not in values:
+                values[name] = _NEUTRAL.get(name)
+        return cls(**values)
+
+
+# Values for keys an older store's summary lacks.
+_NEUTRAL: dict[str, object] = {
+    "source": "", "format": "", "exporter": "", "gpu_models": [], "gpus": 0, "window": "", "aligned": False,
+    "mode": "whole", "marker": "", "iterations": 0, "iteration_keys": [], "warmup_skipped": 0,
+    "window_start_ns": 0, "window_end_ns": 0, "window_ns": 0, "window_gpu_ns": 0, "total_kernel_ns": 0,
+    "compute_ns": 0, "communication_ns": 0, "memory_ns": 0, "share_denominator": "", "top1_share_kernel": 0.0,
+    "top5_share_kernel": 0.0, "shape": [], "kernels": 0, "launches": 0, "unattributed_no_launch": 0,
+    "outside_iterations": 0,
+}
+
+
+@dataclass
 class Leaderboard:
     table: pd.DataFrame  # COLUMNS (plus "gpu" first in a per-GPU view), sorted by total_ns desc
-    summary: dict
+    summary: LeaderboardSummary
     samples: pd.DataFrame  # name, iteration, count, total_ns (summed over GPUs)
     notes: list[str] = field(default_factory=list)
 
@@ -181,7 +243,7 @@ def _aggregate_view(t: pd.DataFrame) -> pd.DataFrame:
     return t.groupby(["name", "category"], as_index=False)["total_ns"].sum().sort_values("total_ns", ascending=False)
 
 
-def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> dict:
+def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> LeaderboardSummary:
     by_cat = t.groupby("category")["total_ns"].sum()
     comp = int(by_cat.get(classify.COMPUTE, 0))
     comm = int(by_cat.get(classify.COMMUNICATION, 0))
@@ -197,49 +259,49 @@ def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> dict:
         shape.append(f"heavy top: one kernel holds {top1:.0%} of kernel time (> 30%)")
     if top5 < FLAT_TOP5:
         shape.append(f"flat: top five hold {top5:.0%} of kernel time (< 40%)")
-    frag = t[t.get("fragmented", False) == True] if "fragmented" in t else t.iloc[0:0]  # noqa: E712
-    if len(frag):
-        shape.append(f"fragmented: {len(frag)} kernel(s) with very many tiny launches (fusion candidates)")
+    n_frag = int(t["fragmented"].sum()) if "fragmented" in t else 0
+    if n_frag:
+        shape.append(f"fragmented: {n_frag} kernel(s) with very many tiny launches (fusion candidates)")
     if not shape:
         shape.append("balanced")
     p = window.profile
     n_it = window.n_iterations
-    return {
-        "source": str(p.source),
-        "format": p.format,
-        "exporter": p.exporter_version,
-        "gpu_models": p.gpu_models,
-        "gpus": window.n_gpus,
-        "window": window.describe(),
-        "aligned": window.aligned,
-        "mode": window.mode,
-        "marker": window.marker,
-        "iterations": n_it,
-        "iteration_keys": window.iteration_keys,
-        "warmup_skipped": window.warmup_skipped,
-        "window_start_ns": window.start_ns,
-        "window_end_ns": window.end_ns,
-        "window_ns": window.length_ns,
-        "window_gpu_ns": gpu_ns,
-        "total_kernel_ns": total_kernel,
-        "kernel_ns_per_iter": (total_kernel / (n_it * window.n_gpus)) if n_it else None,
-        "compute_ns": comp,
-        "communication_ns": comm,
-        "memory_ns": mem,
-        "busy_share": total_kernel / gpu_ns if gpu_ns else None,
-        "compute_share": comp / gpu_ns if gpu_ns else None,
-        "communication_share": comm / gpu_ns if gpu_ns else None,
-        "memory_share": mem / gpu_ns if gpu_ns else None,
-        "share_denominator": f"window {window.length_ns / 1e9:.6f} s x {window.n_gpus} GPU(s) = {gpu_ns / 1e9:.6f} GPU-s",
-        "top1_share_kernel": top1,
-        "top5_share_kernel": top5,
-        "shape": shape,
-        "kernels": int(len(t)),
-        "launches": window.n_launches,
-        "unattributed_no_launch": window.no_launch,
-        "outside_iterations": window.outside,
-        "step_wall_ns": _mean_step_wall(p, window.iteration_keys),
-    }
+    return LeaderboardSummary(
+        source=str(p.source),
+        format=p.format,
+        exporter=p.exporter_version,
+        gpu_models=p.gpu_models,
+        gpus=window.n_gpus,
+        window=window.describe(),
+        aligned=window.aligned,
+        mode=window.mode,
+        marker=window.marker,
+        iterations=n_it,
+        iteration_keys=list(window.iteration_keys),
+        warmup_skipped=window.warmup_skipped,
+        window_start_ns=window.start_ns,
+        window_end_ns=window.end_ns,
+        window_ns=window.length_ns,
+        window_gpu_ns=gpu_ns,
+        total_kernel_ns=total_kernel,
+        kernel_ns_per_iter=(total_kernel / (n_it * window.n_gpus)) if n_it else None,
+        compute_ns=comp,
+        communication_ns=comm,
+        memory_ns=mem,
+        busy_share=total_kernel / gpu_ns if gpu_ns else None,
+        compute_share=comp / gpu_ns if gpu_ns else None,
+        communication_share=comm / gpu_ns if gpu_ns else None,
+        memory_share=mem / gpu_ns if gpu_ns else None,
+        share_denominator=f"window {window.length_ns / 1e9:.6f} s x {window.n_gpus} GPU(s) = {gpu_ns / 1e9:.6f} GPU-s",
+        top1_share_kernel=top1,
+        top5_share_kernel=top5,
+        shape=shape,
+        kernels=int(len(t)),
+        launches=window.n_launches,
+        unattributed_no_launch=window.no_launch,
+        outside_iterations=window.outside,
+        step_wall_ns=_mean_step_wall(p, window.iteration_keys),
+    )
 
 
 def _mean_step_wall(profile, keys: list[int]) -> float | None:

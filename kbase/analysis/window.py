@@ -14,33 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from kbase.errors import InputError
+from kbase.analysis.spec import WindowSpec
+from kbase.enums import AttributionMode, WindowMode
+from kbase.errors import WindowError
 from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute
 from kbase.readers.profile import Profile
 
 DEFAULT_WARMUP = 1
-
-
-@dataclass
-class WindowSpec:
-    marker: str | None = None
-    iteration_kernel: str | None = None
-    iterations: str | None = None  # "A:B"
-    warmup: int | None = None  # None: the default rule
-    trim: tuple[float, float] | None = None  # seconds
-    gpu: int | None = None
-
-    def key(self) -> str:
-        """What must match for two windows to be comparable (part of the baseline fingerprint)."""
-        parts = [
-            f"marker={self.marker or 'auto'}",
-            f"iteration_kernel={self.iteration_kernel or ''}",
-            f"iterations={self.iterations or ''}",
-            f"warmup={'default' if self.warmup is None else self.warmup}",
-            f"trim={'' if self.trim is None else f'{self.trim[0]}:{self.trim[1]}'}",
-            f"gpu={'' if self.gpu is None else self.gpu}",
-        ]
-        return ";".join(parts)
 
 
 @dataclass
@@ -52,7 +32,7 @@ class Window:
     mask: np.ndarray  # bool, one per profile.kernels row
     iteration: np.ndarray  # int64 iteration key per profile.kernels row (-1: none)
     aligned: bool
-    mode: str  # "iterations" | "trim" | "whole"
+    mode: WindowMode
     marker: str
     iteration_keys: list[int]
     available_keys: list[int]
@@ -113,12 +93,12 @@ class Window:
 def parse_slice(text: str) -> tuple[int | None, int | None]:
     parts = text.split(":")
     if len(parts) != 2:
-        raise InputError(f"--iterations {text!r}: expected A:B (for example 2:10, 3: or :5)")
+        raise WindowError("expected A:B (for example 2:10, 3: or :5)", field="iterations", value=text)
     try:
         a = int(parts[0]) if parts[0].strip() else None
         b = int(parts[1]) if parts[1].strip() else None
     except ValueError:
-        raise InputError(f"--iterations {text!r}: A and B must be integers") from None
+        raise WindowError("A and B must be integers", field="iterations", value=text) from None
     return a, b
 
 
@@ -127,11 +107,11 @@ def select_window(profile: Profile, spec: WindowSpec) -> Window:
     if spec.gpu is not None:
         present = sorted(int(g) for g in k["gpu"].unique())
         if spec.gpu not in present:
-            raise InputError(f"--gpu {spec.gpu}: no such GPU in {profile.source} (GPUs: {', '.join(map(str, present))})")
+            raise WindowError(f"no such GPU in {profile.source}", field="gpu", value=spec.gpu, available=present)
     if spec.trim is not None:
         return _trim_window(profile, spec)
     its = attribute(profile, spec.marker, spec.iteration_kernel)
-    if its.mode == "none":
+    if its.mode == AttributionMode.NONE:
         return _whole_window(profile, spec, its)
     return _iteration_window(profile, spec, its)
 
@@ -154,27 +134,25 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
     lo_s, hi_s = spec.trim
     if hi_s <= lo_s:
-        raise InputError(f"--trim {lo_s} {hi_s}: END must be after START")
+        raise WindowError("END must be after START", field="trim", value=spec.trim)
     lo, hi = int(round(lo_s * 1e9)), int(round(hi_s * 1e9))
     start = profile.kernels["start"].to_numpy()
     mask = _gpu_filter(profile, spec, (start >= lo) & (start < hi))
     if not mask.any():
         first, last = profile.span()
-        raise InputError(
-            f"--trim {lo_s} {hi_s}: no kernel starts in that window; the capture's kernels run "
-            f"from {first / 1e9:.6f}s to {last / 1e9:.6f}s"
-        )
+        raise WindowError(f"no kernel starts in that window; the capture's kernels run from {first / 1e9:.6f}s "
+                          f"to {last / 1e9:.6f}s", field="trim", value=spec.trim)
     it = np.full(len(start), NOT_IN_ITERATION, dtype=np.int64)
-    return _make(profile, spec, mask, it, aligned=False, mode="trim", marker="", iteration_keys=[],
+    return _make(profile, spec, mask, it, aligned=False, mode=WindowMode.TRIM, marker="", iteration_keys=[],
                  available_keys=[], warmup_skipped=0, start_ns=lo, end_ns=hi)
 
 
 def _whole_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window:
     if spec.iterations is not None:
-        raise InputError(f"--iterations {spec.iterations}: {profile.source} has no iteration marker "
-                         "(give --marker REGEX or --iteration-kernel REGEX)")
+        raise WindowError(f"{profile.source} has no iteration marker (give a marker or an iteration kernel regex)",
+                          field="iterations", value=spec.iterations)
     mask = _gpu_filter(profile, spec, np.ones(len(profile.kernels), dtype=bool))
-    w = _make(profile, spec, mask, its.kernel_iteration, aligned=False, mode="whole", marker="",
+    w = _make(profile, spec, mask, its.kernel_iteration, aligned=False, mode=WindowMode.WHOLE, marker="",
               iteration_keys=[], available_keys=[], warmup_skipped=0, no_launch=its.no_launch)
     w.notes.append("window is NOT iteration-aligned: no step marker found (use --marker or --iteration-kernel)")
     return w
@@ -183,27 +161,31 @@ def _whole_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window
 def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window:
     keys = its.keys
     if not keys:
-        raise InputError(f"{profile.source}: marker {its.marker!r} found but no kernel was launched inside its ranges")
+        raise WindowError(f"ranges found in {profile.source} but no kernel was launched inside them",
+                          field="marker", value=spec.marker if spec.marker is not None else its.marker)
     if spec.iterations is not None:
         a, b = parse_slice(spec.iterations)
         chosen = keys[a:b]
         skipped = 0
         if not chosen:
-            raise InputError(
-                f"--iterations {spec.iterations}: selects no iteration; {len(keys)} detected "
-                f"(positions 0..{len(keys) - 1}, keys {keys[0]}..{keys[-1]})"
-            )
+            raise WindowError(f"selects no iteration; {len(keys)} detected (positions 0..{len(keys) - 1}, "
+                              f"keys {keys[0]}..{keys[-1]})", field="iterations", value=spec.iterations)
     else:
         default = DEFAULT_WARMUP if len(keys) >= DEFAULT_WARMUP + 2 else 0
         skipped = default if spec.warmup is None else spec.warmup
         if skipped < 0 or skipped >= len(keys):
-            raise InputError(f"--warmup {skipped}: must be between 0 and {len(keys) - 1} ({len(keys)} iterations detected)")
+            raise WindowError(f"must be between 0 and {len(keys) - 1} ({len(keys)} iterations detected)",
+                              field="warmup", value=skipped)
         chosen = keys[skipped:]
     it = its.kernel_iteration
     mask = _gpu_filter(profile, spec, np.isin(it, np.asarray(chosen, dtype=np.int64)))
     if not mask.any():
-        raise InputError(f"--gpu {spec.gpu}: no kernel of iterations {chosen[0]}..{chosen[-1]} ran on that GPU")
-    w = _make(profile, spec, mask, it, aligned=True, mode="iterations", marker=its.marker,
+        if spec.gpu is not None:
+            raise WindowError(f"no kernel of iterations {chosen[0]}..{chosen[-1]} ran on that GPU",
+                              field="gpu", value=spec.gpu)
+        raise WindowError(f"no kernel launch of {profile.source} falls inside iterations {chosen[0]}..{chosen[-1]}",
+                          field="marker", value=spec.marker if spec.marker is not None else its.marker)
+    w = _make(profile, spec, mask, it, aligned=True, mode=WindowMode.ITERATIONS, marker=its.marker,
               iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
               no_launch=its.no_launch, outside=its.outside)
     if its.no_launch:

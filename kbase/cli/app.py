@@ -1,51 +1,135 @@
-"""The Typer app and the options several commands share. Heavy imports stay inside commands so
-that ``kbase --help`` starts fast."""
+"""The Typer app, the options several commands share, and the one place errors become exit codes.
+
+Heavy imports stay inside commands so that ``kbase --help`` starts fast. Every command is
+parse -> ``Settings`` -> one ``kbase.api`` call -> render.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
+
+from kbase.cli.errors import error_line
+from kbase.enums import ExitCode
+
+if TYPE_CHECKING:
+    from kbase.settings import Settings
+
+
+class KbaseGroup(TyperGroup):
+    """Runs a command and maps what it raises to one line on stderr and an exit code (also under
+    Typer's ``CliRunner``): ``KbaseError`` -> its code (2), anything else -> 3 (``KBASE_DEBUG=1`` re-raises)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from kbase.errors import KbaseError
+
+        try:
+            return super().invoke(ctx)
+        except KbaseError as exc:
+            typer.echo(f"kbase: error: {error_line(exc, current_settings())}", err=True)
+            raise typer.Exit(exc.code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if _is_click_exception(exc) or os.environ.get("KBASE_DEBUG"):
+                raise
+            typer.echo(f"kbase: internal error: {type(exc).__name__}: {error_line(exc, None)} "
+                       "(set KBASE_DEBUG=1 for a traceback)", err=True)
+            raise typer.Exit(ExitCode.INTERNAL) from None
+
+
+def _is_click_exception(exc: BaseException) -> bool:
+    from typer._click.exceptions import ClickException
+
+    return isinstance(exc, ClickException)
+
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     name="kbase",
+    cls=KbaseGroup,
     help="Keep every commit's GPU kernel leaderboard and tell each change which kernels got fatter.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings=CONTEXT,
 )
 
-MarkerOpt = Annotated[Optional[str], typer.Option("--marker", help="Regex for iteration ranges (NVTX / annotations). Default: auto-detect ProfilerStep#N, step N, iteration N, train_step.")]
-IterKernelOpt = Annotated[Optional[str], typer.Option("--iteration-kernel", help="Regex: start a new iteration at each launch of a matching kernel (when there is no marker).")]
-IterationsOpt = Annotated[Optional[str], typer.Option("--iterations", help="A:B slice of detected iterations (positions, Python slice rules); overrides the warm-up skip.")]
-WarmupOpt = Annotated[Optional[int], typer.Option("--warmup", help="Warm-up iterations to skip (default: 1 when at least 3 iterations exist).")]
-TrimOpt = Annotated[Optional[tuple[float, float]], typer.Option("--trim", help="START END seconds on the capture clock (not iteration-aligned).")]
+# ------------------------------------------------------------------------------------------ shared options
+
+MarkerOpt = Annotated[Optional[str], typer.Option(
+    "--marker", help="Regex for iteration ranges (NVTX / annotations). Default: auto-detect ProfilerStep#N, "
+    "step N, iteration N, train_step.")]
+IterKernelOpt = Annotated[Optional[str], typer.Option(
+    "--iteration-kernel", help="Regex: start a new iteration at each launch of a matching kernel (when there "
+    "is no marker).")]
+IterationsOpt = Annotated[Optional[str], typer.Option(
+    "--iterations", help="A:B slice of detected iterations (positions, Python slice rules); overrides the "
+    "warm-up skip.")]
+WarmupOpt = Annotated[Optional[int], typer.Option(
+    "--warmup", help="Warm-up iterations to skip (default: 1 when at least 3 iterations exist).")]
+TrimOpt = Annotated[Optional[tuple[float, float]], typer.Option(
+    "--trim", help="START END seconds on the capture clock (not iteration-aligned).")]
 GpuOpt = Annotated[Optional[int], typer.Option("--gpu", help="Only this GPU (index as listed by --per-gpu).")]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, csv or md.")]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", "-n", help="Rows to show (0: all). Default: 20 for table/md, all for json/csv.")]
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="Store URL or SQLite path (default: KBASE_DB, [tool.kbase] db, or .kbase/kbase.db at the git top level).")]
+LimitOpt = Annotated[Optional[int], typer.Option(
+    "--limit", "-n", help="Rows to show (0: all). Default: 20 for table/md, all for json/csv.")]
+DbOpt = Annotated[Optional[str], typer.Option(
+    "--db", help="Store URL or SQLite path (default: KBASE_DB, [tool.kbase] db, or .kbase/kbase.db at the git "
+    "top level).")]
 NameOpt = Annotated[Optional[str], typer.Option("--name", help="Workload name (one repository can track several jobs).")]
 RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Git repository (default: the current directory's).")]
 
-
-def window_spec(marker=None, iteration_kernel=None, iterations=None, warmup=None, trim=None, gpu=None):
-    from kbase.analysis.window import WindowSpec
-
-    return WindowSpec(marker=marker, iteration_kernel=iteration_kernel, iterations=iterations,
-                      warmup=warmup, trim=tuple(trim) if trim else None, gpu=gpu)
+_SETTINGS: list[Settings] = []  # the settings of the command running now (errors name their origin)
 
 
-def default_limit(fmt: str, limit: int | None) -> int | None:
+def current_settings() -> Settings | None:
+    return _SETTINGS[-1] if _SETTINGS else None
+
+
+def make_settings(*, repo: Path | None = None, db: str | None = None, name: str | None = None,
+                  profile: Path | None = None, marker: str | None = None, iteration_kernel: str | None = None,
+                  iterations: str | None = None, warmup: int | None = None,
+                  trim: tuple[float, float] | None = None, gpu: int | None = None,
+                  policy: dict[str, Any] | None = None) -> Settings:
+    """The command's one Settings object: defaults < [tool.kbase] < environment < these flags."""
+    from kbase.settings import Settings
+
+    _SETTINGS.clear()
+    settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy,
+                             window={"marker": marker, "iteration_kernel": iteration_kernel, "iterations": iterations,
+                                     "warmup": warmup, "trim": list(trim) if trim else None, "gpu": gpu})
+    _SETTINGS.append(settings)
+    return settings
+
+
+def check_choice(value: str, choices: type, flag: str = "--format") -> Any:
+    """One format check for every command: the value as the command's StrEnum, or a one-line error."""
+    from kbase.errors import SettingsError
+
+    try:
+        return choices(value)
+    except ValueError:
+        names = ", ".join(c.value for c in choices)
+        raise SettingsError(f"unknown value (choose one of {names})", field=flag.lstrip("-"), value=value) from None
+
+
+def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int | None:
     if limit is None:
-        return 20 if fmt in ("table", "md") else None
+        return table_default if fmt in ("table", "md") else None
     return None if limit == 0 else limit
 
 
-def console(stderr: bool = False):
-    import sys
-
+def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
@@ -54,24 +138,28 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, soft_wrap=False, width=width)
 
 
-def read_with_progress(path: Path):
-    """Read a profile, with a progress bar on a terminal for large exports."""
-    import sys
+@contextlib.contextmanager
+def reading_progress(path: Path | None) -> Iterator[Callable[[int], None] | None]:
+    """A progress callback for reading ``path``: a bar on a terminal for large exports, else None."""
+    if path is None or not sys.stderr.isatty() or not path.is_file():
+        yield None
+        return
+    from kbase.readers import detect_format
 
-    from kbase.readers import detect_format, read_profile
-
-    if detect_format(path) != "nsys-sqlite" or not sys.stderr.isatty():
-        return read_profile(path)
-    from rich.progress import Progress
-
+    if detect_format(path) != "nsys-sqlite":
+        yield None
+        return
     from kbase.readers.nsys import count_kernels
 
     total = count_kernels(path)
     if total < 200_000:
-        return read_profile(path)
+        yield None
+        return
+    from rich.progress import Progress
+
     with Progress(console=console(stderr=True), transient=True) as bar:
         task = bar.add_task(f"reading {path.name}", total=total)
-        return read_profile(path, progress=lambda n: bar.advance(task, n))
+        yield lambda n: bar.advance(task, n)
 
 
 def _version(value: bool) -> None:
@@ -84,7 +172,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     """Keep every commit's GPU kernel leaderboard and tell each change which kernels got fatter.
 

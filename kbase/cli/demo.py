@@ -17,41 +17,34 @@ def demo(
     iterations: Annotated[int, typer.Option("--iterations", help="Iterations per generated capture.")] = 12,
 ) -> None:
     """Generate two captures at two commits, store both, diff them and run the gate."""
-    from kbase.synth import demo as demo_lib
-    from kbase import store
-    from kbase.render import leaderboard as render
+    import kbase
     from kbase.render import diff as render_diff
-    from kbase.compare.diff import compute_diff
-    from kbase.compare.gate import decide
-    from kbase.compare.resolve import describe, resolve
+    from kbase.render import leaderboard as render
+    from kbase.synth import demo as demo_lib
 
     out = console()
     with tempfile.TemporaryDirectory(prefix="kbase-demo-") as tmp:
         root = directory or Path(tmp)
         out.rule("1. generate a 2-GPU Nsight Systems export (real schema) and a git repository")
         run = demo_lib.prepare(root, iterations=iterations)
-        out.print(f"repository {run.repo}\nexports {run.before_export.name}, {run.after_export.name}\nstore {run.db_url}",
-                  highlight=False, markup=False)
-        engine, url = store.open_store(run.db_url)
+        out.print(f"repository {run.repo}\nexports {run.before_export.name}, {run.after_export.name}\n"
+                  f"store {run.db_url}", highlight=False, markup=False)
+        settings = kbase.Settings.load(repo=run.repo, db=run.db_url, name="demo-train")
         out.rule("2. kbase snapshot at commit 1 (HEAD~1)")
-        first = store.snapshot(run.before_export, name="demo-train", repo=run.repo, engine=engine, url=url)
+        first = kbase.snapshot(run.before_export, settings)
         render.print_leaderboard(first.leaderboard, out, limit=12, title=f"Baseline @{first.baseline.id}")
         out.rule("3. commit 2 changes the GEMM config; kbase snapshot at HEAD")
         demo_lib.second_commit(run)
-        second = store.snapshot(run.after_export, name="demo-train", repo=run.repo, engine=engine, url=url)
+        second = kbase.snapshot(run.after_export, settings)
         out.print(f"stored @{first.baseline.id} at {first.baseline.commit[:12]} and @{second.baseline.id} at "
                   f"{second.baseline.commit[:12]}", highlight=False)
         out.rule("4. kbase diff HEAD~1 HEAD and kbase gate")
-        before = resolve("HEAD~1", engine=engine, workload="demo-train", repo=run.repo)
-        after = resolve("HEAD", engine=engine, workload="demo-train", repo=run.repo)
-        result = compute_diff(before.side, after.side)
-        verdict = decide(result)
-        doc = render_diff.diff_doc(result, describe(before), describe(after), verdict=verdict)
-        render_diff.print_diff(doc, out, verdict=verdict)
+        result = kbase.gate("HEAD~1", "HEAD", settings)
+        doc = render_diff.diff_doc(result.comparison, result.verdict)
+        render_diff.print_diff(doc, out, verdict=result.verdict)
         injected = next(r for r in doc["kernels"] if r["name"] == run.slowed_kernel)
         out.print(f"\ninjected: {run.slowed_kernel[:70]}... made {demo_lib.SLOWDOWN:.2f}x slower per launch -> "
-                  f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {verdict.code}",
+                  f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {result.verdict.code}",
                   highlight=False, markup=False)
-        engine.dispose()
         if directory:
             out.print(f"kept in {directory}: try  kbase list --db {run.db_url}", highlight=False, markup=False)

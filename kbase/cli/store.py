@@ -5,24 +5,22 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from kbase.cli.app import (
-    DbOpt, FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt, NameOpt, RepoOpt,
-    TrimOpt, WarmupOpt, app, console, default_limit, read_with_progress, window_spec,
-)
+from kbase.cli.app import (CONTEXT, DbOpt, FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt,
+                           NameOpt, RepoOpt, TrimOpt, WarmupOpt, app, check_choice, console, default_limit,
+                           make_settings, reading_progress)
+from kbase.cli.top import emit_leaderboard
+from kbase.enums import HistoryFormat, LeaderboardFormat, ListFormat
 from kbase.errors import InputError
 
-db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from kbase.store.models import Baseline
+
+db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(db_app, name="db")
-
-
-def _settings(repo: Path | None) -> dict:
-    from kbase.settings import find_project_root, load_tool_config
-
-    return load_tool_config(find_project_root(repo))
 
 
 @app.command()
@@ -39,51 +37,41 @@ def snapshot(
     note: Annotated[str, typer.Option("--note", help="Free-form note.")] = "",
     db: DbOpt = None,
     repo: RepoOpt = None,
-    rev: Annotated[Optional[str], typer.Option("--rev", help="Attribute the baseline to this revision instead of HEAD.")] = None,
-    no_git: Annotated[bool, typer.Option("--no-git", help="Profile made elsewhere: no repository; needs --rev FULLHASH.")] = False,
+    rev: Annotated[Optional[str], typer.Option(
+        "--rev", help="Attribute the baseline to this revision instead of HEAD.")] = None,
+    no_git: Annotated[bool, typer.Option(
+        "--no-git", help="Profile made elsewhere: no repository; needs --rev FULLHASH.")] = False,
     require_clean: Annotated[bool, typer.Option("--require-clean", help="Refuse a dirty working tree.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Store again even if this file/window/commit is stored.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Store again even if this file/window/commit is stored.")] = False,
     fmt: FormatOpt = "table",
     limit: LimitOpt = None,
 ) -> None:
     """Store a profile's leaderboard as a baseline at the current (or given) commit."""
-    from kbase import store
-    from kbase.cli import emit_leaderboard
-    from kbase.render.leaderboard import check_format
+    import kbase
 
-    check_format(fmt)
-    cfg = _settings(repo)
-    if profile is None:
-        if not cfg.get("profile"):
-            raise InputError("no PROFILE given and no [tool.kbase] profile in pyproject.toml")
-        from kbase.settings import find_project_root
-
-        profile = find_project_root(repo) / cfg["profile"]
-    spec = window_spec(
-        marker if marker is not None else cfg.get("marker"),
-        iteration_kernel if iteration_kernel is not None else cfg.get("iteration_kernel"),
-        iterations if iterations is not None else cfg.get("iterations"),
-        warmup if warmup is not None else cfg.get("warmup"),
-        trim if trim else cfg.get("trim"),
-        gpu if gpu is not None else cfg.get("gpu"),
-    )
-    engine, url = store.open_store(db, repo)
-    res = store.snapshot(profile, spec, name=name or cfg.get("name"), tags=tag, note=note, repo=repo, rev=rev,
-                         no_git=no_git, require_clean=require_clean, force=force, engine=engine, url=url,
-                         reader=read_with_progress)
+    fmt = check_choice(fmt, LeaderboardFormat)
+    settings = make_settings(repo=repo, db=db, name=name, profile=profile, marker=marker,
+                             iteration_kernel=iteration_kernel, iterations=iterations, warmup=warmup, trim=trim,
+                             gpu=gpu)
+    with reading_progress(settings.profile) as progress:
+        res = kbase.snapshot(settings.profile, settings, tags=tag, note=note, rev=rev, no_git=no_git,
+                             require_clean=require_clean, force=force, progress=progress)
     b = res.baseline
     err = console(stderr=True)
     where = f"{b.commit[:12]}" + (f" ({b.branch})" if b.branch else " (detached)" if b.detached else "")
     if res.created:
         err.print(f"stored baseline @{b.id}: workload {b.workload}, commit {where}"
-                  + (", DIRTY working tree" if b.dirty else "") + f", window {b.window_desc}", highlight=False, markup=False)
+                  + (", DIRTY working tree" if b.dirty else "") + f", window {b.window_desc}", highlight=False,
+                  markup=False)
     else:
-        err.print(f"already stored as @{b.id} (same file, window and commit; --force stores again)", highlight=False, markup=False)
-    emit_leaderboard(res.leaderboard, fmt, default_limit(fmt, limit if limit is not None else (10 if fmt == "table" else None)),
-                     title=f"Baseline @{b.id}", extra={"baseline_id": b.id, "commit": b.commit, "created": res.created})
+        err.print(f"already stored as @{b.id} (same file, window and commit; --force stores again)", highlight=False,
+                  markup=False)
+    emit_leaderboard(res.leaderboard, fmt, default_limit(fmt, limit, table_default=10), title=f"Baseline @{b.id}",
+                     extra={"baseline_id": b.id, "commit": b.commit, "created": res.created})
 
 
-def _baseline_dict(b) -> dict:
+def baseline_dict(b: Baseline) -> dict[str, Any]:
     return {
         "id": b.id, "created_at": b.created_at.isoformat() if b.created_at else None, "workload": b.workload,
         "commit": b.commit, "commit_date": b.commit_date.isoformat() if b.commit_date else None,
@@ -98,7 +86,7 @@ def _baseline_dict(b) -> dict:
 @app.command("list")
 def list_cmd(
     name: NameOpt = None,
-    branch: Annotated[Optional[str], typer.Option("--branch")] = None,
+    branch: Annotated[Optional[str], typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     commit: Annotated[Optional[str], typer.Option("--commit", help="Commit hash prefix.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (0: all).")] = 50,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
@@ -106,15 +94,15 @@ def list_cmd(
     repo: RepoOpt = None,
 ) -> None:
     """Stored baselines, newest first."""
-    from kbase import store
-    from kbase.render.leaderboard import fmt_ns
+    import kbase
+    from kbase import jsonable
+    from kbase.render.units import fmt_ns
 
-    if fmt not in ("table", "json"):
-        raise InputError(f"--format {fmt!r}: kbase list writes table or json")
-    engine, _ = store.open_store(db, repo)
-    rows = store.list_baselines(engine, workload=name, branch=branch, commit_prefix=commit, limit=limit or None)
-    if fmt == "json":
-        sys.stdout.write(json.dumps({"schema": "kbase.list/1", "baselines": [_baseline_dict(b) for b in rows]}, indent=2) + "\n")
+    fmt = check_choice(fmt, ListFormat)
+    settings = make_settings(repo=repo, db=db, name=name)
+    rows = kbase.baselines(settings, workload=name, branch=branch, commit=commit, limit=limit or None)
+    if fmt == ListFormat.JSON:
+        sys.stdout.write(jsonable.dumps({"schema": "kbase.list/1", "baselines": [baseline_dict(b) for b in rows]}) + "\n")
         return
     from rich.table import Table
 
@@ -129,22 +117,6 @@ def list_cmd(
     console().print(t)
 
 
-def resolve_one(engine, ref: str, workload: str | None, repo: Path | None):
-    """A single baseline from ``@ID``/``ID`` or a git revision (newest baseline at that commit)."""
-    from kbase import store
-
-    token = ref[1:] if ref.startswith("@") else ref
-    if token.isdigit() and (ref.startswith("@") or len(token) < 7):
-        return store.get_baseline(engine, int(token))
-    from kbase.gitrepo import open_repo, resolve_commit
-
-    commit = resolve_commit(open_repo(repo), ref).hexsha
-    found = store.baselines_at(engine, workload or store.DEFAULT_WORKLOAD, [commit]).get(commit)
-    if not found:
-        raise InputError(f"no baseline of workload {workload or store.DEFAULT_WORKLOAD!r} at {ref} ({commit[:12]})")
-    return found[-1]
-
-
 @app.command()
 def show(
     ref: Annotated[str, typer.Argument(help="@ID or a git revision.")],
@@ -155,39 +127,43 @@ def show(
     repo: RepoOpt = None,
 ) -> None:
     """A stored leaderboard, rendered as by kbase top."""
-    from kbase import store
-    from kbase.cli import emit_leaderboard
-    from kbase.render.leaderboard import check_format
+    import kbase
 
-    check_format(fmt)
-    engine, _ = store.open_store(db, repo)
-    b = resolve_one(engine, ref, name, repo)
-    lb = store.load_leaderboard(engine, b.id)
-    emit_leaderboard(lb, fmt, default_limit(fmt, limit), title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})",
-                     extra={"baseline": _baseline_dict(b)})
+    fmt = check_choice(fmt, LeaderboardFormat)
+    settings = make_settings(repo=repo, db=db, name=name)
+    stored = kbase.baseline(ref, settings)
+    b = stored.baseline
+    emit_leaderboard(stored.leaderboard, fmt, default_limit(fmt, limit),
+                     title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})", extra={"baseline": baseline_dict(b)})
 
 
 @app.command()
 def rm(
-    baseline_id: Annotated[str, typer.Argument(help="@ID of the baseline to delete.")],
+    ref: Annotated[str, typer.Argument(help="@ID of the baseline to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    name: NameOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
 ) -> None:
     """Delete one baseline (asks first unless --yes)."""
-    from kbase import store
+    import kbase
 
-    token = baseline_id.lstrip("@")
-    if not token.isdigit():
-        raise InputError(f"{baseline_id!r}: expected a baseline id like @12")
-    engine, url = store.open_store(db, repo)
-    b = store.get_baseline(engine, int(token))
-    if not yes:
+    settings = make_settings(repo=repo, db=db, name=name)
+
+    def confirm(b: Baseline) -> bool:
+        if yes:
+            return True
         if not sys.stdin.isatty():
             raise InputError(f"refusing to delete @{b.id} without confirmation: pass --yes")
-        typer.confirm(f"Delete baseline @{b.id} ({b.workload} at {b.commit[:12]}, {b.created_at:%Y-%m-%d %H:%M})?", abort=True)
-    store.delete_baseline(engine, b.id, url)
-    console(stderr=True).print(f"deleted baseline @{b.id}", highlight=False)
+        return typer.confirm(f"Delete baseline @{b.id} ({b.workload} at {b.commit[:12]}, "
+                             f"{b.created_at:%Y-%m-%d %H:%M})?", abort=True)
+
+    token = ref.removeprefix("@")
+    if not token.isdigit():
+        raise InputError("expected a baseline id like @12", field="ref", value=ref)
+    b = kbase.remove(int(token), settings, confirm=confirm)
+    if b is not None:
+        console(stderr=True).print(f"deleted baseline @{b.id}", highlight=False)
 
 
 @app.command()
@@ -199,26 +175,26 @@ def history(
     repo: RepoOpt = None,
 ) -> None:
     """One kernel across every stored baseline, oldest first."""
-    from kbase import store
-    from kbase.render.leaderboard import fmt_ns
+    import kbase
+    from kbase.render.units import fmt_ns
 
-    engine, _ = store.open_store(db, repo)
-    h = store.kernel_history(engine, kernel, name)
-    if fmt == "json":
+    fmt = check_choice(fmt, HistoryFormat)
+    settings = make_settings(repo=repo, db=db, name=name)
+    h = kbase.history(kernel, settings, workload=name)
+    if fmt == HistoryFormat.JSON:
         sys.stdout.write(h.to_json(orient="records", date_format="iso", indent=2) + "\n")
-    elif fmt == "csv":
+    elif fmt == HistoryFormat.CSV:
         sys.stdout.write(h.to_csv(index=False))
-    elif fmt == "table":
+    else:
         from rich.table import Table
 
         t = Table(title=f"{len(h)} baseline(s) with this kernel")
         for c in ("id", "commit", "created", "count", "avg", "per iter/GPU"):
             t.add_column(c)
         for r in h.itertuples():
-            t.add_row(f"@{r.id}", r.commit[:12], str(r.created_at)[:16], str(r.count), fmt_ns(r.avg_ns), fmt_ns(r.per_iter_ns))
+            t.add_row(f"@{r.id}", r.commit[:12], str(r.created_at)[:16], str(r.count), fmt_ns(r.avg_ns),
+                      fmt_ns(r.per_iter_ns))
         console().print(t)
-    else:
-        raise InputError(f"--format {fmt!r}: kbase history writes table, json or csv")
 
 
 @db_app.command("upgrade")
@@ -226,28 +202,16 @@ def db_upgrade(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Upgrade the store's schema to this kbase's head (also done automatically on first use)."""
     from kbase.store.engine import open_store, schema_state
 
-    engine, url = open_store(db, repo)
-    current, head, _ = schema_state(engine, url)
+    settings = make_settings(repo=repo, db=db)
+    with open_store(settings) as store:
+        current, head, _ = schema_state(store.engine, store.url)
     print(f"store at revision {current} (head {head})")
 
 
 @db_app.command("current")
 def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Print the store's schema revision without changing anything."""
-    from kbase.store.engine import alembic_config, make_engine, mask_url, resolve_url, schema_state, sqlite_path, store_error
+    from kbase.store.engine import describe_schema
 
-    url = resolve_url(db, repo)
-    path = sqlite_path(url)
-    if path is not None and not path.exists():  # opening it would create the file (and its folder)
-        from alembic.script import ScriptDirectory
-
-        head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
-        print(f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)")
-        return
-    engine = make_engine(url)
-    try:
-        current, head, known = schema_state(engine, url)
-    except Exception as exc:  # noqa: BLE001
-        raise store_error(url, exc) from None
-    state = "up to date" if current == head else ("NEWER than this kbase" if current and current not in known else "needs upgrade")
-    print(f"{mask_url(url)}: revision {current or '(empty)'}, head {head}: {state}")
+    settings = make_settings(repo=repo, db=db)
+    print(describe_schema(settings.store_url(), settings.busy_timeout_s))

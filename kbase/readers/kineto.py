@@ -52,7 +52,7 @@ from kbase.errors import InputError
 from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream, _trace_files_in, looks_like_kineto
 from kbase.readers.profile import Profile
 
-__all__ = ["looks_like_kineto", "read_kineto", "short_kernel_name"]
+__all__ = ["looks_like_kineto", "read_kineto"]
 
 
 _KERNEL_CATS = {"kernel"}
@@ -313,26 +313,6 @@ def _launches(fd: _FileData) -> tuple[np.ndarray, np.ndarray]:
 # names
 
 
-def short_kernel_name(name: str) -> str:
-    """Base name of a demangled kernel name: no return type, template arguments, argument list or
-    namespaces (``void at::native::foo<4, F>(int, F)`` -> ``foo``)."""
-    s = name.strip().replace("(anonymous namespace)", "anonymous_namespace")
-    out = []
-    depth = 0
-    for ch in s:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            out.append(ch)
-    words = "".join(out).split()
-    if not words:
-        return name
-    parts = [p for p in words[-1].split("::") if p]
-    return parts[-1] if parts else name
-
-
 # --------------------------------------------------------------------------------------------
 # metadata helpers
 
@@ -545,7 +525,6 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
     )
 
     uniq_versions = list(dict.fromkeys(versions))
-    short_names = {n: short_kernel_name(n) for n in kernels["name"].cat.categories}
     extra = {
         "step_wall_ns": {
             n: round(sum(walls) / len(walls)) for n, walls in sorted(step_walls_by_number.items())
@@ -575,7 +554,6 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
         kernels=kernels,
         ranges=ranges,
         gpus=gpus,
-        short_names=short_names,
         capture_start=min(span_lo),
         capture_end=max(span_hi),
         extra=extra,

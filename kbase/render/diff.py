@@ -1,80 +1,185 @@
-"""Render a diff (and a gate verdict) as a rich table, JSON (schema ``kbase.diff/1``), Markdown
-for a pull-request comment, CSV, or JUnit XML."""
+"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/1``), a rich
+table, Markdown for a pull-request comment, CSV. The sentences — each kernel's diagnosis, what a
+change is worth in Amdahl terms, the gate's reasons — are written here, from the numbers."""
 
 from __future__ import annotations
 
-import json
 import math
-from xml.sax.saxutils import escape, quoteattr
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
-from kbase.compare.diff import CLASSES, DIFF_SCHEMA
-from kbase.render.leaderboard import fmt_ns, records, to_csv
+from kbase.analysis.leaderboard import amdahl
+from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
+from kbase.comparison.gate import Finding, FindingKind, Verdict
+from kbase.enums import GateStatus, KernelClass
+from kbase.render.leaderboard import records, to_csv
+from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_p
 
-ROW_FIELDS = ["class", "swap", "name", "name_before", "match", "short_name", "category", "tc_before", "tc_after", "before",
-              "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count", "avg_before",
-              "avg_after", "delta_avg_pct", "share_before", "share_after", "effect", "p_value", "test",
-              "confidence", "ignored", "gated", "diagnosis", "amdahl"]
-SHOWN_BY_DEFAULT = ("regressed", "improved", "new", "gone")
+if TYPE_CHECKING:
+    from kbase.api import Comparison
+    from kbase.comparison.resolve import Resolved
+
+ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough")] + ["diagnosis", "amdahl"]
+SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.IMPROVED, KernelClass.NEW, KernelClass.GONE)
 
 
-def _num(x):
-    if x is None:
-        return None
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+# ------------------------------------------------------------------------------------------ sentences
+
+
+def diagnosis(r: dict[str, Any]) -> str:
+    """More launches, or slower launches? (a fusion problem and a slow kernel are different fixes)"""
+    prefix = "algorithm swap: " if r.get("swap") else ""
+    if r["class"] in (KernelClass.NEW, KernelClass.GONE):
+        return prefix + str(r["class"])
+    dc = r["count_after"] - r["count_before"]
+    rel_count = dc / r["count_before"] if r["count_before"] else 0.0
+    rel_avg = (r["avg_after"] - r["avg_before"]) / r["avg_before"] if r["avg_before"] else 0.0
+    parts = []
+    if abs(rel_count) >= 0.01 and abs(dc) >= 0.5:
+        parts.append(f"{'more' if dc > 0 else 'fewer'} launches ({dc:+.1f}/iter)")
+    if abs(rel_avg) >= 0.01:
+        parts.append(f"{'slower' if rel_avg > 0 else 'faster'} per launch ({rel_avg:+.1%})")
+    return prefix + ("; ".join(parts) or "no change in launches or per-launch time")
+
+
+def amdahl_text(r: dict[str, Any]) -> str:
+    """What this change is worth overall: share p sped up s x gives 1/(1-p+p/s)."""
+    p = r["share_before"]
+    if r["class"] == KernelClass.NEW:
+        return f"adds {r['effect']:.2%} of the iteration"
+    if r["class"] == KernelClass.GONE:
+        return f"removes {-r['effect']:.2%} of the iteration"
+    if not r["before"] > 0 or not r["after"] > 0 or p != p:
+        return ""
+    speed = r["before"] / r["after"]  # > 1: faster
+    overall = amdahl(p, speed)
+    if speed < 1:
+        return (f"{1 / speed:.2f}x slower kernel at {p:.1%} share: run {overall:.4f}x ({1 - overall:.2%} slower); "
+                f"fixing it is worth {1 / overall:.4f}x")
+    return f"{speed:.2f}x faster kernel at {p:.1%} share: run {overall:.4f}x; ceiling {amdahl(p):.3f}x"
+
+
+def _finding_row(f: Finding) -> dict[str, Any]:
+    return {"class": KernelClass.NEW if f.kind == FindingKind.NEW_KERNEL else KernelClass.REGRESSED,
+            "share_before": f.share_before, "before": f.before, "after": f.after, "effect": f.effect}
+
+
+def finding_text(f: Finding) -> str:
+    if f.kind == FindingKind.TOTAL:
+        return f"total kernel time per iteration {f.delta_pct:+.1f}% (p={fmt_p(f.p_value)})"
+    if f.kind == FindingKind.LOW_CONFIDENCE:
+        return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
+    what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% per iteration"
+    return f"{f.short_name} {what} ({f.effect:+.2%} of the iteration) — {amdahl_text(_finding_row(f))}"
+
+
+def verdict_reasons(v: Verdict) -> list[str]:
+    if v.status == GateStatus.INCOMPARABLE:
+        return [f"incomparable: {m}" for m in v.mismatches]
+    return [("" if f.kind == FindingKind.TOTAL else "regression: ") + finding_text(f) for f in v.failing]
+
+
+def verdict_warnings(v: Verdict) -> list[str]:
+    return [f"new kernel {f.short_name} at {f.share_after:.1%} of the iteration" if f.kind == FindingKind.NEW_KERNEL
+            else finding_text(f) for f in v.warnings]
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    return {"code": v.code, "status": v.status.value, "reasons": verdict_reasons(v), "warnings": verdict_warnings(v),
+            "failing": [f.name for f in v.failing],
+            "accepted": [{"name": a.finding.name, "pattern": a.pattern, "reason": a.reason, "commit": a.commit,
+                          "expires": a.expires.isoformat() if a.expires else None, "author": a.author,
+                          "acceptance_id": a.acceptance_id} for a in v.accepted]}
+
+
+def verdict_lines(verdict: Verdict | None) -> list[str]:
+    if verdict is None:
+        return []
+    head = {GateStatus.PASS: "PASS", GateStatus.FAIL: "FAIL", GateStatus.INCOMPARABLE: "INCOMPARABLE",
+            GateStatus.WARN_ONLY: "FAIL (warn-only: exit 0)"}
+    out = [f"gate: {head[verdict.status]} (exit {verdict.code})"]
+    out += [f"  {r}" for r in verdict_reasons(verdict)]
+    out += [f"  accepted: {a.finding.name} (pattern {a.pattern}, {a.reason}, expires "
+            f"{a.expires.isoformat() if a.expires else 'never'})" for a in verdict.accepted]
+    out += [f"  warning: {w}" for w in verdict_warnings(verdict)]
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the document
+
+
+def describe_side(r: Resolved) -> dict[str, Any]:
+    s = r.side
+    return {"label": s.label, "commit": r.commit, "baselines": r.baseline_ids, "unit": s.unit.value,
+            "units": s.n_units, "gpus": s.n_gpus, "aligned": s.aligned, "workload": s.meta.workload,
+            "gpu_models": s.meta.gpu_models, "window_spec": s.meta.window_spec}
+
+
+def _num(x: Any) -> Any:
+    """Infinite Δ% (a kernel from zero) is written "inf" (a string: JSON has no infinity)."""
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     return x
 
 
-def diff_doc(result, before_desc: dict, after_desc: dict, verdict=None, notes: list[str] | None = None) -> dict:
+def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str, Any]:
+    result = comparison.result
     rows = result.rows
-    counts = {c: int((rows["class"] == c).sum()) if len(rows) else 0 for c in CLASSES}
-    doc = {
+    counts = {c.label: int((rows["class"] == c).sum()) if len(rows) else 0 for c in CLASSES}
+    kernels = []
+    for r in records(rows) if len(rows) else []:
+        row = {k: _num(r.get(k)) for k in ROW_FIELDS if k not in ("diagnosis", "amdahl")}
+        row["class"] = KernelClass(r["class"]).label
+        row["diagnosis"] = diagnosis(r)
+        row["amdahl"] = amdahl_text(r)
+        kernels.append(row)
+    doc: dict[str, Any] = {
         "schema": DIFF_SCHEMA,
         "version": 1,
-        "unit": result.totals["unit"],
-        "before": before_desc,
-        "after": after_desc,
+        "unit": result.totals.unit,
+        "before": describe_side(comparison.before),
+        "after": describe_side(comparison.after),
         "comparable": not result.mismatches,
         "mismatches": result.mismatches,
-        "notes": (notes or []) + result.notes,
-        "totals": json.loads(json.dumps(result.totals, default=lambda o: _num(float(o)))),
+        "notes": comparison.notes + result.notes,
+        "totals": {k: v for k, v in jsonable.clean(result.totals).items() if v is not None},
         "counts": counts,
         "policy": result.policy.as_dict(),
-        "kernels": [{k: _num(r.get(k)) for k in ROW_FIELDS} for r in records(rows)] if len(rows) else [],
+        "kernels": kernels,
     }
     if verdict is not None:
-        doc["verdict"] = verdict.as_dict()
-    return doc
+        doc["verdict"] = verdict_dict(verdict)
+    return jsonable.clean(doc)
 
 
-def diff_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+def diff_json(doc: dict[str, Any]) -> str:
+    return jsonable.dumps(doc)
 
 
-def diff_csv(result) -> str:
-    cols = [c for c in ROW_FIELDS if c in result.rows.columns]
-    return to_csv(result.rows[cols] if len(result.rows) else pd.DataFrame(columns=ROW_FIELDS))
+def diff_csv(comparison: Comparison) -> str:
+    rows = comparison.result.rows
+    if not len(rows):
+        return to_csv(pd.DataFrame(columns=ROW_FIELDS))
+    out = rows.copy()
+    recs = records(rows)
+    out["diagnosis"] = [diagnosis(r) for r in recs]
+    out["amdahl"] = [amdahl_text(r) for r in recs]
+    out["class"] = [KernelClass(c).label for c in out["class"]]
+    return to_csv(out[ROW_FIELDS])
 
 
-def _pct(x) -> str:
-    if x is None or (isinstance(x, float) and (math.isnan(x))):
-        return "-"
-    if x in ("inf", "-inf") or (isinstance(x, float) and math.isinf(x)):  # diff_doc writes infinities as strings
-        return "new"
-    return f"{x:+.1f}%"
+# ------------------------------------------------------------------------------------------ screen and Markdown
 
 
-def _share(x) -> str:
+def _share(x: Any) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
 
 
-def _head_lines(doc: dict) -> list[str]:
-    lines = []
-    for m in doc["mismatches"]:
-        lines.append(f"INCOMPARABLE: {m}")
+def _head_lines(doc: dict[str, Any]) -> list[str]:
+    lines = [f"INCOMPARABLE: {m}" for m in doc["mismatches"]]
     b, a = doc["before"], doc["after"]
     lines.append(f"before: {b['label']} — {b['units']:g} {b['unit']}(s) x {b['gpus']} GPU(s)"
                  + ("" if b["aligned"] else " [not aligned]"))
@@ -86,24 +191,23 @@ def _head_lines(doc: dict) -> list[str]:
                        ("kernel", f"kernel time per {unit} per GPU"), ("compute", "  compute"),
                        ("communication", "  communication (NCCL)"), ("memory", "  memory")):
         if key in t and t[key]["before"] is not None:
-            lines.append(f"{label}: {fmt_ns(t[key]['before'])} -> {fmt_ns(t[key]['after'])} ({_pct(t[key]['delta_pct'])})")
-    c = doc["counts"]
-    lines.append("kernels: " + ", ".join(f"{n} {k}" for k, n in c.items()))
+            lines.append(f"{label}: {fmt_ns(t[key]['before'])} -> {fmt_ns(t[key]['after'])} "
+                         f"({fmt_delta_pct(t[key]['delta_pct'])})")
+    lines.append("kernels: " + ", ".join(f"{n} {k}" for k, n in doc["counts"].items()))
     lines += [f"note: {n}" for n in doc["notes"]]
     return lines
 
 
-def _cells(r: dict) -> list[str]:
+def _cells(r: dict[str, Any]) -> list[str]:
     tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
     label = r["short_name"] + (" [matched by family]" if r["match"] == "family" else "")
     return [
         r["class"] + (" (low conf.)" if r["confidence"] == "low" and r["class"] == "within noise" else "")
         + (" [ignored]" if r["ignored"] else "") + (" (swap)" if r.get("swap") else ""),
-        label[:80], tc, fmt_ns(r["before"]), fmt_ns(r["after"]), fmt_ns(r["delta_ns"]), _pct(r["delta_pct"]),
-        f"{r['count_before']:.1f}->{r['count_after']:.1f}", _pct(r["delta_avg_pct"]),
+        label[:80], tc, fmt_ns(r["before"]), fmt_ns(r["after"]), fmt_ns(r["delta_ns"]), fmt_delta_pct(r["delta_pct"]),
+        f"{r['count_before']:.1f}->{r['count_after']:.1f}", fmt_delta_pct(r["delta_avg_pct"]),
         f"{_share(r['share_before'])}->{_share(r['share_after'])}",
-        "-" if r["effect"] is None else f"{r['effect']:+.2%}",
-        "-" if r["p_value"] is None else f"{r['p_value']:.2g}",
+        "-" if r["effect"] is None else f"{r['effect']:+.2%}", fmt_p(r["p_value"]),
         r["diagnosis"], r["amdahl"] if r["class"] in ("regressed", "improved", "new", "gone") else "",
     ]
 
@@ -112,27 +216,18 @@ HEADERS = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ/iter", "Δ%
            "share", "effect on iter", "p", "diagnosis", "Amdahl"]
 
 
-def _visible(doc: dict, show_all: bool) -> tuple[list[dict], int]:
+def _visible(doc: dict[str, Any], show_all: bool) -> tuple[list[dict[str, Any]], int]:
     rows = doc["kernels"]
     if show_all:
         return rows, 0
-    shown = [r for r in rows if r["class"] in SHOWN_BY_DEFAULT or (r["confidence"] == "low" and r["class"] == "within noise"
-                                                                    and (r["delta_pct"] or 0) >= 5)]
+    shown_labels = {c.label for c in SHOWN_BY_DEFAULT}
+    shown = [r for r in rows if r["class"] in shown_labels or (r["confidence"] == "low" and r["class"] == "within noise"
+                                                               and isinstance(r["delta_pct"], (int, float))
+                                                               and r["delta_pct"] >= 5)]
     return shown, len(rows) - len(shown)
 
 
-def verdict_lines(verdict) -> list[str]:
-    if verdict is None:
-        return []
-    head = {"pass": "PASS", "fail": "FAIL", "incomparable": "INCOMPARABLE", "warn-only": "FAIL (warn-only: exit 0)"}
-    out = [f"gate: {head[verdict.status]} (exit {verdict.code})"]
-    out += [f"  {r}" for r in verdict.reasons]
-    out += [f"  accepted: {a['name']} (pattern {a['pattern']}, {a['reason']}, expires {a['expires'] or 'never'})" for a in verdict.accepted]
-    out += [f"  warning: {w}" for w in verdict.warnings]
-    return out
-
-
-def print_diff(doc: dict, console, show_all: bool = False, verdict=None) -> None:
+def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None) -> None:
     from rich.table import Table
 
     for line in _head_lines(doc):
@@ -152,11 +247,12 @@ def print_diff(doc: dict, console, show_all: bool = False, verdict=None) -> None
         console.print(line, highlight=False, markup=False, style="bold")
 
 
-def diff_md(doc: dict, show_all: bool = False, verdict=None) -> str:
+def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None = None) -> str:
     out = ["## kbase kernel diff", ""]
     out += [f"- {line}" for line in _head_lines(doc)]
     if verdict is not None:
-        out += ["", "**" + verdict_lines(verdict)[0] + "**"] + [f"- {line.strip()}" for line in verdict_lines(verdict)[1:]]
+        lines = verdict_lines(verdict)
+        out += ["", "**" + lines[0] + "**"] + [f"- {line.strip()}" for line in lines[1:]]
     rows, hidden = _visible(doc, show_all)
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     for r in rows:
@@ -164,27 +260,3 @@ def diff_md(doc: dict, show_all: bool = False, verdict=None) -> str:
     if hidden:
         out.append(f"\n_{hidden} unchanged / within-noise kernel(s) not shown._")
     return "\n".join(out) + "\n"
-
-
-def junit_xml(doc: dict, verdict) -> str:
-    rows = [r for r in doc["kernels"] if r["class"] in ("regressed", "new")]
-    failing = {r["name"] for r in verdict.failing}
-    cases = []
-    for r in rows:
-        body = ""
-        if r["name"] in failing:
-            msg = f"{r['short_name']} {r['class']} {_pct(r['delta_pct'])} per iteration; {r['amdahl']}"
-            body = f"<failure message={quoteattr(msg)}>{escape(r['diagnosis'])}</failure>"
-        cases.append(f'  <testcase classname="kbase.gate" name={quoteattr(r["name"])}>{body}</testcase>')
-    if verdict.status == "incomparable":
-        cases.append('  <testcase classname="kbase.gate" name="comparability"><error message='
-                     + quoteattr("; ".join(verdict.reasons)) + "/></testcase>")
-    if any(f["name"].startswith("(total") for f in verdict.failing):
-        cases.append('  <testcase classname="kbase.gate" name="total kernel time per iteration"><failure message='
-                     + quoteattr(verdict.reasons[-1]) + "/></testcase>")
-    if not cases:
-        cases.append('  <testcase classname="kbase.gate" name="no kernel regression"/>')
-    nfail = sum("<failure" in c for c in cases)
-    nerr = sum("<error" in c for c in cases)
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="kbase gate" tests="{len(cases)}" '
-            f'failures="{nfail}" errors="{nerr}">\n' + "\n".join(cases) + "\n</testsuite>\n")

@@ -6,63 +6,24 @@ Data stays in nanoseconds; only the screen formats use readable units.
 from __future__ import annotations
 
 import io
-import json
 import math
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
-from kbase.errors import InputError
+from kbase.render.units import fmt_ns, fmt_pct
 
-FORMATS = ("table", "json", "csv", "md")
+if TYPE_CHECKING:
+    from kbase.analysis.leaderboard import Leaderboard, LeaderboardSummary
+
 LEADERBOARD_SCHEMA = "kbase.leaderboard/1"
 
 
-def check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise InputError(f"--format {fmt!r}: unknown format (choose one of {', '.join(FORMATS)})")
-    return fmt
-
-
-def fmt_ns(ns: float | int | None) -> str:
-    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
-        return "-"
-    a = abs(ns)
-    if a >= 1e9:
-        return f"{ns / 1e9:.3f} s"
-    if a >= 1e6:
-        return f"{ns / 1e6:.3f} ms"
-    if a >= 1e3:
-        return f"{ns / 1e3:.2f} µs"
-    return f"{ns:.0f} ns"
-
-
-def fmt_pct(x: float | None, digits: int = 1) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{100 * x:.{digits}f}%"
-
-
-def _json_default(o):
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    return str(o)
-
-
-def _clean(v):
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-        if isinstance(v, float) and math.isnan(v):
-            return None
-    return v
-
-
-def records(table: pd.DataFrame) -> list[dict]:
-    return [{c: _clean(v) for c, v in row.items()} for row in table.to_dict("records")]
+def records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts of Python scalars (NaN stays NaN: cells show "-", JSON writes null)."""
+    return table.to_dict("records")
 
 
 def cut(table: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
@@ -71,7 +32,7 @@ def cut(table: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
     return table.head(limit), len(table) - limit
 
 
-def leaderboard_json(lb, limit: int | None = None, extra: dict | None = None) -> str:
+def leaderboard_json(lb: Leaderboard, limit: int | None = None, extra: dict[str, Any] | None = None) -> str:
     shown, omitted = cut(lb.table, limit)
     doc = {
         "schema": LEADERBOARD_SCHEMA,
@@ -82,7 +43,7 @@ def leaderboard_json(lb, limit: int | None = None, extra: dict | None = None) ->
         "omitted": omitted,
         "kernels": records(shown),
     }
-    return json.dumps(doc, indent=2, default=_json_default, ensure_ascii=False)
+    return jsonable.dumps(doc)
 
 
 def to_csv(df: pd.DataFrame) -> str:
@@ -103,20 +64,21 @@ def leaderboard_csv(lb, limit: int | None = None) -> str:
     return to_csv(shown)
 
 
-def _summary_lines(s: dict) -> list[str]:
+def _summary_lines(s: LeaderboardSummary) -> list[str]:
     lines = [
-        f"source: {s['source']} ({s['exporter']}); GPU: {', '.join(s['gpu_models'])} x {s['gpus']}",
-        f"window: {s['window']}",
-        f"share denominator: {s['share_denominator']}",
-        f"compute {fmt_pct(s['compute_share'])} | communication (NCCL) {fmt_pct(s['communication_share'])} | "
-        f"memory {fmt_pct(s['memory_share'])} | all kernels {fmt_pct(s['busy_share'])} of window GPU time"
-        + (" (streams overlap)" if (s["busy_share"] or 0) > 1 else ""),
+        f"source: {s.source} ({s.exporter}); GPU: {', '.join(s.gpu_models)} x {s.gpus}",
+        f"window: {s.window}",
+        f"share denominator: {s.share_denominator}",
+        f"compute {fmt_pct(s.compute_share)} | communication (NCCL) {fmt_pct(s.communication_share)} | "
+        f"memory {fmt_pct(s.memory_share)} | all kernels {fmt_pct(s.busy_share)} of window GPU time"
+        + (" (streams overlap)" if (s.busy_share or 0) > 1 else ""),
     ]
-    if s.get("kernel_ns_per_iter") is not None:
-        lines.append(f"kernel time per iteration per GPU: {fmt_ns(s['kernel_ns_per_iter'])} over {s['iterations']} iteration(s)")
-    lines.append("shape: " + "; ".join(s["shape"]))
-    if s.get("unattributed_no_launch"):
-        lines.append(f"unattributed: {s['unattributed_no_launch']} kernel(s) whose launch call is outside the capture")
+    if s.kernel_ns_per_iter is not None:
+        lines.append(f"kernel time per iteration per GPU: {fmt_ns(s.kernel_ns_per_iter)} over {s.iterations} "
+                     "iteration(s)")
+    lines.append("shape: " + "; ".join(s.shape))
+    if s.unattributed_no_launch:
+        lines.append(f"unattributed: {s.unattributed_no_launch} kernel(s) whose launch call is outside the capture")
     return lines
 
 
@@ -141,7 +103,7 @@ def _row_cells(r: dict, per_gpu: bool) -> list[str]:
         fmt_ns(r["per_iter_ns"]),
         fmt_pct(r["share_window"]),
         fmt_pct(r["share_kernel"]),
-        f"{r['amdahl_ceiling']:.3f}x",
+        "∞" if not math.isfinite(r["amdahl_ceiling"]) else f"{r['amdahl_ceiling']:.3f}x",
         " ".join(flags),
     ]
 

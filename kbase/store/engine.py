@@ -1,7 +1,5 @@
-"""Where the store lives and how it is opened, migrated and guarded.
-
-URL resolution, first match wins: ``--db``, ``KBASE_DB``, ``[tool.kbase] db`` in the repository's
-``pyproject.toml``, then ``.kbase/kbase.db`` at the git top level (or the current directory).
+"""How the store is opened, migrated and guarded. Where it lives comes from ``Settings.store_url()``
+(``--db``, ``KBASE_DB``, ``[tool.kbase] db``, else ``.kbase/kbase.db`` at the git top level).
 A plain path means SQLite; ``postgresql://`` is read as ``postgresql+psycopg://``.
 
 SQLite runs in WAL mode with a busy timeout so parallel CI jobs can write at once. The schema is
@@ -14,11 +12,18 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
 
-BUSY_TIMEOUT_S = float(os.environ.get("KBASE_BUSY_TIMEOUT", "30"))
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+    from kbase.settings import Settings
+
+BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
 # The newest migration in migrations/versions (a test keeps it equal to Alembic's head). A store
 # already at this revision is opened without importing Alembic (~0.3 s of every command).
 HEAD_REVISION = "0003"
@@ -38,21 +43,6 @@ def normalize_url(value: str, base: Path | None = None) -> str:
     if value.startswith("postgresql://") or value.startswith("postgres://"):
         return "postgresql+psycopg://" + value.split("://", 1)[1]
     return value
-
-
-def resolve_url(db: str | None = None, repo: Path | None = None) -> str:
-    from kbase.settings import find_project_root, load_tool_config
-
-    if db:
-        return normalize_url(db)
-    env = os.environ.get("KBASE_DB")
-    if env:
-        return normalize_url(env)
-    root = find_project_root(repo)
-    cfg = load_tool_config(root)
-    if cfg.get("db"):
-        return normalize_url(str(cfg["db"]), root)
-    return f"sqlite:///{root / '.kbase' / 'kbase.db'}"
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -78,9 +68,16 @@ def alembic_config(url: str):
     return cfg
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(busy_timeout_s: float):
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        _set_pragmas(dbapi_conn, busy_timeout_s)
+
+    return on_connect
+
+
+def _set_pragmas(dbapi_conn: Any, busy_timeout_s: float) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     cur.execute("PRAGMA foreign_keys = ON")
     try:
         cur.execute("PRAGMA journal_mode = WAL")
@@ -98,16 +95,17 @@ def dispose_all() -> None:
         _ENGINES.pop().dispose()
 
 
-def make_engine(url: str):
+def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     from sqlalchemy import create_engine, event
 
+    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     path = sqlite_path(url)
     if path is not None:
         if path.exists() and path.is_dir():
             raise StoreError(f"store {path}: is a directory, not a database file")
         path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        engine = create_engine(url, connect_args={"timeout": busy})
+        event.listen(engine, "connect", _sqlite_pragmas(busy))
     else:
         try:
             engine = create_engine(url, pool_pre_ping=True,
@@ -132,7 +130,7 @@ def store_error(url: str, exc: Exception) -> StoreError:
             if not os.access(p, os.W_OK):
                 return StoreError(f"store {where}: database is read-only ({p} is not writable; {text})")
     if "locked" in low or "busy" in low:
-        return StoreError(f"store {where}: database is locked by another writer (waited {BUSY_TIMEOUT_S:.0f} s)")
+        return StoreError(f"store {where}: database is locked by another writer (waited out the busy timeout)")
     if "not a database" in low or "malformed" in low or "corrupt" in low:
         return StoreError(f"store {where}: not a kbase database or corrupt ({text})")
     if "unable to open" in low:
@@ -207,15 +205,48 @@ def upgrade(engine, url: str, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
-def open_store(db: str | None = None, repo: Path | None = None, migrate: bool = True):
-    """Engine for the resolved store, at the schema head (migrated if needed)."""
+class Store:
+    """An open baseline store: its engine and URL (masked in every message). Close it when done
+    (``with open_store(...) as store:``) so no pooled connection outlives the command."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = url
+
+    @property
+    def display_url(self) -> str:
+        return mask_url(self.url)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_store(target: Settings | str | None = None, *, migrate: bool = True) -> Store:
+    """The store of ``target`` (Settings, or a URL/path; None: the default settings), at the schema
+    head (migrated if needed)."""
+    from kbase.settings import Settings
+
+    if isinstance(target, str):
+        url, busy = normalize_url(target), None
+    else:
+        settings = target or Settings.load()
+        url, busy = settings.store_url(), settings.busy_timeout_s
+    return Store(_open_engine(url, busy, migrate), url)
+
+
+def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
     from sqlalchemy.exc import SQLAlchemyError
 
-    url = resolve_url(db, repo)
-    engine = make_engine(url)
+    engine = make_engine(url, busy_timeout_s)
     try:
         if _stamped_revision(engine) == HEAD_REVISION:
-            return engine, url
+            return engine
         current, head, known = schema_state(engine, url)
         if current is not None and current not in known:
             raise StoreError(
@@ -233,4 +264,47 @@ def open_store(db: str | None = None, repo: Path | None = None, migrate: bool = 
     except (SQLAlchemyError, OSError) as exc:
         engine.dispose()
         raise store_error(url, exc) from None
-    return engine, url
+    return engine
+
+
+@contextlib.contextmanager
+def write_transaction(engine: Engine, url: str = "") -> Iterator[Connection]:
+    """One transaction that takes SQLite's write lock up front (BEGIN IMMEDIATE), so concurrent
+    writers queue on the busy timeout instead of failing on a read→write lock upgrade."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.exec_driver_sql("ROLLBACK")
+                    raise
+                conn.exec_driver_sql("COMMIT")
+            else:
+                with conn.begin():
+                    yield conn
+    except SQLAlchemyError as exc:
+        raise store_error(url or str(engine.url), exc) from None
+
+
+def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
+    """The store's schema revision against this kbase's head, without changing (or creating) anything."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():  # opening it would create the file (and its folder)
+        from alembic.script import ScriptDirectory
+
+        head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+        return f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)"
+    engine = make_engine(url, busy_timeout_s)
+    try:
+        current, head, known = schema_state(engine, url)
+    except Exception as exc:  # noqa: BLE001
+        raise store_error(url, exc) from None
+    finally:
+        engine.dispose()
+    state = "up to date" if current == head else ("NEWER than this kbase" if current and current not in known
+                                                  else "needs upgrade")
+    return f"{mask_url(url)}: revision {current or '(empty)'}, head {head}: {state}"

@@ -15,9 +15,9 @@ def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from kbase.store.engine import resolve_url
+    from kbase.settings import Settings
 
-    return resolve_url()
+    return Settings.load().store_url()
 
 
 def run_migrations_offline() -> None:

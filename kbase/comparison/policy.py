@@ -16,10 +16,16 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from kbase.errors import InputError
+from kbase.errors import InputError, SettingsError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct")
 
@@ -53,6 +59,34 @@ class Policy:
         return any(name_matches(p, name) or (short and name_matches(p, short)) for p in self.ignore)
 
 
+    def matches(self, pattern: str, names: Iterable[str], shorts: Iterable[str] | None = None) -> np.ndarray:
+        """Vectorised ``name_matches`` over a column of names (or their short names)."""
+        hit = pattern_mask(pattern, names)
+        if shorts is not None:
+            hit |= pattern_mask(pattern, shorts)
+        return hit
+
+    def ignored_mask(self, names: Sequence[str], shorts: Sequence[str] | None = None) -> np.ndarray:
+        import numpy as np
+
+        out = np.zeros(len(names), dtype=bool)
+        for pattern in self.ignore:
+            out |= self.matches(pattern, names, shorts)
+        return out
+
+
+def pattern_mask(pattern: str, names: Iterable[str]) -> np.ndarray:
+    """Which of ``names`` match ``pattern``: ``name_matches`` over a column, the regex compiled once."""
+    import numpy as np
+
+    values = [str(n) for n in names]
+    if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
+        search = re.compile(pattern[1:-1]).search
+    else:
+        search = re.compile(fnmatch.translate(pattern)).match  # translate() anchors at both ends
+    return np.fromiter((search(n) is not None for n in values), dtype=bool, count=len(values))
+
+
 def name_matches(pattern: str, name: str) -> bool:
     """``/regex/`` searches; anything else is a glob on the whole name."""
     if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
@@ -60,7 +94,7 @@ def name_matches(pattern: str, name: str) -> bool:
     return fnmatch.fnmatchcase(name, pattern)
 
 
-def _check_pattern(p: str, where: str) -> None:
+def check_pattern(p: str, where: str) -> None:
     if not isinstance(p, str) or not p:
         raise InputError(f"{where}: pattern must be a non-empty string, got {p!r}")
     if p.startswith("/") and p.endswith("/") and len(p) >= 2:
@@ -70,12 +104,26 @@ def _check_pattern(p: str, where: str) -> None:
             raise InputError(f"{where}: bad regex {p!r} ({exc})") from None
 
 
-def _check_value(key: str, value, where: str) -> float:
+def _value_problem(key: str, value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: {key} must be a number, got {value!r}")
-    if value < 0 or (key == "alpha" and not 0 < value < 1):
-        raise InputError(f"{where}: {key} out of range: {value!r}")
+        return "must be a number"
+    if not math.isfinite(value) or value < 0 or (key == "alpha" and not 0 < value < 1):
+        return "out of range (alpha: between 0 and 1; others: finite and >= 0)"
+    return None
+
+
+def _check_value(key: str, value, where: str) -> float:
+    problem = _value_problem(key, value)
+    if problem:
+        raise InputError(f"{where}: {key} {problem}, got {value!r}")
     return float(value)
+
+
+def _check_flag(key: str, value: object) -> float:
+    problem = _value_problem(key, value)
+    if problem:
+        raise SettingsError(problem, field=key, value=value)
+    return float(value)  # type: ignore[arg-type]
 
 
 def load_policy(settings: dict | None = None, overrides: dict | None = None, where: str = "[tool.kbase.gate]") -> Policy:
@@ -90,13 +138,13 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None, whe
             if not isinstance(value, list):
                 raise InputError(f"{where}: ignore must be a list of patterns")
             for pat in value:
-                _check_pattern(pat, f"{where} ignore")
+                check_pattern(pat, f"{where} ignore")
             p.ignore = list(value)
         elif key == "kernels":
             if not isinstance(value, dict):
                 raise InputError(f"{where}: kernels must be a table of pattern = {{thresholds}}")
             for pat, over in value.items():
-                _check_pattern(pat, f"{where}.kernels")
+                check_pattern(pat, f"{where}.kernels")
                 if not isinstance(over, dict) or not set(over) <= set(THRESHOLD_KEYS):
                     raise InputError(f"{where}.kernels.{pat!r}: only {', '.join(THRESHOLD_KEYS)} may be overridden")
                 p.kernels[pat] = {k: _check_value(k, v, f"{where}.kernels") for k, v in over.items()}
@@ -115,12 +163,17 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None, whe
             continue
         if key == "ignore":
             for pat in value:
-                _check_pattern(pat, "--ignore")
+                try:
+                    check_pattern(pat, "pattern")
+                except InputError as exc:
+                    raise SettingsError(exc.message.removeprefix("pattern: "), field="ignore", value=pat) from None
             p.ignore = p.ignore + list(value)
         elif key == "new_kernel":
             if value not in ("fail", "warn"):
-                raise InputError(f"--new-kernel must be 'fail' or 'warn', got {value!r}")
+                raise SettingsError("must be 'fail' or 'warn'", field="new_kernel", value=value)
             p.new_kernel = value
+        elif key not in THRESHOLD_KEYS:
+            raise SettingsError("not a policy setting", field=key, value=value)
         else:
-            setattr(p, key, _check_value(key, value, f"--{key.replace('_', '-')}"))
+            setattr(p, key, _check_flag(key, value))
     return p

@@ -1,0 +1,352 @@
+"""The front door: every kbase pipeline, as one call each. The CLI is parse -> one call here -> render.
+
+    import kbase
+
+    settings = kbase.Settings.load(db="sqlite:///kbase.db", name="train-8gpu")
+    lb = kbase.top("train.sqlite", settings)               # read -> window -> leaderboard
+    kbase.snapshot("train.sqlite", settings)               # ... -> store at HEAD
+    result = kbase.gate("HEAD~1", "HEAD", settings)        # resolve -> diff -> decide
+    result.verdict.code                                    # 0 pass, 1 regression, 2 incomparable
+
+Stages, each a typed function of its own package: ``readers.read_profile`` -> ``analysis.window.
+select_window`` -> ``analysis.leaderboard.build_leaderboard`` -> ``store.queries.save_leaderboard`` ->
+``compare.diff.compute_diff`` -> ``compare.gate.decide`` -> ``render``. Functions that touch the store
+take an open ``Store`` or open (and close) the one ``settings`` names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbase.errors import InputError
+from kbase.settings import Settings
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.window import Window
+    from kbase.comparison.diff import DiffResult
+    from kbase.comparison.gate import Verdict
+    from kbase.comparison.resolve import Resolved
+    from kbase.readers.profile import Profile
+    from kbase.store.engine import Store
+    from kbase.store.models import Acceptance, Baseline
+
+Progress = Callable[[int], None]
+
+
+# ------------------------------------------------------------------------------------------ stages
+
+
+def read(path: Path | str, *, progress: Progress | None = None) -> Profile:
+    """Stage 1: a profile file (or per-rank trace directory) as DataFrames (``readers.profile``)."""
+    from kbase.readers import read_profile
+
+    return read_profile(Path(path), progress=progress)
+
+
+def window(profile: Profile, settings: Settings | None = None) -> Window:
+    """Stage 2: the launches of the settings' window (iterations after warm-up by default)."""
+    from kbase.analysis.window import select_window
+
+    return select_window(profile, (settings or Settings.load()).window)
+
+
+def leaderboard(win: Window, *, per_gpu: bool = False) -> Leaderboard:
+    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples."""
+    from kbase.analysis.leaderboard import build_leaderboard
+
+    return build_leaderboard(win, per_gpu=per_gpu)
+
+
+def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
+        progress: Progress | None = None) -> Leaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
+    settings = settings or Settings.load()
+    return leaderboard(window(read(_profile_path(profile, settings), progress=progress), settings), per_gpu=per_gpu)
+
+
+def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
+    if profile is not None:
+        return Path(profile)
+    if settings.profile is None:
+        raise InputError("no profile given (and no [tool.kbase] profile in pyproject.toml)")
+    return settings.profile
+
+
+# ------------------------------------------------------------------------------------------ store
+
+
+@contextlib.contextmanager
+def _store(settings: Settings, store: Store | None) -> Iterator[Store]:
+    """The given store, or the settings' store opened for this call and closed after it."""
+    if store is not None:
+        yield store
+        return
+    from kbase.store.engine import open_store
+
+    opened = open_store(settings)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@dataclass
+class SnapshotResult:
+    baseline: Baseline
+    leaderboard: Leaderboard
+    created: bool  # False: an identical baseline (same file, window and commit) already existed
+
+
+def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
+             note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
+             force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
+    """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
+    from kbase.gitrepo import commit_info
+    from kbase.readers import detect_format
+    from kbase.readers.source import describe_source
+    from kbase.store.queries import find_duplicate, load_leaderboard, save_leaderboard
+
+    settings = settings or Settings.load()
+    path = _profile_path(profile, settings)
+    commit = commit_info(settings.repo, rev, no_git)
+    if require_clean and commit.dirty:
+        raise InputError("working tree has uncommitted changes", field="require_clean", value=True)
+    fmt = detect_format(path)
+    wkey = settings.window.key()
+    with _store(settings, store) as st:
+        source = describe_source(path, fmt)
+        if not force:
+            dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None and dup.id is not None:
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
+        lb = leaderboard(window(read(path, progress=progress), settings))
+        base = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
+                                window_spec=wkey, tags=tags, note=note, url=st.url)
+        return SnapshotResult(baseline=base, leaderboard=lb, created=True)
+
+
+def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
+              commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> list[Baseline]:
+    """Stored baselines, newest first (of ``workload`` when given)."""
+    from kbase.store.queries import list_baselines
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return list_baselines(st.engine, workload=workload, branch=branch, commit_prefix=commit, limit=limit)
+
+
+@dataclass
+class StoredLeaderboard:
+    baseline: Baseline
+    leaderboard: Leaderboard
+
+
+def baseline(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredLeaderboard:
+    """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload)."""
+    from kbase.comparison.resolve import parse_ref, resolve_baseline
+    from kbase.store.queries import load_leaderboard
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        b = resolve_baseline(parse_ref(ref, profiles=False), st.engine, workload=settings.workload,
+                             repo=settings.repo)
+        assert b.id is not None
+        return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
+
+
+def remove(baseline_id: int, settings: Settings | None = None, *,
+           confirm: Callable[[Baseline], bool] | None = None, store: Store | None = None) -> Baseline | None:
+    """Delete one baseline by id; ``confirm(baseline)`` may veto (then None is returned)."""
+    from kbase.store.queries import delete_baseline, get_baseline
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        b = get_baseline(st.engine, baseline_id)
+        if confirm is not None and not confirm(b):
+            return None
+        delete_baseline(st.engine, baseline_id, st.url)
+        return b
+
+
+def history(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
+            store: Store | None = None) -> pd.DataFrame:
+    """One kernel (full demangled name) across every stored baseline, oldest first."""
+    from kbase.store.queries import kernel_history
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return kernel_history(st.engine, kernel, workload)
+
+
+# ------------------------------------------------------------------------------------------ compare
+
+
+@dataclass
+class Comparison:
+    result: DiffResult
+    before: Resolved
+    after: Resolved
+    notes: list[str] = field(default_factory=list)
+
+
+def _pair(before: str | None, after: str | None, settings: Settings, base_ref: str | None,
+          default_before: str) -> tuple[str, str, list[str]]:
+    if base_ref is not None:
+        from kbase.gitrepo import merge_base, open_repo
+
+        head = after or before or "HEAD"
+        mb = merge_base(open_repo(settings.repo), base_ref, head)
+        return mb, head, [f"base ref {base_ref}: comparing against merge-base {mb[:12]}"]
+    if before is None:
+        return default_before, after or "HEAD", []
+    return before, after or "HEAD", []
+
+
+def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: bool) -> Resolved:
+    from kbase.comparison.resolve import RefKind, Resolved, parse_ref, resolve_stored
+    from kbase.comparison.side import SideMeta, side_from_leaderboards
+
+    ref = parse_ref(text)
+    if ref.kind == RefKind.PROFILE:
+        lb = top(ref.path, settings)
+        meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
+                        gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
+        label = f"{text} (profile, not stored)"
+        return Resolved(side=side_from_leaderboards([lb], label, meta), commit=None, label=label)
+    return resolve_stored(ref, st().engine, workload=settings.workload, repo=settings.repo, strict=strict)
+
+
+def compare(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
+            base_ref: str | None = None, strict: bool = False, store: Store | None = None) -> Comparison:
+    """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration."""
+    settings = settings or Settings.load()
+    a, b, notes = _pair(before, after, settings, base_ref, default_before=before or "HEAD~1")
+    return _compare(a, b, settings, notes, strict, store)
+
+
+def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None) -> Comparison:
+    from kbase.comparison.diff import compute_diff
+
+    with contextlib.ExitStack() as stack:
+        opened: list[Store] = [store] if store is not None else []
+
+        def get_store() -> Store:
+            if not opened:
+                opened.append(stack.enter_context(_store(settings, None)))
+            return opened[0]
+
+        first = _resolve(a, settings, get_store, strict)
+        second = _resolve(b, settings, get_store, strict)
+        result = compute_diff(first.side, second.side, settings.policy)
+        return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes)
+
+
+@dataclass
+class GateResult:
+    comparison: Comparison
+    verdict: Verdict
+
+
+def gate(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
+         base_ref: str | None = None, strict: bool = False, allow_incomparable: bool = False,
+         warn_only: bool = False, today: date | None = None, store: Store | None = None) -> GateResult:
+    """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range."""
+    from kbase.comparison.gate import active_acceptances, decide
+
+    settings = settings or Settings.load()
+    a, b, notes = _pair(before, after, settings, base_ref, default_before="HEAD~1")
+    with contextlib.ExitStack() as stack:
+        st = store
+        if st is None and not all(_is_profile(x) for x in (a, b)):
+            st = stack.enter_context(_store(settings, None))
+        comparison = _compare(a, b, settings, notes, strict, st)
+        accepted: list[Acceptance] = []
+        if st is not None and comparison.after.commit:
+            from kbase.store.queries import list_acceptances
+
+            accepted = active_acceptances(list_acceptances(st.engine, comparison.after.side.meta.workload),
+                                          today=today, in_range=_range_check(settings, comparison))
+    verdict = decide(comparison.result, accepted, allow_incomparable=allow_incomparable, warn_only=warn_only)
+    return GateResult(comparison=comparison, verdict=verdict)
+
+
+def _is_profile(text: str) -> bool:
+    from kbase.comparison.resolve import RefKind, parse_ref
+
+    return parse_ref(text).kind == RefKind.PROFILE
+
+
+def _range_check(settings: Settings, comparison: Comparison) -> Callable[[str], bool]:
+    """An acceptance applies when its commit lies in (before, after]."""
+    from kbase.gitrepo import open_repo
+
+    before_commit, after_commit = comparison.before.commit, comparison.after.commit
+    try:
+        r = open_repo(settings.repo)
+    except InputError:
+        return lambda c: c == after_commit
+
+    def in_range(c: str) -> bool:
+        try:
+            if not r.is_ancestor(c, after_commit):
+                return False
+            return before_commit is None or not r.is_ancestor(c, before_commit)
+        except Exception:  # noqa: BLE001 - unknown commit in a shallow clone: exact match only
+            return c == after_commit
+
+    return in_range
+
+
+# ------------------------------------------------------------------------------------------ acceptances
+
+
+def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,
+           store: Store | None = None) -> Acceptance:
+    """Acknowledge a known regression: the gate lists matching regressions in ``(before, after]`` ranges
+    containing ``rev`` as accepted, not failing, until ``expires``."""
+    from kbase.comparison.policy import check_pattern
+    from kbase.gitrepo import author, open_repo, resolve_commit
+    from kbase.store.models import Acceptance
+    from kbase.store.queries import add_acceptance
+
+    settings = settings or Settings.load()
+    check_pattern(pattern, "pattern")
+    if not reason.strip():
+        raise InputError("must not be empty", field="reason", value=reason)
+    commit = resolve_commit(open_repo(settings.repo), rev).hexsha
+    row = Acceptance(workload=settings.workload, pattern=pattern, commit=commit, reason=reason,
+                     author=author(settings.repo), expires=expires)
+    with _store(settings, store) as st:
+        return add_acceptance(st.engine, row, st.url)
+
+
+def acceptances(settings: Settings | None = None, *, all_workloads: bool = False, active_on: date | None = None,
+                store: Store | None = None) -> list[Acceptance]:
+    """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
+    from kbase.store.queries import list_acceptances
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return list_acceptances(st.engine, None if all_workloads else settings.workload, active_on)
+
+
+def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store | None = None) -> Acceptance:
+    """Remove one acceptance: the gate fails on its regressions again."""
+    from kbase.store.queries import delete_acceptance
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return delete_acceptance(st.engine, acceptance_id, st.url)
+
+
+__all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "accept", "acceptances",
+           "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove", "revoke",
+           "snapshot", "top", "window"]

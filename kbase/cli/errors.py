@@ -1,0 +1,70 @@
+"""Library errors in the words of the command line: a field becomes the flag, ``pyproject.toml`` key
+or environment variable that set it, and the message stays on one line."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kbase.settings import Settings
+
+# Setting -> the flag (or argument) that gives it on the command line.
+FLAGS = {
+    "marker": "--marker", "iteration_kernel": "--iteration-kernel", "iterations": "--iterations",
+    "warmup": "--warmup", "trim": "--trim", "gpu": "--gpu", "db": "--db", "name": "--name", "profile": "PROFILE",
+    "repo": "--repo", "rev": "--rev", "strict": "--strict", "require_clean": "--require-clean",
+    "max_increase_pct": "--max-increase-pct", "abs_floor_us": "--abs-floor-us", "share_floor": "--share-floor",
+    "alpha": "--alpha", "total_increase_pct": "--total-increase-pct", "new_kernel": "--new-kernel",
+    "ignore": "--ignore", "format": "--format", "reason": "--reason", "expires": "--expires", "pattern": "PATTERN",
+    "ref": "REF", "acceptance": "--revoke", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
+}
+ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT"}
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, str):
+        return repr(value)
+    return str(value)
+
+
+def label(field: str, value: Any, settings: Settings | None) -> str:
+    """How the user gave ``field``: ``--gpu 9``, ``[tool.kbase] warmup = 9 (…/pyproject.toml)``, ``KBASE_DB=…``."""
+    from kbase.errors import is_unset
+    from kbase.settings import Origin
+
+    origin = settings.origin(field) if settings is not None else Origin.FLAG
+    if origin == Origin.CONFIG and settings is not None:
+        where = f" ({settings.pyproject})" if settings.pyproject else ""
+        return f"[tool.kbase] {field}" + ("" if is_unset(value) else f" = {_value_text(value)}") + where
+    if origin == Origin.ENV or field == "busy_timeout_s":
+        var = ENV_VARS.get(field, field.upper())
+        return var if is_unset(value) else f"{var}={_mask(field, value)}"
+    flag = FLAGS.get(field, field)
+    if is_unset(value):
+        return flag
+    if flag.isupper():  # a positional argument: the value speaks for itself
+        return _value_text(value)
+    return f"{flag} {_mask(field, value) if field == 'db' else _value_text(value)}"
+
+
+def _mask(field: str, value: Any) -> str:
+    if field == "db":
+        from kbase.store.engine import mask_url
+
+        return mask_url(str(value))
+    return str(value)
+
+
+def one_line(text: str) -> str:
+    """Messages may quote names with newlines (kernel names, paths): keep stderr to one line."""
+    return str(text).strip().replace("\r", "\\r").replace("\n", "\\n")
+
+
+def error_line(exc: BaseException, settings: Settings | None) -> str:
+    from kbase.errors import KbaseError
+
+    if isinstance(exc, KbaseError):
+        return one_line(exc.render(lambda f, v: label(f, v, settings)))
+    return one_line(str(exc))

@@ -1,0 +1,56 @@
+"""``kbase top``: the kernel leaderboard of a profile."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kbase.cli.app import (FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt, RepoOpt, TrimOpt,
+                           WarmupOpt, app, check_choice, console, default_limit, make_settings, reading_progress)
+from kbase.enums import LeaderboardFormat
+
+if TYPE_CHECKING:
+    from kbase.analysis.leaderboard import Leaderboard
+
+
+@app.command()
+def top(
+    profile: Annotated[Path, typer.Argument(help="Nsight Systems SQLite export, .nsys-rep, or PyTorch profiler "
+                                                 "trace (file or per-rank directory).")],
+    marker: MarkerOpt = None,
+    iteration_kernel: IterKernelOpt = None,
+    iterations: IterationsOpt = None,
+    warmup: WarmupOpt = None,
+    trim: TrimOpt = None,
+    gpu: GpuOpt = None,
+    per_gpu: Annotated[bool, typer.Option("--per-gpu", help="One row per (GPU, kernel).")] = False,
+    fmt: FormatOpt = "table",
+    limit: LimitOpt = None,
+    repo: RepoOpt = None,
+) -> None:
+    """Kernel leaderboard of a profile over an iteration-aligned window."""
+    import kbase
+
+    fmt = check_choice(fmt, LeaderboardFormat)
+    settings = make_settings(repo=repo, marker=marker, iteration_kernel=iteration_kernel, iterations=iterations,
+                             warmup=warmup, trim=trim, gpu=gpu)
+    with reading_progress(profile) as progress:
+        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress)
+    emit_leaderboard(lb, fmt, default_limit(fmt, limit))
+
+
+def emit_leaderboard(lb: Leaderboard, fmt: str, limit: int | None, title: str = "Kernel leaderboard",
+                     extra: dict[str, Any] | None = None) -> None:
+    from kbase.render import leaderboard as render
+
+    if fmt == LeaderboardFormat.JSON:
+        sys.stdout.write(render.leaderboard_json(lb, limit, extra) + "\n")
+    elif fmt == LeaderboardFormat.CSV:
+        sys.stdout.write(render.leaderboard_csv(lb, limit))
+    elif fmt == LeaderboardFormat.MD:
+        sys.stdout.write(render.leaderboard_md(lb, limit))
+    else:
+        render.print_leaderboard(lb, console(), limit, title)

@@ -1,0 +1,122 @@
+"""Stage 6 — decide the gate from a diff: pass (0), kernel/total regression (1), incomparable (2).
+
+A failing row is a regressed kernel (every floor passed and significant), or a new kernel above
+the share floor when the policy says ``new_kernel = "fail"``, unless it is ignored by the policy
+or covered by an unexpired ``kbase accept`` for a commit inside the compared range. Low-confidence
+changes that would otherwise regress are warnings, never failures. The verdict is data; its
+sentences are the renderer's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from kbase.comparison.diff import NO_KERNELS, DiffResult
+from kbase.comparison.policy import name_matches
+from kbase.enums import Confidence, ExitCode, GateStatus, KernelClass, NewKernelPolicy
+
+if TYPE_CHECKING:
+    from kbase.store.models import Acceptance
+
+PASS, REGRESSION, INCOMPARABLE = ExitCode.OK, ExitCode.REGRESSION, ExitCode.USAGE
+TOTAL_KERNEL_TIME = "(total kernel time per iteration)"
+
+
+class FindingKind(StrEnum):
+    REGRESSED = "regressed"  # a kernel grew beyond its noise and every floor
+    NEW_KERNEL = "new_kernel"  # a new kernel above the share floor
+    TOTAL = "total"  # total kernel time per iteration grew significantly
+    LOW_CONFIDENCE = "low_confidence"  # would regress, but too few samples to test
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One kernel (or the total) the gate has something to say about."""
+
+    kind: FindingKind
+    name: str
+    short_name: str
+    delta_pct: float = float("nan")
+    effect: float = float("nan")  # Δ / iteration time
+    share_before: float = float("nan")
+    share_after: float = float("nan")
+    before: float = float("nan")  # ns per iteration per GPU
+    after: float = float("nan")
+    p_value: float = float("nan")
+
+
+@dataclass(frozen=True)
+class AcceptedFinding:
+    finding: Finding
+    acceptance_id: int | None
+    pattern: str
+    reason: str
+    commit: str
+    expires: date | None
+    author: str
+
+
+@dataclass
+class Verdict:
+    code: int
+    status: GateStatus
+    failing: list[Finding] = field(default_factory=list)
+    accepted: list[AcceptedFinding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)  # why the sides are incomparable
+
+
+def active_acceptances(acceptances: Iterable[Acceptance], today: date | None = None,
+                       in_range: Callable[[str], bool] | None = None) -> list[Acceptance]:
+    """Acceptances not expired whose commit lies in the compared range (``in_range(commit)``)."""
+    today = today or date.today()
+    return [a for a in acceptances
+            if (a.expires is None or a.expires >= today) and (in_range is None or in_range(a.commit))]
+
+
+def _finding(kind: FindingKind, r: dict) -> Finding:
+    return Finding(kind=kind, name=r["name"], short_name=r["short_name"], delta_pct=r["delta_pct"],
+                   effect=r["effect"], share_before=r["share_before"], share_after=r["share_after"],
+                   before=r["before"], after=r["after"], p_value=r["p_value"])
+
+
+def decide(result: DiffResult, acceptances: Sequence[Acceptance] = (), allow_incomparable: bool = False,
+           warn_only: bool = False) -> Verdict:
+    v = Verdict(code=PASS, status=GateStatus.PASS)
+    # A candidate that measured nothing has nothing to pass with: --allow-incomparable does not apply.
+    if result.mismatches and (not allow_incomparable or NO_KERNELS in result.mismatches):
+        v.code, v.status, v.mismatches = INCOMPARABLE, GateStatus.INCOMPARABLE, list(result.mismatches)
+        return v
+    policy = result.policy
+    fail_new = policy.new_kernel == NewKernelPolicy.FAIL
+    for r in result.rows.to_dict("records") if len(result.rows) else []:
+        cls = r["class"]
+        if cls == KernelClass.NEW and r["gated"] and not fail_new:
+            v.warnings.append(_finding(FindingKind.NEW_KERNEL, r))
+        if (cls == KernelClass.WITHIN_NOISE and r["confidence"] == Confidence.LOW
+                and r["delta_pct"] >= policy.max_increase_pct and r["share_before"] >= policy.share_floor):
+            v.warnings.append(_finding(FindingKind.LOW_CONFIDENCE, r))
+        if not (r["gated"] and (cls == KernelClass.REGRESSED or fail_new)):
+            continue
+        finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)
+        acc = next((a for a in acceptances if name_matches(a.pattern, r["name"])
+                    or name_matches(a.pattern, r["short_name"])), None)
+        if acc is None:
+            v.failing.append(finding)
+        else:
+            v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern,
+                                              reason=acc.reason, commit=acc.commit, expires=acc.expires,
+                                              author=acc.author))
+    k = result.totals.kernel
+    if k.regressed:
+        v.failing.append(Finding(kind=FindingKind.TOTAL, name=TOTAL_KERNEL_TIME, short_name=TOTAL_KERNEL_TIME,
+                                 delta_pct=k.delta_pct, before=k.before, after=k.after, p_value=k.p_value))
+    if v.failing:
+        v.code, v.status = REGRESSION, GateStatus.FAIL
+        if warn_only:
+            v.code, v.status = PASS, GateStatus.WARN_ONLY
+    return v

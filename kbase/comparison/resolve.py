@@ -1,0 +1,152 @@
+"""What to compare: the one reference resolver for every command.
+
+- ``@ID``: that stored baseline.
+- an existing file or directory (where a command accepts profiles): a profile, whose leaderboard is
+  computed on the fly (nothing stored) by the caller (``kbase.api``).
+- anything else: a git revision. Its baselines (repeat captures pooled, the same capture never
+  twice) are used; when it has none, first-parent ancestry is walked (at most ``ANCESTRY_LIMIT``
+  commits) to the nearest commit that has one, and the note says which commit and how many were
+  skipped (``strict`` makes it an error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbase.errors import InputError
+from kbase.gitrepo import ANCESTRY_LIMIT
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from kbase.comparison.side import Side, SideMeta
+    from kbase.store.models import Baseline
+
+
+class RefKind(StrEnum):
+    BASELINE = "baseline"
+    PROFILE = "profile"
+    REVISION = "revision"
+
+
+@dataclass(frozen=True)
+class Ref:
+    text: str
+    kind: RefKind
+    baseline_id: int | None = None
+    path: Path | None = None
+
+
+def parse_ref(text: str, *, profiles: bool = True) -> Ref:
+    """``@12`` a baseline, an existing path a profile (when ``profiles``), else a git revision."""
+    if text.startswith("@"):
+        token = text[1:]
+        if not token.isdigit():
+            raise InputError("a baseline id looks like @12", field="ref", value=text)
+        return Ref(text, RefKind.BASELINE, baseline_id=int(token))
+    if profiles and text and Path(text).exists():
+        return Ref(text, RefKind.PROFILE, path=Path(text))
+    if not text.strip():
+        raise InputError("empty revision", field="ref", value=text)
+    return Ref(text, RefKind.REVISION)
+
+
+@dataclass
+class Resolved:
+    side: Side
+    commit: str | None
+    baseline_ids: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    label: str = ""
+
+
+def side_meta(bs: list[Baseline]) -> SideMeta:
+    from kbase.comparison.side import SideMeta
+
+    b = bs[-1]
+    return SideMeta(workload=b.workload, gpu_models=b.gpu_models, gpu_count=b.gpu_count, window_spec=b.window_spec,
+                    commit=b.commit, baselines=tuple(x.id for x in bs if x.id is not None))
+
+
+def distinct_captures(bs: list[Baseline]) -> list[Baseline]:
+    """One baseline per capture: the same file (sha256) with the same window stored twice (``--force``)
+    is one sample, not two. The newest copy is kept."""
+    seen: dict[tuple[str, str], Baseline] = {}
+    for b in bs:
+        seen[(b.source_sha256, b.window_spec)] = b
+    return sorted(seen.values(), key=lambda b: b.id or 0)
+
+
+def _from_baselines(engine: Engine, bs: list[Baseline], label: str, notes: list[str]) -> Resolved:
+    from kbase.comparison.side import side_from_leaderboards
+    from kbase.store.queries import load_leaderboard
+
+    newest = bs[-1]
+    same = [b for b in bs if b.fingerprint == newest.fingerprint]
+    if len(same) < len(bs):
+        notes.append(f"{label}: {len(bs) - len(same)} baseline(s) at this commit have another GPU/window fingerprint "
+                     "and were not pooled")
+    unique = distinct_captures(same)
+    if len(unique) < len(same):
+        notes.append(f"{label}: {len(same) - len(unique)} re-stored copy(ies) of the same capture not pooled twice")
+    if len(unique) > 1:
+        notes.append(f"{label}: pooled {len(unique)} repeat captures ({', '.join(f'@{b.id}' for b in unique)})")
+    lbs = [load_leaderboard(engine, b.id) for b in unique if b.id is not None]
+    side = side_from_leaderboards(lbs, label, side_meta(unique))
+    return Resolved(side=side, commit=newest.commit, baseline_ids=[b.id for b in unique if b.id is not None],
+                    notes=notes, label=label)
+
+
+def resolve_stored(ref: Ref, engine: Engine, *, workload: str, repo: Path | None = None,
+                   strict: bool = False) -> Resolved:
+    """One side of a diff from the store: a baseline id, or a git revision's baselines."""
+    from kbase.store.queries import baselines_at, get_baseline
+
+    if ref.kind == RefKind.BASELINE:
+        assert ref.baseline_id is not None
+        b = get_baseline(engine, ref.baseline_id)
+        return _from_baselines(engine, [b], f"@{b.id} ({b.commit[:12]})", [])
+    from kbase.gitrepo import first_parents, open_repo, resolve_commit
+
+    repo_obj = open_repo(repo)
+    commit = resolve_commit(repo_obj, ref.text).hexsha
+    chain = first_parents(repo_obj, commit, ANCESTRY_LIMIT)
+    found = baselines_at(engine, workload, chain)
+    for skipped, c in enumerate(chain):
+        if c in found:
+            notes = []
+            if skipped:
+                if strict:
+                    raise InputError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}); strict mode "
+                                     f"forbids walking back (nearest: {c[:12]}, {skipped} commit(s) back)",
+                                     field="strict", value=True)
+                notes.append(f"{ref.text}: no baseline at {commit[:12]}; using {c[:12]} ({skipped} commit(s) back on "
+                             "first-parent history)")
+            return _from_baselines(engine, found[c], f"{ref.text} ({c[:12]})", notes)
+    raise InputError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}) or its "
+                     f"{len(chain) - 1} first-parent ancestor(s); run kbase snapshot there first")
+
+
+def resolve_baseline(ref: Ref, engine: Engine, *, workload: str, repo: Path | None = None) -> Baseline:
+    """A single stored baseline: ``@ID``, or the newest baseline of ``workload`` at a git revision."""
+    from kbase.store.queries import baselines_at, get_baseline
+
+    if ref.kind == RefKind.BASELINE:
+        assert ref.baseline_id is not None
+        return get_baseline(engine, ref.baseline_id)
+    from kbase.gitrepo import open_repo, resolve_commit
+
+    try:
+        commit = resolve_commit(open_repo(repo), ref.text).hexsha
+    except InputError:
+        if ref.text.isdigit():  # "12" is a revision to git; say how to name baseline 12
+            raise InputError(f"not a git revision; for baseline {ref.text} write @{ref.text}", field="ref",
+                             value=ref.text) from None
+        raise
+    found = baselines_at(engine, workload, [commit]).get(commit)
+    if not found:
+        raise InputError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]})")
+    return found[-1]

@@ -1,0 +1,114 @@
+"""The closed vocabularies of kbase: modes, formats, classes and statuses.
+
+``StrEnum`` members compare equal to their string values, so stored rows, JSON documents and
+pandas columns keep plain strings while the code names each value once.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class WindowMode(StrEnum):
+    ITERATIONS = "iterations"  # iteration-aligned: marker ranges or an iteration kernel
+    TRIM = "trim"  # a time slice of the capture clock (not aligned)
+    WHOLE = "whole"  # no marker: the whole capture (not aligned)
+
+
+class AttributionMode(StrEnum):
+    MARKER = "marker"
+    KERNEL = "kernel"
+    NONE = "none"
+
+
+class Category(StrEnum):
+    COMPUTE = "compute"
+    COMMUNICATION = "communication"  # NCCL and friends: not compute
+    MEMORY = "memory"
+
+
+class TcState(StrEnum):
+    YES = "tc"  # ✓ uses tensor cores
+    FALLBACK = "fallback"  # ⚠ eligible (matmul/conv) but no tensor-core path
+    NA = "na"  # - not eligible
+
+    @property
+    def symbol(self) -> str:
+        return {"tc": "✓", "fallback": "⚠", "na": "-"}[self.value]
+
+
+class KernelClass(StrEnum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    NEW = "new"
+    GONE = "gone"
+    UNCHANGED = "unchanged"
+    WITHIN_NOISE = "within_noise"
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("_", " ")
+
+
+class Match(StrEnum):
+    NAME = "name"
+    FAMILY = "family"
+    NEW = "new"
+    GONE = "gone"
+
+
+class Confidence(StrEnum):
+    OK = "ok"
+    LOW = "low"  # too few samples for any test: never a regression, at most a warning
+
+
+class GateStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCOMPARABLE = "incomparable"
+    WARN_ONLY = "warn-only"
+
+
+class ExitCode:
+    """The process exit codes of every command."""
+
+    OK = 0
+    REGRESSION = 1
+    USAGE = 2  # bad input, usage, missing baseline, incomparable
+    INTERNAL = 3
+
+
+class NewKernelPolicy(StrEnum):
+    FAIL = "fail"
+    WARN = "warn"
+
+
+class LeaderboardFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+    MD = "md"
+
+
+class DiffFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+    MD = "md"
+
+
+class ListFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+class HistoryFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+class ProfileFormat(StrEnum):
+    NSYS_SQLITE = "nsys-sqlite"
+    NSYS_REP = "nsys-rep"
+    KINETO = "kineto"

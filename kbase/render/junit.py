@@ -1,0 +1,36 @@
+"""The gate as JUnit XML, for CI systems that show test reports (GitLab ``reports: junit``)."""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from kbase.comparison.gate import FindingKind, Verdict
+from kbase.enums import GateStatus
+from kbase.render.diff import finding_text, verdict_reasons
+from kbase.render.units import fmt_delta_pct
+
+
+def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
+    rows = [r for r in doc["kernels"] if r["class"] in ("regressed", "new")]
+    failing = {f.name for f in verdict.failing}
+    cases = []
+    for r in rows:
+        body = ""
+        if r["name"] in failing:
+            msg = f"{r['short_name']} {r['class']} {fmt_delta_pct(r['delta_pct'])} per iteration; {r['amdahl']}"
+            body = f"<failure message={quoteattr(msg)}>{escape(r['diagnosis'])}</failure>"
+        cases.append(f'  <testcase classname="kbase.gate" name={quoteattr(r["name"])}>{body}</testcase>')
+    if verdict.status == GateStatus.INCOMPARABLE:
+        cases.append('  <testcase classname="kbase.gate" name="comparability"><error message='
+                     + quoteattr("; ".join(verdict_reasons(verdict))) + "/></testcase>")
+    for f in verdict.failing:
+        if f.kind == FindingKind.TOTAL:
+            cases.append('  <testcase classname="kbase.gate" name="total kernel time per iteration"><failure message='
+                         + quoteattr(finding_text(f)) + "/></testcase>")
+    if not cases:
+        cases.append('  <testcase classname="kbase.gate" name="no kernel regression"/>')
+    nfail = sum("<failure" in c for c in cases)
+    nerr = sum("<error" in c for c in cases)
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="kbase gate" tests="{len(cases)}" '
+            f'failures="{nfail}" errors="{nerr}">\n' + "\n".join(cases) + "\n</testsuite>\n")

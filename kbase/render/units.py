@@ -1,0 +1,52 @@
+"""Numbers for people: one unit per concept, chosen by magnitude; p-values without scientific noise."""
+
+from __future__ import annotations
+
+import math
+
+
+def _missing(x: float | int | None) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt_ns(ns: float | int | None) -> str:
+    if _missing(ns):
+        return "-"
+    assert ns is not None
+    a = abs(ns)
+    if a >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if a >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if a >= 1e3:
+        return f"{ns / 1e3:.2f} µs"
+    return f"{ns:.0f} ns"
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage (0.123 -> 12.3%)."""
+    if _missing(x):
+        return "-"
+    assert x is not None
+    return f"{100 * x:.{digits}f}%"
+
+
+def fmt_delta_pct(x: float | str | None) -> str:
+    """A change already in percent (+12.3%); an infinite one (from zero) is "new"."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, str) or math.isinf(x):
+        return "new"
+    return f"{x:+.1f}%"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value as a person reads it: 0.03, 0.0004, < 1e-6."""
+    if _missing(p):
+        return "-"
+    assert p is not None
+    if p < 1e-6:
+        return "< 1e-6"
+    if p < 0.001:
+        return f"{p:.1e}"
+    return f"{p:.2g}"

@@ -1,0 +1,241 @@
+"""Reading and writing baselines: SQLAlchemy Core over the SQLModel tables, one function per question.
+
+Writes are single transactions (``write_transaction``): a baseline and all its rows, or nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from kbase.errors import InputError, KbaseError, StoreError
+from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
+from kbase.store.engine import write_transaction
+from kbase.store.models import Acceptance, Baseline, BaselineKernel, KernelName
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+    from kbase.analysis.leaderboard import Leaderboard
+    from kbase.gitrepo import CommitInfo
+    from kbase.readers.source import SourceInfo
+
+_NAME_CHUNK = 400
+
+
+def name_ids(conn: Connection, table: pd.DataFrame) -> dict[str, int]:
+    """Ids of the kernel names, inserting those not yet known (race-safe upsert)."""
+    from sqlalchemy import select
+
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    kn = KernelName.__table__
+    u = table[["name", "family", "short_name", "category", "tc"]].drop_duplicates("name")
+    rows = [  # column lists: itertuples over Arrow-backed string columns is several times slower
+        {
+            "name_hash": name_hash(name),
+            "name": name,
+            "family_hash": name_hash(family),
+            "family": family,
+            "short_name": short,
+            "category": category,
+            "tc": tc,
+        }
+        for name, family, short, category, tc in zip(*(u[c].tolist() for c in u.columns))
+    ]
+    # One global insert order: two writers adding overlapping new names in different (leaderboard)
+    # orders would each wait on the other's uncommitted row — a deadlock on PostgreSQL.
+    rows.sort(key=lambda row: row["name_hash"])
+    ids: dict[str, int] = {}
+    by_hash = {row["name_hash"]: row["name"] for row in rows}
+    for i in range(0, len(rows), _NAME_CHUNK):
+        chunk = rows[i : i + _NAME_CHUNK]
+        hashes = [row["name_hash"] for row in chunk]
+        # Known names are only looked up: the insert (and its per-row parameter processing) is paid
+        # for new names only, which after the first baseline of a workload is almost none.
+        found = dict(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(hashes))).all())
+        missing = [row for row in chunk if row["name_hash"] not in found]
+        if missing:
+            conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
+            new = [row["name_hash"] for row in missing]
+            found.update(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(new))).all())
+        for h, nid in found.items():
+            ids[by_hash[h]] = nid
+    return ids
+
+
+def insert_kernels(conn: Connection, rows: list[dict], chunk: int = 2000) -> None:
+    bk = BaselineKernel.__table__
+    for i in range(0, len(rows), chunk):
+        conn.execute(bk.insert(), rows[i : i + chunk])
+
+
+def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo,
+                     window_spec: str, tags: list[str] | None = None, note: str = "", url: str = "") -> Baseline:
+    """Store one leaderboard as a new baseline, atomically. Returns the saved Baseline row."""
+    base = baseline_row(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
+                        note=note)
+    bt = Baseline.__table__
+    values = base.model_dump(exclude={"id"})
+    keys = [int(k) for k in lb.summary.iteration_keys]
+    try:
+        with write_transaction(engine, url) as conn:
+            baseline_id = conn.execute(bt.insert().values(**values).returning(bt.c.id)).scalar_one()
+            ids = name_ids(conn, lb.table)
+            insert_kernels(conn, kernel_rows(baseline_id, lb, ids, keys))
+    except KbaseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
+        raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
+    base.id = baseline_id
+    return base
+
+
+def find_duplicate(engine, workload: str, commit: str, sha256: str, window_spec: str) -> Baseline | None:
+    from sqlmodel import Session, select
+
+    with Session(engine) as session:
+        q = select(Baseline).where(
+            Baseline.workload == workload,
+            Baseline.commit == commit,
+            Baseline.source_sha256 == sha256,
+            Baseline.window_spec == window_spec,
+        )
+        return session.exec(q).first()
+
+
+def list_baselines(engine, workload: str | None = None, branch: str | None = None,
+                   commit_prefix: str | None = None, limit: int | None = None) -> list[Baseline]:
+    """Baselines, newest first, optionally filtered."""
+    from sqlmodel import Session, select
+
+    q = select(Baseline)
+    if workload:
+        q = q.where(Baseline.workload == workload)
+    if branch:
+        q = q.where(Baseline.branch == branch)
+    if commit_prefix:
+        q = q.where(Baseline.commit.startswith(commit_prefix.lower(), autoescape=True))
+    q = q.order_by(Baseline.created_at.desc(), Baseline.id.desc())
+    if limit:
+        q = q.limit(limit)
+    with Session(engine) as session:
+        return list(session.exec(q).all())
+
+
+def get_baseline(engine, baseline_id: int) -> Baseline:
+    from sqlmodel import Session
+
+    with Session(engine) as session:
+        b = session.get(Baseline, baseline_id)
+    if b is None:
+        raise InputError(f"baseline @{baseline_id}: no such baseline in the store")
+    return b
+
+
+def baselines_at(engine, workload: str, commits: list[str]) -> dict[str, list[Baseline]]:
+    """Baselines of ``workload`` at each of ``commits`` (full hashes), oldest first per commit."""
+    from sqlmodel import Session, select
+
+    out: dict[str, list[Baseline]] = {}
+    if not commits:
+        return out
+    with Session(engine) as session:
+        q = select(Baseline).where(Baseline.workload == workload, Baseline.commit.in_(commits)).order_by(Baseline.id)
+        for b in session.exec(q).all():
+            out.setdefault(b.commit, []).append(b)
+    return out
+
+
+def load_kernels(engine, baseline_ids: list[int]) -> pd.DataFrame:
+    """Kernel rows of the given baselines joined with their names (one query)."""
+    from sqlalchemy import select
+
+    bk = BaselineKernel.__table__
+    kn = KernelName.__table__
+    q = (
+        select(bk, kn.c.name, kn.c.family, kn.c.short_name, kn.c.category, kn.c.tc)
+        .join(kn, kn.c.id == bk.c.name_id)
+        .where(bk.c.baseline_id.in_(baseline_ids))
+        .order_by(bk.c.baseline_id, bk.c.rank)
+    )
+    with engine.connect() as conn:
+        res = conn.execute(q)
+        # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
+        return pd.DataFrame([tuple(r) for r in res.fetchall()], columns=list(res.keys()))
+
+
+def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
+    """The stored Leaderboard of a baseline, as ``build_leaderboard`` made it."""
+    return leaderboard_from_rows(get_baseline(engine, baseline_id), load_kernels(engine, [baseline_id]))
+
+
+def delete_baseline(engine, baseline_id: int, url: str = "") -> None:
+    from sqlalchemy import delete
+
+    get_baseline(engine, baseline_id)
+    with write_transaction(engine, url) as conn:
+        conn.execute(delete(BaselineKernel.__table__).where(BaselineKernel.__table__.c.baseline_id == baseline_id))
+        conn.execute(delete(Baseline.__table__).where(Baseline.__table__.c.id == baseline_id))
+
+
+def kernel_history(engine, name: str, workload: str | None = None) -> pd.DataFrame:
+    """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
+    from sqlalchemy import select
+
+    bk = BaselineKernel.__table__
+    kn = KernelName.__table__
+    bt = Baseline.__table__
+    q = (
+        select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bk.c.count, bk.c.total_ns,
+               bk.c.avg_ns, bk.c.per_iter_ns, bk.c.share_window)
+        .join(bk, bk.c.baseline_id == bt.c.id)
+        .join(kn, kn.c.id == bk.c.name_id)
+        .where(kn.c.name_hash == name_hash(name))
+        .order_by(bt.c.created_at, bt.c.id)
+    )
+    if workload:
+        q = q.where(bt.c.workload == workload)
+    with engine.connect() as conn:
+        res = conn.execute(q)
+        # plain tuples: pandas probes each Row object (~2x slower at 10,000 baselines)
+        return pd.DataFrame([tuple(r) for r in res.fetchall()], columns=list(res.keys()))
+
+
+def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
+    """Store an acknowledged regression; returns it with its id."""
+    at = Acceptance.__table__
+    with write_transaction(engine, url) as conn:
+        row.id = conn.execute(at.insert().values(**row.model_dump(exclude={"id"})).returning(at.c.id)).scalar_one()
+    return row
+
+
+def list_acceptances(engine: Engine, workload: str | None = None, active_on: date | None = None) -> list[Acceptance]:
+    """Acceptances, oldest first; of one workload, and only those unexpired on ``active_on``, when given."""
+    from sqlmodel import Session, or_, select
+
+    q = select(Acceptance)
+    if workload:
+        q = q.where(Acceptance.workload == workload)
+    if active_on is not None:
+        q = q.where(or_(Acceptance.expires.is_(None), Acceptance.expires >= active_on))
+    with Session(engine) as session:
+        return list(session.exec(q.order_by(Acceptance.id)).all())
+
+
+def delete_acceptance(engine: Engine, acceptance_id: int, url: str = "") -> Acceptance:
+    """Revoke one acceptance; returns what was removed."""
+    from sqlalchemy import delete
+    from sqlmodel import Session
+
+    with Session(engine) as session:
+        row = session.get(Acceptance, acceptance_id)
+    if row is None:
+        raise InputError("no such acceptance in the store", field="acceptance", value=acceptance_id)
+    with write_transaction(engine, url) as conn:
+        conn.execute(delete(Acceptance.__table__).where(Acceptance.__table__.c.id == acceptance_id))
+    return row
