@@ -38,17 +38,18 @@ if TYPE_CHECKING:
     from kbase.store.engine import Store
     from kbase.store.models import Acceptance, Baseline
 
-Progress = Callable[[int], None]
+Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a large export streams
 
 
 # ------------------------------------------------------------------------------------------ stages
 
 
-def read(path: Path | str, *, progress: Progress | None = None) -> Profile:
-    """Stage 1: a profile file (or per-rank trace directory) as DataFrames (``readers.profile``)."""
+def read(path: Path | str, *, progress: Progress | None = None, fmt: str | None = None) -> Profile:
+    """Stage 1: a profile file (or per-rank trace directory) as DataFrames (``readers.profile``);
+    ``fmt`` skips format detection when the caller already did it."""
     from kbase.readers import read_profile
 
-    return read_profile(Path(path), progress=progress)
+    return read_profile(Path(path), progress=progress, fmt=fmt)
 
 
 def window(profile: Profile, settings: Settings | None = None) -> Window:
@@ -127,7 +128,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, progress=progress), settings))
+        lb = leaderboard(window(read(path, progress=progress, fmt=fmt), settings))
         base = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                 window_spec=wkey, tags=tags, note=note, url=st.url)
         return SnapshotResult(baseline=base, leaderboard=lb, created=True)

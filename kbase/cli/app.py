@@ -139,27 +139,31 @@ def console(stderr: bool = False) -> Any:
 
 
 @contextlib.contextmanager
-def reading_progress(path: Path | None) -> Iterator[Callable[[int], None] | None]:
-    """A progress callback for reading ``path``: a bar on a terminal for large exports, else None."""
-    if path is None or not sys.stderr.isatty() or not path.is_file():
+def reading_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback for a reader: a bar on a terminal, shown once a table proves large."""
+    if not sys.stderr.isatty():
         yield None
         return
-    from kbase.readers import detect_format
+    state: dict[str, Any] = {}
 
-    if detect_format(path) != "nsys-sqlite":
-        yield None
-        return
-    from kbase.readers.nsys import count_kernels
+    def advance(rows: int, total: int) -> None:
+        if "task" not in state:
+            if total < 200_000:
+                state["task"] = None
+                return
+            from rich.progress import Progress
 
-    total = count_kernels(path)
-    if total < 200_000:
-        yield None
-        return
-    from rich.progress import Progress
+            state["bar"] = Progress(console=console(stderr=True), transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task(f"reading {label}", total=total)
+        if state["task"] is not None:
+            state["bar"].advance(state["task"], rows)
 
-    with Progress(console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"reading {path.name}", total=total)
-        yield lambda n: bar.advance(task, n)
+    try:
+        yield advance
+    finally:
+        if state.get("bar") is not None:
+            state["bar"].stop()
 
 
 def _version(value: bool) -> None:

@@ -54,7 +54,7 @@ def snapshot(
     settings = make_settings(repo=repo, db=db, name=name, profile=profile, marker=marker,
                              iteration_kernel=iteration_kernel, iterations=iterations, warmup=warmup, trim=trim,
                              gpu=gpu)
-    with reading_progress(settings.profile) as progress:
+    with reading_progress(settings.profile.name if settings.profile else "profile") as progress:
         res = kbase.snapshot(settings.profile, settings, tags=tag, note=note, rev=rev, no_git=no_git,
                              require_clean=require_clean, force=force, progress=progress)
     b = res.baseline

@@ -37,7 +37,7 @@ def top(
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, marker=marker, iteration_kernel=iteration_kernel, iterations=iterations,
                              warmup=warmup, trim=trim, gpu=gpu)
-    with reading_progress(profile) as progress:
+    with reading_progress(profile.name) as progress:
         lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress)
     emit_leaderboard(lb, fmt, default_limit(fmt, limit))
 

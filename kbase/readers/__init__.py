@@ -7,8 +7,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from collections.abc import Callable
+
 from kbase.errors import InputError
 from kbase.readers.profile import Profile
+
+Progress = Callable[[int, int], None]  # (rows read now, rows in all)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
@@ -53,10 +57,11 @@ def detect_format(path: Path) -> str:
     )
 
 
-def read_profile(path: Path | str, progress=None) -> Profile:
-    """Read any supported profile. The user's file is only ever opened for reading."""
+def read_profile(path: Path | str, progress: Progress | None = None, fmt: str | None = None) -> Profile:
+    """Read any supported profile (``fmt``: the format when the caller already detected it). The user's
+    file is only ever opened for reading. ``progress(rows, total)`` is called as a large table streams."""
     path = Path(path)
-    fmt = detect_format(path)
+    fmt = fmt or detect_format(path)
     if fmt == "nsys-sqlite":
         from kbase.readers.nsys import read_nsys
 

@@ -73,7 +73,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
                 out[i][n : n + m] = batch.column(i).to_numpy(zero_copy_only=False)
             n += m
             if progress is not None:
-                progress(m)
+                progress(m, cap)  # rows read now, of about ``cap`` in all
         cur.close()
         return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in out]
     finally:

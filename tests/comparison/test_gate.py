@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kbase
+from conftest import REPO, run_kbase
 from test_diff import SLOW, Exports, shared_export_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = REPO
 
 # The CLI runs in this process (conftest.run_kbase) and never disposes the engines it opens: on
 # PostgreSQL their pooled psycopg connections raise ResourceWarning whenever the garbage collector

@@ -93,14 +93,14 @@ def _parse_once(request, monkeypatch):
 
     real = kbase.readers.read_profile
 
-    def read_profile(path, progress=None):
+    def read_profile(path, progress=None, fmt=None):
         p = Path(path)
         st = p.stat()
         key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
         if p.is_dir() or progress is not None:
-            return real(path, progress)
+            return real(path, progress, fmt)
         if key not in _PARSED:
-            _PARSED[key] = real(p)
+            _PARSED[key] = real(p, None, fmt)
         return dataclasses.replace(_PARSED[key], source=p)
 
     monkeypatch.setattr(kbase.readers, "read_profile", read_profile)

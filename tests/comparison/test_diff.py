@@ -30,9 +30,9 @@ from kbase.comparison.side import side_from_leaderboards
 from kbase.render.diff import amdahl_text, diagnosis
 from kbase.synth.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
 from kbase.render.diff import ROW_FIELDS
-from conftest import run_kbase
+from conftest import SHARED, run_kbase
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_DATA = SHARED
 
 MIX = {k.short_name if k.short_name != "vectorized_elementwise_kernel" else k.name: k
        for k in default_kernel_mix()}

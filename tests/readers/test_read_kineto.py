@@ -25,7 +25,7 @@ from kbase.readers import kineto_json
 from kbase.analysis.names import short_name as short_kernel_name
 from kbase.readers.kineto import _ns, looks_like_kineto, read_kineto
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from conftest import REPO, SHARED  # noqa: E402
 KINETO = SHARED / "kineto"
 NO_SHARED = "../shared/data not present (fresh clone)"
 TRACES = sorted(p.name for p in KINETO.glob("*.json*")) if KINETO.is_dir() else ["<absent>"]
@@ -306,7 +306,7 @@ def test_memory_is_bounded():
     )
     if not Path("/proc/self/status").exists():
         pytest.skip("needs /proc")
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     out = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},

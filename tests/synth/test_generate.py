@@ -19,7 +19,7 @@ from kbase.synth.generate import (
     scaled_kernel_mix,
 )
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from conftest import SHARED  # noqa: E402
 REAL_325 = SHARED / "nsys" / "h100_2gpu_fsdp_t5.sqlite"
 REAL_GPU = SHARED / "nsys" / "a100_cloverleaf.sqlite"
 

@@ -1,0 +1,50 @@
+"""Iteration attribution: a kernel belongs to the step whose CPU range contains its launch call,
+never by GPU time — against the generator's known per-step answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kbase
+from kbase.analysis.iterations import NOT_IN_ITERATION, attribute
+from kbase.synth.generate import ExportSpec, generate_export
+
+
+@pytest.mark.parametrize("spec", [
+    ExportSpec(n_gpus=2, iterations=5, seed=3),
+    ExportSpec(n_gpus=1, iterations=4, seed=4, marker_event_type=60),  # NVTX start/end ranges
+    ExportSpec(n_gpus=2, iterations=4, seed=5, nvtx_text_ids=True),  # names through textId
+    ExportSpec(n_gpus=2, iterations=5, seed=6, start_mid_iteration=True, slice_cuts_launches=3),
+], ids=["push-pop", "start-end", "text-ids", "sliced"])
+def test_per_step_counts_and_totals_equal_the_truth(tmp_path, spec):
+    truth = generate_export(tmp_path / "e.sqlite", spec)
+    prof = kbase.read(truth.path)
+    its = attribute(prof)
+    assert its.mode == "marker" and its.marker == "ProfilerStep#N"
+    k = prof.kernels
+    dur = (k["end"] - k["start"]).to_numpy()
+    gpu = k["gpu"].to_numpy()
+    names = k["name"].astype(str).to_numpy()
+    for rank in range(truth.n_gpus):
+        for i in truth.ranges[rank]:  # step i's range; its key is the number in its name
+            step = int(truth.markers[i].rsplit("#", 1)[1])
+            count, total = truth.iter_count[rank, i].sum(), truth.iter_total[rank, i].sum()
+            sel = (its.kernel_iteration == step) & (gpu == rank)
+            assert int(sel.sum()) == int(count), (rank, step)
+            assert int(dur[sel].sum()) == int(total), (rank, step)
+    assert its.no_launch == truth.unattributed
+    assert int(((its.kernel_iteration == NOT_IN_ITERATION) & (k["launch_start"].to_numpy() >= 0)).sum()) \
+        == truth.outside_ranges
+    assert set(np.unique(names)) <= set(truth.names)
+
+
+def test_iteration_kernel_starts_a_step_at_each_launch(tmp_path):
+    truth = generate_export(tmp_path / "n.sqlite", ExportSpec(n_gpus=2, iterations=5, seed=7, nvtx=False))
+    prof = kbase.read(truth.path)
+    first = truth.names[0]
+    its = attribute(prof, iteration_kernel="^" + first.replace("(", r"\(").replace(")", r"\)")
+                    .replace("[", r"\[").replace("]", r"\]").replace("*", r"\*").replace("+", r"\+") + "$")
+    assert its.mode == "kernel"
+    per_gpu = truth.kernels[first].count // truth.n_gpus
+    assert its.keys == list(range(per_gpu))
