@@ -363,9 +363,9 @@ def ensure_s3_store(out: Path, n: int, log) -> Path:
     from datetime import UTC, datetime, timedelta
 
     from kbase import store
-    from kbase.store.engine import HEAD_REVISION
-    from kbase.gitrepo import CommitInfo
     from kbase.analysis.window import WindowSpec
+    from kbase.gitrepo import CommitInfo
+    from kbase.store.engine import HEAD_REVISION
 
     db = out / f"s3_store_{n}.db"
     want = {"baselines": n, "kernels": S3_KERNELS, "iterations": S3_ITERATIONS, "schema": HEAD_REVISION,

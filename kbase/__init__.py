@@ -15,9 +15,27 @@ __all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLead
            "revoke", "snapshot", "top", "window"]
 
 if TYPE_CHECKING:
-    from kbase.api import (Comparison, GateResult, Settings, SnapshotResult, StoredLeaderboard, accept,  # noqa: F401
-                           acceptances, baseline, baselines, compare, gate, history, leaderboard, read, remove,
-                           revoke, snapshot, top, window)
+    from kbase.api import (  # noqa: F401
+        Comparison,
+        GateResult,
+        Settings,
+        SnapshotResult,
+        StoredLeaderboard,
+        accept,
+        acceptances,
+        baseline,
+        baselines,
+        compare,
+        gate,
+        history,
+        leaderboard,
+        read,
+        remove,
+        revoke,
+        snapshot,
+        top,
+        window,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kbase.errors import InputError
@@ -69,7 +69,7 @@ def commit_info(repo_path: Path | None = None, rev: str | None = None, no_git: b
     dirty = repo.is_dirty(untracked_files=False) if rev is None else False
     return CommitInfo(
         hash=commit.hexsha,
-        date=datetime.fromtimestamp(commit.committed_date, tz=timezone.utc),
+        date=datetime.fromtimestamp(commit.committed_date, tz=UTC),
         branch=branch,
         detached=detached,
         dirty=dirty,

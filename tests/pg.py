@@ -199,7 +199,7 @@ class PgServer:
         self.tmp = None
         self.url = None
 
-    def __enter__(self) -> "PgServer":
+    def __enter__(self) -> PgServer:
         self.start()
         return self
 

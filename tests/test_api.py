@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 import kbase
-from conftest import REPO
 from kbase.synth.generate import ExportSpec, default_kernel_mix, generate_export
+
+from conftest import REPO
 
 
 def readme_python() -> str:

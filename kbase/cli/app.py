@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -66,28 +66,28 @@ app = typer.Typer(
 
 # ------------------------------------------------------------------------------------------ shared options
 
-MarkerOpt = Annotated[Optional[str], typer.Option(
+MarkerOpt = Annotated[str | None, typer.Option(
     "--marker", help="Regex for iteration ranges (NVTX / annotations). Default: auto-detect ProfilerStep#N, "
     "step N, iteration N, train_step.")]
-IterKernelOpt = Annotated[Optional[str], typer.Option(
+IterKernelOpt = Annotated[str | None, typer.Option(
     "--iteration-kernel", help="Regex: start a new iteration at each launch of a matching kernel (when there "
     "is no marker).")]
-IterationsOpt = Annotated[Optional[str], typer.Option(
+IterationsOpt = Annotated[str | None, typer.Option(
     "--iterations", help="A:B slice of detected iterations (positions, Python slice rules); overrides the "
     "warm-up skip.")]
-WarmupOpt = Annotated[Optional[int], typer.Option(
+WarmupOpt = Annotated[int | None, typer.Option(
     "--warmup", help="Warm-up iterations to skip (default: 1 when at least 3 iterations exist).")]
-TrimOpt = Annotated[Optional[tuple[float, float]], typer.Option(
+TrimOpt = Annotated[tuple[float, float] | None, typer.Option(
     "--trim", help="START END seconds on the capture clock (not iteration-aligned).")]
-GpuOpt = Annotated[Optional[int], typer.Option("--gpu", help="Only this GPU (index as listed by --per-gpu).")]
+GpuOpt = Annotated[int | None, typer.Option("--gpu", help="Only this GPU (index as listed by --per-gpu).")]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, csv or md.")]
-LimitOpt = Annotated[Optional[int], typer.Option(
+LimitOpt = Annotated[int | None, typer.Option(
     "--limit", "-n", help="Rows to show (0: all). Default: 20 for table/md, all for json/csv.")]
-DbOpt = Annotated[Optional[str], typer.Option(
+DbOpt = Annotated[str | None, typer.Option(
     "--db", help="Store URL or SQLite path (default: KBASE_DB, [tool.kbase] db, or .kbase/kbase.db at the git "
     "top level).")]
-NameOpt = Annotated[Optional[str], typer.Option("--name", help="Workload name (one repository can track several jobs).")]
-RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Git repository (default: the current directory's).")]
+NameOpt = Annotated[str | None, typer.Option("--name", help="Workload name (one repository can track several jobs).")]
+RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Git repository (default: the current directory's).")]
 
 _SETTINGS: list[Settings] = []  # the settings of the command running now (errors name their origin)
 

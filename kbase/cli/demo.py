@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,7 @@ from kbase.cli.app import app, console
 
 @app.command()
 def demo(
-    directory: Annotated[Optional[Path], typer.Option("--dir", help="Keep the demo's repository, exports and store here.")] = None,
+    directory: Annotated[Path | None, typer.Option("--dir", help="Keep the demo's repository, exports and store here.")] = None,
     iterations: Annotated[int, typer.Option("--iterations", help="Iterations per generated capture.")] = 12,
 ) -> None:
     """Generate two captures at two commits, store both, diff them and run the gate."""

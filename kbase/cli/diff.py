@@ -6,12 +6,25 @@ import os
 import sys
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import (DbOpt, GpuOpt, IterationsOpt, IterKernelOpt, MarkerOpt, NameOpt, RepoOpt, TrimOpt,
-                           WarmupOpt, app, check_choice, console, make_settings)
+from kbase.cli.app import (
+    DbOpt,
+    GpuOpt,
+    IterationsOpt,
+    IterKernelOpt,
+    MarkerOpt,
+    NameOpt,
+    RepoOpt,
+    TrimOpt,
+    WarmupOpt,
+    app,
+    check_choice,
+    console,
+    make_settings,
+)
 from kbase.enums import DiffFormat
 from kbase.errors import InputError, SettingsError
 
@@ -21,7 +34,7 @@ if TYPE_CHECKING:
 
 AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and within-noise kernels.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision has no baseline of its own.")]
-BaseRefOpt = Annotated[Optional[str], typer.Option(
+BaseRefOpt = Annotated[str | None, typer.Option(
     "--base-ref", help="Compare against the merge-base with this ref (pull requests).")]
 DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md or csv.")]
 
@@ -29,7 +42,7 @@ DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json,
 @app.command()
 def diff(
     a: Annotated[str, typer.Argument(help="Before: git revision, @ID, or a profile file.")],
-    b: Annotated[Optional[str], typer.Argument(help="After (default: HEAD's baseline).")] = None,
+    b: Annotated[str | None, typer.Argument(help="After (default: HEAD's baseline).")] = None,
     name: NameOpt = None,
     base_ref: BaseRefOpt = None,
     strict: StrictOpt = False,
@@ -70,9 +83,9 @@ def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool,
 
 @app.command()
 def gate(
-    a: Annotated[Optional[str], typer.Argument(
+    a: Annotated[str | None, typer.Argument(
         help="Before (default HEAD~1, or the merge-base with --base-ref).")] = None,
-    b: Annotated[Optional[str], typer.Argument(help="After (default HEAD).")] = None,
+    b: Annotated[str | None, typer.Argument(help="After (default HEAD).")] = None,
     name: NameOpt = None,
     base_ref: BaseRefOpt = None,
     strict: StrictOpt = False,
@@ -80,21 +93,21 @@ def gate(
     allow_incomparable: Annotated[bool, typer.Option(
         "--allow-incomparable", help="Gate even if GPU/workload/window differ.")] = False,
     show_policy: Annotated[bool, typer.Option("--show-policy", help="Print the effective policy and exit.")] = False,
-    max_increase_pct: Annotated[Optional[float], typer.Option(
+    max_increase_pct: Annotated[float | None, typer.Option(
         "--max-increase-pct", help="Per-kernel growth per iteration that fails (default 5).")] = None,
-    abs_floor_us: Annotated[Optional[float], typer.Option(
+    abs_floor_us: Annotated[float | None, typer.Option(
         "--abs-floor-us", help="Ignore changes under this many µs per iteration per GPU (default 2).")] = None,
-    share_floor: Annotated[Optional[float], typer.Option(
+    share_floor: Annotated[float | None, typer.Option(
         "--share-floor", help="Ignore kernels under this share of the iteration (default 0.005).")] = None,
-    alpha: Annotated[Optional[float], typer.Option("--alpha", help="Significance level (default 0.05).")] = None,
-    total_increase_pct: Annotated[Optional[float], typer.Option(
+    alpha: Annotated[float | None, typer.Option("--alpha", help="Significance level (default 0.05).")] = None,
+    total_increase_pct: Annotated[float | None, typer.Option(
         "--total-increase-pct", help="Total kernel time growth that fails (default 3).")] = None,
-    new_kernel: Annotated[Optional[str], typer.Option(
+    new_kernel: Annotated[str | None, typer.Option(
         "--new-kernel", help="fail or warn for new kernels above the share floor.")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option(
+    ignore: Annotated[list[str] | None, typer.Option(
         "--ignore", help="Glob or /regex/ of kernels never gated (repeatable).")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the JSON report here.")] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")] = None,
     fmt: DiffFormatOpt = "table",
     show_all: AllOpt = False,
     marker: MarkerOpt = None,
@@ -146,7 +159,7 @@ def accept(
     pattern: Annotated[str, typer.Argument(help="Glob or /regex/ on kernel names.")],
     rev: Annotated[str, typer.Option("--rev", help="The commit that introduced the regression.")],
     reason: Annotated[str, typer.Option("--reason", help="Why it is accepted.")],
-    expires: Annotated[Optional[str], typer.Option(
+    expires: Annotated[str | None, typer.Option(
         "--expires", help="YYYY-MM-DD after which the gate fails again.")] = None,
     name: NameOpt = None,
     db: DbOpt = None,

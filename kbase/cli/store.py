@@ -5,13 +5,30 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import (CONTEXT, DbOpt, FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt,
-                           NameOpt, RepoOpt, TrimOpt, WarmupOpt, app, check_choice, console, default_limit,
-                           make_settings, reading_progress)
+from kbase.cli.app import (
+    CONTEXT,
+    DbOpt,
+    FormatOpt,
+    GpuOpt,
+    IterationsOpt,
+    IterKernelOpt,
+    LimitOpt,
+    MarkerOpt,
+    NameOpt,
+    RepoOpt,
+    TrimOpt,
+    WarmupOpt,
+    app,
+    check_choice,
+    console,
+    default_limit,
+    make_settings,
+    reading_progress,
+)
 from kbase.cli.top import emit_leaderboard
 from kbase.enums import HistoryFormat, LeaderboardFormat, ListFormat
 from kbase.errors import InputError
@@ -25,7 +42,7 @@ app.add_typer(db_app, name="db")
 
 @app.command()
 def snapshot(
-    profile: Annotated[Optional[Path], typer.Argument(help="Profile to store (default: [tool.kbase] profile).")] = None,
+    profile: Annotated[Path | None, typer.Argument(help="Profile to store (default: [tool.kbase] profile).")] = None,
     marker: MarkerOpt = None,
     iteration_kernel: IterKernelOpt = None,
     iterations: IterationsOpt = None,
@@ -33,11 +50,11 @@ def snapshot(
     trim: TrimOpt = None,
     gpu: GpuOpt = None,
     name: NameOpt = None,
-    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Free-form tag (repeatable).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Free-form tag (repeatable).")] = None,
     note: Annotated[str, typer.Option("--note", help="Free-form note.")] = "",
     db: DbOpt = None,
     repo: RepoOpt = None,
-    rev: Annotated[Optional[str], typer.Option(
+    rev: Annotated[str | None, typer.Option(
         "--rev", help="Attribute the baseline to this revision instead of HEAD.")] = None,
     no_git: Annotated[bool, typer.Option(
         "--no-git", help="Profile made elsewhere: no repository; needs --rev FULLHASH.")] = False,
@@ -86,8 +103,8 @@ def baseline_dict(b: Baseline) -> dict[str, Any]:
 @app.command("list")
 def list_cmd(
     name: NameOpt = None,
-    branch: Annotated[Optional[str], typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
-    commit: Annotated[Optional[str], typer.Option("--commit", help="Commit hash prefix.")] = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
+    commit: Annotated[str | None, typer.Option("--commit", help="Commit hash prefix.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (0: all).")] = 50,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     db: DbOpt = None,

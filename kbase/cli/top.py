@@ -8,8 +8,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import (FormatOpt, GpuOpt, IterationsOpt, IterKernelOpt, LimitOpt, MarkerOpt, RepoOpt, TrimOpt,
-                           WarmupOpt, app, check_choice, console, default_limit, make_settings, reading_progress)
+from kbase.cli.app import (
+    FormatOpt,
+    GpuOpt,
+    IterationsOpt,
+    IterKernelOpt,
+    LimitOpt,
+    MarkerOpt,
+    RepoOpt,
+    TrimOpt,
+    WarmupOpt,
+    app,
+    check_choice,
+    console,
+    default_limit,
+    make_settings,
+    reading_progress,
+)
 from kbase.enums import LeaderboardFormat
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import asdict, dataclass, field, replace
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kbase.errors import InputError, SettingsError
@@ -48,7 +48,7 @@ class Policy:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    def for_kernel(self, name: str, short: str = "") -> "Policy":
+    def for_kernel(self, name: str, short: str = "") -> Policy:
         """This policy with the first matching per-kernel override applied."""
         for pattern, over in self.kernels.items():
             if name_matches(pattern, name) or (short and name_matches(pattern, short)):

@@ -12,14 +12,14 @@ All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in a
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Baseline(SQLModel, table=True):

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KINETO_DIR, NSYS_DIR, SHARED_SKIP_REASON, export_params, require_shared, ro_connect, run_kbase
+from conftest import (
+    KINETO_DIR,
+    NSYS_DIR,
+    SHARED_SKIP_REASON,
+    export_params,
+    require_shared,
+    ro_connect,
+    run_kbase,
+)
 
 H100 = "h100_2gpu_fsdp_t5.sqlite"
 H200 = "h200_nvfuser_crossentropy.sqlite"
@@ -135,7 +143,7 @@ def test_trim_middle_third_matches_sql(export: Path) -> None:
 # --------------------------------------------------------------------------- 2. NVTX marker attribution
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sql_linear_ranges(path: Path):
     """(pid, ordinal within pid) -> kernels launched inside that aten::linear range, plus facts."""
     conn = ro_connect(path)

@@ -9,8 +9,9 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from conftest import REPO, make_tiny_export
 from kbase.cli import app
+
+from conftest import REPO, make_tiny_export
 
 runner = CliRunner()
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import kbase
-from conftest import GLOBAL_TID, STEP_NS, T0, make_tiny_export, run_kbase
 from kbase.settings import Origin, Settings
 from kbase.synth.generate import ExportSpec, generate_export
+
+from conftest import GLOBAL_TID, STEP_NS, T0, make_tiny_export, run_kbase
 
 
 def git(repo: Path, *args: str) -> str:

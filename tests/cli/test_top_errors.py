@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from conftest import (
-    FALLBACK_DDL, NSYS_DIR, SCHEMA_SOURCE, export_ddl, make_tiny_export, require_shared, ro_connect, run_kbase,
+    FALLBACK_DDL,
+    NSYS_DIR,
+    SCHEMA_SOURCE,
+    export_ddl,
+    make_tiny_export,
+    require_shared,
+    ro_connect,
+    run_kbase,
 )
 
 

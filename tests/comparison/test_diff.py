@@ -27,9 +27,9 @@ import kbase
 from kbase.comparison.diff import DIFF_SCHEMA, compute_diff
 from kbase.comparison.gate import decide
 from kbase.comparison.side import side_from_leaderboards
-from kbase.render.diff import amdahl_text, diagnosis
+from kbase.render.diff import ROW_FIELDS, amdahl_text, diagnosis
 from kbase.synth.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
-from kbase.render.diff import ROW_FIELDS
+
 from conftest import SHARED, run_kbase
 
 SHARED_DATA = SHARED

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from test_diff import SLOW, Exports, shared_export_dir
 
 from conftest import REPO, run_kbase
-from test_diff import SLOW, Exports, shared_export_dir
 
 REPO_ROOT = REPO
 
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 _PG_USED: list[bool] = []
 
 
-def _kbase(*args, strict: bool = False) -> "CliResult":  # noqa: F821
+def _kbase(*args, strict: bool = False) -> CliResult:  # noqa: F821
     if strict and _PG_USED:
         gc.collect()
     return run_kbase(*args)
@@ -112,7 +112,7 @@ class World:
             self.done[key] = ids
         return self.done[key]
 
-    def kbase(self, db: str, scenario: str, *args, strict: bool = False) -> "CliResult":  # noqa: F821
+    def kbase(self, db: str, scenario: str, *args, strict: bool = False) -> CliResult:  # noqa: F821
         self.ensure(db, scenario)
         return _kbase(*args, "--db", db, "--repo", self.repo, "--name", self.workload(scenario),
                       strict=strict)

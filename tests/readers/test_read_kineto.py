@@ -14,18 +14,19 @@ import re
 import shutil
 from collections import defaultdict
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from kbase.analysis.names import short_name as short_kernel_name
 from kbase.errors import InputError
 from kbase.readers import kineto_json
-from kbase.analysis.names import short_name as short_kernel_name
 from kbase.readers.kineto import _ns, looks_like_kineto, read_kineto
 
 from conftest import REPO, SHARED  # noqa: E402
+
 KINETO = SHARED / "kineto"
 NO_SHARED = "../shared/data not present (fresh clone)"
 TRACES = sorted(p.name for p in KINETO.glob("*.json*")) if KINETO.is_dir() else ["<absent>"]
@@ -63,7 +64,7 @@ def _us_to_ns(v) -> int:
     return int(Decimal(v) * 1000) if not isinstance(v, int) else v * 1000
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_summary(path: Path) -> dict:
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
@@ -118,7 +119,7 @@ def raw_summary(path: Path) -> dict:
     }
 
 
-@lru_cache(maxsize=None)
+@cache
 def profile_of(path: Path):
     return read_kineto(path)
 

@@ -42,10 +42,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, _pg_module, export_ddl, make_tiny_export, run_kbase
-from conftest import snap
-from kbase.store import queries
 from kbase.store import open_store as store_open
+from kbase.store import queries
+
+from conftest import REPO, _pg_module, export_ddl, make_tiny_export, run_kbase, snap
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -197,7 +197,6 @@ def _clean_env(monkeypatch):
 
 def _seed_store(world: World, url: str) -> str:
     """One baseline (workload ``w``) of the tiny export at HEAD~1 and one at HEAD."""
-    from kbase import store
 
     for rev in ("HEAD~1", "HEAD"):
         res = snap(world.tiny, name="w", db=url, repo=world.repo, rev=rev)
@@ -413,7 +412,6 @@ def test_shallow_clone_head_has_a_baseline(store_url, world, shallow):
 
 def test_detached_head_snapshot_works(store_url, world, tmp_path):
     """Detached HEAD is not an error: the baseline says detached=True, branch ""."""
-    from kbase import store
 
     clone = tmp_path / "detached"
     git(tmp_path, "clone", "-q", str(world.repo), str(clone))

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KINETO_DIR, SHARED_SKIP_REASON, kb, shared_exports
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
+
+from conftest import KINETO_DIR, SHARED_SKIP_REASON, kb, shared_exports
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -122,9 +123,9 @@ def test_aligned_baseline_vs_unaligned_candidate_is_incomparable(tmp_path, store
 
 def _empty_like(lb):
     """The same leaderboard with nothing in its window (the library API allows what the CLI cannot)."""
-    from kbase.analysis.leaderboard import Leaderboard
-
     from dataclasses import replace
+
+    from kbase.analysis.leaderboard import Leaderboard
 
     summary = replace(lb.summary, total_kernel_ns=0, compute_ns=0, communication_ns=0, memory_ns=0)
     return Leaderboard(table=lb.table.iloc[0:0].copy(), summary=summary, samples=lb.samples.iloc[0:0].copy(),

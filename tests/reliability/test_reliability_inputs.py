@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KINETO_DIR, NSYS_DIR, REPO, run_kbase, shared_present
 from kbase.synth.generate import ExportSpec, generate_export
+
+from conftest import KINETO_DIR, NSYS_DIR, REPO, run_kbase, shared_present
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

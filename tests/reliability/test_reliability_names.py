@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import kb
-from kbase.synth.generate import ExportSpec, KernelSpec, generate_export
-from conftest import snap
 from kbase.store import open_store as store_open
+from kbase.synth.generate import ExportSpec, KernelSpec, generate_export
+
+from conftest import kb, snap
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -147,7 +147,6 @@ def test_names_stored_once_each(exports, store_url):
     """The store keeps each weird name once, byte for byte (read back with plain SQL)."""
     from sqlalchemy import text
 
-    from kbase import store
 
     for key in ("a", "b"):
         assert snap(exports[key], name="w", db=store_url, rev=FULL_HASH, no_git=True).created

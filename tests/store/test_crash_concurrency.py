@@ -32,12 +32,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, _pg_module, run_kbase
-from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
-from conftest import snap
-from kbase.store import queries
 from kbase.store import engine as engine_mod
 from kbase.store import open_store as store_open
+from kbase.store import queries
+from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
+
+from conftest import REPO, _pg_module, run_kbase, snap
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -206,7 +206,6 @@ def kill_at(proc: subprocess.Popen, when, probe=None, url: str = "", deadline_s:
 
 def test_sigkill_during_snapshot_leaves_no_partial_baseline(backend, new_store, big_export, small_exports):
     url = new_store
-    from kbase import store
 
     # a store with one baseline in it
     assert snap(small_exports[0], name="small", db=url, rev=REV, no_git=True).created
@@ -276,7 +275,6 @@ def _check_all_stored(url: str, results, exports: list[Path]) -> None:
 
 
 def test_eight_snapshots_at_once_into_an_existing_store(new_store, small_exports):
-    from kbase import store
 
     url = new_store
     assert snap(small_exports[0], name="seed", db=url, rev=REV, no_git=True).created
@@ -305,7 +303,6 @@ def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
 
     import pandas as pd
 
-    from kbase import store
 
     _st = store_open(new_store)
 

@@ -13,13 +13,12 @@ def test_head_revision_constant_matches_alembic_head():
 import pytest
 from sqlalchemy import text
 
-from kbase.store import engine as kdb
-from kbase import store
-from kbase.synth.generate import ExportSpec, generate_export
 from kbase.gitrepo import CommitInfo
-from kbase.store import queries
 from kbase.readers import source
+from kbase.store import engine as kdb
 from kbase.store import open_store as store_open
+from kbase.store import queries
+from kbase.synth.generate import ExportSpec, generate_export
 
 FIRST = "0001"
 
@@ -28,8 +27,8 @@ FIRST = "0001"
 def two_leaderboards(tmp_path_factory):
     """Two small real leaderboards (from generated exports) to fill a store with."""
     from kbase.analysis.leaderboard import build_leaderboard
-    from kbase.readers import read_profile
     from kbase.analysis.window import WindowSpec, select_window
+    from kbase.readers import read_profile
 
     out = []
     d = tmp_path_factory.mktemp("mig")

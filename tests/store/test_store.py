@@ -13,31 +13,31 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
-import re
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_kbase
 from kbase import store
-from kbase.errors import InputError, StoreError
-from kbase.synth.generate import ExportSpec, generate_export
 from kbase.analysis.leaderboard import COLUMNS
-from conftest import snap
-from kbase.store import queries
+from kbase.errors import InputError, StoreError
 from kbase.readers import source
 from kbase.store import open_store as store_open
+from kbase.store import queries
+from kbase.synth.generate import ExportSpec, generate_export
+
+from conftest import REPO, run_kbase, snap
 
 BACKENDS = ["sqlite", "postgresql"]
 SPEC = dict(n_gpus=2, iterations=6)
 C1_DATE = "2024-01-02T03:04:05+00:00"
 C2_DATE = "2024-02-03T04:05:06+02:00"  # stored as UTC: 02:05:06
-C2_UTC = datetime(2024, 2, 3, 2, 5, 6, tzinfo=timezone.utc)
+C2_UTC = datetime(2024, 2, 3, 2, 5, 6, tzinfo=UTC)
 FULL_HASH = "0123456789abcdef0123456789abcdef01234567"
 REL = 1e-9
 
@@ -339,7 +339,7 @@ def test_git_facts(store_url, exports, git_repo):
     assert r.rc == 0, r
     b = baseline_rows(store_url)[0]
     assert b.commit == c1 and b.dirty is False and b.branch == ""
-    assert b.commit_date == datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert b.commit_date == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 
     # detached HEAD
     git(git_repo, "checkout", "-q", "--", "src/model.py")

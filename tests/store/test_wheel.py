@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 from kbase.synth.generate import ExportSpec, generate_export
+
+from conftest import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -20,6 +20,7 @@ from kbase.synth.generate import (
 )
 
 from conftest import SHARED  # noqa: E402
+
 REAL_325 = SHARED / "nsys" / "h100_2gpu_fsdp_t5.sqlite"
 REAL_GPU = SHARED / "nsys" / "a100_cloverleaf.sqlite"
 

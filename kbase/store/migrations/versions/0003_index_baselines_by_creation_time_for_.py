@@ -5,17 +5,14 @@ Revises: 0002
 Create Date: 2026-12-02 18:56:40.770605
 """
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
-import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
-
 revision: str = '0003'
-down_revision: Union[str, None] = '0002'
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | None = '0002'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
