@@ -132,6 +132,7 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
 
 
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
+    assert spec.trim is not None
     lo_s, hi_s = spec.trim
     if hi_s <= lo_s:
         raise WindowError("END must be after START", field="trim", value=spec.trim)

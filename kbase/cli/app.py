@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from enum import StrEnum
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -112,7 +113,7 @@ def make_settings(*, repo: Path | None = None, db: str | None = None, name: str 
     return settings
 
 
-def check_choice(value: str, choices: type, flag: str = "--format") -> Any:
+def check_choice(value: str, choices: type[StrEnum], flag: str = "--format") -> Any:
     """One format check for every command: the value as the command's StrEnum, or a one-line error."""
     from kbase.errors import SettingsError
 

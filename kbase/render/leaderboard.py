@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -139,7 +139,7 @@ def print_leaderboard(lb, console, limit: int | None = 20, title: str = "Kernel 
     table = Table(title=title, show_lines=False, header_style="bold")
     table.add_column("#", justify="right")
     for h in (["GPU"] if per_gpu else []) + HEADERS:
-        justify = "left" if h in ("Kernel", "Cat", "TC", "Flags", "GPU") else "right"
+        justify: Literal["left", "right"] = "left" if h in ("Kernel", "Cat", "TC", "Flags", "GPU") else "right"
         if h == "Kernel":
             table.add_column(h, justify=justify, overflow="fold", min_width=28, max_width=90)
         else:

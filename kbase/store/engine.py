@@ -180,7 +180,7 @@ def schema_state(engine, url: str) -> tuple[str | None, str, set[str]]:
     with engine.connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()
     known = {rev.revision for rev in script.walk_revisions()}
-    return current, script.get_current_head(), known
+    return current, script.get_current_head() or "", known
 
 
 def _stamped_revision(engine) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Text
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, LargeBinary, Table, Text
 from sqlmodel import Field, SQLModel
 
 
@@ -119,3 +119,10 @@ class Acceptance(SQLModel, table=True):
     author: str = Field(default="", max_length=300)
     created_at: datetime = Field(default_factory=utcnow)
     expires: date | None = None
+
+
+# The Core tables behind the models, typed for queries (SQLModel does not declare ``__table__``).
+BASELINE: Table = Baseline.__table__  # type: ignore[attr-defined]
+KERNEL_NAME: Table = KernelName.__table__  # type: ignore[attr-defined]
+BASELINE_KERNEL: Table = BaselineKernel.__table__  # type: ignore[attr-defined]
+ACCEPTANCE: Table = Acceptance.__table__  # type: ignore[attr-defined]

@@ -6,14 +6,15 @@ Writes are single transactions (``write_transaction``): a baseline and all its r
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from sqlalchemy import Select, delete, or_, select
 
 from kbase.errors import InputError, KbaseError, StoreError
 from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
 from kbase.store.engine import write_transaction
-from kbase.store.models import Acceptance, Baseline, BaselineKernel, KernelName
+from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -27,13 +28,11 @@ _NAME_CHUNK = 400
 
 def name_ids(conn: Connection, table: pd.DataFrame) -> dict[str, int]:
     """Ids of the kernel names, inserting those not yet known (race-safe upsert)."""
-    from sqlalchemy import select
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    kn = KernelName.__table__
+    insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    kn = KERNEL_NAME
     u = table[["name", "family", "short_name", "category", "tc"]].drop_duplicates("name")
     rows = [  # column lists: itertuples over Arrow-backed string columns is several times slower
         {
@@ -69,7 +68,7 @@ def name_ids(conn: Connection, table: pd.DataFrame) -> dict[str, int]:
 
 
 def insert_kernels(conn: Connection, rows: list[dict], chunk: int = 2000) -> None:
-    bk = BaselineKernel.__table__
+    bk = BASELINE_KERNEL
     for i in range(0, len(rows), chunk):
         conn.execute(bk.insert(), rows[i : i + chunk])
 
@@ -79,7 +78,7 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
     """Store one leaderboard as a new baseline, atomically. Returns the saved Baseline row."""
     base = baseline_row(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
                         note=note)
-    bt = Baseline.__table__
+    bt = BASELINE
     values = base.model_dump(exclude={"id"})
     keys = [int(k) for k in lb.summary.iteration_keys]
     try:
@@ -95,68 +94,61 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
     return base
 
 
-def find_duplicate(engine, workload: str, commit: str, sha256: str, window_spec: str) -> Baseline | None:
-    from sqlmodel import Session, select
-
-    with Session(engine) as session:
-        q = select(Baseline).where(
-            Baseline.workload == workload,
-            Baseline.commit == commit,
-            Baseline.source_sha256 == sha256,
-            Baseline.window_spec == window_spec,
-        )
-        return session.exec(q).first()
+def _baselines(engine: Engine, query: Select) -> list[Baseline]:
+    """Baseline models from a Core query over the baseline table (no ORM session: rows are read-only)."""
+    with engine.connect() as conn:
+        res = conn.execute(query)
+        keys = list(res.keys())
+        return [Baseline.model_construct(**dict(zip(keys, row))) for row in res.fetchall()]
 
 
-def list_baselines(engine, workload: str | None = None, branch: str | None = None,
+def find_duplicate(engine: Engine, workload: str, commit: str, sha256: str, window_spec: str) -> Baseline | None:
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.workload == workload, bt.commit == commit, bt.source_sha256 == sha256,
+                               bt.window_spec == window_spec).limit(1)
+    found = _baselines(engine, q)
+    return found[0] if found else None
+
+
+def list_baselines(engine: Engine, workload: str | None = None, branch: str | None = None,
                    commit_prefix: str | None = None, limit: int | None = None) -> list[Baseline]:
     """Baselines, newest first, optionally filtered."""
-    from sqlmodel import Session, select
-
-    q = select(Baseline)
+    bt = BASELINE.c
+    q = select(BASELINE)
     if workload:
-        q = q.where(Baseline.workload == workload)
+        q = q.where(bt.workload == workload)
     if branch:
-        q = q.where(Baseline.branch == branch)
+        q = q.where(bt.branch == branch)
     if commit_prefix:
-        q = q.where(Baseline.commit.startswith(commit_prefix.lower(), autoescape=True))
-    q = q.order_by(Baseline.created_at.desc(), Baseline.id.desc())
+        q = q.where(bt.commit.startswith(commit_prefix.lower(), autoescape=True))
+    q = q.order_by(bt.created_at.desc(), bt.id.desc())
     if limit:
         q = q.limit(limit)
-    with Session(engine) as session:
-        return list(session.exec(q).all())
+    return _baselines(engine, q)
 
 
-def get_baseline(engine, baseline_id: int) -> Baseline:
-    from sqlmodel import Session
-
-    with Session(engine) as session:
-        b = session.get(Baseline, baseline_id)
-    if b is None:
-        raise InputError(f"baseline @{baseline_id}: no such baseline in the store")
-    return b
+def get_baseline(engine: Engine, baseline_id: int) -> Baseline:
+    found = _baselines(engine, select(BASELINE).where(BASELINE.c.id == baseline_id))
+    if not found:
+        raise InputError("no such baseline in the store", field="ref", value=f"@{baseline_id}")
+    return found[0]
 
 
-def baselines_at(engine, workload: str, commits: list[str]) -> dict[str, list[Baseline]]:
+def baselines_at(engine: Engine, workload: str, commits: list[str]) -> dict[str, list[Baseline]]:
     """Baselines of ``workload`` at each of ``commits`` (full hashes), oldest first per commit."""
-    from sqlmodel import Session, select
-
     out: dict[str, list[Baseline]] = {}
     if not commits:
         return out
-    with Session(engine) as session:
-        q = select(Baseline).where(Baseline.workload == workload, Baseline.commit.in_(commits)).order_by(Baseline.id)
-        for b in session.exec(q).all():
-            out.setdefault(b.commit, []).append(b)
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.workload == workload, bt.commit.in_(commits)).order_by(bt.id)
+    for b in _baselines(engine, q):
+        out.setdefault(b.commit, []).append(b)
     return out
 
 
-def load_kernels(engine, baseline_ids: list[int]) -> pd.DataFrame:
+def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
     """Kernel rows of the given baselines joined with their names (one query)."""
-    from sqlalchemy import select
-
-    bk = BaselineKernel.__table__
-    kn = KernelName.__table__
+    bk, kn = BASELINE_KERNEL, KERNEL_NAME
     q = (
         select(bk, kn.c.name, kn.c.family, kn.c.short_name, kn.c.category, kn.c.tc)
         .join(kn, kn.c.id == bk.c.name_id)
@@ -174,22 +166,16 @@ def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
     return leaderboard_from_rows(get_baseline(engine, baseline_id), load_kernels(engine, [baseline_id]))
 
 
-def delete_baseline(engine, baseline_id: int, url: str = "") -> None:
-    from sqlalchemy import delete
-
+def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
     get_baseline(engine, baseline_id)
     with write_transaction(engine, url) as conn:
-        conn.execute(delete(BaselineKernel.__table__).where(BaselineKernel.__table__.c.baseline_id == baseline_id))
-        conn.execute(delete(Baseline.__table__).where(Baseline.__table__.c.id == baseline_id))
+        conn.execute(delete(BASELINE_KERNEL).where(BASELINE_KERNEL.c.baseline_id == baseline_id))
+        conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 
 
-def kernel_history(engine, name: str, workload: str | None = None) -> pd.DataFrame:
+def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd.DataFrame:
     """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
-    from sqlalchemy import select
-
-    bk = BaselineKernel.__table__
-    kn = KernelName.__table__
-    bt = Baseline.__table__
+    bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
     q = (
         select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bk.c.count, bk.c.total_ns,
                bk.c.avg_ns, bk.c.per_iter_ns, bk.c.share_window)
@@ -208,34 +194,35 @@ def kernel_history(engine, name: str, workload: str | None = None) -> pd.DataFra
 
 def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
     """Store an acknowledged regression; returns it with its id."""
-    at = Acceptance.__table__
     with write_transaction(engine, url) as conn:
-        row.id = conn.execute(at.insert().values(**row.model_dump(exclude={"id"})).returning(at.c.id)).scalar_one()
+        row.id = conn.execute(ACCEPTANCE.insert().values(**row.model_dump(exclude={"id"}))
+                              .returning(ACCEPTANCE.c.id)).scalar_one()
     return row
+
+
+def _acceptances(engine: Engine, query: Select) -> list[Acceptance]:
+    with engine.connect() as conn:
+        res = conn.execute(query)
+        keys = list(res.keys())
+        return [Acceptance.model_construct(**dict(zip(keys, row))) for row in res.fetchall()]
 
 
 def list_acceptances(engine: Engine, workload: str | None = None, active_on: date | None = None) -> list[Acceptance]:
     """Acceptances, oldest first; of one workload, and only those unexpired on ``active_on``, when given."""
-    from sqlmodel import Session, or_, select
-
-    q = select(Acceptance)
+    at = ACCEPTANCE.c
+    q = select(ACCEPTANCE)
     if workload:
-        q = q.where(Acceptance.workload == workload)
+        q = q.where(at.workload == workload)
     if active_on is not None:
-        q = q.where(or_(Acceptance.expires.is_(None), Acceptance.expires >= active_on))
-    with Session(engine) as session:
-        return list(session.exec(q.order_by(Acceptance.id)).all())
+        q = q.where(or_(at.expires.is_(None), at.expires >= active_on))
+    return _acceptances(engine, q.order_by(at.id))
 
 
 def delete_acceptance(engine: Engine, acceptance_id: int, url: str = "") -> Acceptance:
     """Revoke one acceptance; returns what was removed."""
-    from sqlalchemy import delete
-    from sqlmodel import Session
-
-    with Session(engine) as session:
-        row = session.get(Acceptance, acceptance_id)
-    if row is None:
+    found = _acceptances(engine, select(ACCEPTANCE).where(ACCEPTANCE.c.id == acceptance_id))
+    if not found:
         raise InputError("no such acceptance in the store", field="acceptance", value=acceptance_id)
     with write_transaction(engine, url) as conn:
-        conn.execute(delete(Acceptance.__table__).where(Acceptance.__table__.c.id == acceptance_id))
-    return row
+        conn.execute(delete(ACCEPTANCE).where(ACCEPTANCE.c.id == acceptance_id))
+    return found[0]

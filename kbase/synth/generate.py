@@ -365,8 +365,8 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
     conn.execute("PRAGMA synchronous=OFF")
     conn.execute("BEGIN")
     tables = [t for t in SCHEMA if t != "NVTX_EVENTS" or spec.nvtx_table]
-    for t in tables:
-        conn.execute(_ddl(t))
+    for table in tables:
+        conn.execute(_ddl(table))
     ins = lambda t, rows: conn.executemany(  # noqa: E731
         f"INSERT INTO {t} VALUES ({','.join('?' * len(SCHEMA[t]))})", rows)
     ins("StringIds", ((i, s) for s, i in strings.items()))
