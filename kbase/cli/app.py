@@ -7,10 +7,12 @@ parse -> ``Settings`` -> one ``kbase.api`` call -> render.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import sys
-from enum import StrEnum
 from collections.abc import Callable, Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -90,6 +92,28 @@ DbOpt = Annotated[str | None, typer.Option(
 NameOpt = Annotated[str | None, typer.Option("--name", help="Workload name (one repository can track several jobs).")]
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Git repository (default: the current directory's).")]
 
+WINDOW_OPTIONS: dict[str, Any] = {"marker": MarkerOpt, "iteration_kernel": IterKernelOpt,
+                                  "iterations": IterationsOpt, "warmup": WarmupOpt, "trim": TrimOpt, "gpu": GpuOpt}
+
+
+def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The one definition of the window options (--marker, --iteration-kernel, --iterations, --warmup,
+    --trim, --gpu): added to a command's signature, handed to it as one ``window`` dict of flags."""
+    sig = inspect.signature(command, eval_str=True)
+    params = [p for p in sig.parameters.values() if p.name != "window"]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+               for name, annotation in WINDOW_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def with_window(*args: Any, **kwargs: Any) -> Any:
+        window = {name: kwargs.pop(name, None) for name in WINDOW_OPTIONS}
+        return command(*args, window=window, **kwargs)
+
+    with_window.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    with_window.__annotations__ = {p.name: p.annotation for p in params}
+    return with_window
+
+
 _SETTINGS: list[Settings] = []  # the settings of the command running now (errors name their origin)
 
 
@@ -98,17 +122,16 @@ def current_settings() -> Settings | None:
 
 
 def make_settings(*, repo: Path | None = None, db: str | None = None, name: str | None = None,
-                  profile: Path | None = None, marker: str | None = None, iteration_kernel: str | None = None,
-                  iterations: str | None = None, warmup: int | None = None,
-                  trim: tuple[float, float] | None = None, gpu: int | None = None,
+                  profile: Path | None = None, window: dict[str, Any] | None = None,
                   policy: dict[str, Any] | None = None) -> Settings:
     """The command's one Settings object: defaults < [tool.kbase] < environment < these flags."""
     from kbase.settings import Settings
 
     _SETTINGS.clear()
-    settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy,
-                             window={"marker": marker, "iteration_kernel": iteration_kernel, "iterations": iterations,
-                                     "warmup": warmup, "trim": list(trim) if trim else None, "gpu": gpu})
+    flags = dict(window or {})
+    if flags.get("trim"):
+        flags["trim"] = list(flags["trim"])
+    settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy, window=flags)
     _SETTINGS.append(settings)
     return settings
 

@@ -10,21 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import (
-    DbOpt,
-    GpuOpt,
-    IterationsOpt,
-    IterKernelOpt,
-    MarkerOpt,
-    NameOpt,
-    RepoOpt,
-    TrimOpt,
-    WarmupOpt,
-    app,
-    check_choice,
-    console,
-    make_settings,
-)
+from kbase.cli.app import DbOpt, NameOpt, RepoOpt, app, check_choice, console, make_settings, window_options
 from kbase.enums import DiffFormat
 from kbase.errors import InputError, SettingsError
 
@@ -40,6 +26,7 @@ DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json,
 
 
 @app.command()
+@window_options
 def diff(
     a: Annotated[str, typer.Argument(help="Before: git revision, @ID, or a profile file.")],
     b: Annotated[str | None, typer.Argument(help="After (default: HEAD's baseline).")] = None,
@@ -48,22 +35,16 @@ def diff(
     strict: StrictOpt = False,
     fmt: DiffFormatOpt = "table",
     show_all: AllOpt = False,
-    marker: MarkerOpt = None,
-    iteration_kernel: IterKernelOpt = None,
-    iterations: IterationsOpt = None,
-    warmup: WarmupOpt = None,
-    trim: TrimOpt = None,
-    gpu: GpuOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    window: dict[str, Any] | None = None,
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration)."""
     import kbase
     from kbase.render import diff as render_diff
 
     fmt = check_choice(fmt, DiffFormat)
-    settings = make_settings(repo=repo, db=db, name=name, marker=marker, iteration_kernel=iteration_kernel,
-                             iterations=iterations, warmup=warmup, trim=trim, gpu=gpu)
+    settings = make_settings(repo=repo, db=db, name=name, window=window)
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict)
     _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all)
 
@@ -82,6 +63,7 @@ def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool,
 
 
 @app.command()
+@window_options
 def gate(
     a: Annotated[str | None, typer.Argument(
         help="Before (default HEAD~1, or the merge-base with --base-ref).")] = None,
@@ -110,14 +92,9 @@ def gate(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")] = None,
     fmt: DiffFormatOpt = "table",
     show_all: AllOpt = False,
-    marker: MarkerOpt = None,
-    iteration_kernel: IterKernelOpt = None,
-    iterations: IterationsOpt = None,
-    warmup: WarmupOpt = None,
-    trim: TrimOpt = None,
-    gpu: GpuOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    window: dict[str, Any] | None = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
     import kbase
@@ -125,8 +102,7 @@ def gate(
 
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore}
-    settings = make_settings(repo=repo, db=db, name=name, marker=marker, iteration_kernel=iteration_kernel,
-                             iterations=iterations, warmup=warmup, trim=trim, gpu=gpu, policy=policy)
+    settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
     if show_policy:
         import json
 

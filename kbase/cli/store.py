@@ -13,21 +13,16 @@ from kbase.cli.app import (
     CONTEXT,
     DbOpt,
     FormatOpt,
-    GpuOpt,
-    IterationsOpt,
-    IterKernelOpt,
     LimitOpt,
-    MarkerOpt,
     NameOpt,
     RepoOpt,
-    TrimOpt,
-    WarmupOpt,
     app,
     check_choice,
     console,
     default_limit,
     make_settings,
     reading_progress,
+    window_options,
 )
 from kbase.cli.top import emit_leaderboard
 from kbase.enums import HistoryFormat, LeaderboardFormat, ListFormat
@@ -41,14 +36,9 @@ app.add_typer(db_app, name="db")
 
 
 @app.command()
+@window_options
 def snapshot(
     profile: Annotated[Path | None, typer.Argument(help="Profile to store (default: [tool.kbase] profile).")] = None,
-    marker: MarkerOpt = None,
-    iteration_kernel: IterKernelOpt = None,
-    iterations: IterationsOpt = None,
-    warmup: WarmupOpt = None,
-    trim: TrimOpt = None,
-    gpu: GpuOpt = None,
     name: NameOpt = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Free-form tag (repeatable).")] = None,
     note: Annotated[str, typer.Option("--note", help="Free-form note.")] = "",
@@ -63,14 +53,13 @@ def snapshot(
         "--force", help="Store again even if this file/window/commit is stored.")] = False,
     fmt: FormatOpt = "table",
     limit: LimitOpt = None,
+    window: dict[str, Any] | None = None,
 ) -> None:
     """Store a profile's leaderboard as a baseline at the current (or given) commit."""
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
-    settings = make_settings(repo=repo, db=db, name=name, profile=profile, marker=marker,
-                             iteration_kernel=iteration_kernel, iterations=iterations, warmup=warmup, trim=trim,
-                             gpu=gpu)
+    settings = make_settings(repo=repo, db=db, name=name, profile=profile, window=window)
     with reading_progress(settings.profile.name if settings.profile else "profile") as progress:
         res = kbase.snapshot(settings.profile, settings, tags=tag, note=note, rev=rev, no_git=no_git,
                              require_clean=require_clean, force=force, progress=progress)

@@ -10,20 +10,15 @@ import typer
 
 from kbase.cli.app import (
     FormatOpt,
-    GpuOpt,
-    IterationsOpt,
-    IterKernelOpt,
     LimitOpt,
-    MarkerOpt,
     RepoOpt,
-    TrimOpt,
-    WarmupOpt,
     app,
     check_choice,
     console,
     default_limit,
     make_settings,
     reading_progress,
+    window_options,
 )
 from kbase.enums import LeaderboardFormat
 
@@ -32,26 +27,21 @@ if TYPE_CHECKING:
 
 
 @app.command()
+@window_options
 def top(
     profile: Annotated[Path, typer.Argument(help="Nsight Systems SQLite export, .nsys-rep, or PyTorch profiler "
                                                  "trace (file or per-rank directory).")],
-    marker: MarkerOpt = None,
-    iteration_kernel: IterKernelOpt = None,
-    iterations: IterationsOpt = None,
-    warmup: WarmupOpt = None,
-    trim: TrimOpt = None,
-    gpu: GpuOpt = None,
     per_gpu: Annotated[bool, typer.Option("--per-gpu", help="One row per (GPU, kernel).")] = False,
     fmt: FormatOpt = "table",
     limit: LimitOpt = None,
     repo: RepoOpt = None,
+    window: dict[str, Any] | None = None,
 ) -> None:
     """Kernel leaderboard of a profile over an iteration-aligned window."""
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
-    settings = make_settings(repo=repo, marker=marker, iteration_kernel=iteration_kernel, iterations=iterations,
-                             warmup=warmup, trim=trim, gpu=gpu)
+    settings = make_settings(repo=repo, window=window)
     with reading_progress(profile.name) as progress:
         lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress)
     emit_leaderboard(lb, fmt, default_limit(fmt, limit))
