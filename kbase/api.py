@@ -129,9 +129,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
         lb = leaderboard(window(read(path, progress=progress, fmt=fmt), settings))
-        base = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
-                                window_spec=wkey, tags=tags, note=note, url=st.url)
-        return SnapshotResult(baseline=base, leaderboard=lb, created=True)
+        saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
+                                 window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
+        if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
+            lb = load_leaderboard(st.engine, saved.baseline.id)
+        return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
 
 
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,

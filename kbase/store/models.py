@@ -28,6 +28,10 @@ class Baseline(SQLModel, table=True):
         Index("ix_baseline_workload_commit", "workload", "commit"),
         Index("ix_baseline_workload_created", "workload", "created_at"),
         Index("ix_baseline_created_at", "created_at", "id"),  # kbase list: newest first, any workload
+        # Idempotence under concurrency: one capture (file and window) at one commit is stored once,
+        # unless re-stored on purpose (--force: the next copy number). A constraint, not a check.
+        Index("ux_baseline_capture", "workload", "commit", "source_sha256", "window_spec", "capture_copy",
+              unique=True),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -63,6 +67,7 @@ class Baseline(SQLModel, table=True):
     fingerprint: str = Field(max_length=64, index=True)  # comparability: GPU model+count, workload, window
     summary_json: str = Field(default="{}", sa_type=Text)
     kbase_version: str = Field(max_length=32)
+    capture_copy: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # 0; n for the n-th --force
     tags: str = Field(default="[]", sa_type=Text)  # JSON list
     note: str = Field(default="", sa_type=Text)
 

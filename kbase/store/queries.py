@@ -5,11 +5,12 @@ Writes are single transactions (``write_transaction``): a baseline and all its r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from sqlalchemy import Select, delete, or_, select
+from sqlalchemy import Select, delete, func, or_, select
 
 from kbase.errors import InputError, KbaseError, StoreError
 from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
@@ -73,25 +74,69 @@ def insert_kernels(conn: Connection, rows: list[dict], chunk: int = 2000) -> Non
         conn.execute(bk.insert(), rows[i : i + chunk])
 
 
+CAPTURE_KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")
+
+
+@dataclass(frozen=True)
+class Saved:
+    baseline: Baseline
+    created: bool  # False: this capture was already stored at this commit (the stored row is returned)
+
+
 def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo,
-                     window_spec: str, tags: list[str] | None = None, note: str = "", url: str = "") -> Baseline:
-    """Store one leaderboard as a new baseline, atomically. Returns the saved Baseline row."""
+                     window_spec: str, tags: list[str] | None = None, note: str = "", url: str = "",
+                     force: bool = False) -> Saved:
+    """Store one leaderboard as a baseline, atomically and at most once per capture: the unique capture
+    key (workload, commit, sha256, window, copy) decides, so concurrent identical snapshots store one row.
+    ``force`` stores another copy (the next copy number) of a capture already stored."""
     base = baseline_row(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
                         note=note)
-    bt = BASELINE
     values = base.model_dump(exclude={"id"})
     keys = [int(k) for k in lb.summary.iteration_keys]
     try:
         with write_transaction(engine, url) as conn:
-            baseline_id = conn.execute(bt.insert().values(**values).returning(bt.c.id)).scalar_one()
-            ids = name_ids(conn, lb.table)
-            insert_kernels(conn, kernel_rows(baseline_id, lb, ids, keys))
+            for _ in range(20):  # a concurrent --force took this copy number: take the next
+                values["capture_copy"] = _next_copy(conn, values) if force else 0
+                baseline_id = conn.execute(_insert_ignoring_duplicate(conn, values)).scalar()
+                if baseline_id is not None or not force:
+                    break
+            if baseline_id is None:
+                existing = _same_capture(conn, values)
+                if existing is None or force:
+                    raise StoreError("store: the capture key is taken but its row cannot be read; try again")
+                return Saved(existing, created=False)
+            insert_kernels(conn, kernel_rows(baseline_id, lb, name_ids(conn, lb.table), keys))
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
         raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
     base.id = baseline_id
-    return base
+    base.capture_copy = values["capture_copy"]
+    return Saved(base, created=True)
+
+
+def _capture_where(values: dict[str, Any]) -> list[Any]:
+    return [BASELINE.c[k] == values[k] for k in CAPTURE_KEY[:-1]]
+
+
+def _next_copy(conn: Connection, values: dict[str, Any]) -> int:
+    top = conn.execute(select(func.max(BASELINE.c.capture_copy)).where(*_capture_where(values))).scalar()
+    return 0 if top is None else int(top) + 1
+
+
+def _insert_ignoring_duplicate(conn: Connection, values: dict[str, Any]) -> Any:
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    return (insert(BASELINE).values(**values).on_conflict_do_nothing(index_elements=list(CAPTURE_KEY))
+            .returning(BASELINE.c.id))
+
+
+def _same_capture(conn: Connection, values: dict[str, Any]) -> Baseline | None:
+    res = conn.execute(select(BASELINE).where(*_capture_where(values), BASELINE.c.capture_copy == 0))
+    row = res.fetchone()
+    return Baseline(**dict(zip(res.keys(), row))) if row is not None else None
 
 
 def _baselines(engine: Engine, query: Select) -> list[Baseline]:
@@ -99,7 +144,7 @@ def _baselines(engine: Engine, query: Select) -> list[Baseline]:
     with engine.connect() as conn:
         res = conn.execute(query)
         keys = list(res.keys())
-        return [Baseline.model_construct(**dict(zip(keys, row))) for row in res.fetchall()]
+        return [Baseline(**dict(zip(keys, row))) for row in res.fetchall()]
 
 
 def find_duplicate(engine: Engine, workload: str, commit: str, sha256: str, window_spec: str) -> Baseline | None:
@@ -204,7 +249,7 @@ def _acceptances(engine: Engine, query: Select) -> list[Acceptance]:
     with engine.connect() as conn:
         res = conn.execute(query)
         keys = list(res.keys())
-        return [Acceptance.model_construct(**dict(zip(keys, row))) for row in res.fetchall()]
+        return [Acceptance(**dict(zip(keys, row))) for row in res.fetchall()]
 
 
 def list_acceptances(engine: Engine, workload: str | None = None, active_on: date | None = None) -> list[Acceptance]:

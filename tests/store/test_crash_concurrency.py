@@ -295,6 +295,27 @@ def test_eight_snapshots_at_once_into_a_new_store(new_store, small_exports, back
     assert query(url, "SELECT version_num FROM alembic_version") == [(HEAD_REVISION,)]
 
 
+def test_identical_snapshots_at_once_store_one_baseline(new_store, small_exports):
+    """Idempotence under concurrency holds by the unique capture key, not a check-then-insert: eight
+    identical snapshots at once store one baseline, and every process answers with its id."""
+    url = new_store
+    results = _run_all(url, [small_exports[0]] * 8)
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    ids = {json.loads(r.stdout)["baseline_id"] for r in results}
+    assert len(ids) == 1
+    assert sum("stored baseline" in r.stderr for r in results) == 1
+    assert sum("already stored" in r.stderr for r in results) == 7
+    assert query(url, "SELECT count(*) FROM baseline") == [(1,)]
+    # --force stores numbered copies, and never twice the same number
+    forced = [start("snapshot", small_exports[0], "--db", url, "--no-git", "--rev", REV, "--name", "conc", "--force",
+                    "--format", "json", "--limit", "1") for _ in range(4)]
+    for proc in forced:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    assert sorted(r[0] for r in query(url, "SELECT capture_copy FROM baseline")) == [0, 1, 2, 3, 4]
+    check_intact(url)
+
+
 def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
     """Two snapshots adding the same new kernel names, ranked differently (each inserts in its
     leaderboard's order), at the same moment. On PostgreSQL each waited on the other's uncommitted
