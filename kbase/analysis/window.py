@@ -5,17 +5,24 @@ init). ``DEFAULT_WARMUP`` iterations are skipped when at least ``DEFAULT_WARMUP 
 short capture keeps at least two steps. ``--iterations A:B`` (positions among detected
 iterations, Python slice rules) overrides the warm-up skip. ``--trim START END`` (seconds on the
 capture clock) is the escape hatch; a trimmed window is not iteration-aligned.
+
+Nothing is left out silently: a GPU whose rank or process has no step marker would fall out of an
+iteration window, so it is an error unless ``WindowSpec.allow_missing_ranks`` (then it is listed
+in ``Window.missing_gpus`` and a note). Every note the reader left in ``profile.extra["notes"]``
+(rows excluded, ranks unreadable) is carried into ``Window.notes``, so every output shows it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute, gpus_left_out
 from kbase.errors import InputError
-from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute
 from kbase.readers.profile import Profile
 
 DEFAULT_WARMUP = 1
@@ -29,6 +36,9 @@ class WindowSpec:
     warmup: int | None = None  # None: the default rule
     trim: tuple[float, float] | None = None  # seconds
     gpu: int | None = None
+    # GPUs without step markers are left out (and noted) instead of refused. Not part of key():
+    # the loss shows in the window's GPU count, which comparability checks already.
+    allow_missing_ranks: bool = False
 
     def key(self) -> str:
         """What must match for two windows to be comparable (part of the baseline fingerprint)."""
@@ -63,6 +73,7 @@ class Window:
     no_launch: int = 0  # kernels of the capture whose launch call is not in it
     outside: int = 0  # kernels launched outside every iteration
     notes: list[str] = field(default_factory=list)
+    missing_gpus: list[int] = field(default_factory=list)  # left out: no step marker (allowed by the spec)
 
     def column(self, name: str) -> np.ndarray:
         """One column of the window's launches ("iteration" included) as a numpy array."""
@@ -148,14 +159,18 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
     if "start_ns" not in kw:
         kw["start_ns"] = int(profile.kernels["start"].to_numpy()[mask].min())
         kw["end_ns"] = int(profile.kernels["end"].to_numpy()[mask].max())
-    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, **kw)
+    # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
+    notes = [str(n) for n in profile.extra.get("notes", [])]
+    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, **kw)
 
 
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
     lo_s, hi_s = spec.trim
+    if not (math.isfinite(lo_s) and math.isfinite(hi_s)):
+        raise InputError(f"--trim {lo_s} {hi_s}: START and END must be finite numbers of seconds")
     if hi_s <= lo_s:
         raise InputError(f"--trim {lo_s} {hi_s}: END must be after START")
-    lo, hi = int(round(lo_s * 1e9)), int(round(hi_s * 1e9))
+    lo, hi = round(lo_s * 1e9), round(hi_s * 1e9)
     start = profile.kernels["start"].to_numpy()
     mask = _gpu_filter(profile, spec, (start >= lo) & (start < hi))
     if not mask.any():
@@ -201,11 +216,63 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
         chosen = keys[skipped:]
     it = its.kernel_iteration
     mask = _gpu_filter(profile, spec, np.isin(it, np.asarray(chosen, dtype=np.int64)))
+    left_out = gpus_left_out(profile, its, spec.gpu) | _outside_selection(profile, spec, it, mask, chosen)
+    n_all = int(profile.kernels["gpu"].nunique()) if spec.gpu is None else 1
     if not mask.any():
-        raise InputError(f"--gpu {spec.gpu}: no kernel of iterations {chosen[0]}..{chosen[-1]} ran on that GPU")
+        if left_out and len(left_out) == n_all:
+            g, why = next(iter(left_out.items()))
+            if spec.gpu is not None:
+                raise InputError(f"--gpu {spec.gpu}: {gpu_label(profile, g)} has no kernel in the iteration window of "
+                                 f"{profile.source}: {why}")
+            raise InputError(f"{profile.source}: no GPU ran a kernel launched inside the {its.marker} ranges "
+                             f"({gpu_label(profile, g)}: {why})")
+        target = "that GPU" if spec.gpu is not None else "any GPU"
+        raise InputError(f"{'' if spec.gpu is None else f'--gpu {spec.gpu}: '}no kernel of iterations "
+                         f"{chosen[0]}..{chosen[-1]} ran on {target} in {profile.source}")
+    if left_out and not spec.allow_missing_ranks:
+        g, why = next(iter(left_out.items()))
+        more = f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else ""
+        raise InputError(
+            f"{profile.source}: {gpu_label(profile, g)}{more} would be left out of the iteration window: {why}; "
+            f"{len(left_out)} of {n_all} GPUs affected (--allow-missing-ranks leaves them out and shows the loss)"
+        )
     w = _make(profile, spec, mask, it, aligned=True, mode="iterations", marker=its.marker,
               iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
               no_launch=its.no_launch, outside=its.outside)
     if its.no_launch:
         w.notes.append(f"{its.no_launch} kernels have no launch call in the capture (sliced export): unattributed")
+    if left_out:
+        w.missing_gpus = sorted(left_out)
+        for g, why in sorted(left_out.items()):
+            w.notes.append(f"{gpu_label(profile, g)} left out of the window (--allow-missing-ranks): {why}")
     return w
+
+
+def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, mask: np.ndarray,
+                       chosen: list[int]) -> dict[int, str]:
+    """GPUs with kernels in some iteration but none in the chosen ones (a rank that captured other
+    steps than the rest): {gpu: why}."""
+    gpus = profile.kernels["gpu"].to_numpy()
+    n = int(gpus.max()) + 1 if len(gpus) else 0
+    stepped = np.bincount(gpus[it >= 0], minlength=n) > 0
+    kept = np.bincount(gpus[mask], minlength=n) > 0
+    lost = stepped & ~kept
+    if spec.gpu is not None:
+        lost &= np.arange(n) == spec.gpu
+    out = {}
+    for g in np.nonzero(lost)[0]:
+        own = it[(gpus == g) & (it >= 0)]
+        out[int(g)] = (f"none of its iterations ({int(own.min())}..{int(own.max())}) is among the selected "
+                       f"ones ({chosen[0]}..{chosen[-1]})")
+    return out
+
+
+def gpu_label(profile: Profile, gpu: int) -> str:
+    """'GPU 1 (rank 1, r1.json)' for a Kineto rank, 'GPU 1 (pid 4242, device 0)' otherwise."""
+    for r in profile.extra.get("ranks", []):
+        if gpu in r.get("gpus", []):
+            return f"GPU {gpu} (rank {r['rank']}, {Path(r['file']).name})"
+    row = profile.gpus[profile.gpus["gpu"] == gpu]
+    if len(row):
+        return f"GPU {gpu} (pid {int(row['pid'].iloc[0])}, device {int(row['device'].iloc[0])})"
+    return f"GPU {gpu}"
