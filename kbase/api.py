@@ -44,12 +44,15 @@ Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a larg
 # ------------------------------------------------------------------------------------------ stages
 
 
-def read(path: Path | str, *, progress: Progress | None = None, fmt: str | None = None) -> Profile:
+def read(path: Path | str, settings: Settings | None = None, *, progress: Progress | None = None,
+         fmt: str | None = None) -> Profile:
     """Stage 1: a profile file (or per-rank trace directory) as DataFrames (``readers.profile``);
     ``fmt`` skips format detection when the caller already did it."""
     from kbase.readers import read_profile
 
-    return read_profile(Path(path), progress=progress, fmt=fmt)
+    settings = settings or Settings.load()
+    return read_profile(Path(path), progress=progress, fmt=fmt, nsys_timeout=settings.nsys_timeout_s,
+                        allow_missing_ranks=settings.window.allow_missing_ranks)
 
 
 def window(profile: Profile, settings: Settings | None = None) -> Window:
@@ -70,7 +73,8 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
         progress: Progress | None = None) -> Leaderboard:
     """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
     settings = settings or Settings.load()
-    return leaderboard(window(read(_profile_path(profile, settings), progress=progress), settings), per_gpu=per_gpu)
+    path = _profile_path(profile, settings)
+    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu)
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -128,7 +132,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, progress=progress, fmt=fmt), settings))
+        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
         saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                  window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
         if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first

@@ -24,13 +24,15 @@ class KbaseError(Exception):
     code = 2
 
     def __init__(self, message: str, *, field: str | None = None, value: Any = _UNSET,
-                 available: Sequence[Any] | None = None, path: Path | str | None = None) -> None:
+                 available: Sequence[Any] | None = None, path: Path | str | None = None,
+                 remedy: tuple[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field  # the setting at fault ("gpu", "marker", "db", ...), when one is
         self.value = value  # its value as given (unset: the field alone is named)
         self.available = list(available) if available is not None else None
         self.path = Path(path) if path is not None else None  # the file at fault, when one is
+        self.remedy = remedy  # (setting, what setting it does): how the user can proceed
 
     def subject(self, label: Callable[[str, Any], str] | None = None) -> str:
         """What is at fault: ``label(field, value)`` (the CLI's flag names) or ``field=value``."""
@@ -46,6 +48,9 @@ class KbaseError(Exception):
         """One line: subject, message, and the values that would have worked."""
         subject = self.subject(label)
         text = f"{subject}: {self.message}" if subject else self.message
+        if self.remedy is not None:
+            setting, effect = self.remedy
+            text += f" ({label(setting, _UNSET) if label else setting} {effect})"
         if self.available is not None and "available" not in self.message:
             shown = ", ".join(str(a) for a in self.available[:20])
             more = f", … ({len(self.available)} in all)" if len(self.available) > 20 else ""

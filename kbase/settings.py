@@ -37,9 +37,10 @@ from kbase.errors import SettingsError
 DEFAULT_WORKLOAD = "default"
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
-                                "gpu": int, "trim": list}
+                                "gpu": int, "trim": list, "allow_missing_ranks": bool}
 TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, **WINDOW_KEYS}
-ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT"}
+ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT"}
+DEFAULT_NSYS_TIMEOUT_S = 1800.0  # exporting a multi-GB report takes minutes; a hung nsys must not hang CI
 
 
 class Origin(StrEnum):
@@ -60,6 +61,7 @@ class Settings:
     window: WindowSpec = field(default_factory=WindowSpec)
     policy: Policy = field(default_factory=Policy)
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    nsys_timeout_s: float = DEFAULT_NSYS_TIMEOUT_S
     origins: Mapping[str, Origin] = field(default_factory=dict)
 
     @classmethod
@@ -98,14 +100,18 @@ class Settings:
         trim = values["trim"]
         spec = WindowSpec(marker=values["marker"], iteration_kernel=values["iteration_kernel"],
                           iterations=values["iterations"], warmup=values["warmup"],
-                          trim=(float(trim[0]), float(trim[1])) if trim else None, gpu=values["gpu"])
+                          trim=(float(trim[0]), float(trim[1])) if trim else None, gpu=values["gpu"],
+                          allow_missing_ranks=bool(values["allow_missing_ranks"]))
         _check_window(spec, origins)
         timeout = pick("busy_timeout_s", None, env_var="KBASE_BUSY_TIMEOUT")
-        busy = _positive_seconds(timeout, "KBASE_BUSY_TIMEOUT") if timeout is not None else DEFAULT_BUSY_TIMEOUT_S
+        busy = _positive_seconds(timeout, "busy_timeout_s") if timeout is not None else DEFAULT_BUSY_TIMEOUT_S
+        nsys = pick("nsys_timeout_s", None, env_var="KBASE_NSYS_TIMEOUT")
+        nsys_s = _positive_seconds(nsys, "nsys_timeout_s", allow_zero=False) if nsys is not None else DEFAULT_NSYS_TIMEOUT_S
         where = f"{pyproject} [tool.kbase.gate]" if pyproject else "[tool.kbase.gate]"
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
-                   profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, origins=origins)
+                   profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, nsys_timeout_s=nsys_s,
+                   origins=origins)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)
@@ -130,13 +136,14 @@ def _relative_to(value: str, root: Path) -> str:
     return str(p if p.is_absolute() else root / p)
 
 
-def _positive_seconds(value: Any, name: str) -> float:
+def _positive_seconds(value: Any, field: str, allow_zero: bool = True) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise SettingsError("must be a number of seconds", field="busy_timeout_s", value=value) from None
-    if not math.isfinite(seconds) or seconds < 0:
-        raise SettingsError("must be a finite number of seconds >= 0", field="busy_timeout_s", value=value)
+        raise SettingsError("must be a number of seconds", field=field, value=value) from None
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise SettingsError(f"must be a finite number of seconds {'>= 0' if allow_zero else '> 0'}", field=field,
+                            value=value)
     return seconds
 
 

@@ -69,7 +69,7 @@ def pick_marker(profile: Profile, marker: str | None) -> tuple[re.Pattern, str] 
         return None
     distinct = pd.Series(names.unique())
     for label, pattern in AUTO_MARKERS:
-        regex = re.compile(pattern, re.I)
+        regex = re.compile(pattern, re.IGNORECASE)
         hits = distinct[distinct.str.contains(regex)]
         if len(hits):
             return regex, label
@@ -89,7 +89,7 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
     r = profile.ranges[profile.ranges["name"].str.contains(regex)].copy()
     r = _key_ranges(r)
     # Step markers cover every thread of their process; other markers (ops) only their own thread.
-    step_like = any(re.search(p, str(n), re.I) for n in r["name"].head(50) for _, p in AUTO_MARKERS)
+    step_like = any(re.search(p, str(n), re.IGNORECASE) for n in r["name"].head(50) for _, p in AUTO_MARKERS)
     it = _project(profile, r, cross_thread=step_like)
     outside = int(((it == NOT_IN_ITERATION) & (k["launch_start"].to_numpy() >= 0)).sum())
     # Every closed marker range is an iteration, even one that launched nothing (a zero sample).
@@ -210,4 +210,38 @@ def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int
     it[it < 0] = NOT_IN_ITERATION
     keys = sorted(int(x) for x in np.unique(it[it >= 0]))
     outside = int((it == NOT_IN_ITERATION).sum())
-    return Iterations(it, keys, f"kernel {pattern}", AttributionMode.KERNEL, no_launch, outside, profile.ranges.iloc[0:0])
+    return Iterations(it, keys, f"kernel {pattern}", AttributionMode.KERNEL, no_launch, outside,
+                      profile.ranges.iloc[0:0])
+
+
+def gpus_left_out(profile: Profile, its: Iterations, gpu: int | None = None) -> dict[int, str]:
+    """GPUs with kernels none of which falls in an iteration because their rank or process has no
+    step marker (or, with --iteration-kernel, no such kernel) — {gpu: why}. A GPU whose process
+    does have markers but launched nothing inside them is not listed: it did no step work."""
+    k = profile.kernels
+    if its.mode not in ("marker", "kernel") or not len(k):
+        return {}
+    gpus = k["gpu"].to_numpy()
+    n = int(gpus.max()) + 1
+    present = np.bincount(gpus, minlength=n) > 0
+    in_step = np.bincount(gpus[its.kernel_iteration >= 0], minlength=n) > 0
+    candidates = present & ~in_step
+    if gpu is not None:
+        candidates &= np.arange(n) == gpu
+    if not candidates.any():
+        return {}
+    if its.mode == "kernel":
+        return {int(g): f"no kernel matching the iteration kernel {its.marker[len('kernel '):]!r} ran on it"
+                for g in np.nonzero(candidates)[0]}
+    tid = k["launch_tid"].to_numpy()
+    launched = (tid >= 0) & (k["launch_start"].to_numpy() >= 0)
+    owners = np.unique(its.ranges["pid"].to_numpy())
+    from_owner = launched & np.isin(tid >> 24, owners)
+    has_launch = np.bincount(gpus[launched], minlength=n) > 0
+    has_owner = np.bincount(gpus[from_owner], minlength=n) > 0
+    out: dict[int, str] = {}
+    for g in np.nonzero(candidates & ~has_owner)[0]:
+        out[int(g)] = (f"its process has no closed {its.marker} range" if has_launch[g]
+                       else "none of its kernels has its launch call in the capture")
+    return out
+

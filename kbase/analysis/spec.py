@@ -17,6 +17,9 @@ class WindowSpec:
     warmup: int | None = None  # None: the default rule
     trim: tuple[float, float] | None = None  # seconds on the capture clock
     gpu: int | None = None
+    # GPUs without step markers are left out (and noted) instead of refused. Not part of key(): the
+    # loss shows in the window's GPU count, which comparability checks already.
+    allow_missing_ranks: bool = False
 
     def key(self) -> str:
         """What must match for two windows to be comparable (part of the baseline fingerprint)."""

@@ -5,19 +5,26 @@ init). ``DEFAULT_WARMUP`` iterations are skipped when at least ``DEFAULT_WARMUP 
 short capture keeps at least two steps. ``--iterations A:B`` (positions among detected
 iterations, Python slice rules) overrides the warm-up skip. ``--trim START END`` (seconds on the
 capture clock) is the escape hatch; a trimmed window is not iteration-aligned.
+
+Nothing is left out silently: a GPU whose rank or process has no step marker would fall out of an
+iteration window, so it is an error unless ``WindowSpec.allow_missing_ranks`` (then it is listed
+in ``Window.missing_gpus`` and a note). Every note the reader left in ``profile.extra["notes"]``
+(rows excluded, ranks unreadable) is carried into ``Window.notes``, so every output shows it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute, gpus_left_out
 from kbase.analysis.spec import WindowSpec
 from kbase.enums import AttributionMode, WindowMode
 from kbase.errors import WindowError
-from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute
 from kbase.readers.profile import Profile
 
 DEFAULT_WARMUP = 1
@@ -43,6 +50,7 @@ class Window:
     no_launch: int = 0  # kernels of the capture whose launch call is not in it
     outside: int = 0  # kernels launched outside every iteration
     notes: list[str] = field(default_factory=list)
+    missing_gpus: list[int] = field(default_factory=list)  # left out: no step marker (allowed by the spec)
 
     def column(self, name: str) -> np.ndarray:
         """One column of the window's launches ("iteration" included) as a numpy array."""
@@ -128,15 +136,19 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
     if "start_ns" not in kw:
         kw["start_ns"] = int(profile.kernels["start"].to_numpy()[mask].min())
         kw["end_ns"] = int(profile.kernels["end"].to_numpy()[mask].max())
-    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, **kw)
+    # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
+    notes = [str(n) for n in profile.extra.get("notes", [])]
+    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, **kw)
 
 
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
     assert spec.trim is not None
     lo_s, hi_s = spec.trim
+    if not (math.isfinite(lo_s) and math.isfinite(hi_s)):
+        raise WindowError("START and END must be finite numbers of seconds", field="trim", value=spec.trim)
     if hi_s <= lo_s:
         raise WindowError("END must be after START", field="trim", value=spec.trim)
-    lo, hi = int(round(lo_s * 1e9)), int(round(hi_s * 1e9))
+    lo, hi = round(lo_s * 1e9), round(hi_s * 1e9)
     start = profile.kernels["start"].to_numpy()
     mask = _gpu_filter(profile, spec, (start >= lo) & (start < hi))
     if not mask.any():
@@ -155,7 +167,7 @@ def _whole_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window
     mask = _gpu_filter(profile, spec, np.ones(len(profile.kernels), dtype=bool))
     w = _make(profile, spec, mask, its.kernel_iteration, aligned=False, mode=WindowMode.WHOLE, marker="",
               iteration_keys=[], available_keys=[], warmup_skipped=0, no_launch=its.no_launch)
-    w.notes.append("window is NOT iteration-aligned: no step marker found (use --marker or --iteration-kernel)")
+    w.notes.append("window is NOT iteration-aligned: no step marker found (set a marker or an iteration kernel)")
     return w
 
 
@@ -180,15 +192,65 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
         chosen = keys[skipped:]
     it = its.kernel_iteration
     mask = _gpu_filter(profile, spec, np.isin(it, np.asarray(chosen, dtype=np.int64)))
+    left_out = gpus_left_out(profile, its, spec.gpu) | _outside_selection(profile, spec, it, mask, chosen)
+    n_all = int(profile.kernels["gpu"].nunique()) if spec.gpu is None else 1
     if not mask.any():
+        if left_out and len(left_out) == n_all:
+            g, why = next(iter(left_out.items()))
+            if spec.gpu is not None:
+                raise WindowError(f"{gpu_label(profile, g)} has no kernel in the iteration window of {profile.source}: "
+                                  f"{why}", field="gpu", value=spec.gpu)
+            raise WindowError(f"no GPU ran a kernel launched inside the {its.marker} ranges of {profile.source} "
+                              f"({gpu_label(profile, g)}: {why})", field="marker",
+                              value=spec.marker if spec.marker is not None else its.marker)
         if spec.gpu is not None:
             raise WindowError(f"no kernel of iterations {chosen[0]}..{chosen[-1]} ran on that GPU",
                               field="gpu", value=spec.gpu)
         raise WindowError(f"no kernel launch of {profile.source} falls inside iterations {chosen[0]}..{chosen[-1]}",
                           field="marker", value=spec.marker if spec.marker is not None else its.marker)
+    if left_out and not spec.allow_missing_ranks:
+        g, why = next(iter(left_out.items()))
+        more = f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else ""
+        raise WindowError(
+            f"{profile.source}: {gpu_label(profile, g)}{more} would be left out of the iteration window: {why}; "
+            f"{len(left_out)} of {n_all} GPUs affected", remedy=("allow_missing_ranks", "leaves them out and shows the loss"))
     w = _make(profile, spec, mask, it, aligned=True, mode=WindowMode.ITERATIONS, marker=its.marker,
               iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
               no_launch=its.no_launch, outside=its.outside)
     if its.no_launch:
         w.notes.append(f"{its.no_launch} kernels have no launch call in the capture (sliced export): unattributed")
+    if left_out:
+        w.missing_gpus = sorted(left_out)
+        for g, why in sorted(left_out.items()):
+            w.notes.append(f"{gpu_label(profile, g)} left out of the window (missing ranks allowed): {why}")
     return w
+
+
+def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, mask: np.ndarray,
+                       chosen: list[int]) -> dict[int, str]:
+    """GPUs with kernels in some iteration but none in the chosen ones (a rank that captured other
+    steps than the rest): {gpu: why}."""
+    gpus = profile.kernels["gpu"].to_numpy()
+    n = int(gpus.max()) + 1 if len(gpus) else 0
+    stepped = np.bincount(gpus[it >= 0], minlength=n) > 0
+    kept = np.bincount(gpus[mask], minlength=n) > 0
+    lost = stepped & ~kept
+    if spec.gpu is not None:
+        lost &= np.arange(n) == spec.gpu
+    out = {}
+    for g in np.nonzero(lost)[0]:
+        own = it[(gpus == g) & (it >= 0)]
+        out[int(g)] = (f"none of its iterations ({int(own.min())}..{int(own.max())}) is among the selected "
+                       f"ones ({chosen[0]}..{chosen[-1]})")
+    return out
+
+
+def gpu_label(profile: Profile, gpu: int) -> str:
+    """'GPU 1 (rank 1, r1.json)' for a Kineto rank, 'GPU 1 (pid 4242, device 0)' otherwise."""
+    for r in profile.extra.get("ranks", []):
+        if gpu in r.get("gpus", []):
+            return f"GPU {gpu} (rank {r['rank']}, {Path(r['file']).name})"
+    row = profile.gpus[profile.gpus["gpu"] == gpu]
+    if len(row):
+        return f"GPU {gpu} (pid {int(row['pid'].iloc[0])}, device {int(row['device'].iloc[0])})"
+    return f"GPU {gpu}"

@@ -82,6 +82,10 @@ WarmupOpt = Annotated[int | None, typer.Option(
     "--warmup", help="Warm-up iterations to skip (default: 1 when at least 3 iterations exist).")]
 TrimOpt = Annotated[tuple[float, float] | None, typer.Option(
     "--trim", help="START END seconds on the capture clock (not iteration-aligned).")]
+AllowMissingRanksOpt = Annotated[bool | None, typer.Option(
+    "--allow-missing-ranks/--no-allow-missing-ranks",
+    help="Read a run whose ranks cannot all be read (or have no step markers) without them; every output "
+    "shows the loss. Default: refuse.")]
 GpuOpt = Annotated[int | None, typer.Option("--gpu", help="Only this GPU (index as listed by --per-gpu).")]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, csv or md.")]
 LimitOpt = Annotated[int | None, typer.Option(
@@ -93,7 +97,8 @@ NameOpt = Annotated[str | None, typer.Option("--name", help="Workload name (one 
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Git repository (default: the current directory's).")]
 
 WINDOW_OPTIONS: dict[str, Any] = {"marker": MarkerOpt, "iteration_kernel": IterKernelOpt,
-                                  "iterations": IterationsOpt, "warmup": WarmupOpt, "trim": TrimOpt, "gpu": GpuOpt}
+                                  "iterations": IterationsOpt, "warmup": WarmupOpt, "trim": TrimOpt, "gpu": GpuOpt,
+                                  "allow_missing_ranks": AllowMissingRanksOpt}
 
 
 def window_options(command: Callable[..., Any]) -> Callable[..., Any]:

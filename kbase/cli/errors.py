@@ -16,9 +16,9 @@ FLAGS = {
     "max_increase_pct": "--max-increase-pct", "abs_floor_us": "--abs-floor-us", "share_floor": "--share-floor",
     "alpha": "--alpha", "total_increase_pct": "--total-increase-pct", "new_kernel": "--new-kernel",
     "ignore": "--ignore", "format": "--format", "reason": "--reason", "expires": "--expires", "pattern": "PATTERN",
-    "ref": "REF", "acceptance": "--revoke", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
+    "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
 }
-ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT"}
+ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT"}
 
 
 def _value_text(value: Any) -> str:
@@ -38,7 +38,7 @@ def label(field: str, value: Any, settings: Settings | None) -> str:
     if origin == Origin.CONFIG and settings is not None:
         where = f" ({settings.pyproject})" if settings.pyproject else ""
         return f"[tool.kbase] {field}" + ("" if is_unset(value) else f" = {_value_text(value)}") + where
-    if origin == Origin.ENV or field == "busy_timeout_s":
+    if origin == Origin.ENV or field in ("busy_timeout_s", "nsys_timeout_s"):
         var = ENV_VARS.get(field, field.upper())
         return var if is_unset(value) else f"{var}={_mask(field, value)}"
     flag = FLAGS.get(field, field)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
+import stat
 from collections.abc import Callable
+from pathlib import Path
 
 from kbase.errors import InputError
 from kbase.readers.profile import Profile
@@ -30,15 +27,25 @@ def _head(path: Path, n: int = 16) -> bytes:
 
 def detect_format(path: Path) -> str:
     """'nsys-sqlite', 'nsys-rep' or 'kineto'; a clear error for anything else."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        from kbase.readers.kineto import looks_like_kineto
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        from kbase.readers.kineto_json import _trace_files_in
 
-        if any(looks_like_kineto(p) for p in sorted(path.iterdir()) if p.is_file()):
+        try:
+            candidates = _trace_files_in(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot list the directory ({exc.strerror or exc})") from None
+        if candidates:  # the Kineto reader says which file is what (and which cannot be read)
             return "kineto"
         raise InputError(f"{path}: is a directory (give an export file, or a directory of per-rank PyTorch traces)")
-    if path.stat().st_size == 0:
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: not a regular file (a pipe or device cannot be read as a profile)")
+    if st.st_size == 0:
         raise InputError(f"{path}: empty file (0 bytes)")
     head = _head(path)
     if head.startswith(SQLITE_MAGIC):
@@ -57,9 +64,21 @@ def detect_format(path: Path) -> str:
     )
 
 
-def read_profile(path: Path | str, progress: Progress | None = None, fmt: str | None = None) -> Profile:
+def read_profile(
+    path: Path | str,
+    progress: Progress | None = None,
+    fmt: str | None = None,
+    *,
+    allow_missing_ranks: bool = False,
+    nsys_timeout: float | str | None = None,
+) -> Profile:
     """Read any supported profile (``fmt``: the format when the caller already detected it). The user's
-    file is only ever opened for reading. ``progress(rows, total)`` is called as a large table streams."""
+    file is only ever opened for reading. ``progress(rows, total)`` is called as a large table streams.
+
+    ``allow_missing_ranks``: a per-rank trace directory with ranks that cannot be read is read
+    without them (recorded in ``profile.extra["missing_ranks"]`` and its notes) instead of refused.
+    ``nsys_timeout``: seconds ``nsys export`` may take on a report (default: ``KBASE_NSYS_TIMEOUT``).
+    """
     path = Path(path)
     fmt = fmt or detect_format(path)
     if fmt == "nsys-sqlite":
@@ -67,34 +86,9 @@ def read_profile(path: Path | str, progress: Progress | None = None, fmt: str | 
 
         return read_nsys(path, progress)
     if fmt == "nsys-rep":
-        return _read_report(path, progress)
+        from kbase.readers.nsys_report import read_report
+
+        return read_report(path, progress, nsys_timeout)
     from kbase.readers.kineto import read_kineto
 
-    return read_kineto(path)
-
-
-def _read_report(path: Path, progress) -> Profile:
-    """Export a .nsys-rep with the nsys CLI next to a temporary copy, never beside the user's file."""
-    nsys = shutil.which("nsys")
-    if nsys is None:
-        raise InputError(
-            f"{path}: an Nsight Systems report needs exporting and nsys is not on PATH; export it by "
-            f"hand with: nsys export --type sqlite --output {path.with_suffix('.sqlite')} {path}"
-        )
-    from kbase.readers.nsys import read_nsys
-
-    with tempfile.TemporaryDirectory(prefix="kbase-export-") as tmp:
-        copy = Path(tmp) / path.name
-        shutil.copyfile(path, copy)
-        out = copy.with_suffix(".sqlite")
-        proc = subprocess.run(
-            [nsys, "export", "--type", "sqlite", "--output", str(out), str(copy)],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0 or not out.exists():
-            last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise InputError(f"{path}: nsys export failed ({last[0]})")
-        profile = read_nsys(out, progress)
-        profile.source = path
-        return profile
+    return read_kineto(path, allow_missing_ranks=allow_missing_ranks)

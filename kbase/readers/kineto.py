@@ -31,282 +31,47 @@ n numbering such ids in order of appearance in that file (per process for tids).
 ``extra``: ``step_wall_ns`` {N: CPU wall ns of ``ProfilerStep#N``} (mean over the ranks that have
 that step), ``step_wall_ns_by_rank`` {rank: {"ProfilerStep#N": ns}}, ``ranks`` (per file: rank,
 slot, file, gpus, world_size, trace_name, base_time_ns), ``thread_names`` {tid key: name},
-``process_names`` {pid key: name}.
+``process_names`` {pid key: name}, ``missing_ranks`` [{file, reason}] (unreadable ranks left out
+under ``allow_missing_ranks``), ``absent_ranks`` (ranks of the declared world with no trace),
+``ignored_files`` (JSON files in the directory that are not traces), ``notes`` (every loss).
 
-The file is streamed: events are decoded one at a time into compact columns, so memory stays a
-small multiple of the kernels + ranges kept, not of the JSON text.
+Each file is streamed (:mod:`kbase.readers.kineto_file`): events are decoded one at a time into
+compact columns, so memory stays a small multiple of the kernels + ranges kept, not of the JSON
+text. Which files are ranks, and whether they are one run, is :mod:`kbase.readers.kineto_run`.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-from array import array
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from kbase.errors import InputError
-from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream, _trace_files_in, looks_like_kineto
+from kbase.readers.integrity import add_note
+from kbase.readers.kineto_file import _launches
+from kbase.readers.kineto_json import _ns, looks_like_kineto
+from kbase.readers.kineto_run import (
+    absent_ranks,
+    check_distinct_content,
+    check_distinct_files,
+    check_one_run,
+    ranges_text,
+    rank_files,
+    read_ranks,
+    world_size,
+)
 from kbase.readers.profile import Profile
 
-__all__ = ["looks_like_kineto", "read_kineto"]
+__all__ = ["_ns", "looks_like_kineto", "read_kineto"]
 
-
-_KERNEL_CATS = {"kernel"}
-_LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
-_RANGE_CATS = {"user_annotation", "cpu_op", "operator"}
-_FLOW_CATS = {"ac2g", "async"}
 _STEP_RE = re.compile(r"ProfilerStep#\d+\Z")
 
 _SLOT_SHIFT_TID = 48
 _PID_SHIFT = 24
 _SLOT_SHIFT_PID = 24
-_ID_LIMIT = 1 << 23  # OS ids below this are kept as they are
-_LOW48 = (1 << 48) - 1
-_LOW24 = (1 << 24) - 1
 _MAX_RANK = (1 << 15) - 1
-
-
-# --------------------------------------------------------------------------------------------
-# one file
-
-
-class _Ids:
-    """OS pid/tid -> the small codes used in the keys (see the module docstring)."""
-
-    def __init__(self):
-        self.pids: dict = {}
-        self.tids: dict = {}
-        self.cache: dict = {}
-
-    @staticmethod
-    def _plain(v):
-        if type(v) is str:
-            s = v.strip()
-            if s.lstrip("-").isdigit():
-                return int(s)
-        return v
-
-    def pid_code(self, pid) -> int:
-        pid = self._plain(pid)
-        if type(pid) is int and 0 <= pid < _ID_LIMIT:
-            return pid
-        code = self.pids.get(pid)
-        if code is None:
-            code = self.pids[pid] = _ID_LIMIT + len(self.pids)
-        return code
-
-    def key(self, pid, tid) -> int:
-        """Thread key without the slot bits."""
-        try:
-            return self.cache[(pid, tid)]
-        except (KeyError, TypeError):
-            pass
-        pc = self.pid_code(pid)
-        t = self._plain(tid)
-        if type(t) is int and 0 <= t < _ID_LIMIT:
-            tc = t
-        else:
-            tc = self.tids.get((pc, t))
-            if tc is None:
-                tc = self.tids[(pc, t)] = _ID_LIMIT + sum(1 for k in self.tids if k[0] == pc)
-        k = (pc << _PID_SHIFT) | tc
-        try:
-            self.cache[(pid, tid)] = k
-        except TypeError:
-            pass
-        return k
-
-
-class _FileData:
-    __slots__ = (
-        "path", "label", "meta", "k_start", "k_end", "k_dev", "k_corr", "k_names",
-        "k_nocorr", "r_start", "r_end", "r_tid", "r_names", "l_corr", "l_tid", "l_ts",
-        "fs_id", "fs_tid", "fs_ts", "ff_id", "ff_tid", "ff_ts", "trace_span",
-        "thread_names", "process_names", "rank",
-    )  # fmt: skip
-
-
-def _corr_of(args: dict):
-    c = args.get("correlation")
-    if c is None:
-        for k in ("correlation id", "correlationId", "correlation_id", "Correlation"):
-            c = args.get(k)
-            if c is not None:
-                break
-    return c if type(c) is int else None
-
-
-def _read_one(path: Path) -> _FileData:
-    label = str(path)
-    meta: dict = {}
-    fd = _FileData()
-    fd.path, fd.label, fd.meta = path, label, meta
-    k_start, k_end, k_dev, k_corr = array("q"), array("q"), array("q"), array("q")
-    k_names: list[str] = []
-    k_nocorr: list[tuple[int, int, int]] = []  # (kernel index, lane key, ts) for the flow fallback
-    r_start, r_end, r_tid = array("q"), array("q"), array("q")
-    r_names: list[str] = []
-    l_corr, l_tid, l_ts = array("q"), array("q"), array("q")
-    fs_id, fs_tid, fs_ts = array("q"), array("q"), array("q")
-    ff_id, ff_tid, ff_ts = array("q"), array("q"), array("q")
-    open_ranges: dict[int, list[int]] = {}
-    thread_names: dict[int, str] = {}
-    process_names: dict[int, str] = {}
-    trace_span = [None, None]
-    names: dict[str, str] = {}
-    cats: dict = {}
-    ids = _Ids()
-    key = ids.key
-
-    ev_decoder = json.JSONDecoder(parse_float=str)  # keep fractional µs as text: exact ns
-    meta_decoder = json.JSONDecoder()
-    read, close = _open_text(path, label)
-    stream = _Stream(read, label)
-    n_events = 0
-    try:
-        for ev in _events(stream, meta, ev_decoder, meta_decoder):
-            if type(ev) is not dict:
-                continue
-            n_events += 1
-            cat = ev.get("cat")
-            if cat is None:
-                if ev.get("ph") == "M":
-                    nm = ev.get("name")
-                    a = ev.get("args")
-                    if isinstance(a, dict) and isinstance(a.get("name"), str):
-                        if nm == "thread_name":
-                            thread_names[key(ev.get("pid"), ev.get("tid"))] = a["name"]
-                        elif nm == "process_name":
-                            process_names[ids.pid_code(ev.get("pid"))] = a["name"]
-                continue
-            try:
-                lc = cats[cat]
-            except (KeyError, TypeError):
-                lc = cat.lower() if isinstance(cat, str) else ""
-                try:
-                    cats[cat] = lc
-                except TypeError:
-                    pass
-            ph = ev.get("ph")
-            try:
-                if lc in _KERNEL_CATS:
-                    if ph != "X":
-                        continue
-                    args = ev.get("args")
-                    if not isinstance(args, dict):
-                        args = {}
-                    ts = _ns(ev.get("ts"))
-                    k_start.append(ts)
-                    k_end.append(ts + _ns(ev.get("dur")))
-                    dev = args.get("device")
-                    if type(dev) is not int:
-                        dev = ev.get("pid") if type(ev.get("pid")) is int else 0
-                    k_dev.append(dev)
-                    corr = _corr_of(args)
-                    if corr is None:
-                        k_nocorr.append((len(k_corr), key(ev.get("pid"), ev.get("tid")), ts))
-                        corr = -1
-                    k_corr.append(corr)
-                    nm = ev.get("name")
-                    if not isinstance(nm, str):
-                        nm = args.get("name") if isinstance(args.get("name"), str) else "<unnamed kernel>"
-                    k_names.append(names.setdefault(nm, nm))
-                elif lc in _LAUNCH_CATS:
-                    args = ev.get("args")
-                    corr = _corr_of(args) if isinstance(args, dict) else None
-                    if corr is not None and ph == "X":
-                        l_corr.append(corr)
-                        l_tid.append(key(ev.get("pid"), ev.get("tid")))
-                        l_ts.append(_ns(ev.get("ts")))
-                elif lc in _RANGE_CATS:
-                    nm = ev.get("name")
-                    nm = names.setdefault(nm, nm) if isinstance(nm, str) else str(nm)
-                    if ph == "X":
-                        ts = _ns(ev.get("ts"))
-                        r_start.append(ts)
-                        r_end.append(ts + _ns(ev.get("dur")))
-                        r_tid.append(key(ev.get("pid"), ev.get("tid")))
-                        r_names.append(nm)
-                    elif ph == "B":
-                        t = key(ev.get("pid"), ev.get("tid"))
-                        open_ranges.setdefault(t, []).append(len(r_start))
-                        r_start.append(_ns(ev.get("ts")))
-                        r_end.append(-1)
-                        r_tid.append(t)
-                        r_names.append(nm)
-                    elif ph == "E":
-                        stack = open_ranges.get(key(ev.get("pid"), ev.get("tid")))
-                        if stack:
-                            r_end[stack.pop()] = _ns(ev.get("ts"))
-                elif lc in _FLOW_CATS:
-                    fid = ev.get("id")
-                    if type(fid) is not int:
-                        continue
-                    if ph == "s":
-                        fs_id.append(fid)
-                        fs_tid.append(key(ev.get("pid"), ev.get("tid")))
-                        fs_ts.append(_ns(ev.get("ts")))
-                    elif ph == "f":
-                        ff_id.append(fid)
-                        ff_tid.append(key(ev.get("pid"), ev.get("tid")))
-                        ff_ts.append(_ns(ev.get("ts")))
-                elif lc == "trace" and ph == "X":
-                    ts = _ns(ev.get("ts"))
-                    end = ts + _ns(ev.get("dur"))
-                    trace_span[0] = ts if trace_span[0] is None else min(trace_span[0], ts)
-                    trace_span[1] = end if trace_span[1] is None else max(trace_span[1], end)
-            except (ValueError, OverflowError) as e:
-                raise InputError(f"{label}: bad {cat!r} event ({e})") from None
-    finally:
-        close()
-
-    if n_events == 0 and meta.get("_format") == "list":
-        raise InputError(f"{label}: JSON but not a PyTorch profiler trace (no trace events)")
-    if not len(k_start):
-        raise InputError(f"{label}: PyTorch profiler trace without GPU kernel events (CPU-only capture?)")
-
-    fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.k_names = k_start, k_end, k_dev, k_corr, k_names
-    fd.k_nocorr = k_nocorr
-    fd.r_start, fd.r_end, fd.r_tid, fd.r_names = r_start, r_end, r_tid, r_names
-    fd.l_corr, fd.l_tid, fd.l_ts = l_corr, l_tid, l_ts
-    fd.fs_id, fd.fs_tid, fd.fs_ts = fs_id, fs_tid, fs_ts
-    fd.ff_id, fd.ff_tid, fd.ff_ts = ff_id, ff_tid, ff_ts
-    fd.trace_span = trace_span
-    fd.thread_names, fd.process_names = thread_names, process_names
-    return fd
-
-
-def _launches(fd: _FileData) -> tuple[np.ndarray, np.ndarray]:
-    """launch_tid / launch_start (slot bits not yet set) for each kernel of one file."""
-    n = len(fd.k_corr)
-    corr = np.frombuffer(fd.k_corr, dtype=np.int64).copy() if n else np.empty(0, np.int64)
-    if fd.k_nocorr and len(fd.ff_id):
-        by_lane = {}
-        for fid, lane, ts in zip(fd.ff_id, fd.ff_tid, fd.ff_ts):
-            by_lane.setdefault((lane, ts), fid)
-        for i, lane, ts in fd.k_nocorr:
-            fid = by_lane.get((lane, ts))
-            if fid is not None:
-                corr[i] = fid
-    # launch records: API calls first, flow starts only where no API call carries the id
-    l_corr = np.concatenate([np.frombuffer(fd.l_corr, np.int64), np.frombuffer(fd.fs_id, np.int64)])
-    l_tid = np.concatenate([np.frombuffer(fd.l_tid, np.int64), np.frombuffer(fd.fs_tid, np.int64)])
-    l_ts = np.concatenate([np.frombuffer(fd.l_ts, np.int64), np.frombuffer(fd.fs_ts, np.int64)])
-    launch_tid = np.full(n, -1, dtype=np.int64)
-    launch_start = np.full(n, -1, dtype=np.int64)
-    if len(l_corr):
-        _, first = np.unique(l_corr, return_index=True)  # first occurrence = API call when both exist
-        lc, lt, ls = l_corr[first], l_tid[first], l_ts[first]  # sorted by correlation
-        pos = np.searchsorted(lc, corr)
-        pos_c = np.minimum(pos, len(lc) - 1)
-        hit = (corr >= 0) & (lc[pos_c] == corr)
-        launch_tid[hit] = lt[pos_c[hit]]
-        launch_start[hit] = ls[pos_c[hit]]
-    return launch_tid, launch_start
 
 
 # --------------------------------------------------------------------------------------------
@@ -367,44 +132,35 @@ def _declared_rank(meta: dict) -> int | None:
 
 def _base_ns(meta: dict) -> int:
     b = meta.get("baseTimeNanoseconds")
-    return b if type(b) is int else 0
+    return b if type(b) is int else 0  # validated by the file reader
+
+
+def _span(fd) -> tuple[int, int]:
+    """The file's capture on the absolute clock (ns): its Trace span and its kernels."""
+    base = _base_ns(fd.meta)
+    k_start = np.frombuffer(fd.k_start, dtype=np.int64)
+    k_end = np.frombuffer(fd.k_end, dtype=np.int64)
+    lo, hi = int(k_start.min()), int(k_end.max())
+    if fd.trace_span[0] is not None:
+        lo, hi = min(lo, fd.trace_span[0]), max(hi, fd.trace_span[1])
+    return lo + base, hi + base
 
 
 # --------------------------------------------------------------------------------------------
 # public entry point
 
 
-def _resolve(paths) -> tuple[list[Path], Path]:
-    if isinstance(paths, (str, os.PathLike)):
-        p = Path(paths)
-        if p.is_dir():
-            files = [f for f in _trace_files_in(p) if looks_like_kineto(f)]
-            if not files:
-                raise InputError(f"{p}: no PyTorch profiler traces (.json / .json.gz) in this directory")
-            return files, p
-        return [p], p
-    files: list[Path] = []
-    for item in paths:
-        item = Path(item)
-        if item.is_dir():
-            files.extend(_resolve(item)[0])
-        else:
-            files.append(item)
-    if not files:
-        raise InputError("no PyTorch profiler trace given")
-    if len(files) == 1:
-        return files, files[0]
-    try:
-        source = Path(os.path.commonpath([str(f.resolve()) for f in files]))
-    except ValueError:
-        source = files[0]
-    return files, source
+def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> Profile:
+    """Read one Kineto trace, or several (a directory or a list: one rank per file) as one profile.
 
-
-def read_kineto(paths: Path | list[Path]) -> Profile:
-    """Read one Kineto trace, or several (a directory or a list: one rank per file) as one profile."""
-    files, source = _resolve(paths)
-    data = [_read_one(f) for f in files]
+    A rank that cannot be read is an error unless ``allow_missing_ranks``; then it is left out and
+    recorded (``extra["missing_ranks"]`` and a note). Traces of different runs are always refused.
+    """
+    files, source, ignored = rank_files(paths)
+    if len(files) > _MAX_RANK + 1:
+        raise InputError(f"{source}: {len(files)} traces, more than {_MAX_RANK + 1}")
+    check_distinct_files(files)
+    data, missing = read_ranks(files, source, allow_missing_ranks)
 
     # ranks: distributedInfo.rank where given, file order (first unused numbers) otherwise
     declared = [_declared_rank(fd.meta) for fd in data]
@@ -415,12 +171,14 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
         if r in taken:
             raise InputError(f"{fd.label}: rank {r} again (also in {taken[r]}); these traces are not one run")
         taken[r] = fd.label
+    check_distinct_content(data)
+    versions = [_exporter_version(fd.meta) for fd in data]
+    check_one_run(data, source, [_span(fd) for fd in data], versions, declared)
     free = (r for r in range(_MAX_RANK + 1) if r not in taken)
     for fd, r in zip(data, declared):
         fd.rank = r if r is not None else next(free)
+    world, absent = absent_ranks(data, declared)
     data.sort(key=lambda fd: fd.rank)
-    if len(data) > _MAX_RANK + 1:
-        raise InputError(f"{source}: more than {_MAX_RANK + 1} traces")
 
     kernel_parts, range_parts, gpu_rows = [], [], []
     step_wall: dict[int, dict[str, int]] = {}
@@ -428,7 +186,7 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
     thread_names: dict[int, str] = {}
     process_names: dict[int, str] = {}
     span_lo, span_hi = [], []
-    versions: list[str] = []
+    notes: list[str] = []
     for slot, fd in enumerate(data):
         rank, base = fd.rank, _base_ns(fd.meta)
         tid_bits = np.int64(slot << _SLOT_SHIFT_TID)
@@ -483,7 +241,7 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
             span_hi.append(fd.trace_span[1] + base)
         span_lo.append(int(start.min()))
         span_hi.append(int(end.max()))
-        versions.append(_exporter_version(fd.meta))
+        notes += [f"{Path(fd.label).name}: {n}" if len(files) > 1 else n for n in fd.notes]
         # drop the per-file columns as soon as they are copied
         fd.k_start = fd.k_end = fd.k_dev = fd.k_corr = fd.r_start = fd.r_end = fd.r_tid = None
         fd.l_corr = fd.l_tid = fd.l_ts = fd.fs_id = fd.fs_tid = fd.fs_ts = None
@@ -536,9 +294,7 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
                 "slot": slot,
                 "file": str(fd.path),
                 "gpus": [r[0] for r in gpu_rows if r[4] == fd.rank],
-                "world_size": (fd.meta.get("distributedInfo") or {}).get("world_size")
-                if isinstance(fd.meta.get("distributedInfo"), dict)
-                else None,
+                "world_size": world_size(fd.meta),
                 "trace_name": fd.meta.get("traceName") if isinstance(fd.meta.get("traceName"), str) else None,
                 "base_time_ns": _base_ns(fd.meta),
             }
@@ -546,7 +302,18 @@ def read_kineto(paths: Path | list[Path]) -> Profile:
         ],
         "thread_names": thread_names,
         "process_names": process_names,
+        "missing_ranks": missing,
+        "absent_ranks": absent,
+        "ignored_files": [str(f) for f in ignored],
     }
+    if missing:
+        left = "; ".join(m["reason"] for m in missing)
+        add_note(extra, f"{len(missing)} of {len(files)} rank traces could not be read and are left out "
+                        f"(missing ranks allowed): {left}")
+    if absent:
+        add_note(extra, f"ranks {ranges_text(absent)} of a world of {world} have no trace in {source}")
+    for note in notes:
+        add_note(extra, note)
     return Profile(
         source=source,
         format="kineto",

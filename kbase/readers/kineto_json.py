@@ -8,7 +8,9 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import os
 import re
+import stat
 import zlib
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
@@ -20,26 +22,58 @@ _SNIFF_CHARS = 256 * 1024
 _CHUNK = 1 << 20
 
 
-
 def _trace_files_in(directory: Path) -> list[Path]:
-    return sorted(
-        p for p in directory.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz"))
-    )
+    """Entries named ``*.json`` / ``*.json.gz`` other than folders: files (symlinks followed), and
+    links to nothing or pipes (a rank that cannot be read, reported as such rather than skipped)."""
+    out = []
+    for p in directory.iterdir():
+        if p.name.endswith((".json", ".json.gz")) and not p.is_dir():
+            out.append(p)  # pipes and devices too: reading one says it is not a trace file
+    return sorted(out)
 
 
 def _head_text(path: Path, n_chars: int = _SNIFF_CHARS) -> str:
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-        fh.seek(0)
-        if magic == _GZIP_MAGIC:
-            with gzip.GzipFile(fileobj=fh) as gz:
-                try:
-                    raw = gz.read(n_chars)
-                except (OSError, EOFError, zlib.error):
-                    return ""
-        else:
-            raw = fh.read(n_chars)
-    return raw.decode("utf-8", errors="ignore")
+    got = sniff(path, n_chars, strict=False)
+    return got[0] if got else ""
+
+
+def sniff(path: Path, n_bytes: int = _SNIFF_CHARS, strict: bool = True) -> tuple[str, bool] | None:
+    """(the first ``n_bytes`` of the file's text, gzip undone; whether that is the whole file), or
+    None when it cannot be read, un-gzipped or (``strict``) decoded as UTF-8."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a pipe or device: opening it could block
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+            fh.seek(0)
+            if magic == _GZIP_MAGIC:
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    raw = gz.read(n_bytes + 1)
+            else:
+                raw = fh.read(n_bytes + 1)
+    except (OSError, EOFError, zlib.error):
+        return None
+    complete = len(raw) <= n_bytes
+    try:
+        text = codecs.getincrementaldecoder("utf-8")("strict" if strict else "ignore").decode(
+            raw[:n_bytes], final=complete
+        )
+    except UnicodeDecodeError:
+        return None
+    return text, complete
+
+
+def looks_like_trace_text(head: str) -> bool:
+    """Does this start of a JSON text look like a Chrome trace (PyTorch profiler)?"""
+    head = head.lstrip("\ufeff \t\r\n")
+    if head.startswith("{"):
+        # current traces may put long metadata (process-group lists of big jobs) before traceEvents
+        return any(key in head for key in ('"traceEvents"', '"schemaVersion"', '"distributedInfo"')) or (
+            '"ph"' in head and '"ts"' in head
+        )
+    if head.startswith("["):
+        return '"ph"' in head and '"ts"' in head
+    return False
 
 
 def looks_like_kineto(path: Path) -> bool:
@@ -49,14 +83,9 @@ def looks_like_kineto(path: Path) -> bool:
     try:
         if path.is_dir():
             return any(looks_like_kineto(p) for p in _trace_files_in(path))
-        head = _head_text(path).lstrip("\ufeff \t\r\n")
+        return looks_like_trace_text(_head_text(path))
     except OSError:
         return False
-    if head.startswith("{"):
-        return '"traceEvents"' in head or ('"ph"' in head and '"ts"' in head)
-    if head.startswith("["):
-        return '"ph"' in head and '"ts"' in head
-    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,8 +159,10 @@ class _Stream:
 
     def expect(self, chars: str, what: str) -> str:
         c = self.peek()
-        if c == "" or c not in chars:
-            self.fail(f"expected {what}" + (f", found {c!r}" if c else ", found end of file"))
+        if c == "":
+            self.fail(f"expected {what}, found the end of the file: cut short")
+        if c not in chars:
+            self.fail(f"expected {what}, found {c!r}")
         self.pos += 1
         return c
 
@@ -144,13 +175,22 @@ class _Stream:
         while True:
             try:
                 val, end = decoder.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                self.fail("values nested too deeply")
             except json.JSONDecodeError as e:
                 truncated = e.pos >= len(self.buf) - 64 or e.msg.startswith("Unterminated string")
                 if truncated and self.more(len(self.buf) - self.pos):
                     continue
+                if truncated and self.eof:
+                    raise InputError(
+                        f"{self.label}: invalid JSON, cut short (the file ends inside a value at char "
+                        f"{self.dropped + len(self.buf)})"
+                    ) from None
                 raise InputError(
-                    f"{self.label}: invalid JSON ({e.msg} at char {self.dropped + e.pos})"
+                    f"{self.label}: invalid JSON ({e.msg.removesuffix(' at')} at char {self.dropped + e.pos})"
                 ) from None
+            except ValueError as e:  # e.g. an integer of more than 4300 digits
+                self.fail(f"a value cannot be read: {str(e).split(';')[0]}")
             if end >= len(self.buf) and self.more():
                 continue  # a number at the end of the buffer may go on
             self.pos = end
@@ -160,7 +200,9 @@ class _Stream:
 def _open_text(path: Path, label: str):
     """(read function, closer) for the file's text; gzip detected from the magic bytes."""
     try:
-        fh = open(path, "rb")
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(f"{label}: not a regular file (a pipe or device cannot be read as a trace)")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the returned closer
     except OSError as e:
         raise InputError(f"{label}: cannot read ({e.strerror or e})") from None
     magic = fh.read(2)

@@ -1,7 +1,10 @@
 """Reader for Nsight Systems SQLite exports (``nsys export --type sqlite``), schemas 3.11 to 3.25.
 
 The file is opened through SQLite's read-only, immutable URI mode: no journal, no lock file and
-no write can touch the user's export (and it works on read-only media).
+no write can touch the user's export (and it works on read-only media). An export with committed
+rows still in a ``-wal`` file (or a hot ``-journal``) is read through a private temporary copy
+(:mod:`kbase.readers.sqlite_source`). Kernel rows with missing or impossible fields are counted,
+excluded and noted, or the file is refused past a threshold (:mod:`kbase.readers.integrity`).
 
 What we rely on, present in every schema from 3.11 on:
 - ``CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, globalPid, correlationId, demangledName,
@@ -15,38 +18,46 @@ What we rely on, present in every schema from 3.11 on:
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
 from kbase.errors import InputError
+from kbase.readers.integrity import add_note, clean_names, clean_text, invalid_rows_note
+from kbase.readers.nsys_sql import (
+    KERNEL_FLAWS,
+    KERNEL_TABLE,
+    NULL_PID,
+    RUNTIME_TABLE,
+    U32,
+    TextDecoder,
+    capture_end,
+    check_export,
+    columns_of,
+    gpu_models,
+    kernel_exprs,
+    kernel_flaw_counts,
+    meta,
+    read_nvtx,
+    runtime_exprs,
+    strings,
+)
 from kbase.readers.profile import Profile
+from kbase.readers.sqlite_source import committed_export, connect_readonly, readonly_uri
 
-NVTX_PUSHPOP = 59
-NVTX_STARTEND = 60
-PID_SHIFT = 24
-PID_MASK = 0xFFFFFF
+__all__ = ["bulk_int_columns", "check_export", "connect_readonly", "count_kernels", "read_nsys"]
 
 
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """Open an export so that nothing can be written to it, not even a lock or journal file."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True, check_same_thread=False)
-
-
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}  # table: a literal of ours
+class NotIntegers(Exception):
+    """A streamed column came back as text or floats: the export holds non-integers where nsys
+    writes integers."""
 
 
 def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:
-    """Large tables: stream integer expressions (never NULL) into int64 arrays through ADBC/Arrow.
+    """Large tables: stream integer expressions into int64 arrays through ADBC/Arrow (NULL -> 0).
 
     Measured on 1M kernel rows (README, "Reader"): Python's sqlite3 ``fetchmany`` spent 7 s
     building tuples; ADBC moves column batches into Arrow at ~1.2 s, and releases the GIL so the
@@ -54,9 +65,9 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
     ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch.
     """
     import adbc_driver_sqlite.dbapi as adbc
+    import pyarrow as pa
 
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
-    conn = adbc.connect(uri)
+    conn = adbc.connect(readonly_uri(path))
     try:
         cur = conn.cursor()
         cur.execute(f"SELECT max(rowid) FROM {table}")  # table: a literal of ours
@@ -70,74 +81,62 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
             if n + m > len(out[0]):  # rowids were not dense: grow
                 out = [np.concatenate([o, np.empty(max(m, len(o) // 2), dtype=np.int64)]) for o in out]
             for i in range(len(exprs)):
-                out[i][n : n + m] = batch.column(i).to_numpy(zero_copy_only=False)
+                col = batch.column(i)
+                if not pa.types.is_integer(col.type):
+                    raise NotIntegers(table)
+                if col.null_count:  # only in rows the validity column already rejects
+                    col = col.fill_null(0)
+                out[i][n : n + m] = col.to_numpy(zero_copy_only=False)
             n += m
             if progress is not None:
                 progress(m, cap)  # rows read now, of about ``cap`` in all
         cur.close()
         return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in out]
+    except OSError as exc:
+        if "Type mismatch" in str(exc):  # ADBC: a column changed type part-way through the table
+            raise NotIntegers(table) from None
+        raise
     finally:
         conn.close()
 
 
-def _strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
-    wanted = {int(i) for i in np.unique(ids)}
-    out: dict[int, str] = {}
-    for sid, value in conn.execute("SELECT id, value FROM StringIds"):
-        if sid in wanted:
-            out[sid] = value
-    return out
-
-
-def _meta(conn: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
-    # Older exporters name the table EXPORT_META_DATA.
-    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
-        if table in tables and {"name", "value"} <= _columns(conn, table):
-            return {name: value for name, value in conn.execute(f"SELECT name, value FROM {table}")}
-    return {}
-
-
-def _gpu_models(conn: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
-    if "TARGET_INFO_GPU" in tables:
-        return {int(i): str(n) for i, n in conn.execute("SELECT id, name FROM TARGET_INFO_GPU") if n}
-    if "TARGET_INFO_CUDA_DEVICE" in tables:
-        cols = _columns(conn, "TARGET_INFO_CUDA_DEVICE")
-        if {"cudaId", "name"} <= cols:
-            return {int(i): str(n) for i, n in conn.execute("SELECT cudaId, name FROM TARGET_INFO_CUDA_DEVICE")}
-    return {}
-
-
-def check_export(conn: sqlite3.Connection, path: Path) -> set[str]:
-    """Fail with one clear line unless this SQLite file is an nsys export holding kernels."""
+def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str], progress=None) -> list[np.ndarray]:
+    """:func:`bulk_int_columns` with the fast expressions; again with the strict ones when the
+    table holds text or fractional numbers (only damaged exports pay for the second scan)."""
     try:
-        tables = _tables(conn)
-    except sqlite3.DatabaseError as exc:
-        raise InputError(f"{path}: not a readable SQLite file ({exc})") from None
-    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
-        hint = "no CUPTI_ACTIVITY_KIND_KERNEL table"
-        if not tables & {"StringIds", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME"}:
-            raise InputError(f"{path}: SQLite file but not an Nsight Systems export ({hint})")
-        raise InputError(f"{path}: Nsight Systems export without GPU kernels ({hint}; was CUDA trace on?)")
-    if "StringIds" not in tables:
-        raise InputError(f"{path}: Nsight Systems export without a StringIds table; kernel names cannot be read")
-    return tables
+        return bulk_int_columns(path, table, exprs, progress)
+    except NotIntegers:
+        return bulk_int_columns(path, table, strict_exprs)
 
 
-def read_nsys(path: Path, progress=None) -> Profile:
-    conn = connect_readonly(path)
+def read_nsys(path: Path, progress=None, label: Path | None = None) -> Profile:
+    """Read an export; ``path`` is only ever read (see :mod:`kbase.readers.sqlite_source`).
+    Messages and ``profile.source`` name ``label`` (default ``path``): the user's file when
+    ``path`` is an export kbase made of it."""
+    label = path if label is None else label
     try:
-        return _read(conn, path, progress)
+        with committed_export(path) as readable:
+            conn = connect_readonly(readable)
+            conn.text_factory = TextDecoder()
+            try:
+                profile = _read(conn, readable, label, progress)
+            finally:
+                conn.close()
     except InputError:
         raise
-    except (sqlite3.DatabaseError, OSError) as exc:
-        raise InputError(f"{path}: damaged or truncated SQLite export ({exc})") from None
-    except Exception as exc:  # noqa: BLE001 - ADBC/Arrow errors while scanning a damaged file
+    except NotIntegers as exc:
+        raise InputError(f"{label}: damaged export: {exc} holds text or fractional numbers where nsys writes integers") from None
+    except OSError as exc:
+        raise InputError(f"{label}: damaged or truncated SQLite export ({exc})") from None
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{label}: damaged or truncated SQLite export ({exc})") from None
+    except Exception as exc:  # ADBC/Arrow errors while scanning a damaged file
         if type(exc).__module__.startswith(("adbc", "pyarrow")):
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"{path}: damaged or truncated SQLite export ({first})") from None
+            raise InputError(f"{label}: damaged or truncated SQLite export ({first})") from None
         raise
-    finally:
-        conn.close()
+    profile.source = label
+    return profile
 
 
 def count_kernels(path: Path) -> int:
@@ -152,40 +151,26 @@ def count_kernels(path: Path) -> int:
         conn.close()
 
 
-KERNEL_EXPRS = [
-    "start",
-    "end",
-    "{pid} << 8 | deviceId",  # one key per (process, device)
-    "CASE WHEN correlationId IS NULL THEN -1 ELSE {pid} << 32 | correlationId END",  # launch key
-    "demangledName << 32 | shortName",
-]
-RUNTIME_EXPRS = [
-    "CASE WHEN correlationId IS NULL THEN -2 ELSE {pid} << 32 | correlationId END",
-    "coalesce(globalTid, -1)",
-    "start",
-]
-
-
-def _pid_expr(column: str) -> str:
-    return f"(({column} >> {PID_SHIFT}) & {PID_MASK})"
-
-
-def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
+def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
+    """Read the export at ``db``; messages name ``label`` (the user's file)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    tables = check_export(conn, path)
-    kcols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
-    kpid = _pid_expr("coalesce(globalPid, 0)") if "globalPid" in kcols else "0"
-    kexprs = [e.format(pid=kpid) for e in KERNEL_EXPRS]
-    has_runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
-    rexprs = [e.format(pid=_pid_expr("coalesce(globalTid, 0)")) for e in RUNTIME_EXPRS]
+    extra: dict = {}
+    tables = check_export(conn, label)
+    kcols, stop_ns = columns_of(conn, KERNEL_TABLE), capture_end(conn, tables)
+    kexprs = [kernel_exprs(kcols, stop_ns), kernel_exprs(kcols, stop_ns, strict=True)]
+    rcols = columns_of(conn, RUNTIME_TABLE) if RUNTIME_TABLE in tables else set()
+    rexprs = runtime_exprs(rcols)
     # Two tables, two threads: ADBC releases the GIL while SQLite scans.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        kf = pool.submit(bulk_int_columns, path, "CUPTI_ACTIVITY_KIND_KERNEL", kexprs, progress)
-        rf = pool.submit(_runtime_sorted, path, rexprs) if has_runtime else None
-        start, end, gpu_key, launch_key, name_key = kf.result()
-        if len(start) == 0:
-            raise InputError(f"{path}: the export's kernel table is empty (no GPU kernels were captured)")
+        kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, *kexprs, progress)
+        rf = pool.submit(_runtime_sorted, db, [rexprs, runtime_exprs(rcols, strict=True)]) if rexprs else None
+        columns = kf.result()
+        if len(columns[0]) == 0:
+            raise InputError(f"{label}: the export's kernel table is empty (no GPU kernels were captured)")
+        flaw_counts = functools.partial(kernel_flaw_counts, conn, kcols, stop_ns)
+        start, end, gpu_key, launch_key, name_key = _valid_rows(label, columns, flaw_counts, extra)
+        del columns
         # Narrow the per-kernel keys to int32 codes while the runtime table is still being read.
         # hash-factorize (no 10M-element sort), then renumber the few pairs in sorted order
         gcodes, gkeys = pd.factorize(gpu_key)
@@ -203,7 +188,7 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
     del launch_key, runtime
 
     # GPU index: one per (process, device) pair, in a stable order.
-    models = _gpu_models(conn, tables)
+    models = gpu_models(conn, tables)
     gpus = pd.DataFrame(
         {
             "gpu": np.arange(len(pairs), dtype=np.int32),
@@ -213,10 +198,13 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
     )
     gpus["model"] = [models.get(int(d), "unknown") for d in gpus["device"]]
 
-    name_ids = uniq_keys >> 32
-    short_ids = uniq_keys & 0xFFFFFFFF
-    strings = _strings(conn, np.concatenate([name_ids, short_ids]))
-    names = [strings.get(int(i), f"<unnamed kernel {int(i)}>") for i in name_ids]
+    name_ids = (uniq_keys >> 32) & U32
+    short_ids = uniq_keys & U32
+    texts = strings(conn, np.concatenate([name_ids, short_ids]))
+    names, n_fixed = clean_names(texts.get(int(i), f"<unnamed kernel {int(i)}>") for i in name_ids)
+    if n_fixed:
+        add_note(extra, f"{n_fixed} kernel name(s) held characters no output can carry (NUL, lone surrogates): "
+                        "shown with U+FFFD")
     # Two StringIds can hold the same text (seen across processes); categories must be unique.
     cat = pd.Categorical(names)
     kernels = pd.DataFrame(
@@ -230,28 +218,64 @@ def _read(conn: sqlite3.Connection, path: Path, progress) -> Profile:
         },
         copy=False,
     )
-    short_names = {n: strings.get(int(sid), "") for n, sid in zip(names, short_ids)}
+    short_names = {n: clean_text(texts.get(int(sid), "")) for n, sid in zip(names, short_ids)}
 
-    ranges = _read_nvtx(conn, tables)
-    meta = _meta(conn, tables)
-    version = meta.get("EXPORT_PRODUCT_VERSION", "unknown")
-    schema = meta.get("EXPORT_SCHEMA_VERSION")
+    ranges = read_nvtx(conn, tables, extra)
+    if conn.text_factory.replaced:
+        add_note(extra, f"{conn.text_factory.replaced} text value(s) of the export were not valid UTF-8: "
+                        "shown with U+FFFD")
+    info = meta(conn, tables)
+    version = info.get("EXPORT_PRODUCT_VERSION", "unknown")
+    schema = info.get("EXPORT_SCHEMA_VERSION")
     exporter = f"nsys {version}" + (f" (schema {schema})" if schema else "")
     return Profile(
-        source=path,
+        source=label,
         format="nsys-sqlite",
         exporter_version=exporter,
         kernels=kernels,
         ranges=ranges,
         gpus=gpus,
         short_names=short_names,
+        extra=extra,
     )
 
 
-def _runtime_sorted(path: Path, exprs: list[str]) -> list[np.ndarray]:
+def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict) -> list[np.ndarray]:
+    """The kernel columns without the rows :func:`kernel_exprs` marked invalid, counted in a note
+    (or an error past the threshold). One comparison over all rows; the reasons are counted by a
+    second query (``flaw_counts``) only when some row is invalid."""
+    start, gpu_key = columns[0], columns[2]
+    n_rows = len(start)
+    bad = start < 0
+    # Rows without a process id would make a phantom GPU of "process 0" — unless no row has one.
+    no_pid = (gpu_key >> 8) >= NULL_PID
+    n_no_pid = int(np.count_nonzero(no_pid & ~bad))
+    if n_no_pid == int(np.count_nonzero(~bad)):
+        gpu_key &= 0xFF  # no valid row names its process: one process, as in exports without globalPid
+        n_no_pid = 0
+    elif n_no_pid:
+        bad |= no_pid
+    del no_pid
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad == 0:
+        return columns
+    reasons: dict[str, int] = {}
+    for bits, n in (flaw_counts() if n_bad > n_no_pid else {}).items():
+        for bit, why in KERNEL_FLAWS.items():
+            if bits & bit:
+                reasons[why] = reasons.get(why, 0) + n
+    if n_no_pid:
+        reasons[KERNEL_FLAWS[256]] = n_no_pid
+    add_note(extra, invalid_rows_note(str(label), "kernel rows", n_bad, n_rows, reasons))
+    keep = ~bad
+    return [c[keep] for c in columns]
+
+
+def _runtime_sorted(path: Path, exprs: list[list[str]]) -> list[np.ndarray]:
     """The runtime table's (launch key, thread, start), sorted by key — done on the reader thread
-    while the kernel table is still streaming, so the join after it needs no sort."""
-    r_key, r_tid, r_start = bulk_int_columns(path, "CUPTI_ACTIVITY_KIND_RUNTIME", exprs)
+    while the kernel table is still streaming, so the join after it needs no sort. ``exprs``:
+    the fast and the strict expressions."""
+    r_key, r_tid, r_start = _bulk_or_strict(path, RUNTIME_TABLE, *exprs)
     # Runtime rows come nearly sorted by (pid, correlationId): the stable sort (timsort) is cheap.
     order = np.argsort(r_key, kind="stable")
     r_key = r_key[order]
@@ -282,30 +306,3 @@ def _match_launches(k_key: np.ndarray, runtime: list[np.ndarray] | None) -> tupl
         tid_out[lo : lo + len(k)][hit] = r_tid[pos]
         start_out[lo : lo + len(k)][hit] = r_start[pos]
     return tid_out, start_out
-
-
-def _read_nvtx(conn, tables) -> pd.DataFrame:
-    from kbase.readers.profile import empty_ranges
-
-    if "NVTX_EVENTS" not in tables:
-        return empty_ranges()
-    cols = _columns(conn, "NVTX_EVENTS")
-    text = "text" if "text" in cols else "NULL"
-    text_id = "textId" if "textId" in cols else "NULL"
-    rows = conn.execute(
-        f"SELECT e.start, e.end, e.eventType, e.globalTid, coalesce(e.{text}, s.value) "
-        f"FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.{text_id} "
-        "WHERE e.eventType IN (?, ?)",
-        (NVTX_PUSHPOP, NVTX_STARTEND),
-    ).fetchall()
-    if not rows:
-        return empty_ranges()
-    df = pd.DataFrame(rows, columns=["start", "end", "type", "tid", "name"])
-    df["end"] = df["end"].fillna(-1).astype("int64")
-    df["tid"] = df["tid"].fillna(-1).astype("int64")
-    # process key: the thread key without its thread bits (as launch_tid >> 24)
-    df["pid"] = np.where(df["tid"].to_numpy() >= 0, df["tid"].to_numpy() >> PID_SHIFT, -1)
-    # start/end ranges are not bound to a thread: any thread of the process may launch inside them.
-    df.loc[df["type"] == NVTX_STARTEND, "tid"] = -1
-    df["name"] = df["name"].fillna("").astype(str)
-    return df[["start", "end", "tid", "pid", "name"]].reset_index(drop=True)

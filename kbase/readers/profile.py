@@ -24,6 +24,13 @@ same for ``launch_tid >> 24``), ``name`` (str).
 
 ``gpus`` — ``gpu`` (int32, the index), ``pid`` (int64 process id), ``device`` (int32 device id in
 that process), ``model`` (str, "unknown" when the export does not say).
+
+Nothing a reader leaves out or changes is silent: ``extra["notes"]`` holds one line per loss
+(invalid kernel rows excluded, unreadable ranks left out under ``allow_missing_ranks``, ranges
+ignored, names with characters no output can carry replaced by U+FFFD). The window copies these
+notes, so every output shows them. Kineto profiles also list ``extra["missing_ranks"]``
+([{file, reason}]), ``extra["absent_ranks"]`` and ``extra["ignored_files"]``. Every kernel row
+satisfies ``start <= end < start + 2**40`` (nsys: ``start >= 0`` too); names are valid Unicode without NUL.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ class Profile:
     # capture clock bounds (ns) when known; otherwise derived from the events
     capture_start: int | None = None
     capture_end: int | None = None
-    # facts a reader wants to pass on (e.g. step wall times from Kineto)
+    # facts a reader wants to pass on (e.g. step wall times from Kineto; "notes": every loss)
     extra: dict = field(default_factory=dict)
 
     @property

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -115,27 +114,8 @@ def test_trace_diffed_with_itself_flags_nothing(trace):
     assert run_kbase("gate", str(trace), str(trace)).rc == 0
 
 
-def test_multi_rank_directory_is_one_profile_with_a_gpu_per_rank(tmp_path):
-    _need_shared()
-    ranks = tmp_path / "ranks"
-    ranks.mkdir()
-    for name in ("v100_df_index_resolver.json.gz", "a100_rank0_of16.json.gz"):
-        shutil.copy(KINETO_DIR / name, ranks / name)
-    res = run_kbase("top", str(ranks), "--format", "json", "--limit", "0", "--per-gpu")
-    assert res.rc == 0, res.stderr
-    doc = json.loads(res.stdout)
-    assert doc["summary"]["gpus"] == 2
-    assert sorted(doc["summary"]["gpu_models"]) == ["NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB"]
-    per_gpu = defaultdict(int)
-    for k in doc["kernels"]:
-        per_gpu[k["gpu"]] += k["count"]
-    # each rank's window holds exactly the kernels its own trace attributes to the chosen steps
-    singles = []
-    for name in ("v100_df_index_resolver.json.gz", "a100_rank0_of16.json.gz"):
-        one = json.loads(run_kbase("top", str(ranks / name), "--format", "json", "--limit", "0").stdout)
-        singles.append(one["summary"]["launches"])
-    assert sorted(per_gpu.values()) == sorted(singles)
-    assert sum(per_gpu.values()) == doc["summary"]["launches"]
+# A directory of per-rank traces of one run, through the CLI: tests/readers/test_reader_multirank.py
+# (test_real_run_through_the_cli_has_a_gpu_per_rank); traces of different runs are refused there.
 
 
 def test_dataloader_workers_pair_reads_as_step_time_not_kernel_time():

@@ -221,60 +221,17 @@ def test_markers_available():
     assert set(r1.kernels["launch_tid"]) == {(783658 << 24) | 783658, (783658 << 24) | 785244}
 
 
-def test_multi_rank_directory(tmp_path):
+def test_traces_of_two_runs_in_one_directory_are_refused(tmp_path):
+    """A rank 1 of 2 and a rank 0 of 16 are not one run: refused, naming both world sizes (issue 12).
+    Coherent multi-rank directories are read rank by rank in tests/readers/test_reader_multirank.py."""
     a = _shared_trace("v100_df_index_resolver.json.gz")  # rank 1 of 2
     b = _shared_trace("a100_rank0_of16.json.gz")  # rank 0 of 16
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(a, run / a.name)
     shutil.copy(b, run / b.name)
-    (run / "notes.txt").write_text("not a trace")
-
-    prof = read_kineto(run)
-    assert prof.source == run
-    assert len(prof.gpus) == 2 and prof.n_gpus == 2
-    by_rank = {r["rank"]: r for r in prof.extra["ranks"]}
-    assert sorted(by_rank) == [0, 1]
-    assert Path(by_rank[0]["file"]).name == b.name and Path(by_rank[1]["file"]).name == a.name
-    gpu0, gpu1 = by_rank[0]["gpus"][0], by_rank[1]["gpus"][0]
-    models = dict(zip(prof.gpus["gpu"], prof.gpus["model"]))
-    assert models[gpu0] == "NVIDIA A100-SXM4-80GB" and models[gpu1] == "Tesla V100-SXM2-32GB"
-    assert sorted(prof.extra["step_wall_ns_by_rank"]) == [0, 1]
-    assert sorted(prof.extra["step_wall_ns"]) == [2, 3, 4, 5, 6, 550, 551, 552, 553, 554]
-
-    k = prof.kernels
-    single = {0: profile_of(b), 1: profile_of(a)}
-    for rank, gpu in ((0, gpu0), (1, gpu1)):
-        mine = k[k["gpu"] == gpu]
-        assert len(mine) == len(single[rank].kernels)
-        assert sorted(mine["start"]) == sorted(single[rank].kernels["start"])
-        # same threads, same launch pairing; only the rank bits differ
-        tids = set(mine.loc[mine["launch_tid"] >= 0, "launch_tid"])
-        assert {t >> 48 for t in tids} == {rank}
-        ref_tids = set(single[rank].kernels.loc[lambda d: d["launch_tid"] >= 0, "launch_tid"])
-        assert {t & ((1 << 48) - 1) for t in tids} == {t & ((1 << 48) - 1) for t in ref_tids}
-    # no thread or process shared between ranks
-    t0 = set(k.loc[(k["gpu"] == gpu0) & (k["launch_tid"] >= 0), "launch_tid"])
-    t1 = set(k.loc[(k["gpu"] == gpu1) & (k["launch_tid"] >= 0), "launch_tid"])
-    assert t0 and t1 and not (t0 & t1)
-    r = prof.ranges
-    tid, pid = r["tid"].to_numpy(), r["pid"].to_numpy()
-    assert set((tid >> 48).tolist()) == {0, 1}
-    assert ((pid >> 24) == (tid >> 48)).all()
-    assert ((tid >> 24) == pid).all()
-    assert len(r) == len(single[0].ranges) + len(single[1].ranges)
-    assert set(prof.gpus["pid"]) == {4515, (1 << 24) | 783658}
-
-    # per-rank attribution is what each file gives alone
-    per_step, unattributed = attribute(prof)
-    ref0, u0 = attribute(single[0])
-    ref1, u1 = attribute(single[1])
-    assert per_step == {**ref0, **ref1} and unattributed == u0 + u1
-
-    # a list of files is the same profile
-    listed = read_kineto([run / a.name, run / b.name])
-    pd.testing.assert_frame_equal(listed.kernels, prof.kernels)
-    pd.testing.assert_frame_equal(listed.ranges, prof.ranges)
+    with pytest.raises(InputError, match=r"traces of different runs \(world size 2 in .*, 16 in "):
+        read_kineto(run)
 
 
 def test_same_rank_twice_is_an_error(tmp_path):
@@ -455,7 +412,7 @@ def test_synthetic_multi_rank_file_order(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     _write(d / "a.json", OLD_FORMAT)
-    _write(d / "b.json.gz", OLD_FORMAT, gz=True)
+    _write(d / "b.json.gz", OLD_FORMAT.replace('"dur": 30,', '"dur": 31,'), gz=True)  # another rank: not a copy
     prof = read_kineto(d)
     ranks = [(r["rank"], Path(r["file"]).name) for r in prof.extra["ranks"]]
     assert ranks == [(0, "a.json"), (1, "b.json.gz")]
@@ -468,12 +425,10 @@ def test_synthetic_multi_rank_file_order(tmp_path):
     assert prof.extra["step_wall_ns"] == {1: 500_000, 2: 400_000}  # mean over the ranks
     per_step, unattributed = attribute(prof)
     assert unattributed == 2  # both steps are named alike in both ranks; each rank attributes its own
-    # a declared rank and a file-order one do not collide
+    # a trace of another profiler generation (a declared rank, distributedInfo) is another run
     _write(d / "c.json", NEW_FORMAT.replace('"rank": 3', '"rank": 0'))
-    prof = read_kineto(d)
-    assert sorted(r["rank"] for r in prof.extra["ranks"]) == [0, 1, 2]
-    assert [(r["rank"], r["slot"]) for r in prof.extra["ranks"] if r["file"].endswith("c.json")] == [(0, 0)]
-    assert prof.gpus["pid"].tolist() == [42, 42, (1 << 24) | 100, (2 << 24) | 100]
+    with pytest.raises(InputError, match="different runs"):
+        read_kineto(d)
 
 
 @pytest.mark.parametrize(

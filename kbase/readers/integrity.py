@@ -1,0 +1,67 @@
+"""What the readers do with rows they cannot trust, and how a loss reaches every output.
+
+Rules shared by every reader:
+
+- A kernel row with a missing or impossible field (no start/end/device/name, end before start, a
+  negative or out-of-range value) is never read as data: it would make absurd totals or phantom
+  GPUs. Such rows are counted, excluded, and named in a note — unless they are more than
+  ``MAX_INVALID_FRACTION`` of the rows, in which case the file is refused as damaged.
+- Every loss a reader accepts is written to ``profile.extra["notes"]`` (one line each). The window
+  copies those notes, so the leaderboard, the stored baseline and every rendered format show them.
+- Text that no output can carry faithfully (lone UTF-16 surrogates, NUL) is replaced with U+FFFD
+  and counted; other characters are data and left to the renderers to neutralise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from kbase.errors import InputError
+
+# More invalid kernel rows than this share of a file and it is refused rather than read without them.
+MAX_INVALID_FRACTION = 0.01
+
+_UNWRITABLE = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def add_note(extra: dict, note: str) -> None:
+    """Record one line about data the reader left out or changed (shown by every output)."""
+    extra.setdefault("notes", []).append(note)
+
+
+def clean_text(value: str) -> str:
+    """``value`` with lone surrogates and NUL replaced (they cannot be encoded, stored or printed)."""
+    return _UNWRITABLE.sub(REPLACEMENT, value) if _UNWRITABLE.search(value) else value
+
+
+def clean_names(names: Iterable[str]) -> tuple[list[str], int]:
+    """Cleaned copies of ``names`` and how many were changed."""
+    out: list[str] = []
+    changed = 0
+    for name in names:
+        fixed = clean_text(name)
+        changed += fixed is not name
+        out.append(fixed)
+    return out, changed
+
+
+def describe_reasons(reasons: Mapping[str, int]) -> str:
+    return ", ".join(f"{n:,} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]) if n)
+
+
+def invalid_rows_note(label: str, what: str, n_bad: int, n_total: int, reasons: Mapping[str, int]) -> str | None:
+    """The note for ``n_bad`` excluded rows out of ``n_total``, or an error when they are too many.
+
+    ``label`` names the file in the error; ``what`` is the kind of row ("kernel rows").
+    """
+    if n_bad == 0:
+        return None
+    detail = describe_reasons(reasons)
+    if n_total == 0 or n_bad > MAX_INVALID_FRACTION * n_total:
+        raise InputError(
+            f"{label}: {n_bad:,} of {n_total:,} {what} have missing or invalid fields ({detail}); more than "
+            f"{MAX_INVALID_FRACTION:.0%} of the data is damaged, refusing to read it"
+        )
+    return f"excluded {n_bad:,} of {n_total:,} {what} with missing or invalid fields ({detail})"

@@ -1,0 +1,381 @@
+"""One Kineto trace file -> compact columns (the per-file half of :mod:`kbase.readers.kineto`).
+
+Events are decoded one at a time (:mod:`kbase.readers.kineto_json`) into ``array`` columns. An
+event whose timestamp or duration is missing, not a number, negative or absurd is never read as
+data: it is counted by kind and reason, and the count becomes a note (kernel events past
+``MAX_INVALID_FRACTION`` of the file make it an error, see :mod:`kbase.readers.integrity`).
+Names are kept as they are except for characters no output can carry (lone surrogates, NUL).
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from kbase.errors import InputError
+from kbase.readers.integrity import clean_text, describe_reasons, invalid_rows_note
+from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream
+
+_KERNEL_CATS = {"kernel"}
+_LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
+_RANGE_CATS = {"user_annotation", "cpu_op", "operator"}
+_FLOW_CATS = {"ac2g", "async"}
+
+PID_SHIFT = 24
+_ID_LIMIT = 1 << 23  # OS ids below this are kept as they are
+_TS_LIMIT = 1 << 62  # ns: beyond this a timestamp is not a time (and base + ts would overflow int64)
+MAX_KERNEL_NS = (1 << 40) - 1  # the leaderboard keeps durations in 40 bits (about 18 minutes)
+MAX_DEVICE = (1 << 15) - 1
+
+
+class _Ids:
+    """OS pid/tid -> the small codes used in the keys (see the module docstring)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.pids: dict = {}
+        self.tids: dict = {}
+        self.n_tids: dict[int, int] = {}  # odd tids numbered so far, per process code
+        self.cache: dict = {}
+
+    @staticmethod
+    def _plain(v):
+        if type(v) is str:
+            s = v.strip()
+            if s.lstrip("-").isdigit():
+                return int(s)
+        elif type(v) in (list, dict):  # unhashable: an id nobody writes, still one key per value
+            return repr(v)
+        return v
+
+    def pid_code(self, pid) -> int:
+        pid = self._plain(pid)
+        if type(pid) is int and 0 <= pid < _ID_LIMIT:
+            return pid
+        code = self.pids.get(pid)
+        if code is None:
+            code = self.pids[pid] = self._next(len(self.pids), "process")
+        return code
+
+    def _next(self, n: int, what: str) -> int:
+        if n >= _ID_LIMIT:  # the code would spill into the rank bits of the keys
+            raise InputError(f"{self.label}: more than {_ID_LIMIT:,} distinct non-numeric {what} ids")
+        return _ID_LIMIT + n
+
+    def key(self, pid, tid) -> int:
+        """Thread key without the slot bits."""
+        try:
+            return self.cache[(pid, tid)]
+        except (KeyError, TypeError):
+            pass
+        pc = self.pid_code(pid)
+        t = self._plain(tid)
+        if type(t) is int and 0 <= t < _ID_LIMIT:
+            tc = t
+        else:
+            tc = self.tids.get((pc, t))
+            if tc is None:
+                n = self.n_tids.get(pc, 0)
+                tc = self.tids[(pc, t)] = self._next(n, "thread")
+                self.n_tids[pc] = n + 1
+        k = (pc << PID_SHIFT) | tc
+        try:
+            self.cache[(pid, tid)] = k
+        except TypeError:
+            pass
+        return k
+
+
+class _FileData:
+    __slots__ = (
+        "ff_id", "ff_tid", "ff_ts", "fs_id", "fs_tid", "fs_ts", "k_corr", "k_dev", "k_end", "k_names",
+        "k_nocorr", "k_start", "l_corr", "l_tid", "l_ts", "label", "meta", "notes", "path", "process_names",
+        "r_end", "r_names", "r_start", "r_tid", "rank", "thread_names", "trace_span",
+    )  # fmt: skip
+
+
+_CORR_LIMIT = 1 << 62
+
+
+def _corr_of(args: dict) -> int | None:
+    c = args.get("correlation")
+    if c is None:
+        for k in ("correlation id", "correlationId", "correlation_id", "Correlation"):
+            c = args.get(k)
+            if c is not None:
+                break
+    return c if type(c) is int and 0 <= c < _CORR_LIMIT else None
+
+
+def _ns_ok(v) -> int | None:
+    """µs -> ns like :func:`_ns`, or None when ``v`` is missing, not a number or not a plausible time."""
+    if type(v) is int:
+        n = v * 1000
+    elif v is None or type(v) is bool:
+        return None
+    else:
+        try:
+            n = _ns(v)
+        except (ValueError, OverflowError, TypeError):
+            return None
+    return n if -_TS_LIMIT < n < _TS_LIMIT else None
+
+
+def _span_flaw(ts: int | None, dur: int | None) -> str | None:
+    """Why an X event's (ts, dur) cannot be used, or None."""
+    if ts is None:
+        return "without a valid ts"
+    if dur is None:
+        return "without a valid dur"
+    if dur < 0:
+        return "with a negative dur"
+    if dur > MAX_KERNEL_NS:
+        return "running longer than 18 minutes"
+    return None
+
+
+class _Flaws:
+    """Counts of events left out, by kind of event and reason."""
+
+    def __init__(self):
+        self.by_kind: dict[str, dict[str, int]] = {}
+
+    def add(self, kind: str, why: str) -> None:
+        reasons = self.by_kind.setdefault(kind, {})
+        reasons[why] = reasons.get(why, 0) + 1
+
+    def total(self, kind: str) -> int:
+        return sum(self.by_kind.get(kind, {}).values())
+
+
+def _read_one(path: Path) -> _FileData:
+    label = str(path)
+    meta: dict = {}
+    fd = _FileData()
+    fd.path, fd.label, fd.meta = path, label, meta
+    k_start, k_end, k_dev, k_corr = array("q"), array("q"), array("q"), array("q")
+    k_names: list[str] = []
+    k_nocorr: list[tuple[int, int, int]] = []  # (kernel index, lane key, ts) for the flow fallback
+    r_start, r_end, r_tid = array("q"), array("q"), array("q")
+    r_names: list[str] = []
+    l_corr, l_tid, l_ts = array("q"), array("q"), array("q")
+    fs_id, fs_tid, fs_ts = array("q"), array("q"), array("q")
+    ff_id, ff_tid, ff_ts = array("q"), array("q"), array("q")
+    open_ranges: dict[int, list[int]] = {}
+    thread_names: dict[int, str] = {}
+    process_names: dict[int, str] = {}
+    trace_span = [None, None]
+    names: dict[str, str] = {}
+    fixed_names: list[str] = []  # names that needed clean_text
+    cats: dict = {}
+    flaws = _Flaws()
+    ids = _Ids(label)
+    key = ids.key
+
+    def intern(nm: str) -> str:
+        """One str object per distinct name, cleaned once."""
+        got = names.get(nm)
+        if got is None:
+            got = names[nm] = clean_text(nm)
+            if got is not nm:
+                fixed_names.append(got)
+        return got
+
+    ev_decoder = json.JSONDecoder(parse_float=str)  # keep fractional µs as text: exact ns
+    meta_decoder = json.JSONDecoder()
+    read, close = _open_text(path, label)
+    stream = _Stream(read, label)
+    n_events = 0
+    try:
+        for ev in _events(stream, meta, ev_decoder, meta_decoder):
+            if type(ev) is not dict:
+                continue
+            n_events += 1
+            cat = ev.get("cat")
+            if cat is None:
+                if ev.get("ph") == "M":
+                    nm = ev.get("name")
+                    a = ev.get("args")
+                    if isinstance(a, dict) and isinstance(a.get("name"), str):
+                        if nm == "thread_name":
+                            thread_names[key(ev.get("pid"), ev.get("tid"))] = clean_text(a["name"])
+                        elif nm == "process_name":
+                            process_names[ids.pid_code(ev.get("pid"))] = clean_text(a["name"])
+                continue
+            try:
+                lc = cats[cat]
+            except (KeyError, TypeError):
+                lc = cat.lower() if isinstance(cat, str) else ""
+                try:
+                    cats[cat] = lc
+                except TypeError:
+                    pass
+            ph = ev.get("ph")
+            if lc in _KERNEL_CATS:
+                if ph != "X":
+                    continue
+                args = ev.get("args")
+                if not isinstance(args, dict):
+                    args = {}
+                ts = _ns_ok(ev.get("ts"))
+                dur = _ns_ok(ev.get("dur"))
+                why = _span_flaw(ts, dur)
+                dev = args.get("device")
+                if type(dev) is not int:
+                    pid = ev.get("pid")
+                    dev = pid if type(pid) is int and 0 <= pid <= MAX_DEVICE else 0
+                elif not 0 <= dev <= MAX_DEVICE:
+                    why = why or "with an invalid device"
+                if why:
+                    flaws.add("kernel", why)
+                    continue
+                k_start.append(ts)
+                k_end.append(ts + dur)
+                k_dev.append(dev)
+                corr = _corr_of(args)
+                if corr is None:
+                    k_nocorr.append((len(k_corr), key(ev.get("pid"), ev.get("tid")), ts))
+                    corr = -1
+                k_corr.append(corr)
+                nm = ev.get("name")
+                if not isinstance(nm, str):
+                    nm = args.get("name") if isinstance(args.get("name"), str) else "<unnamed kernel>"
+                k_names.append(intern(nm))
+            elif lc in _LAUNCH_CATS:
+                args = ev.get("args")
+                corr = _corr_of(args) if isinstance(args, dict) else None
+                if corr is not None and ph == "X":
+                    ts = _ns_ok(ev.get("ts"))
+                    if ts is None:
+                        flaws.add("launch", "without a valid ts")
+                        continue
+                    l_corr.append(corr)
+                    l_tid.append(key(ev.get("pid"), ev.get("tid")))
+                    l_ts.append(ts)
+            elif lc in _RANGE_CATS:
+                nm = ev.get("name")
+                nm = intern(nm) if isinstance(nm, str) else str(nm)
+                if ph == "X":
+                    ts = _ns_ok(ev.get("ts"))
+                    dur = _ns_ok(ev.get("dur"))
+                    why = _span_flaw(ts, dur) if ts is None or dur is None or dur < 0 else None
+                    if why:
+                        flaws.add("range", why)
+                        continue
+                    r_start.append(ts)
+                    r_end.append(ts + dur)
+                    r_tid.append(key(ev.get("pid"), ev.get("tid")))
+                    r_names.append(nm)
+                elif ph == "B":
+                    t = key(ev.get("pid"), ev.get("tid"))
+                    ts = _ns_ok(ev.get("ts"))
+                    if ts is None:  # keep the stack aligned: its E must not close the parent
+                        flaws.add("range", "without a valid ts")
+                        open_ranges.setdefault(t, []).append(-1)
+                        continue
+                    open_ranges.setdefault(t, []).append(len(r_start))
+                    r_start.append(ts)
+                    r_end.append(-1)
+                    r_tid.append(t)
+                    r_names.append(nm)
+                elif ph == "E":
+                    stack = open_ranges.get(key(ev.get("pid"), ev.get("tid")))
+                    if stack:
+                        i = stack.pop()
+                        ts = _ns_ok(ev.get("ts"))
+                        if i >= 0 and ts is not None and ts >= r_start[i]:
+                            r_end[i] = ts
+                        elif i >= 0:
+                            flaws.add("range", "with an invalid end")
+            elif lc in _FLOW_CATS:
+                fid = ev.get("id")
+                if type(fid) is not int or not 0 <= fid < _CORR_LIMIT or ph not in ("s", "f"):
+                    continue
+                ts = _ns_ok(ev.get("ts"))
+                if ts is None:
+                    flaws.add("flow", "without a valid ts")
+                    continue
+                if ph == "s":
+                    fs_id.append(fid)
+                    fs_tid.append(key(ev.get("pid"), ev.get("tid")))
+                    fs_ts.append(ts)
+                else:
+                    ff_id.append(fid)
+                    ff_tid.append(key(ev.get("pid"), ev.get("tid")))
+                    ff_ts.append(ts)
+            elif lc == "trace" and ph == "X":
+                ts = _ns_ok(ev.get("ts"))
+                dur = _ns_ok(ev.get("dur"))
+                if ts is None or dur is None or dur < 0:
+                    continue  # the span is a hint; the kernels' own times bound the capture too
+                trace_span[0] = ts if trace_span[0] is None else min(trace_span[0], ts)
+                trace_span[1] = ts + dur if trace_span[1] is None else max(trace_span[1], ts + dur)
+    finally:
+        close()
+
+    if n_events == 0 and meta.get("_format") == "list":
+        raise InputError(f"{label}: JSON but not a PyTorch profiler trace (no trace events)")
+    base = meta.get("baseTimeNanoseconds")
+    if base is not None:
+        if type(base) is float and base.is_integer():
+            base = meta["baseTimeNanoseconds"] = int(base)
+        if type(base) is not int or not 0 <= base < _TS_LIMIT:
+            raise InputError(f"{label}: baseTimeNanoseconds {base!r} is not a time in ns; the trace cannot be placed")
+    n_bad = flaws.total("kernel")
+    if not len(k_start) and not n_bad:
+        raise InputError(f"{label}: PyTorch profiler trace without GPU kernel events (CPU-only capture?)")
+    notes = []
+    note = invalid_rows_note(label, "kernel events", n_bad, n_bad + len(k_start), flaws.by_kind.get("kernel", {}))
+    if note:
+        notes.append(note)
+    for kind, what in (("range", "annotation ranges"), ("launch", "launch calls"), ("flow", "flow events")):
+        if flaws.total(kind):
+            notes.append(f"ignored {flaws.total(kind):,} {what} ({describe_reasons(flaws.by_kind[kind])})")
+    if fixed_names:
+        notes.append(f"{len(fixed_names)} name(s) held characters no output can carry (NUL, lone surrogates): "
+                     "shown with U+FFFD")
+
+    fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.k_names = k_start, k_end, k_dev, k_corr, k_names
+    fd.k_nocorr = k_nocorr
+    fd.r_start, fd.r_end, fd.r_tid, fd.r_names = r_start, r_end, r_tid, r_names
+    fd.l_corr, fd.l_tid, fd.l_ts = l_corr, l_tid, l_ts
+    fd.fs_id, fd.fs_tid, fd.fs_ts = fs_id, fs_tid, fs_ts
+    fd.ff_id, fd.ff_tid, fd.ff_ts = ff_id, ff_tid, ff_ts
+    fd.trace_span = trace_span
+    fd.thread_names, fd.process_names = thread_names, process_names
+    fd.notes = notes
+    return fd
+
+
+def _launches(fd: _FileData) -> tuple[np.ndarray, np.ndarray]:
+    """launch_tid / launch_start (slot bits not yet set) for each kernel of one file."""
+    n = len(fd.k_corr)
+    corr = np.frombuffer(fd.k_corr, dtype=np.int64).copy() if n else np.empty(0, np.int64)
+    if fd.k_nocorr and len(fd.ff_id):
+        by_lane = {}
+        for fid, lane, ts in zip(fd.ff_id, fd.ff_tid, fd.ff_ts):
+            by_lane.setdefault((lane, ts), fid)
+        for i, lane, ts in fd.k_nocorr:
+            fid = by_lane.get((lane, ts))
+            if fid is not None:
+                corr[i] = fid
+    # launch records: API calls first, flow starts only where no API call carries the id
+    l_corr = np.concatenate([np.frombuffer(fd.l_corr, np.int64), np.frombuffer(fd.fs_id, np.int64)])
+    l_tid = np.concatenate([np.frombuffer(fd.l_tid, np.int64), np.frombuffer(fd.fs_tid, np.int64)])
+    l_ts = np.concatenate([np.frombuffer(fd.l_ts, np.int64), np.frombuffer(fd.fs_ts, np.int64)])
+    launch_tid = np.full(n, -1, dtype=np.int64)
+    launch_start = np.full(n, -1, dtype=np.int64)
+    if len(l_corr):
+        _, first = np.unique(l_corr, return_index=True)  # first occurrence = API call when both exist
+        lc, lt, ls = l_corr[first], l_tid[first], l_ts[first]  # sorted by correlation
+        pos = np.searchsorted(lc, corr)
+        pos_c = np.minimum(pos, len(lc) - 1)
+        hit = (corr >= 0) & (lc[pos_c] == corr)
+        launch_tid[hit] = lt[pos_c[hit]]
+        launch_start[hit] = ls[pos_c[hit]]
+    return launch_tid, launch_start
+
+
