@@ -67,7 +67,8 @@ def run_child(cmd: list[str], cwd: Path, ok_codes=(0,), stdout_path: Path | None
     err_path = cwd / ".bench-stderr"
     with open(err_path, "wb") as err, open(stdout_path or os.devnull, "wb") as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env())
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                env=child_env())
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = rc = os.waitstatus_to_exitcode(status)
@@ -104,7 +105,8 @@ def ensure_export(out: Path, n_kernels: int, seed: int, log) -> Path:
 
     per_iter = n_kernels // (N_GPUS * ITERATIONS)
     path = out / f"export_{n_kernels}_g{N_GPUS}_i{ITERATIONS}_k{DISTINCT}_s{seed}.sqlite"
-    want = {"n_gpus": N_GPUS, "iterations": ITERATIONS, "distinct": DISTINCT, "per_iter": per_iter, "seed": seed,
+    want = {"n_gpus": N_GPUS, "iterations": ITERATIONS, "distinct": DISTINCT, "per_iter": per_iter,
+            "seed": seed,
             "generator": _source_hash(REPO / "kbase" / "generate.py", REPO / "kbase" / "generate_names.py")}
     side = path.with_suffix(".json")
     if path.exists() and _fresh(side, want):
@@ -196,7 +198,8 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
         runs = 3 if n >= 5_000_000 else 5
         db = out / "s1_new_store.db"
         floor, snap, ratio = [], [], []
-        log(f"S1 {n:,} kernels: {runs} pairs (sqlite3 floor, kbase snapshot into a new store)  load {loadavg()}")
+        log(f"S1 {n:,} kernels: {runs} pairs (sqlite3 floor, kbase snapshot into a new store)  "
+            f"load {loadavg()}")
         for i in range(runs):
             f = run_child(["sqlite3", "-readonly", str(path), FLOOR_SQL], out)
             _rm_store(db)
@@ -217,15 +220,16 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
                 best=min(r.wall_s for r in floor))
         res.add("S1", f"snapshot {label}: ratio to floor (pairwise)", med(ratio), "x", runs,
                 "<= 2x" if big else "", (med(ratio) <= 2.0) if big else None, best=min(ratio))
-        res.add("S1", f"snapshot {label}: peak RSS (max of runs)", rss / (1 << 20), "MiB", runs, "<= 1024 MiB",
-                rss <= GIB)
+        res.add("S1", f"snapshot {label}: peak RSS (max of runs)", rss / (1 << 20), "MiB", runs,
+                "<= 1024 MiB", rss <= GIB)
         res.raw[f"S1_{label}"] = {"export": str(path), "export_bytes": path.stat().st_size,
-                                  "floor": [r.__dict__ for r in floor], "snapshot": [r.__dict__ for r in snap],
-                                  "ratio": ratio}
+                                  "floor": [r.__dict__ for r in floor],
+                                  "snapshot": [r.__dict__ for r in snap], "ratio": ratio}
     if len(times) == 2:
         lo, hi = sorted(times)
         g = times[hi] / times[lo]
-        res.add("S1", f"growth {lo // 1_000_000}M -> {hi // 1_000_000}M (time ratio)", g, "x", 0, "<= 11x", g <= 11)
+        res.add("S1", f"growth {lo // 1_000_000}M -> {hi // 1_000_000}M (time ratio)", g, "x", 0, "<= 11x",
+                g <= 11)
 
 
 # --------------------------------------------------------------------------- S2 diff / gate
@@ -244,8 +248,8 @@ def ensure_s2_store(out: Path, log) -> Path:
     _rm_store(db)
     log("  storing two 1M-kernel snapshots for S2 ...")
     for i, p in enumerate(exports):
-        run_child([*kbase_cmd(), "snapshot", str(p), "--db", f"sqlite:///{db}", "--no-git", "--rev", _rev(100 + i),
-                   "-n", "1"], out)
+        run_child([*kbase_cmd(), "snapshot", str(p), "--db", f"sqlite:///{db}", "--no-git",
+                   "--rev", _rev(100 + i), "-n", "1"], out)
     side.write_text(json.dumps(want))
     return db
 
@@ -268,8 +272,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
     py = [sys.executable]
     got = timed_pairs(out, {
         "python -c pass": [*py, "-c", "pass"],
-        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store, kbase.comparison.diff, kbase.comparison.resolve, "
-                                     "kbase.render.diff, kbase.comparison.gate")],
+        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store, kbase.comparison.diff, "
+                                     "kbase.comparison.resolve, kbase.render.diff, kbase.comparison.gate")],
         "diff": [*kbase_cmd(), "diff", "@1", "@2", "--db", url, "--format", "json"],
         "gate": [*kbase_cmd(), "gate", "@1", "@2", "--db", url],
     }, runs, ok_codes=(0, 1))
@@ -278,7 +282,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
         res.add("S2", label, v, "s", runs, "<= 0.6 s", v <= 0.6, best=min(r.wall_s for r in got[key]))
     for key, label in (("python -c pass", "  (ref) python -c pass"),
                        ("imports only", "  (ref) import kbase diff modules only")):
-        res.add("S2", label, med([r.wall_s for r in got[key]]), "s", runs, best=min(r.wall_s for r in got[key]))
+        res.add("S2", label, med([r.wall_s for r in got[key]]), "s", runs,
+                best=min(r.wall_s for r in got[key]))
     res.raw["S2"] = {k: [r.__dict__ for r in v] for k, v in got.items()}
 
 
@@ -300,7 +305,8 @@ def _s3_pool():
         "category": [classify.category(n) for n in names],
         "tc": [classify.tensor_core_state(n)[0] for n in names],
     }
-    return info, np.array([s.mean_ns for s in specs], float), np.array([max(1, s.launches_per_iter) for s in specs])
+    return (info, np.array([s.mean_ns for s in specs], float),
+            np.array([max(1, s.launches_per_iter) for s in specs]))
 
 
 def synthetic_leaderboard(b: int, pool, n_gpus: int = 8):
@@ -333,26 +339,29 @@ def synthetic_leaderboard(b: int, pool, n_gpus: int = 8):
         "std_ns": avg * 0.02, "per_iter_ns": total / units, "count_per_iter": count / units,
         "share_window": share_w, "share_kernel": total / kernel_ns, "amdahl_ceiling": 1 / (1 - share_w),
         "fragmented": (count / units >= 500) & (avg < 10_000),
-    }).sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)[COLUMNS]
+    }).sort_values(["total_ns", "name"], ascending=[False, True],
+                   kind="stable").reset_index(drop=True)[COLUMNS]
     samples = pd.DataFrame({
         "name": np.repeat(np.asarray([info["name"][i] for i in pick], dtype=object), S3_ITERATIONS),
-        "iteration": np.tile(keys, len(pick)), "count": cnt.ravel().astype(np.int64), "total_ns": tot_it.ravel(),
+        "iteration": np.tile(keys, len(pick)), "count": cnt.ravel().astype(np.int64),
+        "total_ns": tot_it.ravel(),
     })
     by_cat = t.groupby("category")["total_ns"].sum()
     comp, comm, mem = (int(by_cat.get(c, 0)) for c in ("compute", "communication", "memory"))
     summary = {
         "source": "train.sqlite", "format": "nsys-sqlite", "exporter": "nsys 2026.2.1.210 (schema 3.25.0)",
         "gpu_models": ["NVIDIA H100 80GB HBM3"], "gpus": n_gpus,
-        "window": f"iterations 2..{1 + S3_ITERATIONS} ({S3_ITERATIONS} of {S3_ITERATIONS + 1}, marker ProfilerStep#N, "
-                  "warm-up skipped: 1)",
+        "window": f"iterations 2..{1 + S3_ITERATIONS} ({S3_ITERATIONS} of {S3_ITERATIONS + 1}, "
+                  "marker ProfilerStep#N, warm-up skipped: 1)",
         "aligned": True, "mode": "iterations", "marker": "ProfilerStep#N", "iterations": S3_ITERATIONS,
         "iteration_keys": keys.tolist(), "warmup_skipped": 1, "window_start_ns": 1_500_000_000,
         "window_end_ns": 1_500_000_000 + window_ns, "window_ns": window_ns, "window_gpu_ns": gpu_ns,
         "total_kernel_ns": kernel_ns, "kernel_ns_per_iter": kernel_ns / units, "compute_ns": comp,
-        "communication_ns": comm, "memory_ns": mem, "busy_share": kernel_ns / gpu_ns, "compute_share": comp / gpu_ns,
-        "communication_share": comm / gpu_ns, "memory_share": mem / gpu_ns,
+        "communication_ns": comm, "memory_ns": mem, "busy_share": kernel_ns / gpu_ns,
+        "compute_share": comp / gpu_ns, "communication_share": comm / gpu_ns, "memory_share": mem / gpu_ns,
         "share_denominator": f"window {window_ns / 1e9:.6f} s x {n_gpus} GPU(s) = {gpu_ns / 1e9:.6f} GPU-s",
-        "top1_share_kernel": float(t["share_kernel"].iloc[0]), "top5_share_kernel": float(t["share_kernel"].head(5).sum()),
+        "top1_share_kernel": float(t["share_kernel"].iloc[0]),
+        "top5_share_kernel": float(t["share_kernel"].head(5).sum()),
         "shape": ["balanced"], "kernels": len(t), "launches": int(count.sum()), "unattributed_no_launch": 0,
         "outside_iterations": 0, "step_wall_ns": None,
     }
@@ -397,8 +406,8 @@ def ensure_s3_store(out: Path, n: int, log) -> Path:
                                 detached=False, dirty=False)
             src = store.SourceInfo(name="train.sqlite", sha256=hashlib.sha256(str(b).encode()).hexdigest(),
                                    size=140_000_000, format="nsys-sqlite")
-            store.save_leaderboard(engine, lb, workload="train-8gpu", commit=commit, source=src, window_spec=wkey,
-                                   tags=["nightly"], url=url)
+            store.save_leaderboard(engine, lb, workload="train-8gpu", commit=commit, source=src,
+                                   window_spec=wkey, tags=["nightly"], url=url)
             if (b + 1) % 1000 == 0:
                 el = time.perf_counter() - t0
                 log(f"    {b + 1:,} saved, {el:.0f} s ({el / (b + 1) * 1e3:.1f} ms each)  load {loadavg()}")
@@ -427,13 +436,15 @@ def s3_store(out: Path, n: int, res: Results, log, runs: int = 5) -> None:
     res.add("S3", "store size per baseline", size / n / 1024, "KiB", 0)
     build = out / f"s3_store_{n}.build.json"
     if build.exists():
-        res.add("S3", "build: save_leaderboard per baseline", json.loads(build.read_text())["build_s"] / n * 1e3,
-                "ms", 0, note="when the store was built (cached after)")
+        res.add("S3", "build: save_leaderboard per baseline",
+                json.loads(build.read_text())["build_s"] / n * 1e3, "ms", 0,
+                note="when the store was built (cached after)")
     for key, label in (("list", "kbase list -n 50"), ("diff", f"kbase diff @{i} @{j} (500 kernels)"),
                        ("history", f"kbase history NAME --format json ({n:,} rows)")):
         v = med([r.wall_s for r in got[key]])
         res.add("S3", label, v, "s", runs, "<= 1 s", v <= 1.0, best=min(r.wall_s for r in got[key]))
-    res.raw[f"S3_{n}"] = {"db": str(db), "bytes": size, **{k: [r.__dict__ for r in v] for k, v in got.items()}}
+    res.raw[f"S3_{n}"] = {"db": str(db), "bytes": size,
+                          **{k: [r.__dict__ for r in v] for k, v in got.items()}}
 
 
 # --------------------------------------------------------------------------- S4 --help

@@ -32,8 +32,8 @@ def open_repo(path: Path | None = None):
         return git.Repo(where, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise InputError(
-            f"{where}: not a git repository (run inside one, pass --repo PATH, or use --no-git --rev FULLHASH "
-            "for a profile made elsewhere)"
+            f"{where}: not a git repository (run inside one, pass --repo PATH, or use --no-git --rev "
+            "FULLHASH for a profile made elsewhere)"
         ) from None
 
 
@@ -49,7 +49,8 @@ def resolve_commit(repo, rev: str):
         return commit
     except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
         shallow = (Path(repo.git_dir) / "shallow").exists()
-        hint = " (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)" if shallow else ""
+        hint = (" (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)"
+                if shallow else "")
         raise InputError(f"unknown git revision {rev!r} in {repo.working_tree_dir}{hint}") from None
 
 

@@ -90,7 +90,8 @@ class CliResult:
     args: list[str]
 
     def __str__(self) -> str:  # shown by pytest on a failed assertion
-        return f"kbase {' '.join(self.args)} -> rc={self.rc}\nstdout: {self.stdout[:2000]}\nstderr: {self.stderr}"
+        return (f"kbase {' '.join(self.args)} -> rc={self.rc}\nstdout: {self.stdout[:2000]}\n"
+                f"stderr: {self.stderr}")
 
 
 def _want_subprocess(flag: bool | None) -> bool:
@@ -243,7 +244,11 @@ TINY_KERNELS = [
         "vectorized_elementwise_kernel",
         300_000,
     ),
-    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1_000_000),
+    (
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        1_000_000,
+    ),
 ]
 
 
@@ -396,7 +401,8 @@ def pg_db_url(pg_url):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: takes tens of seconds (builds and installs the wheel); still part of the suite")
+    config.addinivalue_line(
+        "markers", "slow: takes tens of seconds (builds and installs the wheel); still part of the suite")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -146,7 +146,8 @@ class PgServer:
             try:
                 pw = pwd.getpwnam(SERVER_USER)
             except KeyError:
-                raise PgUnavailable(f"running as root and there is no {SERVER_USER!r} user to run PostgreSQL") from None
+                raise PgUnavailable(
+                    f"running as root and there is no {SERVER_USER!r} user to run PostgreSQL") from None
         self.tmp = Path(tempfile.mkdtemp(prefix="kbase-pg-"))
         data = self.tmp / "data"
         if self._as_other_user:

@@ -60,7 +60,8 @@ TC_RULES: list[TcRule] = [
     TcRule(_r(r"tensorop"), TC_YES, "CUTLASS tensorop"),
     TcRule(_r(r"[hib]mma|dmma"), TC_YES, "MMA instruction in the name (hmma/imma/bmma/dmma)"),
     TcRule(_r(r"(?<!\d)(16816|16832|1688|884|8816)(?!\d)"), TC_YES, "MMA tile shape (16816/1688/884)"),
-    TcRule(_r(r"flash|fmha|fused_attn|fused_attention|attention_kernel|xformers"), TC_YES, "flash/fused attention"),
+    TcRule(_r(r"flash|fmha|fused_attn|fused_attention|attention_kernel|xformers"), TC_YES,
+           "flash/fused attention"),
     TcRule(_r(r"[hi]\d*cudnn|cudnn.*(?:f16|bf16|h16|fp16|tf32|int8)"), TC_YES, "tensor-core cuDNN kernel"),
     TcRule(
         _r(r"xmma.*(?:bf16|f16|h16|fp16|tf32|i8|int8|e4m3|e5m2|fp8)"),
@@ -72,7 +73,8 @@ TC_RULES: list[TcRule] = [
     TcRule(_r(r"gemv|dot_kernel"), TC_NA, "matrix-vector: bandwidth bound, no tensor-core path expected"),
     # cuBLAS's split-K epilogue sums a GEMM's partial results; it only matched the generic rule
     # below through its argument type (cublasSplitKParams).
-    TcRule(_r(r"splitKreduce|split_?k_?reduce"), TC_NA, "split-K reduction of GEMM partial sums: not a matmul"),
+    TcRule(_r(r"splitKreduce|split_?k_?reduce"), TC_NA,
+           "split-K reduction of GEMM partial sums: not a matmul"),
     TcRule(_r(r"gemm|matmul|conv(?:olution|_?\d?d)?_?(?:fwd|bwd|fprop|dgrad|wgrad|kernel)|implicit_gemm|"
               r"fprop|cublas"),
            TC_FALLBACK, "matmul/convolution with no tensor-core marker in the name"),

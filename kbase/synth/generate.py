@@ -32,8 +32,8 @@ import numpy as np
 from kbase.errors import InputError
 from kbase.synth.names import KernelSpec, default_kernel_mix, scaled_kernel_mix
 
-__all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "GeneratedFileExists", "generate_export",
-           "default_kernel_mix", "scaled_kernel_mix", "global_pid", "global_tid"]
+__all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "GeneratedFileExists",
+           "generate_export", "default_kernel_mix", "scaled_kernel_mix", "global_pid", "global_tid"]
 
 VM_BITS = 1 << 48  # the constant high part real exports carry (hwId 0, vmId 1)
 BATCH = 50_000
@@ -63,11 +63,12 @@ SCHEMA: dict[str, list[tuple[str, str, bool]]] = {k: _cols(v) for k, v in {
     "StringIds": "id:I! value:T!",
     "TARGET_INFO_SESSION_START_TIME": "utcEpochNs:I utcTime:T localTime:T systemClockNs:I",
     "TARGET_INFO_GPU": "vmId:I! id:I! name:T busLocation:T isDiscrete:I l2CacheSize:I totalMemory:I "
-        "memoryBandwidth:I clockRate:I smCount:I pwGpuId:I uuid:T luid:I chipName:T cuDevice:I ctxswDevPath:T "
-        "ctrlDevPath:T revision:I nodeMask:I constantMemory:I maxIPC:I maxRegistersPerBlock:I maxShmemPerBlock:I "
-        "maxShmemPerBlockOptin:I maxShmemPerSm:I maxRegistersPerSm:I threadsPerWarp:I asyncEngines:I "
-        "maxWarpsPerSm:I maxBlocksPerSm:I maxThreadsPerBlock:I maxBlockDimX:I maxBlockDimY:I maxBlockDimZ:I "
-        "maxGridDimX:I maxGridDimY:I maxGridDimZ:I computeMajor:I computeMinor:I smMajor:I smMinor:I",
+        "memoryBandwidth:I clockRate:I smCount:I pwGpuId:I uuid:T luid:I chipName:T cuDevice:I "
+        "ctxswDevPath:T ctrlDevPath:T revision:I nodeMask:I constantMemory:I maxIPC:I maxRegistersPerBlock:I "
+        "maxShmemPerBlock:I maxShmemPerBlockOptin:I maxShmemPerSm:I maxRegistersPerSm:I threadsPerWarp:I "
+        "asyncEngines:I maxWarpsPerSm:I maxBlocksPerSm:I maxThreadsPerBlock:I maxBlockDimX:I maxBlockDimY:I "
+        "maxBlockDimZ:I maxGridDimX:I maxGridDimY:I maxGridDimZ:I computeMajor:I computeMinor:I smMajor:I "
+        "smMinor:I",
     "PROCESSES": "globalPid:I pid:I name:T",
     "ThreadNames": "nameId:I! priority:I globalTid:I",
     "TARGET_INFO_CUDA_STREAM": "streamId:I! hwId:I! vmId:I! processId:I! contextId:I! priority:I! flag:I!",
@@ -75,19 +76,21 @@ SCHEMA: dict[str, list[tuple[str, str, bool]]] = {k: _cols(v) for k, v in {
         "returnValue:I! callchainId:I",
     "CUPTI_ACTIVITY_KIND_KERNEL": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
         "correlationId:I globalPid:I demangledName:I! shortName:I! mangledName:I launchType:I cacheConfig:I "
-        "registersPerThread:I! gridX:I! gridY:I! gridZ:I! blockX:I! blockY:I! blockZ:I! staticSharedMemory:I! "
-        "dynamicSharedMemory:I! localMemoryPerThread:I! localMemoryTotal:I! gridId:I! sharedMemoryExecuted:I "
-        "graphNodeId:I sharedMemoryLimitConfig:I qmdBulkReleaseDone:I qmdPreexitDone:I qmdLastCtaDone:I "
-        "graphId:I clusterX:I clusterY:I clusterZ:I clusterSchedulingPolicy:I maxPotentialClusterSize:I "
-        "maxActiveClusters:I sharedMemoryRequestedPercentage:I tensorSizeMinusOneElements:T!",
+        "registersPerThread:I! gridX:I! gridY:I! gridZ:I! blockX:I! blockY:I! blockZ:I! "
+        "staticSharedMemory:I! dynamicSharedMemory:I! localMemoryPerThread:I! localMemoryTotal:I! gridId:I! "
+        "sharedMemoryExecuted:I graphNodeId:I sharedMemoryLimitConfig:I qmdBulkReleaseDone:I "
+        "qmdPreexitDone:I qmdLastCtaDone:I graphId:I clusterX:I clusterY:I clusterZ:I "
+        "clusterSchedulingPolicy:I maxPotentialClusterSize:I maxActiveClusters:I "
+        "sharedMemoryRequestedPercentage:I tensorSizeMinusOneElements:T!",
     "CUPTI_ACTIVITY_KIND_MEMCPY": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
-        "correlationId:I globalPid:I bytes:I! copyKind:I! deprecatedSrcId:I srcKind:I dstKind:I srcDeviceId:I "
-        "srcContextId:I dstDeviceId:I dstContextId:I migrationCause:I graphNodeId:I virtualAddress:I copyCount:I",
+        "correlationId:I globalPid:I bytes:I! copyKind:I! deprecatedSrcId:I srcKind:I dstKind:I "
+        "srcDeviceId:I srcContextId:I dstDeviceId:I dstContextId:I migrationCause:I graphNodeId:I "
+        "virtualAddress:I copyCount:I",
     "CUPTI_ACTIVITY_KIND_MEMSET": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
         "correlationId:I globalPid:I value:I! bytes:I! graphNodeId:I memKind:I",
-    "NVTX_EVENTS": "start:I! end:I eventType:I! rangeId:I category:I color:I text:T globalTid:I endGlobalTid:I "
-        "textId:I domainId:I uint64Value:I int64Value:I doubleValue:R uint32Value:I int32Value:I floatValue:R "
-        "jsonTextId:I jsonText:T binaryData:T",
+    "NVTX_EVENTS": "start:I! end:I eventType:I! rangeId:I category:I color:I text:T globalTid:I "
+        "endGlobalTid:I textId:I domainId:I uint64Value:I int64Value:I doubleValue:R uint32Value:I "
+        "int32Value:I floatValue:R jsonTextId:I jsonText:T binaryData:T",
     "META_DATA_EXPORT": "name:T! value:T",
 }.items()}
 
@@ -99,9 +102,12 @@ def _ddl(table: str) -> str:
 
 
 _GPUS = {  # name -> (chip, l2, totalMemory, bandwidth, clock, SMs, shmemOptin, shmemPerSm, engines, cc)
-    "NVIDIA H100 80GB HBM3": ("GH100", 52428800, 85045477376, 3352320000000, 1980000000, 132, 232448, 233472, 3, 9.0),
-    "NVIDIA H200": ("GH100", 62914560, 150121545728, 4916736000000, 1980000000, 132, 232448, 233472, 3, 9.0),
-    "NVIDIA A100-SXM4-80GB": ("GA100", 41943040, 84990623744, 2039040000000, 1410000000, 108, 166912, 167936, 5, 8.0),
+    "NVIDIA H100 80GB HBM3":
+        ("GH100", 52428800, 85045477376, 3352320000000, 1980000000, 132, 232448, 233472, 3, 9.0),
+    "NVIDIA H200":
+        ("GH100", 62914560, 150121545728, 4916736000000, 1980000000, 132, 232448, 233472, 3, 9.0),
+    "NVIDIA A100-SXM4-80GB":
+        ("GA100", 41943040, 84990623744, 2039040000000, 1410000000, 108, 166912, 167936, 5, 8.0),
 }
 _PRODUCT = {"3.25.0": "2026.2.1.210", "3.17.1": "2025.1.1.110", "3.13.2": "2024.5.1.113",
             "3.11.1": "2024.2.1.106"}
@@ -292,7 +298,8 @@ class _Step:
     mend: int
 
 
-def _simulate_step(prog: _Program, kdur: np.ndarray, rng: np.random.Generator, t: int, free: list[int]) -> _Step:
+def _simulate_step(prog: _Program, kdur: np.ndarray, rng: np.random.Generator, t: int,
+                   free: list[int]) -> _Step:
     """Time one step after CPU time ``t``; ``free`` (compute, NCCL stream idle times) is updated."""
     n_calls, n_k = len(prog.api), len(prog.kspec)
     t0 = t + 20_000 + int(rng.integers(0, 60_000))
@@ -310,7 +317,8 @@ def _simulate_step(prog: _Program, kdur: np.ndarray, rng: np.random.Generator, t
     mdur = int(170_000 * (1 + 0.03 * rng.standard_normal()))
     comp, nccl = ~prog.nccl, prog.nccl
     ops = np.r_[0, 1 + np.flatnonzero(comp)]  # memcpy (call 1), then compute-stream launches
-    comp_end = _queue(np.r_[cend[1], cend[prog.kpos[comp]]] + lat[ops], np.r_[mdur, kdur[comp]], gap[ops], free[0])
+    comp_end = _queue(np.r_[cend[1], cend[prog.kpos[comp]]] + lat[ops], np.r_[mdur, kdur[comp]], gap[ops],
+                      free[0])
     free[0] = int(comp_end[-1])
     kend = np.empty(n_k, np.int64)
     kend[comp] = comp_end[1:]
@@ -322,7 +330,8 @@ def _simulate_step(prog: _Program, kdur: np.ndarray, rng: np.random.Generator, t
 
 
 def _kernel_attrs(k: KernelSpec) -> tuple:
-    """Launch attributes, stable per kernel: (regs, grid xyz, block xyz, static/dyn/executed shmem, cluster xyz)."""
+    """Launch attributes, stable per kernel: (regs, grid xyz, block xyz, static/dyn/executed shmem,
+    cluster xyz)."""
     h = _crc(k.name)
     big = any(t in k.name for t in ("nvjet", "sm90", "gmma", "flash", "cutlass", "gemm"))
     cluster = (2 if h & 1 else 1, 1, 1) if any(t in k.name for t in ("nvjet", "sm90", "gmma")) else (0, 0, 0)
@@ -395,15 +404,15 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
         ins("TARGET_INFO_CUDA_STREAM", [(s, 0, 1, pid, ctx, 0, 2) for s in streams])
         tails = [(streams[int(is_nccl[i])], name_sid[i], short_sid[i], mangled_sid[i], *attrs[i])
                  for i in range(n_specs)]
-        ksql = ("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start,end,correlationId,gridId,streamId,demangledName,"
-                "shortName,mangledName,registersPerThread,gridX,gridY,gridZ,blockX,blockY,blockZ,"
-                "staticSharedMemory,dynamicSharedMemory,sharedMemoryExecuted,clusterX,clusterY,clusterZ,deviceId,"
-                "contextId,greenContextId,globalPid,launchType,cacheConfig,localMemoryPerThread,localMemoryTotal,"
-                "sharedMemoryLimitConfig,clusterSchedulingPolicy,maxPotentialClusterSize,maxActiveClusters,"
-                f"tensorSizeMinusOneElements) VALUES ({','.join('?' * 21)},{dev},{ctx},0,{gpid},1,1,0,250871808,"
-                "0,1,0,0,'[]')")
-        rsql = ("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,correlationId,nameId,eventClass,globalTid,"
-                f"returnValue) VALUES (?,?,?,?,0,{gtid},0)")
+        ksql = ("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start,end,correlationId,gridId,streamId,"
+                "demangledName,shortName,mangledName,registersPerThread,gridX,gridY,gridZ,blockX,blockY,blockZ,"
+                "staticSharedMemory,dynamicSharedMemory,sharedMemoryExecuted,clusterX,clusterY,clusterZ,"
+                "deviceId,contextId,greenContextId,globalPid,launchType,cacheConfig,localMemoryPerThread,"
+                "localMemoryTotal,sharedMemoryLimitConfig,clusterSchedulingPolicy,maxPotentialClusterSize,"
+                f"maxActiveClusters,tensorSizeMinusOneElements) VALUES ({','.join('?' * 21)},{dev},{ctx},0,"
+                f"{gpid},1,1,0,250871808,0,1,0,0,'[]')")
+        rsql = ("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start,end,correlationId,nameId,eventClass,"
+                f"globalTid,returnValue) VALUES (?,?,?,?,0,{gtid},0)")
         rng = np.random.default_rng([spec.seed, rank, 0xA11])
         t = 1_500_000_000 + int(rng.integers(0, 50_000))
         free = [t, t]
@@ -415,7 +424,8 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
             prog = programs.get(counts.tobytes())
             if prog is None:
                 prog = programs[counts.tobytes()] = _program(counts, is_nccl, uses_ex, spec.seed)
-            base = _mix64(np.array([(spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1) % 2**64], np.uint64))[0]
+            base = _mix64(np.array([(spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1) % 2**64],
+                                   np.uint64))[0]
             z = _normal((key_u[prog.kspec] ^ base) + prog.ordinal.astype(np.uint64))
             kj = jit[prog.kspec]
             kdur = np.maximum(1, np.rint(means[prog.kspec] * np.exp(kj * z - kj * kj / 2))).astype(np.int64)
@@ -503,14 +513,17 @@ def _write_target_info(conn: sqlite3.Connection, ins, spec: ExportSpec) -> None:
     chip, l2, mem, bw, clock, sms, optin, per_sm, engines, cc = _GPUS.get(spec.gpu_model,
                                                                           _GPUS["NVIDIA H100 80GB HBM3"])
     major, minor = int(cc), int(round(cc * 10)) % 10
-    ins("TARGET_INFO_GPU", [(VM_BITS, r, spec.gpu_model, f"0000:{0x18 + 0x10 * r:02x}:00.0", 1, l2, mem, bw, clock,
-                             sms, r, "%08x-%04x-%04x-%04x-%012x" % (_crc(f"{spec.seed}/{r}"), r, 0x4000 | r, 0x8000,
-                                                                    _crc(spec.gpu_model) * 4096 + r),
+    ins("TARGET_INFO_GPU", [(VM_BITS, r, spec.gpu_model, f"0000:{0x18 + 0x10 * r:02x}:00.0", 1, l2, mem, bw,
+                             clock, sms, r,
+                             "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}".format(
+                                 _crc(f"{spec.seed}/{r}"), r, 0x4000 | r, 0x8000,
+                                 _crc(spec.gpu_model) * 4096 + r),
                              0, chip, r, None, None, 161, 0, 65536, 0, 65536, 49152, optin, per_sm, 65536, 32,
-                             engines, 64, 32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, major, minor, major,
-                             minor) for r in range(spec.n_gpus)])
+                             engines, 64, 32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, major, minor,
+                             major, minor) for r in range(spec.n_gpus)])
     utc = 1_779_630_014_975_716_426 + spec.seed * 1_000_000_000
-    ins("TARGET_INFO_SESSION_START_TIME", [(utc, "2026-05-24T13:40:14", "2026-05-24T13:40:14", 35_255_823_190)])
+    ins("TARGET_INFO_SESSION_START_TIME",
+        [(utc, "2026-05-24T13:40:14", "2026-05-24T13:40:14", 35_255_823_190)])
     product = _PRODUCT.get(spec.schema_version, "2026.2.1.210")
     major_s, minor_s, micro_s = (spec.schema_version.split(".") + ["0", "0"])[:3]
     ins("META_DATA_EXPORT", [

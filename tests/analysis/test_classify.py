@@ -40,27 +40,29 @@ CAT_COPY = (
 )
 GEMV = (
     "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
-    "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, "
-    "cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
-    "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>, float, float)"
+    "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+    "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >"
+    "(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+    "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>, "
+    "float, float)"
 )
 REDUCE = (
-    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
-    "float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
-    "unsigned int, float, 4>)"
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+    "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >"
+    "(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)"
 )
 LAYER_NORM = (
     "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
     "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)"
 )
 SPLITK_REDUCE = (
-    "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<float>, "
-    "float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, void*, "
-    "long, float*, int*)"
+    "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>"
+    "(cublasSplitKParams<float>, float const*, float const*, float*, float const*, float const*, "
+    "float const*, float const*, float*, void*, long, float*, int*)"
 )
 FILL = (
-    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
-    "(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
 )
 
 # (name, tensor-core state, category)
@@ -137,7 +139,8 @@ def test_family_key_strips_templates_and_arguments() -> None:
 
 
 def test_family_key_of_a_plain_name_is_the_name() -> None:
-    for plain in ("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", "sgemm_128x64_nn", "volta_h884gemm_64x64_ldg8_nn"):
+    for plain in ("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", "sgemm_128x64_nn",
+                  "volta_h884gemm_64x64_ldg8_nn"):
         assert classify.family_key(plain) == plain
 
 

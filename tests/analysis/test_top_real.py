@@ -239,7 +239,8 @@ def real_kernel_names() -> dict[str, set[str]]:
         try:
             out[path.name] = {
                 r[0] for r in conn.execute(
-                    "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName"
+                    "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                    "JOIN StringIds s ON s.id = k.demangledName"
                 )
             }
         finally:
@@ -289,7 +290,8 @@ def test_tc_rules_on_real_kernel_names() -> None:
         return hits[0]
 
     assert states[one(lambda n: "cutlass_tensorop_s1688fprop" in n)] == classify.TC_YES
-    assert states[one(lambda n: n.startswith("sm80_xmma_fprop_implicit_gemm_indexed_tf32"))] == classify.TC_YES
+    assert (states[one(lambda n: n.startswith("sm80_xmma_fprop_implicit_gemm_indexed_tf32"))]
+            == classify.TC_YES)
     assert states[one(lambda n: "cutlass_80_simt_sgemm" in n)] == classify.TC_FALLBACK
     assert {n for n in mm if n.startswith("ampere_sgemm_")} <= of(MMAGIC, classify.TC_FALLBACK)
     assert len({n for n in mm if n.startswith("ampere_sgemm_")}) == 2
@@ -342,7 +344,8 @@ def sql_gpu_pairs(path: Path) -> list[tuple[int, int]]:
     try:
         return [
             (int(p), int(d)) for p, d in conn.execute(
-                "SELECT DISTINCT (globalPid >> 24) & 0xFFFFFF, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1, 2"
+                "SELECT DISTINCT (globalPid >> 24) & 0xFFFFFF, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                "ORDER BY 1, 2"
             )
         ]
     finally:
@@ -371,11 +374,13 @@ def test_per_gpu_sums_to_aggregate() -> None:
         assert totals[name] == row["total_ns"], name
     # and each GPU's rows against SQL
     for gpu, (pid, dev) in enumerate(pairs):
-        expected = sql_groups(path, "WHERE k.deviceId = ? AND ((k.globalPid >> 24) & 0xFFFFFF) = ?", (dev, pid))
+        expected = sql_groups(path, "WHERE k.deviceId = ? AND ((k.globalPid >> 24) & 0xFFFFFF) = ?",
+                              (dev, pid))
         got = {r["name"]: r for r in per["kernels"] if r["gpu"] == gpu}
         assert set(got) == set(expected)
         for name, (c, t, lo, hi) in expected.items():
-            assert (got[name]["count"], got[name]["total_ns"], got[name]["min_ns"], got[name]["max_ns"]) == (c, t, lo, hi)
+            assert ((got[name]["count"], got[name]["total_ns"], got[name]["min_ns"], got[name]["max_ns"])
+                    == (c, t, lo, hi))
 
 
 def test_gpu_filter_matches_sql() -> None:

@@ -371,8 +371,8 @@ def test_synthetic_old_format(tmp_path):
     assert (prof.capture_start, prof.capture_end) == (800_000, 2_800_000)
     per_step, unattributed = attribute(prof)
     assert per_step == {"ProfilerStep#1": (2, 37_000)} and unattributed == 1
-    assert {n: short_kernel_name(n) for n in k_names(prof)} == {"void ns::gemm<float, 4>(float*, int)": "gemm",
-                                                                "relu_kernel": "relu_kernel"}
+    assert {n: short_kernel_name(n) for n in k_names(prof)} == {
+        "void ns::gemm<float, 4>(float*, int)": "gemm", "relu_kernel": "relu_kernel"}
 
 
 @pytest.mark.parametrize("gz", [False, True])

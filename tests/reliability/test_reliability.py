@@ -132,8 +132,8 @@ def pg_rows(url: str) -> dict[str, list]:
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
             "AND table_type = 'BASE TABLE' ORDER BY table_name")]
         for t in tables:
-            ncol = conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' "
-                                "AND table_name = %s", (t,)).fetchone()[0]
+            ncol = conn.execute("SELECT count(*) FROM information_schema.columns "
+                                "WHERE table_schema = 'public' AND table_name = %s", (t,)).fetchone()[0]
             order = ", ".join(str(i) for i in range(1, ncol + 1))
             out[t] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
                       for row in conn.execute(f'SELECT * FROM "{t}" ORDER BY {order}')]
@@ -275,7 +275,8 @@ def sqlite_not_nsys(d: Path, w: World):
 def empty_kernel_table(d: Path, w: World):
     p = d / "nokernels.sqlite"
     conn = sqlite3.connect(p)
-    for sql in export_ddl(["StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"]).values():
+    for sql in export_ddl(["StringIds", "CUPTI_ACTIVITY_KIND_KERNEL",
+                           "CUPTI_ACTIVITY_KIND_RUNTIME"]).values():
         conn.execute(sql)
     conn.execute("INSERT INTO StringIds (id, value) VALUES (1, 'cudaLaunchKernel')")
     conn.commit()

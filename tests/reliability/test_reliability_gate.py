@@ -110,7 +110,8 @@ def test_aligned_baseline_vs_unaligned_candidate_is_incomparable(tmp_path, store
     second of window, the baseline's per iteration. Comparing them would invent a +1000 % regression
     (or hide one), so the gate says incomparable, in both directions."""
     aligned = generate_export(tmp_path / "aligned.sqlite", ExportSpec(n_gpus=1, iterations=6, seed=1)).path
-    flat = generate_export(tmp_path / "flat.sqlite", ExportSpec(n_gpus=1, iterations=6, seed=2, nvtx=False)).path
+    flat = generate_export(tmp_path / "flat.sqlite",
+                           ExportSpec(n_gpus=1, iterations=6, seed=2, nvtx=False)).path
     a = snap(aligned, store_url, "mixed", REV1)
     b = snap(flat, store_url, "mixed", REV2)
     for before, after in ((a, b), (b, a)):
@@ -144,7 +145,8 @@ def test_candidate_with_no_kernels_is_never_a_pass(tmp_path, aligned):
     from kbase.readers import read_profile
     from kbase.render import diff as render_diff
 
-    path = generate_export(tmp_path / "e.sqlite", ExportSpec(n_gpus=2, iterations=6, seed=3, nvtx=aligned)).path
+    path = generate_export(tmp_path / "e.sqlite",
+                           ExportSpec(n_gpus=2, iterations=6, seed=3, nvtx=aligned)).path
     lb = build_leaderboard(select_window(read_profile(path), WindowSpec()))
     meta = SideMeta(workload="w", gpu_models=",".join(lb.summary.gpu_models), gpu_count=2,
                     window_spec=WindowSpec().key())

@@ -67,9 +67,11 @@ def protected(path: Path):
 
 def _sources() -> list:
     params = [pytest.param("generated", id="generated-nsys")]
-    real = [("nsys", NSYS_DIR / "a100_saxpy_mpi.sqlite"), ("kineto", KINETO_DIR / "h100_qwen05b_chat.json.gz")]
+    real = [("nsys", NSYS_DIR / "a100_saxpy_mpi.sqlite"),
+            ("kineto", KINETO_DIR / "h100_qwen05b_chat.json.gz")]
     for kind, path in real:
-        marks = [] if shared_present() and path.is_file() else [pytest.mark.skip(reason=f"{path} not present")]
+        marks = ([] if shared_present() and path.is_file()
+                 else [pytest.mark.skip(reason=f"{path} not present")])
         params.append(pytest.param(path, id=f"real-{kind}", marks=marks))
     return params
 
@@ -126,8 +128,8 @@ def _safe_value(expr: ast.expr, allowed: set[str]) -> bool:
     if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "join"
             and isinstance(expr.func.value, ast.Constant) and len(expr.args) == 1):
         arg = expr.args[0]
-        if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mult) and isinstance(arg.left, ast.Constant) \
-                and arg.left.value == "?":
+        if (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mult) and isinstance(arg.left, ast.Constant)
+                and arg.left.value == "?"):
             return True  # ",".join("?" * n): placeholders
         return _safe_value(arg, allowed)
     return False
@@ -157,7 +159,8 @@ def _sql_problems(expr: ast.expr, scope: ast.AST | None, depth: int = 0,
         # a variable: every value assigned to it in the enclosing function must be safe too
         out = []
         for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in node.targets):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id
+                                                    for t in node.targets):
                 out += _sql_problems(node.value, scope, depth + 1, allowed)
         return out
     return []  # SQLAlchemy constructs (select(), insert(), table.insert()...) bind their values

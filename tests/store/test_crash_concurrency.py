@@ -96,7 +96,8 @@ def child_env() -> dict[str, str]:
 
 def start(*args) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "kbase.cli", *map(str, args)], cwd=REPO, env=child_env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
 # --------------------------------------------------------------------------- looking into a store
@@ -131,8 +132,10 @@ def check_intact(url: str) -> dict:
     rows = dict(query(url, "SELECT baseline_id, count(*) FROM baseline_kernel GROUP BY baseline_id"))
     for bid, summary in query(url, "SELECT id, summary_json FROM baseline"):
         expected = json.loads(summary)["kernels"]
-        assert expected > 0 and rows.get(bid, 0) == expected, f"baseline @{bid}: {rows.get(bid, 0)} of {expected} rows"
-    orphans = query(url, "SELECT count(*) FROM baseline_kernel WHERE baseline_id NOT IN (SELECT id FROM baseline)")
+        assert expected > 0 and rows.get(bid, 0) == expected, (
+            f"baseline @{bid}: {rows.get(bid, 0)} of {expected} rows")
+    orphans = query(url, "SELECT count(*) FROM baseline_kernel "
+                         "WHERE baseline_id NOT IN (SELECT id FROM baseline)")
     assert orphans == [(0,)]
     names = query(url, "SELECT count(*) FROM kernel_name")[0][0]
     assert {b["id"] for b in listed} == set(rows)
@@ -287,7 +290,8 @@ def test_eight_snapshots_at_once_into_a_new_store(new_store, small_exports, back
     if backend == "sqlite":
         assert not Path(url[len("sqlite:///"):]).parent.exists()
     else:
-        assert query(url, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]
+        assert query(url, "SELECT count(*) FROM information_schema.tables "
+                          "WHERE table_schema = 'public'") == [(0,)]
     results = _run_all(url, small_exports)
     _check_all_stored(url, results, small_exports)
     from kbase.store.engine import HEAD_REVISION
@@ -331,7 +335,8 @@ def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
     names = [f"void kernel_{i:04d}<float>(float*)" for i in range(3000)]
 
     def table(order):
-        return pd.DataFrame({"name": order, "family": order, "short_name": order, "category": "compute", "tc": "-"})
+        return pd.DataFrame({"name": order, "family": order, "short_name": order, "category": "compute",
+                             "tc": "-"})
 
     barrier = threading.Barrier(2)
     errors, results = [], []

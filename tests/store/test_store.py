@@ -53,8 +53,9 @@ def exports(tmp_path_factory) -> dict[str, Path]:
     a = generate_export(d / "a.sqlite", ExportSpec(**SPEC, seed=0))
     generate_export(d / "b.sqlite", ExportSpec(**SPEC, seed=1))
     first_two = list(dict.fromkeys(k.name for k in ExportSpec().kernels))[:2]
-    generate_export(d / "c.sqlite", ExportSpec(**SPEC, seed=2, rename={n: f"renamed_{i}_kernel(float*)" for i, n in
-                                                                      enumerate(first_two)}))
+    generate_export(d / "c.sqlite",
+                    ExportSpec(**SPEC, seed=2,
+                               rename={n: f"renamed_{i}_kernel(float*)" for i, n in enumerate(first_two)}))
     assert len(a.names) > 5
     return {k: d / f"{k}.sqlite" for k in "abc"}
 
@@ -199,7 +200,8 @@ def scalar(url: str, sql: str, **params):
 
 
 def counts(url: str) -> dict[str, int]:
-    return {t: scalar(url, f"SELECT count(*) FROM {t}") for t in ("baseline", "baseline_kernel", "kernel_name")}
+    return {t: scalar(url, f"SELECT count(*) FROM {t}")
+            for t in ("baseline", "baseline_kernel", "kernel_name")}
 
 
 def head_revision(url: str) -> str:
@@ -211,8 +213,10 @@ def head_revision(url: str) -> str:
 
 
 def same_value(a, b) -> bool:
-    if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
-        return (a is None or (isinstance(a, float) and math.isnan(a))) and (b is None or (isinstance(b, float) and math.isnan(b)))
+    if (a is None or b is None or (isinstance(a, float) and math.isnan(a))
+            or (isinstance(b, float) and math.isnan(b))):
+        return ((a is None or (isinstance(a, float) and math.isnan(a)))
+                and (b is None or (isinstance(b, float) and math.isnan(b))))
     if isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
         return a == b
     if isinstance(a, float) or isinstance(b, float):
@@ -227,7 +231,8 @@ def assert_same_kernels(rows: list[dict], expected: list[dict]) -> None:
     assert [r["name"] for r in rows] == [e["name"] for e in expected]
     for i, (r, e) in enumerate(zip(rows, expected)):
         for col in COLUMNS:
-            assert same_value(_py(r[col]), _py(e[col])), f"row {i} ({e['name'][:60]}) column {col}: {r[col]!r} != {e[col]!r}"
+            assert same_value(_py(r[col]), _py(e[col])), (
+                f"row {i} ({e['name'][:60]}) column {col}: {r[col]!r} != {e[col]!r}")
 
 
 def _py(v):
@@ -262,15 +267,17 @@ def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a,
     assert list(lb.table.columns) == COLUMNS
     assert_same_kernels(table_records(lb), top_a["kernels"])
     # the summary and the baseline row agree with top's summary
-    for key in ("gpus", "window", "iterations", "iteration_keys", "window_ns", "window_gpu_ns", "total_kernel_ns",
-                "compute_ns", "communication_ns", "memory_ns", "aligned", "warmup_skipped"):
+    for key in ("gpus", "window", "iterations", "iteration_keys", "window_ns", "window_gpu_ns",
+                "total_kernel_ns", "compute_ns", "communication_ns", "memory_ns", "aligned",
+                "warmup_skipped"):
         assert getattr(lb.summary, key) == top_a["summary"][key], key
     assert b.workload == "w" and b.gpu_count == top_a["summary"]["gpus"] == 2
     assert b.total_kernel_ns == top_a["summary"]["total_kernel_ns"]
     assert b.window_desc == top_a["summary"]["window"]
     assert json.loads(b.iteration_keys) == top_a["summary"]["iteration_keys"]
     assert b.source_name == "a.sqlite" and b.source_format == "nsys-sqlite"
-    assert b.source_sha256 == source.file_sha256(exports["a"]) and b.source_size == exports["a"].stat().st_size
+    assert (b.source_sha256 == source.file_sha256(exports["a"])
+            and b.source_size == exports["a"].stat().st_size)
     # per-iteration samples survive the float32 packing (counts exactly, times to float32 precision)
     got = lb.samples.sort_values(["name", "iteration"]).reset_index(drop=True)
     want = res.leaderboard.samples.sort_values(["name", "iteration"]).reset_index(drop=True)
@@ -283,8 +290,8 @@ def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a,
 
 
 def test_cli_snapshot_matches_top(store_url, exports, git_repo, top_a, backend, real_reads):
-    args = ("snapshot", exports["a"], "--db", store_url, "--repo", git_repo, "--name", "w", "--format", "json",
-            "--limit", "0")
+    args = ("snapshot", exports["a"], "--db", store_url, "--repo", git_repo, "--name", "w", "--format",
+            "json", "--limit", "0")
     if backend == "sqlite":  # once as a user runs it, in its own process (a fresh interpreter costs seconds)
         proc = kb_proc(*args, cwd=git_repo.parent)
         rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
@@ -303,7 +310,8 @@ def test_cli_snapshot_matches_top(store_url, exports, git_repo, top_a, backend, 
         engine.dispose()
     assert_same_kernels(table_records(lb), top_a["kernels"])
     # kbase show renders the stored leaderboard as kbase top does
-    shown = kb("show", f"@{out['baseline_id']}", "--db", store_url, "--repo", git_repo, "--format", "json", "--limit", "0")
+    shown = kb("show", f"@{out['baseline_id']}", "--db", store_url, "--repo", git_repo, "--format", "json",
+               "--limit", "0")
     assert shown.rc == 0, shown
     assert_same_kernels(json.loads(shown.stdout)["kernels"], top_a["kernels"])
 
@@ -313,7 +321,8 @@ def test_cli_snapshot_matches_top(store_url, exports, git_repo, top_a, backend, 
 
 def test_git_facts(store_url, exports, git_repo):
     c1, c2 = head(git_repo, "HEAD~1"), head(git_repo)
-    r = kb("snapshot", exports["a"], "--db", store_url, "--name", "w", "--format", "json", cwd=git_repo / "src")
+    r = kb("snapshot", exports["a"], "--db", store_url, "--name", "w", "--format", "json",
+           cwd=git_repo / "src")
     assert r.rc == 0, r
     b = baseline_rows(store_url)[0]
     assert len(b.commit) == 40 and b.commit == c2
@@ -367,7 +376,8 @@ def test_outside_git_repository_and_no_git(exports, tmp_path):
     r = kb("snapshot", exports["a"], "--db", db, "--no-git", cwd=outside)
     assert r.rc == 2 and "--rev" in r.stderr, r
     # ... and works with one
-    r = kb("snapshot", exports["a"], "--db", db, "--no-git", "--rev", FULL_HASH.upper(), "--name", "w", cwd=outside)
+    r = kb("snapshot", exports["a"], "--db", db, "--no-git", "--rev", FULL_HASH.upper(), "--name", "w",
+           cwd=outside)
     assert r.rc == 0, r
     [b] = baseline_rows(db)
     assert b.commit == FULL_HASH and b.branch == "" and b.detached is True and b.dirty is False
@@ -413,7 +423,8 @@ def test_idempotent_snapshot_force_and_other_export(store_url, exports, git_repo
     assert {b.source_name for b in at} == {"a.sqlite", "b.sqlite"}
     # kernel names are stored once and shared by the baselines
     c = counts(store_url)
-    assert c["kernel_name"] == scalar(store_url, "SELECT count(DISTINCT name_id) FROM baseline_kernel") >= n_rows
+    assert (c["kernel_name"]
+            == scalar(store_url, "SELECT count(DISTINCT name_id) FROM baseline_kernel") >= n_rows)
     assert c["baseline_kernel"] >= 3 * n_rows
 
 
@@ -605,7 +616,8 @@ def test_kbase_db_env_selects_the_store(store_url, exports, git_repo, monkeypatc
 def test_pyproject_db_profile_and_name(exports, git_repo, tmp_path, monkeypatch):
     shutil.copy(exports["a"], git_repo / "x.sqlite")
     (git_repo / "pyproject.toml").write_text(
-        '[project]\nname = "demo"\n\n[tool.kbase]\ndb = "stores/k.db"\nprofile = "x.sqlite"\nname = "cfgname"\n'
+        '[project]\nname = "demo"\n\n[tool.kbase]\ndb = "stores/k.db"\nprofile = "x.sqlite"\n'
+        'name = "cfgname"\n'
     )
     git(git_repo, "add", "pyproject.toml")
     git(git_repo, "commit", "-q", "-m", "kbase config")

@@ -36,7 +36,8 @@ def run(argv, cwd: Path, env: dict | None = None, timeout: float = TIMEOUT) -> s
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment without anything that would put the source tree or a store on the path."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "KBASE_DB", "KBASE_DEBUG", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+           if k not in ("PYTHONPATH", "PYTHONHOME", "KBASE_DB", "KBASE_DEBUG", "VIRTUAL_ENV",
+                        "PYTHONSTARTUP")}
     env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1", **extra)
     return env
 
@@ -46,7 +47,8 @@ def build_wheel(outdir: Path) -> Path:
         import build  # noqa: F401
         import hatchling  # noqa: F401
     except ImportError as exc:
-        pytest.skip(f"cannot build the wheel offline: {exc.name} is not installed (pip install 'kbase[test]')")
+        pytest.skip(f"cannot build the wheel offline: {exc.name} is not installed "
+                    "(pip install 'kbase[test]')")
     res = run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", outdir], cwd=REPO,
               env=clean_env())
     assert res.returncode == 0, f"wheel build failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
@@ -61,11 +63,13 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     # the migrations are inside the package, not a top-level "migrations" package
     names = zipfile.ZipFile(wheel).namelist()
     assert "kbase/store/migrations/env.py" in names
-    versions = sorted(Path(src) for src in (REPO / "kbase" / "store" / "migrations" / "versions").glob("*.py"))
+    versions = sorted(
+        Path(src) for src in (REPO / "kbase" / "store" / "migrations" / "versions").glob("*.py"))
     assert versions
     for v in versions:
         assert f"kbase/store/migrations/versions/{v.name}" in names
-    assert not [n for n in names if n.startswith("migrations/")], "wheel installs a top-level migrations package"
+    assert not [n for n in names if n.startswith("migrations/")], (
+        "wheel installs a top-level migrations package")
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
     # a fresh environment with the wheel installed (before the dependencies are made visible, so
@@ -77,7 +81,8 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     res = run([sys.executable, "-m", "pip", "--python", vpy, "install", "--no-deps", "--no-index", wheel],
               cwd=tmp_path, env=clean_env())
     assert res.returncode == 0, f"pip install failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-    res = run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path, env=clean_env())
+    res = run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path,
+              env=clean_env())
     site = Path(res.stdout.strip())
     deps = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (site / "_kbase_test_deps.pth").write_text("".join(f"{p}\n" for p in deps))
@@ -85,7 +90,8 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     work = tmp_path / "elsewhere"  # not the source tree, not a git repository
     work.mkdir()
     env = clean_env()
-    res = run([vpy, "-c", "import kbase, kbase.store.engine; print(kbase.__file__); print(kbase.store.engine.migrations_dir())"],
+    res = run([vpy, "-c", "import kbase, kbase.store.engine; print(kbase.__file__); "
+                          "print(kbase.store.engine.migrations_dir())"],
               cwd=work, env=env)
     assert res.returncode == 0, res.stderr
     pkg_file, mig_dir = (Path(line) for line in res.stdout.split())

@@ -65,12 +65,15 @@ FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName GRO
 LAUNCHED = """
 FROM CUPTI_ACTIVITY_KIND_KERNEL k
 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
-  ON r.correlationId = k.correlationId AND ((r.globalTid >> 24) & 0xFFFFFF) = ((k.globalPid >> 24) & 0xFFFFFF)"""
+  ON r.correlationId = k.correlationId
+  AND ((r.globalTid >> 24) & 0xFFFFFF) = ((k.globalPid >> 24) & 0xFFFFFF)"""
 IN_STEP = LAUNCHED + """
 JOIN NVTX_EVENTS n ON n.eventType IN (59, 60) AND r.start >= n.start AND r.start < n.end
-  AND (n.globalTid = r.globalTid) AND coalesce(n.text, (SELECT value FROM StringIds WHERE id = n.textId)) LIKE ?"""
+  AND (n.globalTid = r.globalTid)
+  AND coalesce(n.text, (SELECT value FROM StringIds WHERE id = n.textId)) LIKE ?"""
 PER_STEP = f"""
-SELECT ((r.globalTid >> 24) & 0xFFFFFF) - 1000, coalesce(n.text, (SELECT value FROM StringIds WHERE id = n.textId)),
+SELECT ((r.globalTid >> 24) & 0xFFFFFF) - 1000,
+       coalesce(n.text, (SELECT value FROM StringIds WHERE id = n.textId)),
        s.value, count(*), sum(k.end - k.start)
 {IN_STEP} JOIN StringIds s ON s.id = k.demangledName GROUP BY 1, 2, 3"""
 
@@ -99,7 +102,8 @@ def test_default_mix_truth_and_attribution(tmp_path):
     assert truth.unattributed == truth.outside_ranges == 0
     names = set(truth.kernels)
     assert {k.name for k in default_kernel_mix()} == names
-    assert any("ncclDevKernel_AllReduce" in n for n in names) and any(n.startswith("nvjet_hsh") for n in names)
+    assert (any("ncclDevKernel_AllReduce" in n for n in names)
+            and any(n.startswith("nvjet_hsh") for n in names))
 
 
 def test_gpu_lags_launches(tmp_path):
@@ -115,7 +119,8 @@ def test_two_ranks_share_correlation_ids(tmp_path):
     truth = gen(tmp_path, n_gpus=2, iterations=3)
     procs = q(truth.path, "SELECT pid, globalPid FROM PROCESSES ORDER BY pid")
     assert procs == [(1000, global_pid(1000)), (1001, global_pid(1001))]
-    assert q(truth.path, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1") == [(0,), (1,)]
+    assert (q(truth.path, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")
+            == [(0,), (1,)])
     shared = q(truth.path, """SELECT count(*) FROM (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME
                               GROUP BY correlationId HAVING count(DISTINCT globalTid) = 2)""")[0][0]
     assert shared > 0  # joining on correlationId alone would cross ranks
@@ -143,7 +148,8 @@ def test_start_mid_iteration(tmp_path):
 def test_slice_cuts_launches(tmp_path):
     truth = gen(tmp_path, slice_cuts_launches=7, iterations=2)
     assert truth.unattributed == 14  # 7 per process
-    rows = q(truth.path, """SELECT k.globalPid, k.correlationId, r.start IS NULL FROM CUPTI_ACTIVITY_KIND_KERNEL k
+    rows = q(truth.path, """SELECT k.globalPid, k.correlationId, r.start IS NULL
+        FROM CUPTI_ACTIVITY_KIND_KERNEL k
         LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
         AND ((r.globalTid >> 24) & 0xFFFFFF) = ((k.globalPid >> 24) & 0xFFFFFF)
         ORDER BY k.globalPid, k.correlationId""")
@@ -168,7 +174,8 @@ def test_schema_matches_real_export(tmp_path):
     meta = dict(q(truth.path, "SELECT name, value FROM META_DATA_EXPORT"))
     assert meta["EXPORT_SCHEMA_VERSION"] == "3.25.0" and meta["EXPORT_PRODUCT_VERSION"] == "2026.2.1.210"
     assert q(truth.path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET") == [(0,)]
-    assert q(truth.path, "SELECT DISTINCT tensorSizeMinusOneElements FROM CUPTI_ACTIVITY_KIND_KERNEL") == [("[]",)]
+    assert (q(truth.path, "SELECT DISTINCT tensorSizeMinusOneElements FROM CUPTI_ACTIVITY_KIND_KERNEL")
+            == [("[]",)])
 
 
 def test_names_and_metadata(tmp_path):

@@ -21,13 +21,15 @@ N_GPUS, ITERATIONS = 2, 6
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     d = tmp_path_factory.mktemp("gensnap")
-    spec = ExportSpec(n_gpus=N_GPUS, iterations=ITERATIONS, kernels=scaled_kernel_mix(50, 80, seed=5), seed=11)
+    spec = ExportSpec(n_gpus=N_GPUS, iterations=ITERATIONS, kernels=scaled_kernel_mix(50, 80, seed=5),
+                      seed=11)
     return d, generate_export(d / "gen.sqlite", spec)
 
 
 def _snapshot(export: Path, db: str, *extra: str):
     """``kbase snapshot`` into ``db``; the stored (Baseline, Leaderboard) read back through the API."""
-    r = run_kbase("snapshot", export, "--db", db, "--no-git", "--rev", REV, "--force", "--format", "json", *extra)
+    r = run_kbase("snapshot", export, "--db", db, "--no-git", "--rev", REV, "--force", "--format", "json",
+                  *extra)
     assert r.rc == 0, r
     _st = store_open(db)
     engine, _ = _st.engine, _st.url
@@ -41,7 +43,8 @@ def _snapshot(export: Path, db: str, *extra: str):
 def test_whole_capture_counts_and_totals_equal_the_truth(generated):
     d, truth = generated
     assert len(truth.kernels) > 40 and truth.n_kernels > 500  # a real mix: names, every>1 kernels, repeats
-    b, lb = _snapshot(truth.path, f"sqlite:///{d / 'whole.db'}", "--trim", "0", "1e9")  # every kernel starts in it
+    b, lb = _snapshot(truth.path, f"sqlite:///{d / 'whole.db'}",
+                      "--trim", "0", "1e9")  # every kernel starts in it
     assert b.commit == REV and not b.aligned
     got = {n: (c, t) for n, c, t in zip(lb.table["name"], lb.table["count"], lb.table["total_ns"])}
     want = {n: (k.count, k.total_ns) for n, k in truth.kernels.items()}
