@@ -314,7 +314,7 @@ def synthetic_leaderboard(b: int, pool, n_gpus: int = 8):
     import numpy as np
     import pandas as pd
 
-    from kbase.analysis.leaderboard import COLUMNS, Leaderboard
+    from kbase.analysis.leaderboard import COLUMNS, Leaderboard, LeaderboardSummary
 
     info, means, launches = pool
     rng = np.random.default_rng([b, 0xB3])
@@ -365,15 +365,16 @@ def synthetic_leaderboard(b: int, pool, n_gpus: int = 8):
         "shape": ["balanced"], "kernels": len(t), "launches": int(count.sum()), "unattributed_no_launch": 0,
         "outside_iterations": 0, "step_wall_ns": None,
     }
-    return Leaderboard(table=t, summary=summary, samples=samples, notes=[])
+    return Leaderboard(table=t, summary=LeaderboardSummary(**summary), samples=samples, notes=[])
 
 
 def ensure_s3_store(out: Path, n: int, log) -> Path:
     from datetime import UTC, datetime, timedelta
 
-    from kbase import store
     from kbase.analysis.window import WindowSpec
     from kbase.gitrepo import CommitInfo
+    from kbase.readers.source import SourceInfo
+    from kbase.store import open_store, queries
     from kbase.store.engine import HEAD_REVISION
 
     db = out / f"s3_store_{n}.db"
@@ -385,7 +386,8 @@ def ensure_s3_store(out: Path, n: int, log) -> Path:
     _rm_store(db)
     log(f"  building the S3 store: {n:,} baselines x {S3_KERNELS} kernels x {S3_ITERATIONS} iterations "
         "(save_leaderboard, one engine) ...")
-    engine, url = store.open_store(f"sqlite:///{db}")
+    opened = open_store(f"sqlite:///{db}")
+    engine, url = opened.engine, opened.url
     # Build speed only (the rows are what save_leaderboard writes either way): no fsync at WAL
     # checkpoints, which halved the time per save on this machine's disk.
     from sqlalchemy import event
@@ -404,9 +406,9 @@ def ensure_s3_store(out: Path, n: int, log) -> Path:
             lb = templates.get(t) or templates.setdefault(t, synthetic_leaderboard(t, pool))
             commit = CommitInfo(hash=_rev(10_000 + b), date=day0 + timedelta(hours=b), branch="main",
                                 detached=False, dirty=False)
-            src = store.SourceInfo(name="train.sqlite", sha256=hashlib.sha256(str(b).encode()).hexdigest(),
+            src = SourceInfo(name="train.sqlite", sha256=hashlib.sha256(str(b).encode()).hexdigest(),
                                    size=140_000_000, format="nsys-sqlite")
-            store.save_leaderboard(engine, lb, workload="train-8gpu", commit=commit, source=src,
+            queries.save_leaderboard(engine, lb, workload="train-8gpu", commit=commit, source=src,
                                    window_spec=wkey, tags=["nightly"], url=url)
             if (b + 1) % 1000 == 0:
                 el = time.perf_counter() - t0
