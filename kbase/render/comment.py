@@ -1,0 +1,197 @@
+"""The pull-request comment of ``kbase gate --comment-md FILE``: short, sticky, and safe to post.
+
+Shape (everything above ``<details>`` is what a reviewer sees without clicking; the demo's regression
+takes about 25 lines)::
+
+    <!-- kbase-gate -->                      hidden marker: CI finds and updates this one comment
+    ### ❌ kbase gate: FAIL — ...            verdict, workload, commits
+    | totals table |                         kernel / compute / communication / memory / wall
+    **Why** - reasons, warnings, accepted
+    | the few kernels that matter |          by |effect on the iteration|, at most ``top``
+    <details> full table of changed kernels </details>
+
+GitHub rejects a comment over 65,536 characters: the full table is cut (rows from the end) to fit
+``max_chars`` and says how many rows were left out. Kernel names and every other string from a
+profile are escaped for GitHub Markdown (``md_text``): no table break, code span, emphasis, link,
+HTML tag, comment, mention or line break can come out of a name.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kbase.render.report.safe import visible
+
+MARKER = "<!-- kbase-gate -->"
+GITHUB_COMMENT_LIMIT = 65_536
+DEFAULT_MAX_CHARS = 60_000  # headroom under GitHub's limit for what CI appends (links, run id)
+HEAD = {"pass": ("✅", "PASS"), "fail": ("❌", "FAIL"), "incomparable": ("⚠️", "INCOMPARABLE"),
+        "warn-only": ("⚠️", "FAIL (warn-only, exit 0)")}
+TC = {"tc": "✓", "fallback": "⚠", "na": "-"}
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                             "|": "\\|", "~": "\\~", "#": "\\#", "!": "\\!", "<": "&lt;", ">": "&gt;",
+                             "&": "&amp;", "@": "@\u200b"})
+
+
+def md_text(text: object, limit: int = 0) -> str:
+    """``text`` as inert GitHub Markdown inline text (also inside a table cell); cut to ``limit``."""
+    s = visible(str(text))  # newlines, \r, tabs and other controls as visible escapes: one line
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s.translate(_MD_ESCAPES)
+
+
+def _ns(ns) -> str:
+    if not isinstance(ns, (int, float)) or isinstance(ns, bool) or not math.isfinite(ns):
+        return "-"
+    a = abs(ns)
+    for div, unit, digits in ((1e9, "s", 3), (1e6, "ms", 3), (1e3, "µs", 1)):
+        if a >= div:
+            return f"{ns / div:.{digits}f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _dns(ns) -> str:
+    text = _ns(ns)
+    return text if text == "-" or text.startswith("-") else "+" + text
+
+
+def _pct(x, digits: int = 1) -> str:
+    if x in ("inf", float("inf")):
+        return "new"
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
+        return "-"
+    return f"{x:+.{digits}f}%"
+
+
+def _effect(x) -> str:
+    return "-" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.2%}"
+
+
+def _changed(doc: dict) -> list[dict]:
+    rows = [r for r in doc.get("kernels", []) if r["class"] in ("regressed", "improved", "new", "gone") or r.get("swap")]
+    return sorted(rows, key=lambda r: (r["class"] != "regressed", -abs(r["effect"] or 0.0)))
+
+
+def _headline(doc: dict, verdict: dict | None) -> str:
+    counts = doc.get("counts", {})
+    if verdict is None:
+        icon, word = "ℹ️", "diff"
+    else:
+        icon, word = HEAD.get(verdict.get("status", ""), ("ℹ️", md_text(verdict.get("status", "?"))))
+    bits = [f"{counts[c]} {c}" for c in ("regressed", "new", "improved", "gone") if counts.get(c)]
+    tail = f" (exit {int(verdict['code'])})" if verdict is not None and "code" in verdict else ""
+    return f"### {icon} kbase gate: {word}{tail}" + (f" — {', '.join(bits)}" if bits else " — no kernel changed")
+
+
+def _meta(doc: dict) -> str:
+    b, a = doc.get("before", {}), doc.get("after", {})
+    units = a.get("units")
+    units_text = f"{units:g} {md_text(a.get('unit', 'iteration'))}s" if isinstance(units, (int, float)) else ""
+    return (f"workload **{md_text(a.get('workload') or '-')}** · `{md_text((b.get('commit') or '?')[:12])}` → "
+            f"`{md_text((a.get('commit') or '?')[:12])}` · {a.get('gpus', '?')} GPU(s) {md_text(a.get('gpu_models') or '')}"
+            + (f" · {units_text}" if units_text else ""))
+
+
+def _totals(doc: dict) -> list[str]:
+    out = ["| per iteration per GPU | before | after | Δ |", "|---|---:|---:|---:|"]
+    for key, label in (("kernel", "**kernel time**"), ("compute", "compute"), ("communication", "communication"),
+                       ("memory", "memory"), ("iteration_wall", "GPU wall"), ("step_wall", "CPU step wall")):
+        t = doc.get("totals", {}).get(key)
+        if t and t.get("before") is not None:
+            out.append(f"| {label} | {_ns(t['before'])} | {_ns(t['after'])} | {_pct(t.get('delta_pct'))} |")
+    return out
+
+
+def _why(doc: dict, verdict: dict | None, limit: int = 6) -> list[str]:
+    items = [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] if verdict is None else []
+    if verdict is not None:
+        items += list(verdict.get("reasons", []))
+        items += [f"warning: {w}" for w in verdict.get("warnings", [])]
+        items += [f"accepted: {a.get('name', '')} — {a.get('reason', '')} (expires {a.get('expires') or 'never'})"
+                  for a in verdict.get("accepted", [])]
+    if not items:
+        return []
+    out = [f"- {md_text(i, 300)}" for i in items[:limit]]
+    if len(items) > limit:
+        out.append(f"- … and {len(items) - limit} more (see the full table)")
+    return out
+
+
+def _row(r: dict, full: bool) -> str:
+    cls = ("swap" if r.get("swap") else r["class"]) + (" (ignored)" if r.get("ignored") else "")
+    tc = TC.get(r.get("tc_after") or r.get("tc_before") or "na", "-")
+    cells = [f"**{cls}**" if r["class"] == "regressed" else cls, md_text(r["short_name"], 70), tc,
+             _dns(r.get("delta_ns")), _pct(r.get("delta_pct")), _effect(r.get("effect"))]
+    if full:
+        cells = cells[:3] + [_ns(r.get("before")), _ns(r.get("after"))] + cells[3:] + [
+            f"{(r.get('count_before') or 0):.1f}→{(r.get('count_after') or 0):.1f}", _pct(r.get("delta_avg_pct")),
+            "-" if not isinstance(r.get("p_value"), (int, float)) else f"{r['p_value']:.2g}",
+            md_text(r.get("diagnosis") or "", 120), md_text(r.get("amdahl") or "", 160)]
+    else:
+        cells.append(md_text(r.get("diagnosis") or "", 80))
+    return "| " + " | ".join(cells) + " |"
+
+
+TOP_HEAD = ["| | kernel | TC | Δ/iter | Δ% | effect on iter | diagnosis |", "|---|---|:-:|---:|---:|---:|---|"]
+FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect | launches/iter | Δ/launch | p "
+             "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+
+
+def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
+                     max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The PR comment for a ``kbase.diff/1`` document and its gate verdict (``Verdict.as_dict()``;
+    default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
+    verdict = verdict if verdict is not None else diff_doc.get("verdict")
+    changed = _changed(diff_doc)
+    lines = [MARKER, _headline(diff_doc, verdict), "", _meta(diff_doc), "", *_totals(diff_doc)]
+    why = _why(diff_doc, verdict)
+    if why:
+        lines += ["", "**Why**", *why]
+    if changed:
+        lines += ["", (f"**Kernels that matter** (top {min(top, len(changed))} of {len(changed)} changed, "
+                      "by effect on the iteration)"), *TOP_HEAD, *(_row(r, False) for r in changed[:top])]
+    notes = diff_doc.get("notes", [])
+    if notes:
+        lines += ["", *(f"> {md_text(n, 300)}" for n in notes[:3])]
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/1'))} · times are per iteration per GPU"
+                + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
+    full = [_row(r, True) for r in changed]
+    head = "\n".join(lines)
+    for shown in _fits(head, full, tail, max_chars):
+        details = ["", f"<details><summary>All {len(changed)} changed kernels</summary>", "", *FULL_HEAD,
+                   *full[:shown]]
+        if shown < len(full):
+            details += ["", (f"_{len(full) - shown} more row(s) left out to stay under GitHub's comment limit; "
+                            "the JSON report (`--output`) has them all._")]
+        details += ["", "</details>"]
+        text = "\n".join([head, *(details if changed else []), *tail]) + "\n"
+        if len(text) <= max_chars:
+            return text
+    return (head[: max_chars - 200] + "\n\n_(comment cut to fit GitHub's limit)_\n")  # pathological: head alone too long
+
+
+def _fits(head: str, rows: list[str], tail: list[str], max_chars: int):
+    """Row counts to try, largest first: all rows if they fit, else the largest count that fits
+    (found by bisection on the text length), then zero."""
+    fixed = len(head) + sum(len(t) + 1 for t in tail) + 400  # details scaffolding and the cut note
+    budget = max_chars - fixed
+    sizes = [len(r) + 1 for r in rows]
+    total, n = 0, 0
+    for s in sizes:
+        if total + s > budget:
+            break
+        total += s
+        n += 1
+    yield n
+    if n:
+        yield 0
+
+
+def no_baseline_markdown(workload: str, commit: str, reason: str) -> str:
+    """The sticky comment when there is nothing to compare with (first run, fork PR without the
+    store): stored and passed, with the notice."""
+    return (f"{MARKER}\n### ℹ️ kbase gate: PASS (no baseline to compare with)\n\n"
+            f"workload **{md_text(workload)}** · `{md_text(commit[:12])}`\n\n> {md_text(reason, 400)}\n\n"
+            "The gate passes with this notice (`--if-no-baseline pass`); once the base branch has a baseline, "
+            "this comment shows the kernel diff.\n")

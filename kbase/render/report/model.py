@@ -1,0 +1,117 @@
+"""What the HTML report draws: plain typed dataclasses, with no store, SQL or HTML in them.
+
+``kbase.render.report.data`` builds a :class:`ReportData` from a store; the renderer
+(``kbase.render.report.site.build_report``) only reads these objects, so the query layer can be
+swapped without touching the HTML. Every time is nanoseconds **per iteration per GPU** (the unit of
+``kbase diff``), or per window-second for a capture without an iteration marker (``unit``).
+
+Names (kernel names, commit subjects, branch names) come from profiles and git and are untrusted:
+the renderer escapes them; nothing here needs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+REPORT_SCHEMA = "kbase.report/1"
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    """One commit of the history, as the report labels it."""
+
+    commit: str  # full hash
+    date: str | None  # ISO 8601 (UTC) commit date; the capture time when the commit date is unknown
+    subject: str = ""  # first line of the commit message ("" when git was not consulted)
+    branch: str = ""
+    baseline_ids: tuple[int, ...] = ()  # the pooled repeat captures at this commit
+    fingerprint: str = ""  # comparability key (GPU model+count, workload, window spec)
+
+
+@dataclass
+class CommitPoint:
+    """The whole iteration at one commit (repeat captures pooled, as ``kbase diff`` pools them)."""
+
+    ref: CommitRef
+    gpus: int
+    units: float  # iterations (or window-seconds) summed over the pooled captures
+    unit: str  # "iteration" | "window-second"
+    kernel_ns: float  # all kernels, per iteration per GPU
+    compute_ns: float
+    communication_ns: float
+    memory_ns: float
+    wall_ns: float  # GPU wall time of one iteration (window length / iterations)
+
+
+@dataclass
+class KernelSeries:
+    """One kernel over the history; every list is aligned with ``ReportData.commits`` (None: absent)."""
+
+    name: str  # full demangled name
+    short_name: str
+    category: str  # compute | communication | memory
+    tc: str  # tensor-core state: "tc" | "fallback" | "na"
+    per_iter_ns: list[float | None]
+    launches_per_iter: list[float | None]
+    ns_per_launch: list[float | None]
+    band_low_ns: list[float | None]  # iteration-to-iteration spread: 10th percentile of per-iteration time
+    band_high_ns: list[float | None]  # 90th percentile
+
+
+@dataclass(frozen=True)
+class StepMarker:
+    """A detected (or known) step in a series, drawn as a vertical line at ``index``."""
+
+    index: int  # position in ReportData.commits of the first commit after the step
+    kernel: str | None  # full kernel name; None: the total kernel time
+    delta_pct: float  # size of the step, in percent of the level before it
+    label: str = ""
+
+
+@dataclass
+class LeaderboardRow:
+    name: str
+    short_name: str
+    category: str
+    tc: str
+    per_iter_ns: float | None
+    launches_per_iter: float | None
+    avg_ns: float  # per launch
+    share_window: float | None  # of the window's GPU time (window length x GPUs)
+    share_kernel: float | None  # of all kernel time
+    amdahl_ceiling: float | None  # 1 / (1 - share_window); None when unbounded
+    fragmented: bool = False
+
+
+@dataclass
+class LeaderboardView:
+    """One baseline's leaderboard: where its iteration goes."""
+
+    baseline_id: int
+    ref: CommitRef
+    gpus: int
+    gpu_models: str
+    iterations: int
+    aligned: bool
+    window_desc: str
+    wall_ns: float  # one iteration on one GPU
+    compute_ns: float  # per iteration per GPU
+    communication_ns: float
+    memory_ns: float
+    rows: list[LeaderboardRow] = field(default_factory=list)  # by time, largest first
+
+
+@dataclass
+class ReportData:
+    """Everything one report shows, for one workload (and optionally one branch)."""
+
+    workload: str
+    commits: list[CommitPoint]  # oldest first
+    kernels: list[KernelSeries]  # the top kernels, largest first; the rest is drawn as "other"
+    branch: str | None = None
+    title: str = ""
+    steps: list[StepMarker] = field(default_factory=list)
+    diff: dict | None = None  # a kbase.diff/1 document (kbase.render.diff.diff_doc), verdict included
+    leaderboard: LeaderboardView | None = None
+    generated_at: str = ""  # ISO 8601
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,106 @@
+"""Write the report: one folder of static pages that opens from disk, with no server and no network.
+
+Layout of ``out_dir``::
+
+    index.html            trend of kernel time per iteration per GPU over commits
+    diff.html             waterfall, totals, Amdahl figures and verdict of one diff (when given)
+    leaderboard.html      where one baseline's iteration goes (when given)
+    kernel-<hash>.html    one page per top kernel
+    assets/               plotly-basic.min.js (vendored, MIT, once for all pages), report.js, report.css
+    kbase-report.json     manifest: schema, pages, when; marks the folder as a kbase report
+
+Each page carries its figures as JSON in ``<script type="application/json">`` (escaped by
+``safe.script_json``) and loads only files of the folder; a Content-Security-Policy allows scripts
+from the folder only (no inline script, no network), so even a name that got past escaping could
+not run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kbase.errors import InputError
+from kbase.render.report import pages
+from kbase.render.report.model import REPORT_SCHEMA, ReportData
+from kbase.render.report.safe import html_text, script_json
+
+ASSETS = Path(__file__).with_name("assets")
+ASSET_FILES = ("plotly-basic.min.js", "report.js", "report.css", "LICENSE.plotly.txt")
+MANIFEST = "kbase-report.json"
+CSP = ("default-src 'none'; script-src 'self' file:; style-src 'self' file: 'unsafe-inline'; "
+       "img-src 'self' file: data: blob:; font-src 'self' file: data:")
+
+
+def _page(title: str, here: str, nav: list[tuple[str, str]], body: str, figures: dict, footer: str) -> str:
+    links = "".join(f'<a href="{href}"' + (' class="here"' if href == here else "") + f">{html_text(label)}</a>"
+                    for label, href in nav)
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html_text(title)}</title><link rel=\"stylesheet\" href=\"assets/report.css\"></head><body>"
+        f'<header><span class="brand">kbase report</span><nav>{links}</nav></header>'
+        f'<main><div id="kbase-error" hidden></div>{body}</main><footer>{footer}</footer>'
+        f'<script type="application/json" id="kbase-figures">{script_json(figures)}</script>'
+        '<script src="assets/plotly-basic.min.js"></script><script src="assets/report.js"></script>'
+        "</body></html>\n")
+
+
+def _prepare(out_dir: Path, overwrite: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: exists and is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not (out_dir / MANIFEST).is_file() and not overwrite:
+            raise InputError(f"{out_dir}: folder is not empty and holds no kbase report (choose an empty folder)")
+        for old in out_dir.glob("*.html"):  # a previous report's pages: kernels may have changed
+            old.unlink()
+    (out_dir / "assets").mkdir(parents=True, exist_ok=True)
+
+
+def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, kernel_pages: int = 25,
+                 max_points: int = 1000, overwrite: bool = False) -> list[Path]:
+    """Write the report of ``data`` into ``out_dir`` and return the pages written (index first).
+
+    ``stack_kernels``: kernels stacked on the trend (the rest is "other"); ``kernel_pages``: how many
+    of ``data.kernels`` get a page; ``max_points``: points per series before consecutive commits are
+    averaged. A non-empty ``out_dir`` must hold a previous kbase report (its pages are replaced)
+    unless ``overwrite``.
+    """
+    if not data.commits:
+        raise InputError("nothing to report: the history has no commits")
+    out_dir = Path(out_dir)
+    _prepare(out_dir, overwrite)
+    for name in ASSET_FILES:
+        shutil.copyfile(ASSETS / name, out_dir / "assets" / name)
+    with_pages = data.kernels[:kernel_pages]
+    nav = [("Trend", "index.html")]
+    if data.diff is not None:
+        nav.append(("Diff", "diff.html"))
+    if data.leaderboard is not None:
+        nav.append(("Leaderboard", "leaderboard.html"))
+    generated = data.generated_at or datetime.now(UTC).isoformat(timespec="seconds")
+    footer = (f"kbase report of {html_text(data.workload)}, generated {html_text(generated)}. "
+              "Times are per iteration per GPU. Charts: plotly.js (MIT), bundled in assets/.")
+    title = f"kbase — {data.title or data.workload}"
+    written: list[Path] = []
+
+    def write(file: str, heading: str, here: str, built: tuple[str, dict]) -> None:
+        path = out_dir / file
+        path.write_text(_page(f"{heading} — {title}", here, nav, built[0], built[1], footer), encoding="utf-8")
+        written.append(path)
+
+    write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
+    if data.diff is not None:
+        write("diff.html", "Diff", "diff.html", pages.diff_page(data.diff))
+    if data.leaderboard is not None:
+        write("leaderboard.html", "Leaderboard", "leaderboard.html", pages.leaderboard_page(data.leaderboard))
+    for k in with_pages:
+        write(pages.kernel_page_name(k.name), k.short_name[:60], "", pages.kernel_page(data, k, max_points))
+    manifest = {"schema": REPORT_SCHEMA, "workload": data.workload, "branch": data.branch, "generated_at": generated,
+                "commits": len(data.commits), "pages": [p.name for p in written],
+                "kernel_pages": {p: k.name for p, k in ((pages.kernel_page_name(k.name), k) for k in with_pages)}}
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return written

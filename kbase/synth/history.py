@@ -1,0 +1,215 @@
+"""Stores with a history: many commits of one workload, with known steps injected, for the report.
+
+- ``generate_history``: a real git repository with ``commits`` commits, a generated Nsight Systems
+  export per commit (its own noise seed) and a baseline of each stored with ``kbase.store.snapshot``
+  at its commit, exactly as CI would. ``InjectedStep``s change one kernel's per-launch time from a
+  commit on (cumulative): the answer a change-point detector or the report's step markers must find.
+  50 commits of a 2-GPU, 6-step capture take about 20 s.
+- ``write_bulk_history``: ``n`` baselines written straight into the store's tables in a few bulk
+  inserts (no profile, no git): 10,000 baselines in seconds, for scale checks of readers of the store.
+  It writes every column ``kbase.store.save_leaderboard`` writes, from a small synthetic kernel mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from kbase.synth.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
+
+_T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class InjectedStep:
+    at: int  # index of the first commit that has it
+    kernel: str  # a KernelSpec.name of the mix
+    factor: float  # per-launch time multiplier from commit ``at`` on
+    subject: str  # the commit message of commit ``at``
+
+
+def _kernel(prefix: str) -> str:
+    return next(k.name for k in default_kernel_mix() if k.name.startswith(prefix))
+
+
+def default_steps() -> list[InjectedStep]:
+    """Two steps over 50 commits: attention backward 20% faster at 17, a GEMM 30% slower at 34."""
+    return [
+        InjectedStep(17, _kernel("void flash::flash_bwd"), 0.80, "attention: fused backward kernel (faster)"),
+        InjectedStep(34, _kernel("nvjet_hsh_256x128"), 1.30, "gemm: switch tile config to 256x128 (slower)"),
+    ]
+
+
+@dataclass
+class HistorySpec:
+    commits: int = 50
+    steps: list[InjectedStep] = field(default_factory=default_steps)
+    n_gpus: int = 2
+    iterations: int = 6
+    workload: str = "train"
+    branch: str = "main"
+    extra_kernels: list[KernelSpec] = field(default_factory=list)  # added to the default mix
+    spacing: timedelta = timedelta(hours=6)
+
+
+@dataclass
+class History:
+    root: Path
+    repo: Path
+    db_url: str
+    workload: str
+    commits: list[str]  # full hashes, oldest first
+    subjects: list[str]
+    steps: list[InjectedStep]
+    baseline_ids: list[int]
+
+
+def generate_history(root: Path, spec: HistorySpec | None = None) -> History:
+    """Create ``root/repo`` (git), ``root/exports/*.sqlite`` and the store ``root/kbase.db``."""
+    import git
+
+    import kbase
+    from kbase.store import open_store
+
+    spec = spec or HistorySpec()
+    root.mkdir(parents=True, exist_ok=True)
+    repo_dir = root / "repo"
+    repo = git.Repo.init(repo_dir, initial_branch=spec.branch)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "kbase history")
+        cw.set_value("user", "email", "history@kbase.invalid")
+    actor = git.Actor("kbase history", "history@kbase.invalid")
+    exports = root / "exports"
+    exports.mkdir(exist_ok=True)
+    mix = default_kernel_mix() + list(spec.extra_kernels)
+    db_url = f"sqlite:///{root / 'kbase.db'}"
+    settings = kbase.Settings.load(repo=repo_dir, db=db_url, name=spec.workload)
+    opened = open_store(settings)
+    by_index = {s.at: s for s in spec.steps}
+    commits, subjects, ids = [], [], []
+    try:
+        for i in range(spec.commits):
+            step = by_index.get(i)
+            subject = step.subject if step else f"train: housekeeping change {i}"
+            src = repo_dir / "train.py"
+            src.write_text(f"# revision {i}\nmodel = build(step={i})\n")
+            repo.index.add([str(src)])
+            when = f"{int((_T0 + i * spec.spacing).timestamp())} +0000"  # git internal date format
+            sha = repo.index.commit(f"{subject}\n\nGenerated commit {i} of {spec.commits}.", author=actor,
+                                    committer=actor, author_date=when, commit_date=when).hexsha
+            slowdown: dict[str, float] = {}
+            for s in spec.steps:
+                if s.at <= i:
+                    slowdown[s.kernel] = slowdown.get(s.kernel, 1.0) * s.factor
+            path = exports / f"c{i:03d}.sqlite"
+            generate_export(path, ExportSpec(n_gpus=spec.n_gpus, iterations=spec.iterations, kernels=mix,
+                                             seed=1000 + i, slowdown=slowdown), overwrite=True)
+            res = kbase.snapshot(path, settings, rev=sha, store=opened)
+            commits.append(sha)
+            subjects.append(subject)
+            ids.append(int(res.baseline.id))
+    finally:
+        opened.close()
+    return History(root=root, repo=repo_dir, db_url=db_url, workload=spec.workload, commits=commits,
+                   subjects=subjects, steps=list(spec.steps), baseline_ids=ids)
+
+
+# ---------------------------------------------------------------------------------------- bulk
+
+
+def _bulk_mix(n_kernels: int) -> list[KernelSpec]:
+    base = default_kernel_mix()
+    out = list(base[:n_kernels])
+    i = 0
+    while len(out) < n_kernels:  # more kernels than the mix: numbered elementwise variants
+        out.append(KernelSpec(f"void bulk_elementwise_kernel_{i}<float>(int, T1)", f"bulk_elementwise_kernel_{i}",
+                              5_000 + 97 * i, 8))
+        i += 1
+    return out
+
+
+def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_kernels: int = 30,
+                       iterations: int = 10, gpus: int = 8, steps: list[InjectedStep] = (), seed: int = 0,
+                       chunk: int = 2000) -> list[str]:
+    """Write ``n_baselines`` baselines (one per commit, synthetic hashes) in bulk; returns the commits.
+
+    ``steps`` apply as in ``generate_history`` (``at`` counts baselines). Per-iteration samples are
+    stored like ``save_leaderboard`` stores them (float32, summed over GPUs).
+    """
+    from kbase import __version__
+    from kbase.analysis import classify
+    from kbase.analysis.window import WindowSpec
+    from kbase.store.codec import fingerprint, name_hash
+    from kbase.store.engine import write_transaction
+    from kbase.store.models import BASELINE, BASELINE_KERNEL, KERNEL_NAME, Baseline
+
+    mix = _bulk_mix(n_kernels)
+    names = [k.name for k in mix]
+    cats = [classify.category(n) for n in names]
+    mean = np.array([k.mean_ns for k in mix], float)
+    launches = np.array([max(k.launches_per_iter, 1) for k in mix], float)
+    factors = np.ones((n_baselines, n_kernels))
+    for s in steps:
+        factors[s.at:, names.index(s.kernel)] *= s.factor
+    rng = np.random.default_rng(seed)
+    wkey = WindowSpec().key()
+    models = "NVIDIA H100 80GB HBM3"
+    fp = fingerprint(models, gpus, workload, wkey)
+    keys = list(range(2, 2 + iterations))
+    commits = [hashlib.sha1(f"{workload}-{seed}-{b}".encode()).hexdigest() for b in range(n_baselines)]
+    bt, bk, kn = BASELINE, BASELINE_KERNEL, KERNEL_NAME
+    with write_transaction(engine) as conn:
+        from sqlalchemy import select
+
+        known = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
+        new = [{"name_hash": name_hash(n), "name": n, "family_hash": name_hash(classify.family_key(n)),
+                "family": classify.family_key(n), "short_name": classify.short_name(n, k.short_name),
+                "category": c, "tc": classify.tensor_core_state(n)[0]}
+               for n, k, c in zip(names, mix, cats) if name_hash(n) not in known]
+        if new:
+            conn.execute(kn.insert(), new)
+        ids = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
+        name_ids = [ids[name_hash(n)] for n in names]
+        first_id = (conn.execute(select(bt.c.id).order_by(bt.c.id.desc()).limit(1)).scalar() or 0) + 1
+        for lo in range(0, n_baselines, chunk):
+            hi = min(lo + chunk, n_baselines)
+            base_rows, kernel_rows = [], []
+            for b in range(lo, hi):
+                # per-iteration time summed over GPUs: launches x mean x step factor x 1% noise
+                per = (launches * gpus * mean * factors[b])[:, None] * (1 + 0.01 * rng.standard_normal((n_kernels, iterations)))
+                cnt = np.repeat((launches * gpus)[:, None], iterations, axis=1)
+                total = per.sum(axis=1)
+                kernel_ns = float(total.sum())
+                window_ns = int(kernel_ns / gpus / 0.9)
+                by_cat = {c: float(total[[x == c for x in cats]].sum()) for c in ("compute", "communication", "memory")}
+                when = _T0 + timedelta(hours=b)
+                base_rows.append(Baseline(
+                    id=first_id + b, created_at=when, workload=workload, commit=commits[b], commit_date=when,
+                    branch="main", source_name="train.sqlite", source_sha256=hashlib.sha256(commits[b].encode()).hexdigest(),
+                    source_size=1, source_format="nsys-sqlite", gpu_models=models, gpu_count=gpus, window_spec=wkey,
+                    window_desc=f"iterations 2..{1 + iterations}", marker="ProfilerStep#N", aligned=True,
+                    warmup_skipped=1, iterations_used=iterations, iteration_keys=json.dumps(keys), window_ns=window_ns,
+                    window_gpu_ns=window_ns * gpus, total_kernel_ns=int(kernel_ns), compute_ns=int(by_cat["compute"]),
+                    communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]), fingerprint=fp,
+                    kbase_version=__version__).model_dump())
+                order = np.argsort(-total, kind="stable")
+                units = iterations * gpus
+                for rank, k in enumerate(order, 1):
+                    count = int(cnt[k].sum())
+                    avg = float(total[k] / count)
+                    share = float(total[k] / (window_ns * gpus))
+                    kernel_rows.append({
+                        "baseline_id": first_id + b, "name_id": name_ids[k], "rank": rank, "gpus": gpus, "count": count,
+                        "total_ns": int(total[k]), "avg_ns": avg, "median_ns": avg, "min_ns": int(avg * 0.9),
+                        "max_ns": int(avg * 1.1), "std_ns": avg * 0.02, "per_iter_ns": float(total[k] / units),
+                        "count_per_iter": count / units, "share_window": share, "share_kernel": float(total[k] / kernel_ns),
+                        "amdahl_ceiling": 1 / (1 - share) if share < 1 else None, "fragmented": False,
+                        "iter_ns": per[k].astype("<f4").tobytes(), "iter_count": cnt[k].astype("<f4").tobytes()})
+            conn.execute(bt.insert(), base_rows)
+            conn.execute(bk.insert(), kernel_rows)
+    return commits
