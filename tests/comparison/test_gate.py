@@ -596,16 +596,16 @@ def test_ci_yaml_parses(path):
     doc = load(path.read_text(encoding="utf-8"))
     assert isinstance(doc, dict)
     text = path.read_text(encoding="utf-8")
-    for needed in ("kbase snapshot out/train.sqlite --name train-8gpu", "kbase gate",
+    for needed in ('kbase snapshot out/train.sqlite --name "$KBASE_NAME"', "kbase gate",
                    "--junit kbase-junit.xml", "--output kbase-report.json", "nsys export --type sqlite",
-                   "KBASE_DB", "pip install .", "--capture-range=cudaProfilerApi"):
+                   "KBASE_DB", 'pip install "$KBASE_PIP_SPEC"', "--capture-range=cudaProfilerApi"):
         assert needed in text, needed
     if path.name == "kbase.yml":
         job = next(iter(doc["jobs"].values()))
         checkout = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
         assert checkout["with"]["fetch-depth"] == 0
         assert any(str(s.get("uses", "")).startswith("actions/upload-artifact") for s in job["steps"])
-        assert "--base-ref origin/" in text
+        assert '--base-ref "origin/' in text
     else:
         job = doc["kbase-gate"]
         assert job["artifacts"]["reports"]["junit"] == "kbase-junit.xml"

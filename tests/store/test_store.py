@@ -94,14 +94,14 @@ def _parse_once(request, monkeypatch):
 
     real = kbase.readers.read_profile
 
-    def read_profile(path, progress=None, fmt=None):
+    def read_profile(path, progress=None, fmt=None, **options):
         p = Path(path)
         st = p.stat()
-        key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+        key = (str(p.resolve()), st.st_mtime_ns, st.st_size, tuple(sorted(options.items())))
         if p.is_dir() or progress is not None:
-            return real(path, progress, fmt)
+            return real(path, progress, fmt, **options)
         if key not in _PARSED:
-            _PARSED[key] = real(p, None, fmt)
+            _PARSED[key] = real(p, None, fmt, **options)
         return dataclasses.replace(_PARSED[key], source=p)
 
     monkeypatch.setattr(kbase.readers, "read_profile", read_profile)
