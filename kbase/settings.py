@@ -106,7 +106,8 @@ class Settings:
         timeout = pick("busy_timeout_s", None, env_var="KBASE_BUSY_TIMEOUT")
         busy = _positive_seconds(timeout, "busy_timeout_s") if timeout is not None else DEFAULT_BUSY_TIMEOUT_S
         nsys = pick("nsys_timeout_s", None, env_var="KBASE_NSYS_TIMEOUT")
-        nsys_s = _positive_seconds(nsys, "nsys_timeout_s", allow_zero=False) if nsys is not None else DEFAULT_NSYS_TIMEOUT_S
+        nsys_s = (_positive_seconds(nsys, "nsys_timeout_s", allow_zero=False) if nsys is not None
+                  else DEFAULT_NSYS_TIMEOUT_S)
         where = f"{pyproject} [tool.kbase.gate]" if pyproject else "[tool.kbase.gate]"
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),

@@ -78,7 +78,7 @@ class LeaderboardSummary:
         """From stored JSON: unknown keys are ignored, missing ones take neutral values (older stores)."""
         known = {f.name: f for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        for name, f in known.items():
+        for name in known:
             if name not in values:
                 values[name] = _NEUTRAL.get(name)
         return cls(**values)
@@ -240,7 +240,8 @@ def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, categories) -> 
 
 
 def _aggregate_view(t: pd.DataFrame) -> pd.DataFrame:
-    return t.groupby(["name", "category"], as_index=False)["total_ns"].sum().sort_values("total_ns", ascending=False)
+    summed = t.groupby(["name", "category"], as_index=False)["total_ns"].sum()
+    return summed.sort_values("total_ns", ascending=False)  # type: ignore[call-overload]  # stubs: DataFrame
 
 
 def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> LeaderboardSummary:

@@ -213,7 +213,8 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
         more = f" (and {len(left_out) - 1} more)" if len(left_out) > 1 else ""
         raise WindowError(
             f"{profile.source}: {gpu_label(profile, g)}{more} would be left out of the iteration window: {why}; "
-            f"{len(left_out)} of {n_all} GPUs affected", remedy=("allow_missing_ranks", "leaves them out and shows the loss"))
+            f"{len(left_out)} of {n_all} GPUs affected",
+            remedy=("allow_missing_ranks", "leaves them out and shows the loss"))
     w = _make(profile, spec, mask, it, aligned=True, mode=WindowMode.ITERATIONS, marker=its.marker,
               iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
               no_launch=its.no_launch, outside=its.outside)

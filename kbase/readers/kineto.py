@@ -180,7 +180,9 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
     world, absent = absent_ranks(data, declared)
     data.sort(key=lambda fd: fd.rank)
 
-    kernel_parts, range_parts, gpu_rows = [], [], []
+    kernel_parts: list = []
+    range_parts: list = []
+    gpu_rows: list[tuple] = []
     step_wall: dict[int, dict[str, int]] = {}
     step_walls_by_number: dict[int, list[int]] = {}
     thread_names: dict[int, str] = {}
@@ -236,16 +238,17 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
             thread_names[k | (slot << _SLOT_SHIFT_TID)] = v
         for k, v in fd.process_names.items():
             process_names[k | (slot << _SLOT_SHIFT_PID)] = v
-        if fd.trace_span[0] is not None:
-            span_lo.append(fd.trace_span[0] + base)
-            span_hi.append(fd.trace_span[1] + base)
+        lo, hi = fd.trace_span
+        if lo is not None and hi is not None:
+            span_lo.append(lo + base)
+            span_hi.append(hi + base)
         span_lo.append(int(start.min()))
         span_hi.append(int(end.max()))
         notes += [f"{Path(fd.label).name}: {n}" if len(files) > 1 else n for n in fd.notes]
         # drop the per-file columns as soon as they are copied
-        fd.k_start = fd.k_end = fd.k_dev = fd.k_corr = fd.r_start = fd.r_end = fd.r_tid = None
-        fd.l_corr = fd.l_tid = fd.l_ts = fd.fs_id = fd.fs_tid = fd.fs_ts = None
-        fd.ff_id = fd.ff_tid = fd.ff_ts = fd.k_nocorr = None
+        del fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.r_start, fd.r_end, fd.r_tid
+        del fd.l_corr, fd.l_tid, fd.l_ts, fd.fs_id, fd.fs_tid, fd.fs_ts
+        del fd.ff_id, fd.ff_tid, fd.ff_ts, fd.k_nocorr
 
     all_names = [n for part in kernel_parts for n in part[3]]
     kernels = pd.DataFrame(

@@ -73,14 +73,15 @@ class _Ids:
             pass
         pc = self.pid_code(pid)
         t = self._plain(tid)
+        tc: int
         if type(t) is int and 0 <= t < _ID_LIMIT:
             tc = t
+        elif (known := self.tids.get((pc, t))) is not None:
+            tc = known
         else:
-            tc = self.tids.get((pc, t))
-            if tc is None:
-                n = self.n_tids.get(pc, 0)
-                tc = self.tids[(pc, t)] = self._next(n, "thread")
-                self.n_tids[pc] = n + 1
+            n = self.n_tids.get(pc, 0)
+            tc = self.tids[(pc, t)] = self._next(n, "thread")
+            self.n_tids[pc] = n + 1
         k = (pc << PID_SHIFT) | tc
         try:
             self.cache[(pid, tid)] = k
@@ -90,11 +91,40 @@ class _Ids:
 
 
 class _FileData:
+    """One trace file's events as packed int64 columns (filled by :func:`_read_one`)."""
+
     __slots__ = (
         "ff_id", "ff_tid", "ff_ts", "fs_id", "fs_tid", "fs_ts", "k_corr", "k_dev", "k_end", "k_names",
         "k_nocorr", "k_start", "l_corr", "l_tid", "l_ts", "label", "meta", "notes", "path", "process_names",
         "r_end", "r_names", "r_start", "r_tid", "rank", "thread_names", "trace_span",
     )  # fmt: skip
+    path: Path
+    label: str
+    meta: dict
+    rank: int
+    notes: list[str]
+    k_start: array[int]
+    k_end: array[int]
+    k_dev: array[int]
+    k_corr: array[int]
+    k_names: list[str]
+    k_nocorr: list[tuple[int, int, int]]
+    r_start: array[int]
+    r_end: array[int]
+    r_tid: array[int]
+    r_names: list[str]
+    l_corr: array[int]
+    l_tid: array[int]
+    l_ts: array[int]
+    fs_id: array[int]
+    fs_tid: array[int]
+    fs_ts: array[int]
+    ff_id: array[int]
+    ff_tid: array[int]
+    ff_ts: array[int]
+    thread_names: dict[int, str]
+    process_names: dict[int, str]
+    trace_span: list[int | None]
 
 
 _CORR_LIMIT = 1 << 62
@@ -167,7 +197,7 @@ def _read_one(path: Path) -> _FileData:
     open_ranges: dict[int, list[int]] = {}
     thread_names: dict[int, str] = {}
     process_names: dict[int, str] = {}
-    trace_span = [None, None]
+    trace_span: list[int | None] = [None, None]
     names: dict[str, str] = {}
     fixed_names: list[str] = []  # names that needed clean_text
     cats: dict = {}
@@ -229,8 +259,8 @@ def _read_one(path: Path) -> _FileData:
                     dev = pid if type(pid) is int and 0 <= pid <= MAX_DEVICE else 0
                 elif not 0 <= dev <= MAX_DEVICE:
                     why = why or "with an invalid device"
-                if why:
-                    flaws.add("kernel", why)
+                if why is not None or ts is None or dur is None:
+                    flaws.add("kernel", why or "without a valid ts")
                     continue
                 k_start.append(ts)
                 k_end.append(ts + dur)
@@ -242,7 +272,7 @@ def _read_one(path: Path) -> _FileData:
                 k_corr.append(corr)
                 nm = ev.get("name")
                 if not isinstance(nm, str):
-                    nm = args.get("name") if isinstance(args.get("name"), str) else "<unnamed kernel>"
+                    nm = a_nm if isinstance(a_nm := args.get("name"), str) else "<unnamed kernel>"
                 k_names.append(intern(nm))
             elif lc in _LAUNCH_CATS:
                 args = ev.get("args")
@@ -261,9 +291,8 @@ def _read_one(path: Path) -> _FileData:
                 if ph == "X":
                     ts = _ns_ok(ev.get("ts"))
                     dur = _ns_ok(ev.get("dur"))
-                    why = _span_flaw(ts, dur) if ts is None or dur is None or dur < 0 else None
-                    if why:
-                        flaws.add("range", why)
+                    if ts is None or dur is None or dur < 0:
+                        flaws.add("range", _span_flaw(ts, dur) or "with a negative dur")
                         continue
                     r_start.append(ts)
                     r_end.append(ts + dur)
@@ -355,13 +384,13 @@ def _launches(fd: _FileData) -> tuple[np.ndarray, np.ndarray]:
     n = len(fd.k_corr)
     corr = np.frombuffer(fd.k_corr, dtype=np.int64).copy() if n else np.empty(0, np.int64)
     if fd.k_nocorr and len(fd.ff_id):
-        by_lane = {}
+        by_lane: dict[tuple[int, int], int] = {}
         for fid, lane, ts in zip(fd.ff_id, fd.ff_tid, fd.ff_ts):
             by_lane.setdefault((lane, ts), fid)
         for i, lane, ts in fd.k_nocorr:
-            fid = by_lane.get((lane, ts))
-            if fid is not None:
-                corr[i] = fid
+            flow_id = by_lane.get((lane, ts))
+            if flow_id is not None:
+                corr[i] = flow_id
     # launch records: API calls first, flow starts only where no API call carries the id
     l_corr = np.concatenate([np.frombuffer(fd.l_corr, np.int64), np.frombuffer(fd.fs_id, np.int64)])
     l_tid = np.concatenate([np.frombuffer(fd.l_tid, np.int64), np.frombuffer(fd.fs_tid, np.int64)])

@@ -151,7 +151,7 @@ class _Stream:
     def peek(self) -> str:
         """Next non-whitespace character ('' at end of input); pos is left on it."""
         while True:
-            self.pos = self._WS.match(self.buf, self.pos).end()
+            self.pos = self._WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]  # \s* always matches
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
             if not self.more():

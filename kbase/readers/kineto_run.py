@@ -67,7 +67,8 @@ def rank_files(paths) -> tuple[list[Path], Path, list[Path]]:
         p = Path(paths)
         if not p.is_dir():
             return [p], p, []
-        files, ignored = [], []
+        files: list[Path] = []
+        ignored: list[Path] = []
         for f in _trace_files_in(p):
             (ignored if _is_other_json(f) else files).append(f)
         if not files:
@@ -109,7 +110,8 @@ def check_distinct_files(files: list[Path]) -> None:
             continue  # unreadable: reported when it is read
         ident = (st.st_dev, st.st_ino)
         if ident in seen:
-            raise InputError(f"{f}: the same file as {seen[ident]} (a link or a repeated argument); read each rank once")
+            raise InputError(f"{f}: the same file as {seen[ident]} (a link or a repeated argument); "
+                             "read each rank once")
         seen[ident] = f
         stem = (f.parent, _stem(f))
         if stem in stems:
@@ -150,7 +152,8 @@ def check_distinct_content(data: list[_FileData]) -> None:
             digest.update(memoryview(column).cast("B"))
         key = digest.digest()
         if key in seen:
-            raise InputError(f"{fd.label}: the same trace as {seen[key]} (a copy of one rank's trace?); keep one of them")
+            raise InputError(f"{fd.label}: the same trace as {seen[key]} (a copy of one rank's trace?); "
+                             "keep one of them")
         seen[key] = fd.label
 
 
@@ -199,7 +202,7 @@ def check_one_run(data: list[_FileData], source: Path, spans: list[tuple[int, in
                 raise InputError(f"{source}: {n} is rank {r} of a world of {ws}: not a trace of this run")
         if len(data) > ws:
             raise InputError(f"{source}: {len(data)} traces for a world of {ws} ranks; give the traces of one run")
-    info = [fd.meta.get("distributedInfo") if isinstance(fd.meta.get("distributedInfo"), dict) else {} for fd in data]
+    info: list[dict] = [d if isinstance(d := fd.meta.get("distributedInfo"), dict) else {} for fd in data]
     for info_key in RUN_INFO_KEYS:
         values = {n: str(i[info_key]) for n, i in zip(names, info) if i.get(info_key) is not None}
         if len(set(values.values())) > 1:
@@ -210,7 +213,7 @@ def check_one_run(data: list[_FileData], source: Path, spans: list[tuple[int, in
         detail = ", ".join(f"{v!r} ({n})" for v, n in dict(zip(versions, names)).items())
         raise InputError(f"{source}: traces written by different profiler versions ({detail}): not one run")
     for job_key in JOB_KEYS:
-        values = {n: str(fd.meta[job_key]) for n, fd in zip(names, data) if isinstance(fd.meta.get(job_key), (str, int))}
+        values = {n: str(v) for n, fd in zip(names, data) if isinstance(v := fd.meta.get(job_key), (str, int))}
         if len(set(values.values())) > 1:
             detail = ", ".join(f"{v!r} in {n}" for n, v in list(values.items())[:3])
             raise InputError(f"{source}: traces of different jobs ({job_key}: {detail}); give the traces of one run")
@@ -231,6 +234,7 @@ def absent_ranks(data: list[_FileData], ranks: list[int | None]) -> tuple[int, l
     if len(data) < 2 or len(sizes) != 1 or None in sizes or None in ranks:
         return 0, []
     ws = sizes.pop()
+    assert ws is not None  # None was excluded above
     return ws, sorted(set(range(ws)) - {r for r in ranks if r is not None})
 
 

@@ -71,7 +71,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
     try:
         cur = conn.cursor()
         cur.execute(f"SELECT max(rowid) FROM {table}")  # table: a literal of ours
-        (cap,) = cur.fetchone()
+        (cap,) = cur.fetchone() or (None,)
         cap = int(cap or 0) + 1
         out = [np.empty(cap, dtype=np.int64) for _ in exprs]
         cur.execute(f"SELECT {', '.join(exprs)} FROM {table}")
@@ -100,7 +100,8 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
         conn.close()
 
 
-def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str], progress=None) -> list[np.ndarray]:
+def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str],
+                    progress=None) -> list[np.ndarray]:
     """:func:`bulk_int_columns` with the fast expressions; again with the strict ones when the
     table holds text or fractional numbers (only damaged exports pay for the second scan)."""
     try:
@@ -125,7 +126,8 @@ def read_nsys(path: Path, progress=None, label: Path | None = None) -> Profile:
     except InputError:
         raise
     except NotIntegers as exc:
-        raise InputError(f"{label}: damaged export: {exc} holds text or fractional numbers where nsys writes integers") from None
+        raise InputError(f"{label}: damaged export: {exc} holds text or fractional numbers "
+                         "where nsys writes integers") from None
     except OSError as exc:
         raise InputError(f"{label}: damaged or truncated SQLite export ({exc})") from None
     except sqlite3.DatabaseError as exc:
@@ -163,8 +165,9 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     rexprs = runtime_exprs(rcols)
     # Two tables, two threads: ADBC releases the GIL while SQLite scans.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, *kexprs, progress)
-        rf = pool.submit(_runtime_sorted, db, [rexprs, runtime_exprs(rcols, strict=True)]) if rexprs else None
+        kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress)
+        strict_rexprs = runtime_exprs(rcols, strict=True)
+        rf = pool.submit(_runtime_sorted, db, [rexprs, strict_rexprs]) if rexprs and strict_rexprs else None
         columns = kf.result()
         if len(columns[0]) == 0:
             raise InputError(f"{label}: the export's kernel table is empty (no GPU kernels were captured)")
@@ -266,7 +269,9 @@ def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict
                 reasons[why] = reasons.get(why, 0) + n
     if n_no_pid:
         reasons[KERNEL_FLAWS[256]] = n_no_pid
-    add_note(extra, invalid_rows_note(str(label), "kernel rows", n_bad, n_rows, reasons))
+    note = invalid_rows_note(str(label), "kernel rows", n_bad, n_rows, reasons)
+    if note:
+        add_note(extra, note)
     keep = ~bad
     return [c[keep] for c in columns]
 

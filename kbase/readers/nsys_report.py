@@ -93,7 +93,8 @@ def read_report(path: Path, progress=None, timeout: float | str | None = None) -
         try:
             shutil.copyfile(path, copy)
         except OSError as exc:
-            raise InputError(f"{path}: cannot copy it to a temporary folder to export it ({exc.strerror or exc})") from None
+            raise InputError(f"{path}: cannot copy it to a temporary folder to export it "
+                             f"({exc.strerror or exc})") from None
         out = Path(tmp) / "report.sqlite"
         _export(nsys, copy, out, seconds, path)
         return read_nsys(out, progress, label=path)

@@ -82,7 +82,8 @@ def check_export(conn: sqlite3.Connection, path: Path) -> set[str]:
             raise InputError(f"{path}: SQLite file but not an Nsight Systems export ({hint})")
         raise InputError(f"{path}: Nsight Systems export without GPU kernels ({hint}; was CUDA trace on?)")
     if "StringIds" not in tables or not {"id", "value"} <= columns_of(conn, "StringIds"):
-        raise InputError(f"{path}: Nsight Systems export without a StringIds(id, value) table; kernel names cannot be read")
+        raise InputError(f"{path}: Nsight Systems export without a StringIds(id, value) table; "
+                         "kernel names cannot be read")
     missing = [c for c in KERNEL_REQUIRED if c not in columns_of(conn, KERNEL_TABLE)]
     if missing:
         raise InputError(f"{path}: {KERNEL_TABLE} has no {', '.join(missing)} column: not an export kbase can read")

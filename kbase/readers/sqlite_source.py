@@ -78,7 +78,8 @@ def committed_export(path: Path) -> Iterator[Path]:
                 source = side
                 shutil.copyfile(side, Path(str(copy) + suffix))
         except OSError as exc:
-            raise InputError(f"{source}: cannot copy it to a temporary folder to read it ({exc.strerror or exc})") from None
+            raise InputError(f"{source}: cannot copy it to a temporary folder to read it "
+                             f"({exc.strerror or exc})") from None
         conn = sqlite3.connect(copy)  # read-write, on our copy only: replays the WAL or rolls back
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # first read: recovery runs here

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -112,7 +113,8 @@ def generate_history(root: Path, spec: HistorySpec | None = None) -> History:
             res = kbase.snapshot(path, settings, rev=sha, store=opened)
             commits.append(sha)
             subjects.append(subject)
-            ids.append(int(res.baseline.id))
+            assert res.baseline.id is not None  # stored rows have ids
+            ids.append(res.baseline.id)
     finally:
         opened.close()
     return History(root=root, repo=repo_dir, db_url=db_url, workload=spec.workload, commits=commits,
@@ -134,7 +136,7 @@ def _bulk_mix(n_kernels: int) -> list[KernelSpec]:
 
 
 def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_kernels: int = 30,
-                       iterations: int = 10, gpus: int = 8, steps: list[InjectedStep] = (), seed: int = 0,
+                       iterations: int = 10, gpus: int = 8, steps: Sequence[InjectedStep] = (), seed: int = 0,
                        chunk: int = 2000) -> list[str]:
     """Write ``n_baselines`` baselines (one per commit, synthetic hashes) in bulk; returns the commits.
 
@@ -181,7 +183,8 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
             base_rows, kernel_rows = [], []
             for b in range(lo, hi):
                 # per-iteration time summed over GPUs: launches x mean x step factor x 1% noise
-                per = (launches * gpus * mean * factors[b])[:, None] * (1 + 0.01 * rng.standard_normal((n_kernels, iterations)))
+                jitter = 1 + 0.01 * rng.standard_normal((n_kernels, iterations))
+                per = (launches * gpus * mean * factors[b])[:, None] * jitter
                 cnt = np.repeat((launches * gpus)[:, None], iterations, axis=1)
                 total = per.sum(axis=1)
                 kernel_ns = float(total.sum())
@@ -190,7 +193,8 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                 when = _T0 + timedelta(hours=b)
                 base_rows.append(Baseline(
                     id=first_id + b, created_at=when, workload=workload, commit=commits[b], commit_date=when,
-                    branch="main", source_name="train.sqlite", source_sha256=hashlib.sha256(commits[b].encode()).hexdigest(),
+                    branch="main", source_name="train.sqlite",
+                    source_sha256=hashlib.sha256(commits[b].encode()).hexdigest(),
                     source_size=1, source_format="nsys-sqlite", gpu_models=models, gpu_count=gpus, window_spec=wkey,
                     window_desc=f"iterations 2..{1 + iterations}", marker="ProfilerStep#N", aligned=True,
                     warmup_skipped=1, iterations_used=iterations, iteration_keys=json.dumps(keys), window_ns=window_ns,
@@ -207,7 +211,8 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                         "baseline_id": first_id + b, "name_id": name_ids[k], "rank": rank, "gpus": gpus, "count": count,
                         "total_ns": int(total[k]), "avg_ns": avg, "median_ns": avg, "min_ns": int(avg * 0.9),
                         "max_ns": int(avg * 1.1), "std_ns": avg * 0.02, "per_iter_ns": float(total[k] / units),
-                        "count_per_iter": count / units, "share_window": share, "share_kernel": float(total[k] / kernel_ns),
+                        "count_per_iter": count / units, "share_window": share,
+                        "share_kernel": float(total[k] / kernel_ns),
                         "amdahl_ceiling": 1 / (1 - share) if share < 1 else None, "fragmented": False,
                         "iter_ns": per[k].astype("<f4").tobytes(), "iter_count": cnt[k].astype("<f4").tobytes()})
             conn.execute(bt.insert(), base_rows)
