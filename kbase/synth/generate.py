@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,87 +30,13 @@ import numpy as np
 
 from kbase.errors import InputError
 from kbase.synth.names import KernelSpec, default_kernel_mix, scaled_kernel_mix
+from kbase.synth.nsys_schema import BATCH, SCHEMA, crc, ddl, global_pid, global_tid, write_target_info
+from kbase.synth.timing import API_NAMES, MEMCPY_BYTES, Program, mix64, normal_deviates, program, simulate_step
+
+_U64 = np.uint64
 
 __all__ = ["KernelSpec", "ExportSpec", "KernelTruth", "GeneratedTruth", "GeneratedFileExists",
            "generate_export", "default_kernel_mix", "scaled_kernel_mix", "global_pid", "global_tid"]
-
-VM_BITS = 1 << 48  # the constant high part real exports carry (hwId 0, vmId 1)
-BATCH = 50_000
-_U64 = np.uint64
-
-
-def global_pid(pid: int) -> int:
-    """Serialized GlobalId of a process, as nsys writes it: ``(1 << 48) | (pid << 24)``."""
-    return VM_BITS | (pid << 24)
-
-
-def global_tid(pid: int, tid: int) -> int:
-    return global_pid(pid) | tid
-
-
-# ---- schema: (name, type, NOT NULL) in the order of the real export -----------------------------
-def _cols(spec: str) -> list[tuple[str, str, bool]]:
-    types = {"I": "INTEGER", "T": "TEXT", "R": "REAL"}
-    out = []
-    for item in spec.split():
-        name, t = item.split(":")
-        out.append((name, types[t[0]], t.endswith("!")))
-    return out
-
-
-SCHEMA: dict[str, list[tuple[str, str, bool]]] = {k: _cols(v) for k, v in {
-    "StringIds": "id:I! value:T!",
-    "TARGET_INFO_SESSION_START_TIME": "utcEpochNs:I utcTime:T localTime:T systemClockNs:I",
-    "TARGET_INFO_GPU": "vmId:I! id:I! name:T busLocation:T isDiscrete:I l2CacheSize:I totalMemory:I "
-        "memoryBandwidth:I clockRate:I smCount:I pwGpuId:I uuid:T luid:I chipName:T cuDevice:I "
-        "ctxswDevPath:T ctrlDevPath:T revision:I nodeMask:I constantMemory:I maxIPC:I maxRegistersPerBlock:I "
-        "maxShmemPerBlock:I maxShmemPerBlockOptin:I maxShmemPerSm:I maxRegistersPerSm:I threadsPerWarp:I "
-        "asyncEngines:I maxWarpsPerSm:I maxBlocksPerSm:I maxThreadsPerBlock:I maxBlockDimX:I maxBlockDimY:I "
-        "maxBlockDimZ:I maxGridDimX:I maxGridDimY:I maxGridDimZ:I computeMajor:I computeMinor:I smMajor:I "
-        "smMinor:I",
-    "PROCESSES": "globalPid:I pid:I name:T",
-    "ThreadNames": "nameId:I! priority:I globalTid:I",
-    "TARGET_INFO_CUDA_STREAM": "streamId:I! hwId:I! vmId:I! processId:I! contextId:I! priority:I! flag:I!",
-    "CUPTI_ACTIVITY_KIND_RUNTIME": "start:I! end:I! eventClass:I! globalTid:I correlationId:I nameId:I! "
-        "returnValue:I! callchainId:I",
-    "CUPTI_ACTIVITY_KIND_KERNEL": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
-        "correlationId:I globalPid:I demangledName:I! shortName:I! mangledName:I launchType:I cacheConfig:I "
-        "registersPerThread:I! gridX:I! gridY:I! gridZ:I! blockX:I! blockY:I! blockZ:I! "
-        "staticSharedMemory:I! dynamicSharedMemory:I! localMemoryPerThread:I! localMemoryTotal:I! gridId:I! "
-        "sharedMemoryExecuted:I graphNodeId:I sharedMemoryLimitConfig:I qmdBulkReleaseDone:I "
-        "qmdPreexitDone:I qmdLastCtaDone:I graphId:I clusterX:I clusterY:I clusterZ:I "
-        "clusterSchedulingPolicy:I maxPotentialClusterSize:I maxActiveClusters:I "
-        "sharedMemoryRequestedPercentage:I tensorSizeMinusOneElements:T!",
-    "CUPTI_ACTIVITY_KIND_MEMCPY": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
-        "correlationId:I globalPid:I bytes:I! copyKind:I! deprecatedSrcId:I srcKind:I dstKind:I "
-        "srcDeviceId:I srcContextId:I dstDeviceId:I dstContextId:I migrationCause:I graphNodeId:I "
-        "virtualAddress:I copyCount:I",
-    "CUPTI_ACTIVITY_KIND_MEMSET": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
-        "correlationId:I globalPid:I value:I! bytes:I! graphNodeId:I memKind:I",
-    "NVTX_EVENTS": "start:I! end:I eventType:I! rangeId:I category:I color:I text:T globalTid:I "
-        "endGlobalTid:I textId:I domainId:I uint64Value:I int64Value:I doubleValue:R uint32Value:I "
-        "int32Value:I floatValue:R jsonTextId:I jsonText:T binaryData:T",
-    "META_DATA_EXPORT": "name:T! value:T",
-}.items()}
-
-
-def _ddl(table: str) -> str:
-    body = ",\n".join(f"    {n:<27} {t:<9}" + (" NOT NULL" if nn else "") + (" PRIMARY KEY" if n == "id" and
-                      table == "StringIds" else "") for n, t, nn in SCHEMA[table])
-    return f"CREATE TABLE {table} (\n{body}\n)"
-
-
-_GPUS = {  # name -> (chip, l2, totalMemory, bandwidth, clock, SMs, shmemOptin, shmemPerSm, engines, cc)
-    "NVIDIA H100 80GB HBM3":
-        ("GH100", 52428800, 85045477376, 3352320000000, 1980000000, 132, 232448, 233472, 3, 9.0),
-    "NVIDIA H200":
-        ("GH100", 62914560, 150121545728, 4916736000000, 1980000000, 132, 232448, 233472, 3, 9.0),
-    "NVIDIA A100-SXM4-80GB":
-        ("GA100", 41943040, 84990623744, 2039040000000, 1410000000, 108, 166912, 167936, 5, 8.0),
-}
-_PRODUCT = {"3.25.0": "2026.2.1.210", "3.17.1": "2025.1.1.110", "3.13.2": "2024.5.1.113",
-            "3.11.1": "2024.2.1.106"}
-
 
 @dataclass
 class ExportSpec:
@@ -182,31 +107,12 @@ class GeneratedTruth:
         return {self.names[i]: (int(c[i]), int(t[i])) for i in np.flatnonzero(c)}
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
-    x = (x ^ (x >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> _U64(27))) * _U64(0x94D049BB133111EB)
-    return x ^ (x >> _U64(31))
-
-
-def _normal(keys: np.ndarray) -> np.ndarray:
-    """Standard normal deviates, one per uint64 key (Box-Muller on two hashed uniforms)."""
-    a = _mix64(keys)
-    b = _mix64(a ^ _U64(0x9E3779B97F4A7C15))
-    u1 = ((a >> _U64(11)).astype(np.float64) + 0.5) / 2.0**53
-    u2 = (b >> _U64(11)).astype(np.float64) / 2.0**53
-    return np.clip(np.sqrt(-2.0 * np.log(u1)) * np.cos(2 * np.pi * u2), -4.0, 4.0)
-
-
-def _crc(s: str) -> int:
-    return zlib.crc32(s.encode())
-
-
 def _mangle(name: str) -> str:
     if not name.startswith("void "):
         return name  # extern "C" kernels: mangled == demangled
     qual = name[5:].split("<", 1)[0].split("(", 1)[0].replace("<unnamed>", "_GLOBAL__N__1")
     parts = "".join(f"{len(p)}{p}" for p in qual.split("::"))
-    return f"_ZN{parts}EI{_crc(name):08x}EEvT_" if "::" in qual else f"_Z{parts}I{_crc(name):08x}EvT_"
+    return f"_ZN{parts}EI{crc(name):08x}EEvT_" if "::" in qual else f"_Z{parts}I{crc(name):08x}EvT_"
 
 
 def _effective_kernels(spec: ExportSpec) -> tuple[list[KernelSpec], list[int]]:
@@ -221,7 +127,7 @@ def _effective_kernels(spec: ExportSpec) -> tuple[list[KernelSpec], list[int]]:
     for k in specs:
         if k.name in spec.drop:
             continue
-        keys.append(_crc(k.name))
+        keys.append(crc(k.name))
         out.append(replace(k, name=spec.rename.get(k.name, k.name),
                            mean_ns=max(1, int(round(k.mean_ns * spec.slowdown.get(k.name, 1.0)))),
                            launches_per_iter=k.launches_per_iter + spec.extra_launches.get(k.name, 0)))
@@ -230,109 +136,10 @@ def _effective_kernels(spec: ExportSpec) -> tuple[list[KernelSpec], list[int]]:
     return out, keys
 
 
-_API = ["cudaStreamSynchronize_v3020", "cudaMemcpyAsync_v3020", "cudaStreamIsCapturing_v10000",
-        "cudaEventRecordWithFlags_v11010", "cudaStreamWaitEvent_v3020", "cudaLaunchKernel_v7000",
-        "cudaLaunchKernelExC_v11060"]
-_API_NS = np.array([2_500, 7_800, 700, 2_100, 1_600, 5_000, 6_200], dtype=np.float64)
-_SYNC, _MEMCPY, _CAPT, _EVREC, _WAIT, _LAUNCH, _LAUNCHEX = range(7)
-MEMCPY_BYTES = 4 << 20
-
-
-@dataclass
-class _Program:
-    """One step's CPU call sequence (fixed across steps with the same active kernels)."""
-
-    api: np.ndarray      # API index per call
-    spec: np.ndarray     # kernel spec per call, -1 if not a launch
-    kpos: np.ndarray     # call positions of launches
-    kspec: np.ndarray    # spec per launch
-    ordinal: np.ndarray  # occurrence of that spec within the step
-    nccl: np.ndarray     # per launch: on the NCCL stream
-    dep: np.ndarray      # per launch: index of the last compute-stream GPU op before it (-1: none)
-
-
-def _program(counts: np.ndarray, is_nccl: np.ndarray, uses_ex: np.ndarray, seed: int) -> _Program:
-    rng = np.random.default_rng([seed, int(counts.sum()), 0xC0DE])
-    order = rng.permutation(np.repeat(np.arange(len(counts)), counts))
-    api, spec = [_SYNC, _MEMCPY], [-1, -1]
-    for j, s in enumerate(order.tolist()):
-        if j % 64 == 31:
-            api.append(_CAPT)
-            spec.append(-1)
-        if is_nccl[s]:  # record an event on the compute stream, make the NCCL stream wait for it
-            api += [_EVREC, _WAIT]
-            spec += [-1, -1]
-        api.append(_LAUNCHEX if uses_ex[s] else _LAUNCH)
-        spec.append(s)
-    api_a, spec_a = np.array(api, np.int64), np.array(spec, np.int64)
-    kpos = np.flatnonzero(spec_a >= 0)
-    kspec = spec_a[kpos]
-    srt = np.argsort(kspec, kind="stable")
-    ordinal = np.empty(len(kspec), np.int64)
-    starts = np.concatenate([[0], np.cumsum(np.bincount(kspec, minlength=len(counts)))])
-    ordinal[srt] = np.arange(len(kspec)) - starts[kspec[srt]]
-    nccl = is_nccl[kspec]
-    compute_ops = np.cumsum(~nccl)  # memcpy is compute op #0, so launch i's compute index = cumsum
-    dep = np.where(nccl, compute_ops, -1)  # index into [memcpy, compute kernels...] of the last one before
-    return _Program(api_a, spec_a, kpos, kspec, ordinal, nccl, dep)
-
-
-def _queue(ready: np.ndarray, dur: np.ndarray, gap: np.ndarray, free: int) -> np.ndarray:
-    """GPU stream FIFO: end_j = max(ready_j, end_{j-1} + gap_j) + dur_j, with end_{-1} = free."""
-    s = np.cumsum(gap + dur)
-    a = ready + dur - s
-    if len(a):
-        a[0] = max(a[0], free)
-    return s + np.maximum.accumulate(a)
-
-
-@dataclass
-class _Step:
-    t0: int
-    t1: int
-    cstart: np.ndarray  # per call (CPU)
-    cend: np.ndarray
-    kstart: np.ndarray  # per launch (GPU)
-    kend: np.ndarray
-    mstart: int  # the input memcpy
-    mend: int
-
-
-def _simulate_step(prog: _Program, kdur: np.ndarray, rng: np.random.Generator, t: int,
-                   free: list[int]) -> _Step:
-    """Time one step after CPU time ``t``; ``free`` (compute, NCCL stream idle times) is updated."""
-    n_calls, n_k = len(prog.api), len(prog.kspec)
-    t0 = t + 20_000 + int(rng.integers(0, 60_000))
-    cdur = np.maximum(300, _API_NS[prog.api] * rng.lognormal(0.0, 0.15, n_calls)).astype(np.int64)
-    step = cdur + 800 + rng.exponential(9_000.0, n_calls).astype(np.int64)  # eager Python per op
-    c0 = t0 + 4_000 + int(rng.integers(0, 8_000))
-    step[0] = max(c0 + cdur[0], max(free) + 1_500)  # the sync returns once both streams drained
-    cend = np.cumsum(step)
-    cstart = cend - cdur
-    cstart[0] = c0
-    t1 = int(cend[-1]) + int(rng.integers(500, 1_500))
-
-    lat = 2_000 + rng.integers(0, 2_000, n_k + 1)  # launch return -> earliest GPU start
-    gap = 500 + rng.integers(0, 1_500, n_k + 1)  # idle between back-to-back ops of a stream
-    mdur = int(170_000 * (1 + 0.03 * rng.standard_normal()))
-    comp, nccl = ~prog.nccl, prog.nccl
-    ops = np.r_[0, 1 + np.flatnonzero(comp)]  # memcpy (call 1), then compute-stream launches
-    comp_end = _queue(np.r_[cend[1], cend[prog.kpos[comp]]] + lat[ops], np.r_[mdur, kdur[comp]], gap[ops],
-                      free[0])
-    free[0] = int(comp_end[-1])
-    kend = np.empty(n_k, np.int64)
-    kend[comp] = comp_end[1:]
-    if nccl.any():  # NCCL waits for the compute work launched before it (event record + stream wait)
-        ready = np.maximum(cend[prog.kpos[nccl]] + lat[1:][nccl], comp_end[prog.dep[nccl]])
-        kend[nccl] = _queue(ready, kdur[nccl], gap[1:][nccl], free[1])
-        free[1] = int(kend[nccl][-1])
-    return _Step(t0, t1, cstart, cend, kend - kdur, kend, int(comp_end[0]) - mdur, int(comp_end[0]))
-
-
 def _kernel_attrs(k: KernelSpec) -> tuple:
     """Launch attributes, stable per kernel: (regs, grid xyz, block xyz, static/dyn/executed shmem,
     cluster xyz)."""
-    h = _crc(k.name)
+    h = crc(k.name)
     big = any(t in k.name for t in ("nvjet", "sm90", "gmma", "flash", "cutlass", "gemm"))
     cluster = (2 if h & 1 else 1, 1, 1) if any(t in k.name for t in ("nvjet", "sm90", "gmma")) else (0, 0, 0)
     regs = 168 if cluster[0] else (32, 40, 56, 64, 96, 128, 255, 80)[h % 8]
@@ -359,7 +166,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
 
     strings: dict[str, int] = {}
     sid = lambda s: strings.setdefault(s, len(strings) + 1)  # noqa: E731
-    api_sid = np.array([sid(a) for a in _API], np.int64)
+    api_sid = np.array([sid(a) for a in API_NAMES], np.int64)
     thread_sid, autograd_sid = sid("python3"), sid("pt_autograd_0")
     markers = {k: spec.marker.format(i=spec.first_step + k) for k in range(iters)}
     nested = ["forward", "backward", "optimizer.step"]
@@ -375,11 +182,11 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
     conn.execute("BEGIN")
     tables = [t for t in SCHEMA if t != "NVTX_EVENTS" or spec.nvtx_table]
     for table in tables:
-        conn.execute(_ddl(table))
+        conn.execute(ddl(table))
     ins = lambda t, rows: conn.executemany(  # noqa: E731
         f"INSERT INTO {t} VALUES ({','.join('?' * len(SCHEMA[t]))})", rows)
     ins("StringIds", ((i, s) for s, i in strings.items()))
-    _write_target_info(conn, ins, spec)
+    write_target_info(conn, ins, spec)
 
     t_count = np.zeros(n_names, np.int64)
     t_total = np.zeros(n_names, np.int64)
@@ -389,7 +196,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
     iter_total = np.zeros_like(iter_count)
     ranges: dict[int, dict[int, tuple[int, int]]] = {}
     unattributed = outside = n_kernels = n_runtime = 0
-    programs: dict[bytes, _Program] = {}
+    programs: dict[bytes, Program] = {}
     krows: list[tuple] = []
     rrows: list[tuple] = []
     nvtx_rows: list[tuple] = []
@@ -423,13 +230,13 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
             counts = np.where((k + phase) % every == 0, launches, 0)
             prog = programs.get(counts.tobytes())
             if prog is None:
-                prog = programs[counts.tobytes()] = _program(counts, is_nccl, uses_ex, spec.seed)
-            base = _mix64(np.array([(spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1) % 2**64],
+                prog = programs[counts.tobytes()] = program(counts, is_nccl, uses_ex, spec.seed)
+            base = mix64(np.array([(spec.seed * 0x100000001B3 + rank * 0x10001 + k * 0x3F1) % 2**64],
                                    np.uint64))[0]
-            z = _normal((key_u[prog.kspec] ^ base) + prog.ordinal.astype(np.uint64))
+            z = normal_deviates((key_u[prog.kspec] ^ base) + prog.ordinal.astype(np.uint64))
             kj = jit[prog.kspec]
             kdur = np.maximum(1, np.rint(means[prog.kspec] * np.exp(kj * z - kj * kj / 2))).astype(np.int64)
-            st = _simulate_step(prog, kdur, rng, t, free)
+            st = simulate_step(prog, kdur, rng, t, free)
             t0, t1, cstart, cend, kstart, kend = st.t0, st.t1, st.cstart, st.cend, st.kstart, st.kend
             n_calls, n_k = len(prog.api), len(prog.kspec)
             corr_ids = corr + np.arange(n_calls, dtype=np.int64)
@@ -507,34 +314,6 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
                for i, n in enumerate(names) if t_count[i]}
     return GeneratedTruth(tmp, spec.n_gpus, names, kernels, iter_count, iter_total, ranges, markers,
                           unattributed, outside, n_kernels, n_runtime)
-
-
-def _write_target_info(conn: sqlite3.Connection, ins, spec: ExportSpec) -> None:
-    chip, l2, mem, bw, clock, sms, optin, per_sm, engines, cc = _GPUS.get(spec.gpu_model,
-                                                                          _GPUS["NVIDIA H100 80GB HBM3"])
-    major, minor = int(cc), int(round(cc * 10)) % 10
-    ins("TARGET_INFO_GPU", [(VM_BITS, r, spec.gpu_model, f"0000:{0x18 + 0x10 * r:02x}:00.0", 1, l2, mem, bw,
-                             clock, sms, r,
-                             "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}".format(
-                                 _crc(f"{spec.seed}/{r}"), r, 0x4000 | r, 0x8000,
-                                 _crc(spec.gpu_model) * 4096 + r),
-                             0, chip, r, None, None, 161, 0, 65536, 0, 65536, 49152, optin, per_sm, 65536, 32,
-                             engines, 64, 32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, major, minor,
-                             major, minor) for r in range(spec.n_gpus)])
-    utc = 1_779_630_014_975_716_426 + spec.seed * 1_000_000_000
-    ins("TARGET_INFO_SESSION_START_TIME",
-        [(utc, "2026-05-24T13:40:14", "2026-05-24T13:40:14", 35_255_823_190)])
-    product = _PRODUCT.get(spec.schema_version, "2026.2.1.210")
-    major_s, minor_s, micro_s = (spec.schema_version.split(".") + ["0", "0"])[:3]
-    ins("META_DATA_EXPORT", [
-        ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", product),
-        ("EXPORT_PRODUCT_DATE", ".".join(product.split(".")[:2])),
-        ("EXPORT_SCHEMA_VERSION", spec.schema_version), ("EXPORT_SCHEMA_VERSION_MAJOR", major_s),
-        ("EXPORT_SCHEMA_VERSION_MINOR", minor_s), ("EXPORT_SCHEMA_VERSION_MICRO", micro_s),
-        ("EXPORT_PLATFORM", "linux-desktop"), ("EXPORT_ARCH", "x64"),
-        ("EXPORT_TIME_UTC", "2026-05-24T13:51:31"), ("EXPORT_PARAM_EXPORT_TYPE", "SQLite"),
-        ("EXPORT_PARAM_TIME_NORMALIZE", "false"), ("EXPORT_PARAM_TIME_SHIFT", "0"),
-        ("DERIVED_BY", "kbase.generate")])
 
 
 class GeneratedFileExists(InputError, FileExistsError):
