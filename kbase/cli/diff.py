@@ -10,7 +10,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import DbOpt, NameOpt, RepoOpt, app, check_choice, console, make_settings, window_options
+from kbase.cli.app import (
+    DbOpt,
+    FullNamesOpt,
+    NameOpt,
+    QuietOpt,
+    RepoOpt,
+    WideOpt,
+    app,
+    check_choice,
+    console,
+    make_settings,
+    window_options,
+)
 from kbase.enums import DiffFormat
 from kbase.errors import InputError, SettingsError
 
@@ -37,6 +49,9 @@ def diff(
     show_all: AllOpt = False,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
     window: dict[str, Any] | None = None,
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration)."""
@@ -46,20 +61,23 @@ def diff(
     fmt = check_choice(fmt, DiffFormat)
     settings = make_settings(repo=repo, db=db, name=name, window=window)
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict)
-    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all)
+    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet)
 
 
-def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None) -> None:
+def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None,
+          wide: bool = False, full_names: bool = False, quiet: bool = False) -> None:
     from kbase.render import diff as render_diff
 
     if fmt == DiffFormat.JSON:
         sys.stdout.write(render_diff.diff_json(doc) + "\n")
     elif fmt == DiffFormat.MD:
-        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict))
+        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict, full_names=full_names))
     elif fmt == DiffFormat.CSV:
         sys.stdout.write(render_diff.diff_csv(comparison))
+    elif quiet:
+        console().print(render_diff.quiet_line(doc, verdict), highlight=False, markup=False, soft_wrap=True)
     else:
-        render_diff.print_diff(doc, console(), show_all, verdict)
+        render_diff.print_diff(doc, console(), show_all, verdict, wide=wide, full_names=full_names)
 
 
 @app.command()
@@ -94,6 +112,9 @@ def gate(
     show_all: AllOpt = False,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
     window: dict[str, Any] | None = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
@@ -113,7 +134,7 @@ def gate(
                         warn_only=warn_only)
     verdict = result.verdict
     doc = render_diff.diff_doc(result.comparison, verdict)
-    _emit(doc, result.comparison, fmt, show_all, verdict)
+    _emit(doc, result.comparison, fmt, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet)
     if output:
         output.write_text(render_diff.diff_json(doc) + "\n", encoding="utf-8")
     if junit:
@@ -124,7 +145,7 @@ def gate(
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:
             fh.write(render_diff.diff_md(doc, show_all, verdict))
-    if fmt != DiffFormat.TABLE:
+    if fmt != DiffFormat.TABLE and not quiet:
         for line in render_diff.verdict_lines(verdict):
             print(line, file=sys.stderr)
     raise typer.Exit(verdict.code)

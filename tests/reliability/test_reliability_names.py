@@ -123,7 +123,7 @@ def test_store_show_diff_history_round_trip(exports, store_url):
         for k in doc["kernels"]:
             if k["name"] in NAMES:
                 assert k["match"] == "name" and k["name_before"] == k["name"], k["name"][:80]
-                assert k["class"] in ("unchanged", "within noise", "improved", "regressed"), k["class"]
+                assert k["class"] in ("unchanged", "within_noise", "improved", "regressed"), k["class"]
 
     # the gate of a baseline with itself passes
     r = kb("gate", f"@{a}", f"@{a}", "--db", store_url, "--format", "json")
