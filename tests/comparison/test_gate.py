@@ -384,7 +384,7 @@ def test_pyproject_gate_overrides(world, db, cfg_repo, toml):
     if "ignore" in toml:
         assert row["class"] == "regressed" and row["ignored"] is True and row["gated"] is False
     else:
-        assert row["class"] == "within noise"
+        assert row["class"] == "within_noise"
     # flags override the file
     if "max_increase_pct = 50\n" in toml:
         r = _kbase(*args, "--repo", clone, "--max-increase-pct", "5")
