@@ -183,14 +183,40 @@ def remove(baseline_id: int, settings: Settings | None = None, *,
         return b
 
 
+@dataclass
+class KernelHistory:
+    query: str  # what was asked for
+    name: str  # the one stored kernel it names (full demangled name)
+    short_name: str
+    rows: pd.DataFrame  # one row per baseline holding it, oldest first
+
+
+def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
+                store: Store | None = None) -> tuple[str, str]:
+    """The stored kernel a person's ``query`` names — exact, short name, ``#id``, family, substring or
+    regex (``analysis.lookup``): (full name, short name); ``KernelNotFound`` (with suggestions) or
+    ``AmbiguousKernel`` (with the candidates) otherwise."""
+    from kbase.analysis.lookup import find_kernel as lookup
+    from kbase.store.queries import kernel_names
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        names, shorts = kernel_names(st.engine, workload)
+    k = lookup(query, names, shorts)
+    return k.name, k.short
+
+
 def history(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
-            store: Store | None = None) -> pd.DataFrame:
-    """One kernel (full demangled name) across every stored baseline, oldest first."""
+            branch: str | None = None, store: Store | None = None) -> KernelHistory:
+    """One kernel (any name ``find_kernel`` accepts) across every stored baseline, oldest first (of
+    ``workload`` / ``branch`` when given)."""
     from kbase.store.queries import kernel_history
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:
-        return kernel_history(st.engine, kernel, workload)
+        name, short = find_kernel(kernel, settings, workload=workload, store=st)
+        return KernelHistory(query=kernel, name=name, short_name=short,
+                             rows=kernel_history(st.engine, name, workload, branch))
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -315,10 +341,25 @@ def _range_check(settings: Settings, comparison: Comparison) -> Callable[[str], 
 # ------------------------------------------------------------------------------------------ acceptances
 
 
+def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store | None = None) -> str:
+    """A glob or ``/regex/`` as given; a plain name or ``#id`` is looked up (``find_kernel``) and
+    becomes the exact pattern of the one stored kernel it names (a glob with ``*?[`` escaped)."""
+    import re
+
+    if (len(text) >= 2 and text.startswith("/") and text.endswith("/")) or any(c in text for c in "*?["):
+        return text
+    settings = settings or Settings.load()
+    name, _ = find_kernel(text, settings, workload=settings.workload, store=store)
+    if name.startswith("/") and name.endswith("/"):
+        return "/^" + re.escape(name) + "$/"
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
 def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,
            store: Store | None = None) -> Acceptance:
     """Acknowledge a known regression: the gate lists matching regressions in ``(before, after]`` ranges
-    containing ``rev`` as accepted, not failing, until ``expires``."""
+    containing ``rev`` as accepted, not failing, until ``expires``. ``pattern``: a glob, ``/regex/``, or
+    a kernel name / ``#id`` (``kernel_pattern``)."""
     from kbase.comparison.policy import check_pattern
     from kbase.gitrepo import author, open_repo, resolve_commit
     from kbase.store.models import Acceptance
@@ -329,6 +370,8 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
     if not reason.strip():
         raise InputError("must not be empty", field="reason", value=reason)
     commit = resolve_commit(open_repo(settings.repo), rev).hexsha
+    with _store(settings, store) as st:
+        pattern = kernel_pattern(pattern, settings, store=st)
     row = Acceptance(workload=settings.workload, pattern=pattern, commit=commit, reason=reason,
                      author=author(settings.repo), expires=expires)
     with _store(settings, store) as st:
@@ -354,6 +397,6 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
         return delete_acceptance(st.engine, acceptance_id, st.url)
 
 
-__all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "accept", "acceptances",
-           "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove", "revoke",
-           "snapshot", "top", "window"]
+__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
+           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "kernel_pattern",
+           "leaderboard", "read", "remove", "revoke", "snapshot", "top", "window"]

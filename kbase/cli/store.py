@@ -15,7 +15,9 @@ from kbase.cli.app import (
     FormatOpt,
     LimitOpt,
     NameOpt,
+    QuietOpt,
     RepoOpt,
+    WideOpt,
     app,
     check_choice,
     console,
@@ -174,33 +176,29 @@ def rm(
 
 @app.command()
 def history(
-    kernel: Annotated[str, typer.Argument(help="Full demangled kernel name.")],
+    kernel: Annotated[str, typer.Argument(help="Kernel: full or short name, #id (as tables show), family, "
+                                               "substring, or /regex/.")],
     name: NameOpt = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    """One kernel across every stored baseline, oldest first."""
+    """One kernel across every stored baseline, oldest first: change vs the previous one, a sparkline."""
     import kbase
-    from kbase.render.units import fmt_ns
+    from kbase.render import history as render
 
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    h = kbase.history(kernel, settings, workload=name)
+    h = kbase.history(kernel, settings, workload=name, branch=branch)
     if fmt == HistoryFormat.JSON:
-        sys.stdout.write(h.to_json(orient="records", date_format="iso", indent=2) + "\n")
+        sys.stdout.write(render.history_json(h, name, branch) + "\n")
     elif fmt == HistoryFormat.CSV:
-        sys.stdout.write(h.to_csv(index=False))
+        sys.stdout.write(render.history_csv(h))
     else:
-        from rich.table import Table
-
-        t = Table(title=f"{len(h)} baseline(s) with this kernel")
-        for c in ("id", "commit", "created", "count", "avg", "per iter/GPU"):
-            t.add_column(c)
-        for r in h.itertuples():
-            t.add_row(f"@{r.id}", r.commit[:12], str(r.created_at)[:16], str(r.count), fmt_ns(r.avg_ns),
-                      fmt_ns(r.per_iter_ns))
-        console().print(t)
+        render.print_history(h, console(), wide=wide, quiet=quiet)
 
 
 @db_app.command("upgrade")

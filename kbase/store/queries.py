@@ -218,11 +218,23 @@ def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 
 
-def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd.DataFrame:
+def kernel_names(engine: Engine, workload: str | None = None) -> tuple[list[str], list[str]]:
+    """The full and short names of the kernels stored (in baselines of ``workload`` when given)."""
+    bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
+    q = select(kn.c.name, kn.c.short_name).order_by(kn.c.id)
+    if workload:
+        used = select(bk.c.name_id).join(bt, bt.c.id == bk.c.baseline_id).where(bt.c.workload == workload)
+        q = q.where(kn.c.id.in_(used))
+    with engine.connect() as conn:
+        rows = conn.execute(q).fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+def kernel_history(engine: Engine, name: str, workload: str | None = None, branch: str | None = None) -> pd.DataFrame:
     """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
     bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
     q = (
-        select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bk.c.count, bk.c.total_ns,
+        select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bt.c.branch, bk.c.count, bk.c.total_ns,
                bk.c.avg_ns, bk.c.per_iter_ns, bk.c.share_window)
         .join(bk, bk.c.baseline_id == bt.c.id)
         .join(kn, kn.c.id == bk.c.name_id)
@@ -231,6 +243,8 @@ def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd
     )
     if workload:
         q = q.where(bt.c.workload == workload)
+    if branch:
+        q = q.where(bt.c.branch == branch)
     with engine.connect() as conn:
         res = conn.execute(q)
         # plain tuples: pandas probes each Row object (~2x slower at 10,000 baselines)
