@@ -182,24 +182,27 @@ def terminal_width_env() -> int | None:
 
 @contextlib.contextmanager
 def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress callback for a reader: a bar on a terminal, shown once a table proves large."""
+    """A progress callback for a reader, ``(done now, total)`` in its own unit (rows of an export,
+    bytes of a trace): a bar on a terminal, shown once reading has taken over half a second."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
-    state: dict[str, Any] = {}
+    import time
 
-    def advance(rows: int, total: int) -> None:
-        if "task" not in state:
-            if total < 200_000:
-                state["task"] = None
+    state: dict[str, Any] = {"start": time.monotonic(), "done": 0}
+
+    def advance(amount: int, total: int) -> None:
+        state["done"] += amount
+        if "bar" not in state:
+            if time.monotonic() - state["start"] < 0.5 or total <= 0:
                 return
             from rich.progress import Progress
 
             state["bar"] = Progress(console=console(stderr=True), transient=True)
             state["bar"].start()
-            state["task"] = state["bar"].add_task(f"reading {label}", total=total)
-        if state["task"] is not None:
-            state["bar"].advance(state["task"], rows)
+            state["task"] = state["bar"].add_task(f"reading {label}", total=total, completed=state["done"])
+            return
+        state["bar"].advance(state["task"], amount)
 
     try:
         yield advance

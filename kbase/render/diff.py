@@ -18,7 +18,7 @@ from kbase.comparison.gate import Finding, FindingKind, Verdict
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.layout import Column, print_table
 from kbase.render.leaderboard import records, to_csv
-from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_p
+from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.api import Comparison
@@ -193,8 +193,8 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
                        ("kernel", f"kernel time per {unit} per GPU"), ("compute", "  compute"),
                        ("communication", "  communication (NCCL)"), ("memory", "  memory")):
         if key in t and t[key]["before"] is not None:
-            lines.append(f"{label}: {fmt_ns(t[key]['before'])} -> {fmt_ns(t[key]['after'])} "
-                         f"({fmt_delta_pct(t[key]['delta_pct'])})")
+            before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
+            lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
     lines.append("kernels: " + ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()))
     lines += [f"note: {n}" for n in doc["notes"]]
     return lines
@@ -213,7 +213,8 @@ def row_cells(r: dict[str, Any], display: str) -> dict[str, str]:
         "class": _class_text(r),
         "kernel": display + (" [family]" if r["match"] == "family" else ""),
         "kernel_id": short_id(r["name"]),
-        "tc": tc, "before": fmt_ns(r["before"]), "after": fmt_ns(r["after"]), "delta": fmt_ns(r["delta_ns"]),
+        "tc": tc, "before": fmt_ns_pair(r["before"], r["after"])[0], "after": fmt_ns_pair(r["before"], r["after"])[1],
+        "delta": fmt_ns(r["delta_ns"]),
         "delta_pct": fmt_delta_pct(r["delta_pct"]),
         "launches": f"{r['count_before']:.1f}->{r['count_after']:.1f}", "delta_avg": fmt_delta_pct(r["delta_avg_pct"]),
         "share": f"{_share(r['share_before'])}->{_share(r['share_after'])}",

@@ -103,7 +103,10 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     if path is not None:
         if path.exists() and path.is_dir():
             raise StoreError(f"store {path}: is a directory, not a database file")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent.name == ".kbase":  # kbase's own folder: never shows in `git status`
+                (path.parent / ".gitignore").write_text("# created by kbase\n*\n", encoding="utf-8")
         engine = create_engine(url, connect_args={"timeout": busy})
         event.listen(engine, "connect", _sqlite_pragmas(busy))
     else:

@@ -140,7 +140,7 @@ def test_store_show_diff_history_round_trip(exports, store_url):
     for name in NAMES:
         r = kb("history", name, "--db", store_url, "--format", "json")
         assert r.rc == 0, r
-        assert sorted(row["id"] for row in json.loads(r.stdout)) == sorted(ids), name[:80]
+        assert sorted(row["id"] for row in json.loads(r.stdout)["baselines"]) == sorted(ids), name[:80]
 
 
 def test_names_stored_once_each(exports, store_url):
