@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbase.analysis.names import family_key, short_id, short_name
+from kbase.analysis.names import display_names, family_key, short_id, short_name
 from kbase.errors import InputError
 
 _ID = re.compile(r"(?:^|\s)#([0-9a-fA-F]{4,40})$")
@@ -108,10 +108,21 @@ def find_kernel(query: str, names: Sequence[str], shorts: Sequence[str] | None =
         close = suggestions(query, kernels)
         hint = f"; did you mean: {', '.join(close)}" if close else ""
         raise KernelNotFound(f"no stored kernel matches{hint}", field="kernel", value=query)
-    shown = ", ".join(k.label() for k in found[:SHOWN_CANDIDATES])
+    labels = display_names([k.name for k in found], [k.short for k in found])
+    shown = ", ".join(_cut(lab, k) for lab, k in zip(labels[:SHOWN_CANDIDATES], found))
     more = f", … ({len(found)} in all)" if len(found) > SHOWN_CANDIDATES else ""
     raise AmbiguousKernel(f"{len(found)} kernels match: {shown}{more} (give an #id or the full name)",
                           field="kernel", value=query, candidates=[k.name for k in found])
+
+
+def _cut(label: str, k: Kernel, width: int = 72) -> str:
+    """A candidate's label (with its #id) in at most ``width`` characters, the id kept."""
+    if not label.endswith(k.id):
+        label = f"{label} {k.id}"
+    if len(label) <= width:
+        return label
+    keep = width - len(k.id) - 2
+    return label[:keep] + "… " + k.id
 
 
 def suggestions(query: str, kernels: Sequence[Kernel], n: int = 3) -> list[str]:
