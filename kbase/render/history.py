@@ -56,7 +56,7 @@ def sparkline(values: list[float]) -> str:
         return ""
     lo, hi = min(finite), max(finite)
     span = max(hi - lo, 0.1 * abs(hi))
-    lo = hi - span
+    lo = (hi + lo) / 2 - span / 2  # a narrow band sits in the middle of the scale
     out = []
     for v in values:
         if v is None or not math.isfinite(v):
