@@ -183,18 +183,23 @@ def terminal_width_env() -> int | None:
 @contextlib.contextmanager
 def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
     """A progress callback for a reader, ``(done now, total)`` in its own unit (rows of an export,
-    bytes of a trace): a bar on a terminal, shown once reading has taken over half a second."""
+    bytes of a trace): a bar on a terminal, shown once reading has taken over half a second
+    (``KBASE_PROGRESS_DELAY`` seconds)."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
     import time
 
+    try:
+        delay = float(os.environ.get("KBASE_PROGRESS_DELAY", "0.5"))
+    except ValueError:
+        delay = 0.5
     state: dict[str, Any] = {"start": time.monotonic(), "done": 0}
 
     def advance(amount: int, total: int) -> None:
         state["done"] += amount
         if "bar" not in state:
-            if time.monotonic() - state["start"] < 0.5 or total <= 0:
+            if time.monotonic() - state["start"] < delay or total <= 0:
                 return
             from rich.progress import Progress
 

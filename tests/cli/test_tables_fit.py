@@ -30,7 +30,8 @@ def need(*paths):
             pytest.skip(f"{p} not present: {SHARED_SKIP_REASON}")
 
 
-def run_in_pty(args: list[str], cols: int, rows: int = 300, timeout: float = 180) -> tuple[int, str]:
+def run_in_pty(args: list[str], cols: int, rows: int = 300, timeout: float = 180,
+               extra_env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run ``python -m kbase.cli ARGS`` with stdout and stderr on a pseudo-terminal of ``cols`` columns;
     the screen text (ANSI sequences removed) and the exit code."""
     import fcntl
@@ -41,7 +42,7 @@ def run_in_pty(args: list[str], cols: int, rows: int = 300, timeout: float = 180
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "KBASE_DEBUG")}
-    env.update(TERM="xterm-256color", PYTHONPATH=str(REPO))
+    env.update(TERM="xterm-256color", PYTHONPATH=str(REPO), **(extra_env or {}))
     proc = subprocess.Popen([sys.executable, "-m", "kbase.cli", *args], stdin=subprocess.DEVNULL, stdout=slave,
                             stderr=slave, env=env, cwd=REPO, start_new_session=True)
     os.close(slave)
@@ -141,3 +142,13 @@ def test_wide_and_full_names(monkeypatch):
     assert "hidden at this width" not in r.stdout
     assert "void at::native::" in r.stdout and "…" not in "".join(table_rows(r.stdout, "Kernel leaderboard"))
     assert any(cell_len(line) > 80 for line in r.stdout.splitlines())  # asked for: longer than the terminal
+
+
+def test_kineto_read_shows_progress_in_a_pty():
+    path = KINETO_DIR / "v100_df_index_resolver.json.gz"
+    need(path)
+    rc, text = run_in_pty(["top", str(path), "-n", "3"], 100, extra_env={"KBASE_PROGRESS_DELAY": "0"})
+    assert rc == 0, text[-2000:]
+    assert re.search(r"reading v100_df_index_resolver\.json\.gz .*\d+%", text), text[:2000]
+    rc, text = run_in_pty(["top", str(path), "-n", "3", "--quiet"], 100, extra_env={"KBASE_PROGRESS_DELAY": "0"})
+    assert rc == 0 and "reading " not in text and len(text.strip().splitlines()) == 1, text
