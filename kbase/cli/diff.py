@@ -223,6 +223,7 @@ def _list_acceptances(rows: list[Acceptance], fmt: str) -> None:
             Column("commit", "commit", 0, justify="left"), Column("expires", "expires", 1, justify="left"),
             Column("reason", "reason", 3, min_width=12, max_width=60, shrink=True, justify="left"),
             Column("author", "author", 4, min_width=8, max_width=30, shrink=True, justify="left")]
-    cells = [{**d, "id": f"#{d['id']}", "commit": d["commit"][:12], "expires": d["expires"] or "never",
-              "workload": d["workload"], "author": d["author"] or ""} for d in docs]
+    cells = [{"id": f"#{a.id}", "workload": a.workload, "pattern": a.pattern, "commit": a.commit[:12],
+              "expires": a.expires.isoformat() if a.expires else "never", "reason": a.reason, "author": a.author or ""}
+             for a in rows]
     print_table(console(), cols, cells, title=f"{len(rows)} acceptance(s)")

@@ -15,6 +15,7 @@ import pandas as pd
 from kbase import jsonable
 from kbase.analysis.names import short_id
 from kbase.render.layout import Column, print_table
+from kbase.render.leaderboard import records
 from kbase.render.units import fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
                       no_wrap=True)
     for line in spark_lines(rows):
         console.print(line, highlight=False, markup=False)
-    recs = rows.to_dict("records")
+    recs = records(rows)
     print_table(console, COLUMNS, [row_cells(r) for r in recs], wide=wide,
                 title=f"{len(rows)} baseline(s) with this kernel (oldest first)")
     return rows

@@ -14,7 +14,7 @@ def fmt_ns(ns: float | int | None, scale: float | int | None = None) -> str:
     if _missing(ns):
         return "-"
     assert ns is not None
-    a = abs(ns if _missing(scale) else scale)  # type: ignore[arg-type]
+    a = abs(ns if scale is None or _missing(scale) else scale)
     if a >= 1e9:
         return f"{ns / 1e9:.3f} s"
     if a >= 1e6:
@@ -26,7 +26,7 @@ def fmt_ns(ns: float | int | None, scale: float | int | None = None) -> str:
 
 def fmt_ns_pair(before: float | int | None, after: float | int | None) -> tuple[str, str]:
     """Two durations in one unit (the larger's): ``1.000 s -> 1.000 s``, never ``1.000 s -> 1000.000 ms``."""
-    sizes = [abs(x) for x in (before, after) if not _missing(x)]
+    sizes = [abs(x) for x in (before, after) if x is not None and not _missing(x)]
     scale = max(sizes) if sizes else None
     return fmt_ns(before, scale), fmt_ns(after, scale)
 
