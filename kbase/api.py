@@ -343,16 +343,13 @@ def _range_check(settings: Settings, comparison: Comparison) -> Callable[[str], 
 
 def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store | None = None) -> str:
     """A glob or ``/regex/`` as given; a plain name or ``#id`` is looked up (``find_kernel``) and
-    becomes the exact pattern of the one stored kernel it names (a glob with ``*?[`` escaped)."""
-    import re
+    becomes the exact pattern of the one stored kernel it names (``lookup.exact_pattern``)."""
+    from kbase.analysis.lookup import exact_pattern, is_pattern
 
-    if (len(text) >= 2 and text.startswith("/") and text.endswith("/")) or any(c in text for c in "*?["):
+    if is_pattern(text):
         return text
     settings = settings or Settings.load()
-    name, _ = find_kernel(text, settings, workload=settings.workload, store=store)
-    if name.startswith("/") and name.endswith("/"):
-        return "/^" + re.escape(name) + "$/"
-    return re.sub(r"([*?\[])", r"[\1]", name)
+    return exact_pattern(find_kernel(text, settings, workload=settings.workload, store=store)[0])
 
 
 def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,

@@ -133,3 +133,16 @@ def suggestions(query: str, kernels: Sequence[Kernel], n: int = 3) -> list[str]:
         full = difflib.get_close_matches(query, [k.name for k in kernels], n=n, cutoff=0.5)
         close = [short_name(f) for f in full]
     return close
+
+
+def is_pattern(text: str) -> bool:
+    """A glob (``*?[``) or ``/regex/`` (as the gate's ``ignore`` and acceptances take), not a name."""
+    return (len(text) >= 2 and text.startswith("/") and text.endswith("/")) or any(c in text for c in "*?[")
+
+
+def exact_pattern(name: str) -> str:
+    """A gate pattern matching exactly ``name``: a glob with ``*?[`` escaped (a regex if the name
+    itself looks like ``/…/``)."""
+    if name.startswith("/") and name.endswith("/"):
+        return "/^" + re.escape(name) + "$/"
+    return re.sub(r"([*?\[])", r"[\1]", name)

@@ -75,7 +75,8 @@ def finding_text(f: Finding) -> str:
     if f.kind == FindingKind.LOW_CONFIDENCE:
         return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
     what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% per iteration"
-    return f"{f.short_name} {what} ({f.effect:+.2%} of the iteration) — {amdahl_text(_finding_row(f))}"
+    return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of the iteration) — "
+            f"{amdahl_text(_finding_row(f))}")
 
 
 def verdict_reasons(v: Verdict) -> list[str]:

@@ -108,9 +108,11 @@ def test_top_in_a_pty(export, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_diff_and_gate_in_a_pty(width):
-    need(A, B)
-    rc, text = run_in_pty(["diff", str(A), str(B), "--all"], width)
+@pytest.mark.parametrize("pair", [(A, B), (CLOVER, CLOVER)], ids=["resnet-workers0-vs-4", "cloverleaf-self"])
+def test_diff_and_gate_in_a_pty(width, pair):
+    before, after = pair
+    need(before, after)
+    rc, text = run_in_pty(["diff", str(before), str(after), "--all"], width)
     assert rc == 0, text[-2000:]
     body = table_rows(text, "Kernel diff")
     check_screen(text, width, "Kernel diff", len(body), re.compile(
@@ -119,7 +121,7 @@ def test_diff_and_gate_in_a_pty(width):
     names = kernel_cells(body, 1)
     assert all(len(n) >= 10 for n in names), names
     assert len(set(names)) == len(names), [n for n in names if names.count(n) > 1]
-    rc, text = run_in_pty(["gate", str(A), str(B), "--all"], width)
+    rc, text = run_in_pty(["gate", str(before), str(after), "--all"], width)
     assert rc in (0, 1), text[-2000:]
     check_screen(text, width, "Kernel diff", len(table_rows(text, "Kernel diff")), re.compile(r"^\w"))
     assert "gate: " in text
