@@ -55,6 +55,7 @@ def top(
 
 def quiet_line(lb: Leaderboard) -> str:
     """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
+    from kbase.render.layout import inert
     from kbase.render.units import fmt_ns, fmt_pct
 
     s = lb.summary
@@ -63,7 +64,7 @@ def quiet_line(lb: Leaderboard) -> str:
         else f"{fmt_ns(float(lb.table['total_ns'].sum()))} kernel time in the window"
     head = f"{len(lb.table)} kernels, {per_iter}"
     if top is not None:
-        head += f"; top: {top['short_name']} {fmt_pct(top['share_kernel'])}"
+        head += f"; top: {inert(str(top['short_name']))} {fmt_pct(top['share_kernel'])}"
     return head
 
 

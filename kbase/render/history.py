@@ -14,7 +14,7 @@ import pandas as pd
 
 from kbase import jsonable
 from kbase.analysis.names import short_id
-from kbase.render.layout import Column, print_table
+from kbase.render.layout import Column, inert, print_table
 from kbase.render.leaderboard import records
 from kbase.render.units import fmt_delta_pct, fmt_ns
 
@@ -74,7 +74,7 @@ def spark_lines(rows: pd.DataFrame, width: int = 60) -> list[str]:
         vals = [float(v) if v is not None else math.nan for v in g["per_iter_ns"].tolist()][-width:]
         finite = [v for v in vals if math.isfinite(v)]
         rng = f"{fmt_ns(min(finite))} .. {fmt_ns(max(finite))}" if finite else "no per-iteration values"
-        lines.append(f"{workload}: {sparkline(vals)}  ({len(g)} baseline(s), per iter/GPU {rng})")
+        lines.append(f"{inert(str(workload))}: {sparkline(vals)}  ({len(g)} baseline(s), per iter/GPU {rng})")
     return lines
 
 
@@ -90,7 +90,7 @@ def row_cells(r: dict[str, Any]) -> dict[str, str]:
 def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: bool = False) -> pd.DataFrame:
     """Heading, sparklines and the table; returns the rows with their changes (for a caller's sections)."""
     rows = with_changes(h.rows)
-    label = f"{h.short_name} {short_id(h.name)}"
+    label = inert(f"{h.short_name} {short_id(h.name)}")
     if quiet:
         last = rows.iloc[-1] if len(rows) else None
         tail = "" if last is None else f"; newest @{last['id']}: {fmt_ns(last['per_iter_ns'])} per iter/GPU " \
@@ -99,7 +99,7 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
         return rows
     console.print(f"kernel: {label}", highlight=False, markup=False)
     if h.name != h.short_name:
-        console.print(f"full name: {h.name}", highlight=False, markup=False, style="dim", overflow="ellipsis",
+        console.print(f"full name: {inert(h.name)}", highlight=False, markup=False, style="dim", overflow="ellipsis",
                       no_wrap=True)
     for line in spark_lines(rows):
         console.print(line, highlight=False, markup=False)

@@ -22,6 +22,25 @@ from rich.table import Table
 from rich.text import Text
 
 ELLIPSIS = "…"
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u2028\u2029")
+
+
+def inert(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1, bidirectional overrides, line separators)
+    written as visible escapes (``\\x1b``): a name from a profile can neither move the cursor, colour
+    the terminal nor break a row. Rich markup is never parsed: cells are ``Text``."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if o < 0x20 or 0x7F <= o < 0xA0:
+            out.append(f"\\x{o:02x}")
+        elif ch in _BIDI:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -87,7 +106,7 @@ def _tail(text: str, width: int) -> str:
 
 
 def _natural(col: Column, rows: Sequence[Mapping[str, str]], wide: bool) -> int:
-    w = max([cell_len(col.header)] + [cell_len(r.get(col.key, "")) for r in rows])
+    w = max([cell_len(col.header)] + [cell_len(inert(r.get(col.key, ""))) for r in rows])
     if col.max_width is not None and not wide:
         w = min(w, max(col.max_width, cell_len(col.header)))
     return w
@@ -133,8 +152,8 @@ def fit(columns: Sequence[Column], rows: Sequence[Mapping[str, str]], width: int
 def make_table(fitted: Fitted, rows: Sequence[Mapping[str, str]], *, title: str | None = None,
                row_styles: Sequence[str | None] | None = None) -> Table:
     """A rich table of the fitted columns; every cell is inert ``Text`` (no markup), cut to its width."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
-              header_style="bold", title_justify="left", expand=False)
+    t = Table(title=Text(inert(title)) if title is not None else None, box=box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False, padding=(0, 1), header_style="bold", title_justify="left", expand=False)
     for c in fitted.columns:
         w = fitted.widths[c.key]
         t.add_column(Text(ellipsize(c.header, w)), justify=c.justify, no_wrap=True, overflow="ellipsis",
@@ -149,7 +168,7 @@ def make_table(fitted: Fitted, rows: Sequence[Mapping[str, str]], *, title: str 
 def cut_cells(col: Column, rows: Sequence[Mapping[str, str]], width: int) -> list[str]:
     """The column's cells cut to ``width``; where two different cells come out alike, those get the
     row's ``tiebreak`` id at the end (kept visible) so that the rows stay distinguishable."""
-    full = [r.get(col.key, "") for r in rows]
+    full = [inert(r.get(col.key, "")) for r in rows]
     out = [ellipsize(v, width, col.keep_tail) for v in full]
     if col.tiebreak is None:
         return out
@@ -157,7 +176,7 @@ def cut_cells(col: Column, rows: Sequence[Mapping[str, str]], width: int) -> lis
     for v, o in zip(full, out):
         seen.setdefault(o, set()).add(v)
     for i, (v, o) in enumerate(zip(full, out)):
-        tag = rows[i].get(col.tiebreak, "")
+        tag = inert(rows[i].get(col.tiebreak, ""))
         if len(seen[o]) > 1 and tag and not v.endswith(tag):
             out[i] = ellipsize(f"{v} {tag}", width, keep_tail=True)
     return out

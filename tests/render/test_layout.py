@@ -121,3 +121,15 @@ def test_overhead_matches_rich():
     text, fitted = _render(cols, [{"a": "1", "b": "22", "c": "333"}], 80)
     header = next(line for line in text.splitlines() if "bb" in line)
     assert cell_len(header.rstrip()) == 1 + 2 + 3 + table_overhead(3)
+
+
+def test_names_are_inert():
+    """Markup stays text, control characters and bidi overrides become visible escapes."""
+    evil = "k[bold]x[/bold] \x1b[31mred\x1b[0m\ttab\u202e"
+    cols = [Column("k", "kernel", 0, shrink=True, justify="left")]
+    buf = io.StringIO()
+    con = Console(file=buf, width=120, force_terminal=True, color_system="standard")
+    print_table(con, cols, [{"k": evil}], title="t [red]x[/red]")
+    out = buf.getvalue()
+    assert "k[bold]x[/bold] \\x1b[31mred\\x1b[0m\\x09tab\\u202e" in out
+    assert "\x1b[31m" not in out and "\u202e" not in out and "t [red]x[/red]" in out
