@@ -140,6 +140,11 @@ def fit(columns: Sequence[Column], rows: Sequence[Mapping[str, str]], width: int
         dropped.append(c)
     widths = {c.key: least(c) for c in kept}
     room = width - table_overhead(len(kept)) - sum(widths.values())
+    for c in reversed(kept):  # a terminal too narrow even so: cut shrinkable columns below their minimum
+        if c.shrink and room < 0:
+            cut = min(-room, widths[c.key] - min(widths[c.key], 8))
+            widths[c.key] -= cut
+            room += cut
     for c in kept:  # shrinkable columns grow back, left to right (the kernel name first)
         if c.shrink and room > 0:
             extra = min(room, natural[c.key] - widths[c.key])

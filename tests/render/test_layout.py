@@ -37,7 +37,7 @@ def _render(columns, rows, width: int, wide: bool = False) -> tuple[str, object]
     return buf.getvalue(), fitted
 
 
-@pytest.mark.parametrize("width", [80, 120, 200])
+@pytest.mark.parametrize("width", [50, 80, 120, 200])
 def test_leaderboard_fits(width):
     rows = _rows()
     text, fitted = _render(render_lb.COLUMNS, rows, width)
