@@ -40,7 +40,7 @@ def _render(columns, rows, width: int, wide: bool = False) -> tuple[str, object]
 @pytest.mark.parametrize("width", [50, 80, 120, 200])
 def test_leaderboard_fits(width):
     rows = _rows()
-    text, fitted = _render(render_lb.COLUMNS, rows, width)
+    text, fitted = _render(render_lb._columns(per_gpu=False), rows, width)
     lines = text.splitlines()
     assert max(cell_len(line) for line in lines) <= width
     kept = {c.key for c in fitted.columns}
