@@ -65,8 +65,12 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
 def leaderboard(win: Window, *, per_gpu: bool = False) -> Leaderboard:
     """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples."""
     from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.comparison.sketch import window_sketches
 
-    return build_leaderboard(win, per_gpu=per_gpu)
+    lb = build_leaderboard(win, per_gpu=per_gpu)
+    if not per_gpu:
+        lb.sketches = window_sketches(win)
+    return lb
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
