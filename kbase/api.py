@@ -256,8 +256,46 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
 
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
-        result = compute_diff(first.side, second.side, settings.policy)
-        return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes)
+        noise, why = _history_noise(get_store, settings, first, second) if first.baseline_ids else (None, [])
+        result = compute_diff(first.side, second.side, settings.policy, history=noise)
+        return Comparison(result=result, before=first, after=second,
+                          notes=notes + first.notes + second.notes + why)
+
+
+def _line(settings: Settings, commit: str | None, depth: int) -> list[str] | None:
+    """The first-parent line ending at ``commit`` (nearest first), or None without a repository."""
+    from kbase.gitrepo import first_parents, open_repo
+
+    if commit is None:
+        return None
+    try:
+        return first_parents(open_repo(settings.repo), commit, limit=depth)
+    except Exception:  # noqa: BLE001 - no repository or an unknown commit: fall back to creation order
+        return None
+
+
+def _history_noise(get_store: Callable[[], Store], settings: Settings, first: Resolved,
+                   second: Resolved) -> tuple[pd.Series | None, list[str]]:
+    """Per kernel run-to-run sd from the last N comparable baselines on the base side's first-parent line
+    (the after side's own baselines left out), when at least ``min_history`` exist."""
+    import pandas as pd
+
+    from kbase.comparison.noise import history_noise
+    from kbase.store.queries import get_baseline, kernel_levels, line_baselines
+
+    policy = settings.policy
+    engine = get_store().engine
+    newest = get_baseline(engine, max(first.baseline_ids))
+    commits = _line(settings, first.commit, 10 * policy.history_baselines)
+    past = [b for b in line_baselines(engine, newest.workload, fingerprint=newest.fingerprint, commits=commits,
+                                      before_id=None if commits else newest.id, limit=policy.history_baselines)
+            if b.id not in set(second.baseline_ids)]
+    if len(past) < policy.min_history:
+        return None, []
+    levels = kernel_levels(engine, [b.id for b in past if b.id is not None])
+    sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
+    return sd, [f"history noise: {len(past)} past baselines on the base line "
+                f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
 
 
 @dataclass
