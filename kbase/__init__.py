@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "__version__", "accept",
-           "acceptances", "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove",
-           "revoke", "snapshot", "top", "window"]
+           "acceptances", "baseline", "baselines", "compare", "gate", "history", "history_steps", "leaderboard",
+           "read", "remove", "revoke", "snapshot", "steps", "top", "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
@@ -28,11 +28,13 @@ if TYPE_CHECKING:
         compare,
         gate,
         history,
+        history_steps,
         leaderboard,
         read,
         remove,
         revoke,
         snapshot,
+        steps,
         top,
         window,
     )

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
+    from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
     from kbase.comparison.resolve import Resolved
@@ -195,6 +196,64 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
     settings = settings or Settings.load()
     with _store(settings, store) as st:
         return kernel_history(st.engine, kernel, workload)
+
+
+@dataclass
+class StepsReport:
+    workload: str
+    commits: list[str]  # the line's commits with baselines, oldest first
+    baselines: int
+    steps: list[KernelStep]  # largest effect on the iteration first
+    notes: list[str] = field(default_factory=list)
+
+
+def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
+          store: Store | None = None) -> StepsReport:
+    """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
+    first-parent line ending at ``rev`` (creation order without a repository), comparable with the
+    newest of them."""
+    import numpy as np
+
+    from kbase.comparison.changepoints import kernel_steps
+    from kbase.store.queries import kernel_levels, line_baselines
+
+    settings = settings or Settings.load()
+    wl = workload or settings.workload
+    notes: list[str] = []
+    commits = _line(settings, rev, 10 * last)
+    if commits is None:
+        notes.append("no git repository: baselines in creation order")
+    with _store(settings, store) as st:
+        bs = line_baselines(st.engine, wl, commits=commits, limit=last)
+        if bs:
+            newest = bs[-1]
+            kept = [b for b in bs if b.fingerprint == newest.fingerprint]
+            if len(kept) < len(bs):
+                notes.append(f"{len(bs) - len(kept)} baseline(s) left out: not comparable with the newest "
+                             "(GPU model/count or window differ)")
+            bs = kept
+        levels = kernel_levels(st.engine, [b.id for b in bs if b.id is not None])
+    if not bs or levels.empty:
+        return StepsReport(workload=wl, commits=[], baselines=0, steps=[], notes=notes)
+    walls = [b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs]
+    wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
+    names = [str(n) for n in levels.index]
+    shorts = [levels.attrs.get("short_name", {}).get(n, n) for n in names]
+    line = [b.commit for b in bs]
+    found = kernel_steps(levels.to_numpy(float), names, shorts, line, wall)
+    return StepsReport(workload=wl, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found, notes=notes)
+
+
+def history_steps(h: pd.DataFrame) -> list[KernelStep]:
+    """Steps and creeps in one kernel's history (``history``'s frame: per baseline, oldest first)."""
+    import numpy as np
+
+    from kbase.comparison.changepoints import kernel_steps
+
+    if h.empty:
+        return []
+    levels = h["per_iter_ns"].astype(float).to_numpy()[None, :]
+    return kernel_steps(levels, ["kernel"], ["kernel"], [str(c) for c in h["commit"]], float(np.nan))
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -397,5 +456,5 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
 
 
 __all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "accept", "acceptances",
-           "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove", "revoke",
-           "snapshot", "top", "window"]
+           "baseline", "baselines", "compare", "gate", "history", "history_steps", "leaderboard", "read",
+           "remove", "revoke", "snapshot", "steps", "top", "window"]

@@ -201,6 +201,11 @@ def history(
             t.add_row(f"@{r.id}", r.commit[:12], str(r.created_at)[:16], str(r.count), fmt_ns(r.avg_ns),
                       fmt_ns(r.per_iter_ns))
         console().print(t)
+        from kbase.cli.steps import step_range
+
+        for s in kbase.history_steps(h):
+            console().print(f"{s.kind}: {s.rel:+.1%} per iteration ({fmt_ns(s.before_ns)} -> {fmt_ns(s.after_ns)}) "
+                            f"at {step_range(s)}", highlight=False, markup=False)
 
 
 @db_app.command("upgrade")

@@ -127,3 +127,74 @@ def find_creeps(steps: list[Step], *, max_rel: float = CREEP_MAX_REL, min_steps:
             run = [s] if small else []
     flush()
     return out
+
+
+STEPS_SCHEMA = "kbase.steps/1"
+MIN_STEP_REL = 0.005  # steps under 0.5% of the kernel's time are not listed
+
+
+@dataclass(frozen=True)
+class KernelStep:
+    """One detected change of one kernel over a line of commits (a step, or a creep of several)."""
+
+    name: str
+    short_name: str
+    kind: str  # "step" | "creep"
+    from_commit: str  # last commit at the old level
+    to_commit: str  # first commit at the new level (a creep: of its last step)
+    first_commit: str  # a creep: first commit at its first new level (a step: = to_commit)
+    before_ns: float  # per iteration per GPU
+    after_ns: float
+    rel: float
+    effect: float  # (after - before) / iteration wall time
+    steps: int
+    z: float
+
+
+def commit_levels(levels: np.ndarray, commits: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Columns (one per baseline, in line order) averaged per commit, commits in first-seen order."""
+    order: list[str] = []
+    for c in commits:
+        if c not in order:
+            order.append(c)
+    out = np.full((levels.shape[0], len(order)), np.nan)
+    for j, c in enumerate(order):
+        cols = [i for i, x in enumerate(commits) if x == c]
+        block = levels[:, cols]
+        have = np.isfinite(block).any(axis=1)
+        out[have, j] = np.nanmean(block[have], axis=1)
+    return out, order
+
+
+def series_steps(values: np.ndarray, commits: list[str], *, min_rel: float = MIN_STEP_REL) -> list[tuple]:
+    """(step or creep, from_commit, first_commit, to_commit) of one kernel's per-commit levels
+    (NaN: not run at that commit, skipped); steps inside a creep are reported as the creep."""
+    ok = np.flatnonzero(np.isfinite(values))
+    if len(ok) < 2 * MIN_SIZE:
+        return []
+    found = detect_steps(values[ok], min_rel=min_rel)
+    creeps = find_creeps(found)
+    inside = {s.index for c in creeps for s in found if c.first <= s.index <= c.last}
+    out: list[tuple] = [(c, commits[ok[c.first - 1]], commits[ok[c.first]], commits[ok[c.last]]) for c in creeps]
+    out += [(s, commits[ok[s.index - 1]], commits[ok[s.index]], commits[ok[s.index]]) for s in found
+            if s.index not in inside]
+    return out
+
+
+def kernel_steps(levels: np.ndarray, names: list[str], shorts: list[str], commits: list[str],
+                 wall_ns: float) -> list[KernelStep]:
+    """Steps and creeps of every kernel (rows of ``levels``: per baseline, in line order), largest
+    effect on the iteration first."""
+    per_commit, order = commit_levels(levels, commits)
+    out = []
+    for i, name in enumerate(names):
+        for found, frm, first, to in series_steps(per_commit[i], order):
+            creep = isinstance(found, Creep)
+            z = float("nan") if creep else found.z
+            out.append(KernelStep(name=name, short_name=shorts[i], kind="creep" if creep else "step",
+                                  from_commit=frm, first_commit=first, to_commit=to, before_ns=found.before,
+                                  after_ns=found.after, rel=found.rel,
+                                  effect=(found.after - found.before) / wall_ns if wall_ns else float("nan"),
+                                  steps=found.steps if creep else 1, z=z))
+    out.sort(key=lambda s: (-abs(s.effect) if s.effect == s.effect else 0.0, s.name))
+    return out

@@ -20,10 +20,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from kbase.comparison.noise import (
+    SOURCES,
+    decide,
+    iteration_estimate,
+    launch_estimate,
+    pick_noise,
+    repeat_noise,
+    z_threshold,
+)
 from kbase.comparison.policy import THRESHOLD_KEYS, Policy
 from kbase.comparison.side import Side, Unit
-from kbase.comparison.noise import (SOURCES, decide, iteration_estimate, launch_estimate, pick_noise, repeat_noise,
-                                    z_threshold)
 from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
 

@@ -198,6 +198,14 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _mde(r: dict[str, Any]) -> str:
+    """The smallest change this kernel's test detects (80% power), and the noise source behind it."""
+    m = r.get("mde_rel")
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "-"
+    return f"{m:.1%} ({r.get('noise_source') or '?'})"
+
+
 def _cells(r: dict[str, Any]) -> list[str]:
     tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
     label = r["short_name"] + (" [matched by family]" if r["match"] == "family" else "")
@@ -207,13 +215,13 @@ def _cells(r: dict[str, Any]) -> list[str]:
         label[:80], tc, fmt_ns(r["before"]), fmt_ns(r["after"]), fmt_ns(r["delta_ns"]), fmt_delta_pct(r["delta_pct"]),
         f"{r['count_before']:.1f}->{r['count_after']:.1f}", fmt_delta_pct(r["delta_avg_pct"]),
         f"{_share(r['share_before'])}->{_share(r['share_after'])}",
-        "-" if r["effect"] is None else f"{r['effect']:+.2%}", fmt_p(r["p_value"]),
+        "-" if r["effect"] is None else f"{r['effect']:+.2%}", fmt_p(r["p_value"]), _mde(r),
         r["diagnosis"], r["amdahl"] if r["class"] in ("regressed", "improved", "new", "gone") else "",
     ]
 
 
 HEADERS = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ/iter", "Δ%", "launches/iter", "Δavg/launch",
-           "share", "effect on iter", "p", "diagnosis", "Amdahl"]
+           "share", "effect on iter", "p", "MDE", "diagnosis", "Amdahl"]
 
 
 def _visible(doc: dict[str, Any], show_all: bool) -> tuple[list[dict[str, Any]], int]:
