@@ -70,7 +70,8 @@ def inject(data: Path) -> dict:
     codes = k["name"].cat.codes.to_numpy()
     cats = list(k["name"].cat.categories)
     results: dict = {}
-    print("\n| effect | share | kernels | flagged | ranked first | other kernels flagged | missed (share, MDE, source) |")
+    print("\n| effect | share | kernels | flagged | ranked first | other kernels flagged | "
+          "missed (share, MDE, source) |")
     print("|---|---|---|---|---|---|---|")
     for f in (0.02, 0.03, 0.05, 0.10):
         for lo in (0.01, 0.05):

@@ -135,7 +135,8 @@ def _check_flag(key: str, value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
-def load_policy(settings: dict | None = None, overrides: dict | None = None, where: str = "[tool.kbase.gate]") -> Policy:
+def load_policy(settings: dict | None = None, overrides: dict | None = None,
+                where: str = "[tool.kbase.gate]") -> Policy:
     """Defaults, then ``[tool.kbase.gate]``, then command-line flags (None values ignored)."""
     p = Policy()
     cfg = dict(settings or {})

@@ -57,8 +57,9 @@ def test_gate_uses_history_noise_and_stored_sketches(hist):
 def test_old_baselines_without_sketches_still_compare(hist, tmp_path):
     import shutil
 
-    import kbase
     from sqlalchemy import text
+
+    import kbase
 
     h, kernel = hist
     db = tmp_path / "old.db"
