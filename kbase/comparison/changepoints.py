@@ -7,8 +7,8 @@ robustly from the series itself (median absolute successive difference: steps do
 unless given. After the recursion every boundary is re-checked against its neighbouring segments.
 Several small steps in one direction in a row are reported as one creep with their cumulative size.
 
-``ruptures`` (BinSeg/Pelt) does the same search but costs about 2 s to import and is slower per series
-than these few cumulative sums at 40-point histories; it is not a dependency.
+``ruptures`` (BinSeg with an L2 cost) does the same search; these few cumulative sums (~0.08 ms per
+40-point series) need no dependency, so it is not one.
 """
 
 from __future__ import annotations
