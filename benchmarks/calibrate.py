@@ -1,7 +1,7 @@
 """Calibrate the noise model (not a timed test): false flags and detection rates on real traces and on
 generated histories. Prints the tables README's "Noise model" section quotes.
 
-    .venv/bin/python benchmarks/calibrate.py [--data /work/shared/data] [--only aa,inject,nsys,workers,history,e2e]
+    .venv/bin/python benchmarks/calibrate.py [--data /work/shared/data] [--only aa,inject,nsys,workers,fpr,history,e2e]
 
 - ``aa``: the A/A pair (two captures of one configuration) diffed both ways: kernels flagged, gate verdict.
 - ``inject``: +2/3/5/10% injected into one kernel at a time of the pair's second capture (every launch's
@@ -10,6 +10,8 @@ generated histories. Prints the tables README's "Noise model" section quotes.
 - ``nsys``: an Nsight Systems export without step markers, a copy with its top kernel's launches all
   10% slower (``end`` rewritten in the SQLite copy): gate against the original, and the original against itself.
 - ``workers``: ResNet-50 DataLoader workers0 vs workers4 (cuDNN algorithm swaps): gate verdict, swap note.
+- ``fpr``: simulated pure-noise comparisons through the same estimators and decision: the real rate
+  of comparisons with any kernel flagged, against the policy's ``fpr``.
 - ``history``: 40-commit per-kernel level histories with the A/A pair's run-to-run noise per kernel
   (numeric, 200 trials): +3% and +5% steps located exactly, a creep of five +1% steps with its
   cumulative size, false steps in noise-only histories.
@@ -193,6 +195,41 @@ def history(data: Path | None, trials: int = 200) -> dict:
     return {"exact3": exact3, "exact5": exact5, "creep": creep_ok, "false": false_noise, "trials": trials}
 
 
+def fpr(trials: int = 1000, kernels: int = 30) -> dict:
+    """Pure-noise comparisons (no change at all), as the diff decides them: 5 iterations per side, 30
+    kernels with 10-2,500 launches, a repeating mix of two shapes, 0.5-5% launch jitter, microsecond
+    rounding and the ``run_noise`` run-to-run shift per capture; comparisons with any kernel flagged."""
+    from kbase.comparison import noise, sketch
+    from kbase.comparison.policy import Policy
+
+    pol = Policy()
+    rng = np.random.default_rng(11)
+    z_crit = noise.z_threshold(pol.fpr, kernels)
+    spec = [(int(rng.choice([10, 20, 40, 150, 600, 2500])), float(rng.choice([0.005, 0.01, 0.02, 0.05])),
+             float(rng.uniform(2e4, 6e5))) for _ in range(kernels)]
+    flagged = 0
+    for _ in range(trials):
+        hit = False
+        for n, jit, base in spec:
+            shapes = base * np.where(np.arange(n) % 5 < 2, 1.0, 1.6)
+            sk, it = [], []
+            for _side in range(2):
+                run = 1 + rng.normal(0, pol.run_noise)
+                d = np.rint(shapes * run * (1 + rng.normal(0, jit, n)) / 1000) * 1000
+                sk.append(sketch.build_sketches(np.zeros(n, dtype=np.int64), np.arange(n), d, 1)[0])
+                it.append(d.reshape(5, -1).sum(axis=1))
+            within = [noise.iteration_estimate(it[0], it[1]), noise.launch_estimate(sk[0], sk[1], 1000.0)]
+            rel = it[1].sum() / it[0].sum() - 1
+            est = noise.pick_noise(float(rel), within, None, (1, 1), pol.run_noise)
+            k = noise.decide(est, before_ns=it[0].mean(), after_ns=it[0].mean() * (1 + rel), wall_ns=it[0].mean() * 10,
+                             z_crit=z_crit, abs_floor_ns=0, share_floor=0, rel_floor=0)
+            hit |= k.regressed or k.improved
+        flagged += hit
+    print(f"\npure-noise comparisons ({trials} x {kernels} kernels, floors off): {flagged / trials:.1%} with a kernel "
+          f"flagged (policy fpr {pol.fpr:.0%})")
+    return {"rate": flagged / trials}
+
+
 def e2e(commits: int = 40) -> dict:
     from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
 
@@ -219,7 +256,7 @@ def e2e(commits: int = 40) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    ap.add_argument("--only", default="aa,inject,nsys,workers,history,e2e")
+    ap.add_argument("--only", default="aa,inject,nsys,workers,fpr,history,e2e")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     have = (args.data / KINETO.format("a")).exists()
@@ -228,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn in (("aa", aa), ("inject", inject), ("nsys", nsys), ("workers", workers)):
         if name in only and have:
             fn(args.data)
+    if "fpr" in only:
+        fpr()
     if "history" in only:
         history(args.data if have else None)
     if "e2e" in only:

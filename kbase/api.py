@@ -353,6 +353,7 @@ def _history_noise(get_store: Callable[[], Store], settings: Settings, first: Re
         return None, []
     levels = kernel_levels(engine, [b.id for b in past if b.id is not None])
     sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
+    sd.attrs["df"] = max(0.4 * (len(past) - 1), 2.0)  # a MAD-based sd: about 40% of the levels' information
     return sd, [f"history noise: {len(past)} past baselines on the base line "
                 f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
 

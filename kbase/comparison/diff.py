@@ -204,6 +204,7 @@ def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side
     rep_b = repeat_noise(before.levels) if before.levels is not None else np.full(len(before.kernels), np.nan)
     rep_a = repeat_noise(after.levels) if after.levels is not None else np.full(len(after.kernels), np.nan)
     hist = history.reindex(rows["name"]).to_numpy(float) if history is not None else np.full(n, np.nan)
+    hist_df = float(history.attrs.get("df", policy.min_history - 1)) if history is not None else np.inf
     resolution = max(before.resolution_ns, after.resolution_ns)
     b_ns, a_ns = rows["before"].to_numpy(float), rows["after"].to_numpy(float)
     wall = before.unit_wall_ns
@@ -213,13 +214,13 @@ def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side
         same_count = cb[i] > 0 and abs(ca[i] / cb[i] - 1.0) < 0.005
         if same_count and before.sketches is not None and after.sketches is not None:
             within.append(launch_estimate(before.sketches[pos_b[i]], after.sketches[pos_a[i]], resolution))
-        run_sd: tuple[str, float] | None = None
+        run_sd: tuple[str, float, float] | None = None
         if np.isfinite(hist[i]):
-            run_sd = ("history", float(hist[i]))
+            run_sd = ("history", float(hist[i]), hist_df)
         else:
             rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) > 1 else np.nan
             if np.isfinite(rep):
-                run_sd = ("repeat", float(rep))
+                run_sd = ("repeat", float(rep), float(max(caps) - 1))
         rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
         est = pick_noise(float(rel_means), within, run_sd, caps, th["run_noise"][i])
         z_crit = z_threshold(th["fpr"][i], tested)

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
 
 from kbase.comparison import sketch
+from kbase.comparison.stats import t_two_sided_p
 
 POWER_Z = NormalDist().inv_cdf(0.8)
 SOURCES = ("history", "repeat", "launches", "iterations", "assumed")
@@ -38,6 +40,7 @@ class Estimate:
     se: float  # its standard error (relative), within-capture only for launches/iterations
     source: str
     n: int  # samples behind it (iterations, chunks or runs)
+    df: float = math.inf  # degrees of freedom of ``se`` (small samples: Student's t, not the normal)
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,10 @@ def iteration_estimate(before: np.ndarray, after: np.ndarray, min_samples: int =
     mb, ma = float(np.mean(before)), float(np.mean(after))
     if mb <= 0:
         return None
-    se = math.sqrt(float(np.var(before, ddof=1)) / nb + float(np.var(after, ddof=1)) / na) / mb
-    return Estimate(rel=ma / mb - 1.0, se=se, source="iterations", n=min(nb, na))
+    vb, va = float(np.var(before, ddof=1)) / nb, float(np.var(after, ddof=1)) / na
+    se = math.sqrt(vb + va) / mb
+    df = (vb + va) ** 2 / (vb * vb / (nb - 1) + va * va / (na - 1)) if vb + va > 0 else math.inf  # Welch
+    return Estimate(rel=ma / mb - 1.0, se=se, source="iterations", n=min(nb, na), df=df)
 
 
 def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolution_ns: float = 0.0) -> Estimate | None:
@@ -81,7 +86,7 @@ def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolut
     if typical <= 0:
         return None
     floor = resolution_ns / math.sqrt(12.0) / typical / math.sqrt(chunks * sketch.QUANTILES)
-    return Estimate(rel=rel, se=max(se, floor), source="launches", n=chunks)
+    return Estimate(rel=rel, se=max(se, floor), source="launches", n=chunks, df=float(chunks - 1))
 
 
 def level_noise(levels: np.ndarray) -> float:
@@ -120,20 +125,23 @@ def assumed_noise() -> Estimate:
     return Estimate(rel=float("nan"), se=float("nan"), source="assumed", n=0)
 
 
-def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: tuple[str, float] | None,
+def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: tuple[str, float, float] | None,
                captures: tuple[int, int], run_noise: float) -> Estimate:
-    """The best source: measured run-to-run noise (history, then repeat) on the mean change, else the
-    within-capture estimate with the smallest standard error plus the ``run_noise`` floor."""
+    """The best source: measured run-to-run noise ``(source, sd, df)`` (history, then repeat) on the mean
+    change, else the within-capture estimate with the smallest standard error plus the ``run_noise``
+    floor (a known constant: the degrees of freedom grow as it dominates, Welch–Satterthwaite)."""
     if run_sd is not None and math.isfinite(run_sd[1]) and math.isfinite(rel_means):
         sd = max(run_sd[1], run_noise)
         return Estimate(rel=rel_means, se=sd * math.sqrt(1 / captures[0] + 1 / captures[1]), source=run_sd[0],
-                        n=captures[0] + captures[1])
+                        n=captures[0] + captures[1], df=run_sd[2])
     found = [e for e in within if e is not None and math.isfinite(e.se)]
     if not found:
         return assumed_noise()
-    best = min(found, key=lambda e: e.se)
+    best = min(found, key=lambda e: e.se / t_threshold(0.001, e.df))  # the most powerful, small samples weighed
     floor = run_noise * run_noise * (1 / captures[0] + 1 / captures[1])
-    return Estimate(rel=best.rel, se=math.sqrt(best.se * best.se + floor), source=best.source, n=best.n)
+    var = best.se * best.se
+    df = (var + floor) ** 2 / (var * var / best.df) if var > 0 and math.isfinite(best.df) else math.inf
+    return Estimate(rel=best.rel, se=math.sqrt(var + floor), source=best.source, n=best.n, df=df)
 
 
 def z_threshold(fpr: float, tested: int) -> float:
@@ -141,9 +149,34 @@ def z_threshold(fpr: float, tested: int) -> float:
     return NormalDist().inv_cdf(1.0 - fpr / (2.0 * max(tested, 1)))
 
 
+@lru_cache(maxsize=4096)
+def _t_quantile(p_two_sided: float, df_key: float) -> float:
+    z = NormalDist().inv_cdf(1.0 - p_two_sided / 2.0)
+    if math.isinf(df_key):
+        return z
+    lo, hi = z, z * 4 + 50
+    while t_two_sided_p(hi, df_key) > p_two_sided:
+        hi *= 2
+    for _ in range(60):  # bisection on the tail probability
+        mid = (lo + hi) / 2
+        if t_two_sided_p(mid, df_key) > p_two_sided:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def t_threshold(p_two_sided: float, df: float) -> float:
+    """|t| with two-sided tail ``p_two_sided`` at ``df`` degrees of freedom (df rounded down to 0.5;
+    over 1000: the normal)."""
+    key = math.inf if not math.isfinite(df) or df > 1000 else max(math.floor(df * 2) / 2, 1.0)
+    return _t_quantile(float(f"{p_two_sided:.6g}"), key)
+
+
 def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, z_crit: float, abs_floor_ns: float,
            share_floor: float, rel_floor: float) -> KernelDecision:
-    """Regressed/improved when |rel| exceeds ``z_crit`` standard errors and the floors hold (absolute
+    """Regressed/improved when |rel| exceeds ``z_crit`` standard errors (as a normal tail probability,
+    carried to Student's t at the estimate's degrees of freedom) and the floors hold (absolute
     change per iteration, share of the iteration, optional relative floor), in the same direction as
     the change of the kernel's time per iteration."""
     delta = after_ns - before_ns
@@ -155,7 +188,8 @@ def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, 
                               mde_ns=float("nan"), regressed=False, improved=False)
     se = max(est.se, 1e-12)
     z = est.rel / se
-    p = math.erfc(abs(z) / math.sqrt(2.0))
+    p = t_two_sided_p(abs(z), est.df) if math.isfinite(est.df) else math.erfc(abs(z) / math.sqrt(2.0))
+    z_crit = t_threshold(math.erfc(z_crit / math.sqrt(2.0)), est.df)
     mde_rel = (z_crit + POWER_Z) * se
     mde_ns = max(mde_rel * before_ns, abs_floor_ns)
     passes = (abs(z) >= z_crit and abs(delta) >= abs_floor_ns and (share >= share_floor or share != share)

@@ -2,7 +2,7 @@
 
 ``[tool.kbase.gate]`` example::
 
-    fpr = 0.01                      # false-positive rate per comparison (split over the kernels tested)
+    fpr = 0.02                      # false-positive rate per comparison (split over the kernels tested)
     run_noise = 0.002               # run-to-run relative sd assumed when no history/repeat measures it
     max_increase_pct = 0.0          # optional relative floor: a kernel must grow at least this much
     abs_floor_us = 2.0              # ... and at least this many µs per iteration per GPU
@@ -42,7 +42,7 @@ class Policy:
     alpha: float = 0.05
     new_kernel: str = "fail"
     total_increase_pct: float = 3.0
-    fpr: float = 0.01  # false-positive rate per comparison, Bonferroni-split over the kernels tested
+    fpr: float = 0.02  # false-positive rate per comparison, Bonferroni-split over the kernels tested
     run_noise: float = 0.002  # run-to-run relative sd floor for within-capture noise sources
     min_history: int = 5  # past baselines needed for history noise
     history_baselines: int = 20  # past baselines history noise looks at

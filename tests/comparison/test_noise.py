@@ -39,7 +39,7 @@ def test_repeat_noise():
 
 def test_pick_noise_prefers_run_to_run_then_smallest_within():
     within = [noise.Estimate(0.03, 0.01, "iterations", 5), noise.Estimate(0.031, 0.002, "launches", 8)]
-    hist = noise.pick_noise(0.029, within, ("history", 0.004), (1, 1), 0.002)
+    hist = noise.pick_noise(0.029, within, ("history", 0.004, 10.0), (1, 1), 0.002)
     assert hist.source == "history" and hist.rel == 0.029 and hist.se == pytest.approx(0.004 * math.sqrt(2))
     w = noise.pick_noise(0.029, within, None, (1, 1), 0.002)
     assert w.source == "launches" and w.se == pytest.approx(math.sqrt(0.002**2 + 2 * 0.002**2))
@@ -71,3 +71,20 @@ def test_assumed_is_never_a_regression():
     k = noise.decide(noise.assumed_noise(), before_ns=1e6, after_ns=2e6, wall_ns=1e7, z_crit=3.0, abs_floor_ns=0,
                      share_floor=0, rel_floor=0)
     assert not k.regressed and k.test == "none" and math.isnan(k.mde_rel)
+
+
+def test_student_t_thresholds_for_small_samples():
+    assert noise.t_threshold(0.05, 10) == pytest.approx(2.228, abs=0.002)
+    assert noise.t_threshold(0.05, float("inf")) == pytest.approx(1.960, abs=0.001)
+    e = noise.iteration_estimate(np.array([100.0, 101, 99, 100, 100]), np.array([103.0, 104, 102, 103, 103]))
+    assert e is not None and e.df == pytest.approx(8.0)
+    # the same z is enough with many degrees of freedom and not with few
+    args = {"before_ns": 1e6, "after_ns": 1.03e6, "wall_ns": 1e7, "z_crit": noise.z_threshold(0.01, 20),
+            "abs_floor_ns": 0, "share_floor": 0, "rel_floor": 0}
+    assert noise.decide(noise.Estimate(0.03, 0.0075, "iterations", 5, df=math.inf), **args).regressed
+    assert not noise.decide(noise.Estimate(0.03, 0.0075, "iterations", 5, df=6.0), **args).regressed
+
+
+def test_pick_noise_floor_raises_degrees_of_freedom():
+    e = noise.pick_noise(0.0, [noise.Estimate(0.0, 0.002, "iterations", 5, df=8.0)], None, (1, 1), 0.002)
+    assert e.df == pytest.approx((0.002**2 + 2 * 0.002**2) ** 2 / (0.002**4 / 8))
