@@ -218,7 +218,8 @@ def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side
         if np.isfinite(hist[i]):
             run_sd = ("history", float(hist[i]), hist_df)
         else:
-            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) > 1 else np.nan
+            # repeat captures: like history, only with enough of them (an sd from 2 has 1 degree of freedom)
+            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= policy.min_history else np.nan
             if np.isfinite(rep):
                 run_sd = ("repeat", float(rep), float(max(caps) - 1))
         rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
