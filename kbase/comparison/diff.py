@@ -235,7 +235,8 @@ def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side
         verdict[i] = 1 if k.regressed else -1 if k.improved else 0
     for key, values in cols.items():
         rows[key] = values
-    rows["noise_source"] = np.where(matched, source, None)
+    source[~matched] = None
+    rows["noise_source"] = source
     rows["test"] = test
     rows["enough"] = enough
     rows["_verdict"] = verdict
