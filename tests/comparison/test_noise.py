@@ -88,3 +88,15 @@ def test_student_t_thresholds_for_small_samples():
 def test_pick_noise_floor_raises_degrees_of_freedom():
     e = noise.pick_noise(0.0, [noise.Estimate(0.0, 0.002, "iterations", 5, df=8.0)], None, (1, 1), 0.002)
     assert e.df == pytest.approx((0.002**2 + 2 * 0.002**2) ** 2 / (0.002**4 / 8))
+
+
+def test_policy_keys_for_the_noise_model():
+    from kbase.comparison.policy import Policy, load_policy
+    from kbase.errors import InputError
+
+    p = load_policy({"fpr": 0.05, "run_noise": 0.001, "min_history": 8, "history_baselines": 30})
+    assert (p.fpr, p.run_noise, p.min_history, p.history_baselines) == (0.05, 0.001, 8, 30)
+    assert Policy().max_increase_pct == 0.0  # the relative floor is an option, off by default
+    for bad in ({"fpr": 1.5}, {"fpr": 0}, {"min_history": 0}, {"run_noise": -1}):
+        with pytest.raises(InputError):
+            load_policy(bad)
