@@ -62,8 +62,8 @@ def aa(data: Path) -> dict:
 def inject(data: Path) -> dict:
     s = _settings()
     prof = {x: kbase.read(data / KINETO.format(x), s) for x in "ab"}
-    before = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["a"], s))], "a")
-    lb = kbase.leaderboard(kbase.window(prof["b"], s))
+    before = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["a"], s), sketches=True)], "a")
+    lb = kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)
     wall = lb.summary.window_ns / max(lb.summary.iterations, 1) * max(lb.summary.gpus, 1)
     share = lb.table.set_index("name")["total_ns"] / lb.summary.iterations / wall
     k = prof["b"].kernels
@@ -85,7 +85,7 @@ def inject(data: Path) -> dict:
                 end = end0.copy()
                 end[m] = start[m] + np.rint((end0[m] - start[m]) * (1 + f)).astype(end0.dtype)
                 k["end"] = end
-                after = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["b"], s))], "b")
+                after = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)], "b")
                 k["end"] = end0
                 rows = compute_diff(before, after, s.policy).rows
                 flagged = set(rows.loc[rows["class"] == "regressed", "name"])

@@ -63,23 +63,24 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
     return select_window(profile, (settings or Settings.load()).window)
 
 
-def leaderboard(win: Window, *, per_gpu: bool = False) -> Leaderboard:
-    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples."""
+def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
+    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
+    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.4 s per 1M launches)."""
     from kbase.analysis.leaderboard import build_leaderboard
     from kbase.comparison.sketch import window_sketches
 
     lb = build_leaderboard(win, per_gpu=per_gpu)
-    if not per_gpu:
+    if sketches and not per_gpu:
         lb.sketches = window_sketches(win)
     return lb
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None) -> Leaderboard:
+        progress: Progress | None = None, sketches: bool = False) -> Leaderboard:
     """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
-    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu)
+    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu, sketches=sketches)
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -137,7 +138,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
         saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                  window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
         if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
@@ -286,7 +287,7 @@ def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: boo
 
     ref = parse_ref(text)
     if ref.kind == RefKind.PROFILE:
-        lb = top(ref.path, settings)
+        lb = top(ref.path, settings, sketches=True)
         meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
                         gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
         label = f"{text} (profile, not stored)"

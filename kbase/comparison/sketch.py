@@ -33,26 +33,40 @@ QPOS = (np.arange(QUANTILES) + 0.5) / QUANTILES
 def build_sketches(codes: np.ndarray, start: np.ndarray, dur: np.ndarray, n_names: int) -> np.ndarray:
     """(n_names, CHUNKS, WIDTH) float64 sketches; NaN quantiles (and 0 counts) where a chunk is empty.
 
-    Vectorised: one lexsort by (kernel, start) gives each launch its order within its kernel, one more
-    by (kernel, chunk, duration) gives every chunk's durations in order; quantiles are positions.
+    Vectorised: a stable sort by kernel over start-ordered launches gives each launch its order within
+    its kernel, one sort of a (kernel, chunk, duration) key gives every chunk's durations in order;
+    quantiles are positions. Durations are whole ns (up to 2^40). ~1 s per 10M launches.
     """
     out = np.full((n_names, CHUNKS, WIDTH), np.nan)
     out[:, :, COUNT] = 0.0
     out[:, :, TOTAL] = 0.0
     if not len(codes):
         return out
-    codes = codes.astype(np.int64)
-    order = np.lexsort((start, codes))
-    c = codes[order]
-    d = dur[order].astype(np.float64)
+    # launches of each kernel in start order: a stable sort of the kernel codes over start-ordered
+    # launches (radix sort for 16-bit codes; readers give launches in start order, else one argsort)
+    by_start = None if len(start) < 2 or bool((np.diff(start) >= 0).all()) else np.argsort(start, kind="stable")
+    c = codes if by_start is None else codes[by_start]
+    small = c.astype(np.int16 if n_names < (1 << 15) else np.int64, copy=False)
+    order = np.argsort(small, kind="stable")
+    if by_start is not None:
+        order = by_start[order]
+    c = codes[order].astype(np.int64)
     count = np.bincount(c, minlength=n_names)
     first = np.concatenate([[0], np.cumsum(count)[:-1]])
     rank = np.arange(len(c)) - first[c]
-    chunk = rank * CHUNKS // count[c]
-    group = c * CHUNKS + chunk
-    o2 = np.lexsort((d, group))
-    g, d = group[o2], d[o2]
+    group = c * CHUNKS + rank * CHUNKS // count[c]
+    del rank
     n_groups = n_names * CHUNKS
+    dd = np.clip(dur[order], 0, (1 << 40) - 1).astype(np.int64)
+    if n_groups < (1 << 23):  # one sort of a composite (group << 40 | duration) key
+        key = group << 40
+        key |= dd
+        key.sort()
+        g = key >> 40
+        d = (key & ((1 << 40) - 1)).astype(np.float64)
+    else:
+        o2 = np.lexsort((dd, group))
+        g, d = group[o2], dd[o2].astype(np.float64)
     gcount = np.bincount(g, minlength=n_groups)
     gtotal = np.bincount(g, weights=d, minlength=n_groups)
     gfirst = np.concatenate([[0], np.cumsum(gcount)[:-1]])

@@ -93,7 +93,7 @@ class Exports:
 
     def side(self, key: str):
         if key not in self._sides:
-            self._sides[key] = side_from_leaderboards([kbase.top(self.path(key))], key)
+            self._sides[key] = side_from_leaderboards([kbase.top(self.path(key), sketches=True)], key)
         return self._sides[key]
 
     def diff(self, before: str, after: str, policy=None):

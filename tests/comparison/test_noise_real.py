@@ -48,8 +48,8 @@ def test_three_percent_on_top_kernels_is_flagged_and_ranked_first(aa_profiles):
     from kbase.comparison.side import side_from_leaderboards
 
     s, (pa, pb) = aa_profiles
-    before = side_from_leaderboards([kbase.leaderboard(kbase.window(pa, s))], "a")
-    top = kbase.leaderboard(kbase.window(pb, s)).table["name"].head(3).tolist()
+    before = side_from_leaderboards([kbase.leaderboard(kbase.window(pa, s), sketches=True)], "a")
+    top = kbase.leaderboard(kbase.window(pb, s), sketches=True).table["name"].head(3).tolist()
     k = pb.kernels
     end0 = k["end"].to_numpy().copy()
     for name in top:
@@ -58,7 +58,7 @@ def test_three_percent_on_top_kernels_is_flagged_and_ranked_first(aa_profiles):
         end[m] = k["start"].to_numpy()[m] + np.rint((end0[m] - k["start"].to_numpy()[m]) * 1.03).astype(end.dtype)
         k["end"] = end
         try:
-            after = side_from_leaderboards([kbase.leaderboard(kbase.window(pb, s))], "b")
+            after = side_from_leaderboards([kbase.leaderboard(kbase.window(pb, s), sketches=True)], "b")
         finally:
             k["end"] = end0
         rows = compute_diff(before, after, s.policy).rows
