@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
+    from kbase.comparison.history import StepsReport
     from kbase.comparison.resolve import Resolved
     from kbase.readers.profile import Profile
     from kbase.store.engine import Store
@@ -199,62 +200,22 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
         return kernel_history(st.engine, kernel, workload)
 
 
-@dataclass
-class StepsReport:
-    workload: str
-    commits: list[str]  # the line's commits with baselines, oldest first
-    baselines: int
-    steps: list[KernelStep]  # largest effect on the iteration first
-    notes: list[str] = field(default_factory=list)
-
-
 def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
           store: Store | None = None) -> StepsReport:
     """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
-    first-parent line ending at ``rev`` (creation order without a repository), comparable with the
-    newest of them."""
-    import numpy as np
-
-    from kbase.comparison.changepoints import kernel_steps
-    from kbase.store.queries import kernel_levels, line_baselines
+    first-parent line ending at ``rev``, largest effect on the iteration first."""
+    from kbase.comparison.history import steps_report
 
     settings = settings or Settings.load()
-    wl = workload or settings.workload
-    notes: list[str] = []
-    commits = _line(settings, rev, 10 * last)
-    if commits is None:
-        notes.append("no git repository: baselines in creation order")
     with _store(settings, store) as st:
-        bs = line_baselines(st.engine, wl, commits=commits, limit=last)
-        if bs:
-            newest = bs[-1]
-            kept = [b for b in bs if b.fingerprint == newest.fingerprint]
-            if len(kept) < len(bs):
-                notes.append(f"{len(bs) - len(kept)} baseline(s) left out: not comparable with the newest "
-                             "(GPU model/count or window differ)")
-            bs = kept
-        levels = kernel_levels(st.engine, [b.id for b in bs if b.id is not None])
-    if not bs or levels.empty:
-        return StepsReport(workload=wl, commits=[], baselines=0, steps=[], notes=notes)
-    walls = [b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs]
-    wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
-    names = [str(n) for n in levels.index]
-    shorts = [levels.attrs.get("short_name", {}).get(n, n) for n in names]
-    line = [b.commit for b in bs]
-    found = kernel_steps(levels.to_numpy(float), names, shorts, line, wall)
-    return StepsReport(workload=wl, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found, notes=notes)
+        return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
 
 
 def history_steps(h: pd.DataFrame) -> list[KernelStep]:
-    """Steps and creeps in one kernel's history (``history``'s frame: per baseline, oldest first)."""
-    import numpy as np
+    """Steps and creeps in one kernel's history (``history``'s frame)."""
+    from kbase.comparison.history import kernel_history_steps
 
-    from kbase.comparison.changepoints import kernel_steps
-
-    if h.empty:
-        return []
-    levels = h["per_iter_ns"].astype(float).to_numpy()[None, :]
-    return kernel_steps(levels, ["kernel"], ["kernel"], [str(c) for c in h["commit"]], float(np.nan))
+    return kernel_history_steps(h)
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -305,6 +266,7 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
 
 def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None) -> Comparison:
     from kbase.comparison.diff import compute_diff
+    from kbase.comparison.history import noise_from_history
 
     with contextlib.ExitStack() as stack:
         opened: list[Store] = [store] if store is not None else []
@@ -316,47 +278,11 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
 
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
-        noise, why = _history_noise(get_store, settings, first, second) if first.baseline_ids else (None, [])
+        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second) \
+            if first.baseline_ids else (None, [])
         result = compute_diff(first.side, second.side, settings.policy, history=noise)
         return Comparison(result=result, before=first, after=second,
                           notes=notes + first.notes + second.notes + why)
-
-
-def _line(settings: Settings, commit: str | None, depth: int) -> list[str] | None:
-    """The first-parent line ending at ``commit`` (nearest first), or None without a repository."""
-    from kbase.gitrepo import first_parents, open_repo
-
-    if commit is None:
-        return None
-    try:
-        return first_parents(open_repo(settings.repo), commit, limit=depth)
-    except Exception:  # noqa: BLE001 - no repository or an unknown commit: fall back to creation order
-        return None
-
-
-def _history_noise(get_store: Callable[[], Store], settings: Settings, first: Resolved,
-                   second: Resolved) -> tuple[pd.Series | None, list[str]]:
-    """Per kernel run-to-run sd from the last N comparable baselines on the base side's first-parent line
-    (the after side's own baselines left out), when at least ``min_history`` exist."""
-    import pandas as pd
-
-    from kbase.comparison.noise import history_noise
-    from kbase.store.queries import get_baseline, kernel_levels, line_baselines
-
-    policy = settings.policy
-    engine = get_store().engine
-    newest = get_baseline(engine, max(first.baseline_ids))
-    commits = _line(settings, first.commit, 10 * policy.history_baselines)
-    past = [b for b in line_baselines(engine, newest.workload, fingerprint=newest.fingerprint, commits=commits,
-                                      before_id=None if commits else newest.id, limit=policy.history_baselines)
-            if b.id not in set(second.baseline_ids)]
-    if len(past) < policy.min_history:
-        return None, []
-    levels = kernel_levels(engine, [b.id for b in past if b.id is not None])
-    sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
-    sd.attrs["df"] = max(0.4 * (len(past) - 1), 2.0)  # a MAD-based sd: about 40% of the levels' information
-    return sd, [f"history noise: {len(past)} past baselines on the base line "
-                f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
 
 
 @dataclass

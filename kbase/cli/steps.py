@@ -11,8 +11,8 @@ import typer
 from kbase.cli.app import DbOpt, NameOpt, RepoOpt, app, check_choice, console, make_settings
 
 if TYPE_CHECKING:
-    from kbase.api import StepsReport
     from kbase.comparison.changepoints import KernelStep
+    from kbase.comparison.history import StepsReport
 
 
 class StepsFormat(StrEnum):
