@@ -12,7 +12,8 @@ __version__ = "0.1.0"
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
            "__version__", "accept", "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history",
-           "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "top", "window"]
+           "history_steps", "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "top",
+           "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
@@ -30,12 +31,14 @@ if TYPE_CHECKING:
         find_kernel,
         gate,
         history,
+        history_steps,
         kernel_pattern,
         leaderboard,
         read,
         remove,
         revoke,
         snapshot,
+        steps,
         top,
         window,
     )

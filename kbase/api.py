@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
+    from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
+    from kbase.comparison.history import StepsReport
     from kbase.comparison.resolve import Resolved
     from kbase.readers.profile import Profile
     from kbase.store.engine import Store
@@ -62,19 +64,24 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
     return select_window(profile, (settings or Settings.load()).window)
 
 
-def leaderboard(win: Window, *, per_gpu: bool = False) -> Leaderboard:
-    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples."""
+def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
+    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
+    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.4 s per 1M launches)."""
     from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.comparison.sketch import window_sketches
 
-    return build_leaderboard(win, per_gpu=per_gpu)
+    lb = build_leaderboard(win, per_gpu=per_gpu)
+    if sketches and not per_gpu:
+        lb.sketches = window_sketches(win)
+    return lb
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None) -> Leaderboard:
+        progress: Progress | None = None, sketches: bool = False) -> Leaderboard:
     """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
-    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu)
+    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu, sketches=sketches)
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -132,7 +139,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
         saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                  window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
         if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
@@ -219,6 +226,24 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
                              rows=kernel_history(st.engine, name, workload, branch))
 
 
+def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
+          store: Store | None = None) -> StepsReport:
+    """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
+    first-parent line ending at ``rev``, largest effect on the iteration first."""
+    from kbase.comparison.history import steps_report
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
+
+
+def history_steps(h: pd.DataFrame) -> list[KernelStep]:
+    """Steps and creeps in one kernel's history (``history``'s frame)."""
+    from kbase.comparison.history import kernel_history_steps
+
+    return kernel_history_steps(h)
+
+
 # ------------------------------------------------------------------------------------------ compare
 
 
@@ -249,7 +274,7 @@ def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: boo
 
     ref = parse_ref(text)
     if ref.kind == RefKind.PROFILE:
-        lb = top(ref.path, settings)
+        lb = top(ref.path, settings, sketches=True)
         meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
                         gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
         label = f"{text} (profile, not stored)"
@@ -267,6 +292,7 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
 
 def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None) -> Comparison:
     from kbase.comparison.diff import compute_diff
+    from kbase.comparison.history import noise_from_history
 
     with contextlib.ExitStack() as stack:
         opened: list[Store] = [store] if store is not None else []
@@ -278,8 +304,11 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
 
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
-        result = compute_diff(first.side, second.side, settings.policy)
-        return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes)
+        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second) \
+            if first.baseline_ids else (None, [])
+        result = compute_diff(first.side, second.side, settings.policy, history=noise)
+        return Comparison(result=result, before=first, after=second,
+                          notes=notes + first.notes + second.notes + why)
 
 
 @dataclass
@@ -395,5 +424,5 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
 
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
-           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "kernel_pattern",
-           "leaderboard", "read", "remove", "revoke", "snapshot", "top", "window"]
+           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
+           "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "top", "window"]

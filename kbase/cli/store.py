@@ -229,6 +229,12 @@ def history(
         sys.stdout.write(render.history_csv(h))
     else:
         render.print_history(h, console(), wide=wide, quiet=quiet)
+        from kbase.cli.steps import step_range
+
+        one_line = h.rows["workload"].nunique() == 1 and (branch or h.rows["branch"].nunique() <= 1)
+        for s in kbase.history_steps(h.rows) if one_line and not quiet else []:
+            console().print(f"{s.kind}: {s.rel:+.1%} per iteration ({fmt_ns(s.before_ns)} -> {fmt_ns(s.after_ns)}) "
+                            f"at {step_range(s)}", highlight=False, markup=False)
 
 
 @db_app.command("upgrade")

@@ -201,6 +201,14 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _mde(r: dict[str, Any]) -> str:
+    """The smallest change this kernel's test detects (80% power), and the noise source behind it."""
+    m = r.get("mde_rel")
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "-"
+    return f"{m:.1%} ({r.get('noise_source') or '?'})"
+
+
 def _class_text(r: dict[str, Any]) -> str:
     label = KernelClass(r["class"]).label
     return (label + (" (low conf.)" if r["confidence"] == "low" and r["class"] == KernelClass.WITHIN_NOISE else "")
@@ -221,6 +229,7 @@ def row_cells(r: dict[str, Any], display: str) -> dict[str, str]:
         "share": f"{_share(r['share_before'])}->{_share(r['share_after'])}",
         "effect": "-" if r["effect"] is None else f"{r['effect']:+.2%}", "p": fmt_p(r["p_value"]),
         "diagnosis": r["diagnosis"],
+        "mde": _mde(r),
         "amdahl": r["amdahl"] if r["class"] in SHOWN_BY_DEFAULT else "",
     }
 
@@ -241,6 +250,7 @@ COLUMNS = [
     Column("share", "share", 6),
     Column("effect", "effect on iter", 1),
     Column("p", "p", 3),
+    Column("mde", "MDE", 3, justify="left"),
     Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
     Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
 ]

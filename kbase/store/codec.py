@@ -3,7 +3,7 @@
 - a baseline row (``Baseline``): the summary's scalars, the window, the source and the commit;
 - kernel rows (``BaselineKernel``): every leaderboard column, plus the per-iteration samples packed as
   little-endian float32 arrays (ns and launches per iteration key, summed over GPUs) in the key order
-  of ``Baseline.iteration_keys``;
+  of ``Baseline.iteration_keys``, and each kernel's launch sketch (``comparison.sketch``, 576 bytes);
 - kernel names once each (``KernelName``), keyed by the sha1 of the full demangled name.
 """
 
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from kbase.comparison import sketch
 from kbase.jsonable import clean
 from kbase.store.models import Baseline
 
@@ -111,6 +112,7 @@ def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], key
                 "fragmented": bool(frag),
                 "iter_ns": samples[0] if samples is not None else empty,
                 "iter_count": samples[1] if samples is not None else empty,
+                "launch_sketch": sketch.pack(lb.sketches[name]) if name in lb.sketches else None,
             }
         )
     return rows
@@ -177,8 +179,14 @@ def leaderboard_from_rows(b: Baseline, k: pd.DataFrame) -> Leaderboard:
         count_per_iter=k["count_per_iter"].astype(float),
     )[COLUMNS].reset_index(drop=True)
     keys = json.loads(b.iteration_keys)
+    sketches: dict[str, np.ndarray] = {}
+    if "launch_sketch" in k:  # baselines stored before migration 0005 have none: compared without them
+        for name, blob in zip(k["name"].tolist(), k["launch_sketch"].tolist()):
+            sk = sketch.unpack(blob)
+            if sk is not None:
+                sketches[name] = sk
     return Leaderboard(table=table, summary=LeaderboardSummary.from_dict(summary), samples=unpack_samples(k, keys),
-                       notes=notes)
+                       notes=notes, sketches=sketches)
 
 
 def unpack_samples(k: pd.DataFrame, keys: list[int]) -> pd.DataFrame:

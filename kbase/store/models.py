@@ -4,7 +4,8 @@
 - ``KernelName``: each distinct kernel name once (long C++ templates repeat across thousands of
   baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
 - ``BaselineKernel``: one leaderboard row per kernel per baseline, with its per-iteration samples
-  packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``.
+  packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``,
+  and its launch sketch (``comparison.sketch``: launch-duration quantiles per launch-order chunk).
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
 All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.
@@ -111,6 +112,8 @@ class BaselineKernel(SQLModel, table=True):
     fragmented: bool = False
     iter_ns: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 per iteration key
     iter_count: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 launches per key
+    # float32 (8 launch-order chunks x (16 duration quantiles, launches, total ns)); NULL before 0005
+    launch_sketch: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 
 class Acceptance(SQLModel, table=True):

@@ -285,3 +285,46 @@ def delete_acceptance(engine: Engine, acceptance_id: int, url: str = "") -> Acce
     with write_transaction(engine, url) as conn:
         conn.execute(delete(ACCEPTANCE).where(ACCEPTANCE.c.id == acceptance_id))
     return found[0]
+
+
+def line_baselines(engine: Engine, workload: str, *, fingerprint: str | None = None, commits: list[str] | None = None,
+                   before_id: int | None = None, limit: int = 20) -> list[Baseline]:
+    """The newest ``limit`` baselines of ``workload`` (with ``fingerprint``, at ``commits`` — a branch's
+    first-parent line — and no newer than baseline ``before_id`` when given), oldest first by line
+    position (commits given nearest first), then by creation."""
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.workload == workload)
+    if fingerprint:
+        q = q.where(bt.fingerprint == fingerprint)
+    if before_id is not None:
+        q = q.where(bt.id <= before_id)
+    if commits is not None:
+        if not commits:
+            return []
+        pos = {c: i for i, c in enumerate(commits)}
+        found: list[Baseline] = []
+        for i in range(0, len(commits), _NAME_CHUNK):
+            found += _baselines(engine, q.where(bt.commit.in_(commits[i : i + _NAME_CHUNK])))
+        found.sort(key=lambda b: (-pos[b.commit], b.created_at, b.id or 0))
+        return found[-limit:] if limit else found
+    newest = _baselines(engine, q.order_by(bt.created_at.desc(), bt.id.desc()).limit(limit))
+    return newest[::-1]
+
+
+def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
+    """Per kernel (rows: name; columns: the baselines in the order given) its time per iteration per GPU
+    (``per_iter_ns``; NaN where it did not run), with short_name as a column-free attribute frame."""
+    if not baseline_ids:
+        return pd.DataFrame()
+    bk, kn = BASELINE_KERNEL, KERNEL_NAME
+    rows: list[tuple] = []
+    with engine.connect() as conn:
+        for i in range(0, len(baseline_ids), _NAME_CHUNK):
+            q = (select(bk.c.baseline_id, kn.c.name, kn.c.short_name, bk.c.per_iter_ns)
+                 .join(kn, kn.c.id == bk.c.name_id).where(bk.c.baseline_id.in_(baseline_ids[i : i + _NAME_CHUNK])))
+            rows += [tuple(r) for r in conn.execute(q).fetchall()]
+    df = pd.DataFrame(rows, columns=["baseline_id", "name", "short_name", "per_iter_ns"])
+    wide = df.pivot_table(index="name", columns="baseline_id", values="per_iter_ns", aggfunc="sum")
+    wide = wide.reindex(columns=baseline_ids).astype(float)
+    wide.attrs["short_name"] = df.drop_duplicates("name").set_index("name")["short_name"].to_dict()
+    return wide
