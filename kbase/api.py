@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kbase.readers.profile import Profile
     from kbase.store.engine import Store
     from kbase.store.models import Acceptance, Baseline
+    from kbase.store.queries import HistoryRows
 
 Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a large export streams
 
@@ -191,6 +192,16 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
     settings = settings or Settings.load()
     with _store(settings, store) as st:
         return kernel_history(st.engine, kernel, workload)
+
+
+def history_rows(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
+                 store: Store | None = None) -> HistoryRows:
+    """``history`` as plain rows (no pandas; what ``kbase history`` renders)."""
+    from kbase.store.queries import kernel_history_rows
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return kernel_history_rows(st.engine, kernel, workload)
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -355,5 +366,5 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
 
 
 __all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "accept", "acceptances",
-           "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove", "revoke",
-           "snapshot", "top", "window"]
+           "baseline", "baselines", "compare", "gate", "history", "history_rows", "leaderboard", "read", "remove",
+           "revoke", "snapshot", "top", "window"]

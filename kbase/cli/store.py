@@ -108,7 +108,8 @@ def list_cmd(
     settings = make_settings(repo=repo, db=db, name=name)
     rows = kbase.baselines(settings, workload=name, branch=branch, commit=commit, limit=limit or None)
     if fmt == ListFormat.JSON:
-        sys.stdout.write(jsonable.dumps({"schema": "kbase.list/1", "baselines": [baseline_dict(b) for b in rows]}) + "\n")
+        doc = {"schema": "kbase.list/1", "baselines": [baseline_dict(b) for b in rows]}
+        sys.stdout.write(jsonable.dumps(doc) + "\n")
         return
     from rich.table import Table
 
@@ -181,25 +182,31 @@ def history(
     repo: RepoOpt = None,
 ) -> None:
     """One kernel across every stored baseline, oldest first."""
-    import kbase
+    from kbase.api import history_rows
     from kbase.render.units import fmt_ns
 
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    h = kbase.history(kernel, settings, workload=name)
+    h = history_rows(kernel, settings, workload=name)  # plain rows: no pandas for this command
     if fmt == HistoryFormat.JSON:
-        sys.stdout.write(h.to_json(orient="records", date_format="iso", indent=2) + "\n")
+        from kbase import jsonable
+
+        sys.stdout.write(jsonable.dumps(h.records()) + "\n")
     elif fmt == HistoryFormat.CSV:
-        sys.stdout.write(h.to_csv(index=False))
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(h.columns)
+        w.writerows(["" if v is None else v for v in r] for r in h.rows)
     else:
         from rich.table import Table
 
-        t = Table(title=f"{len(h)} baseline(s) with this kernel")
+        t = Table(title=f"{len(h.rows)} baseline(s) with this kernel")
         for c in ("id", "commit", "created", "count", "avg", "per iter/GPU"):
             t.add_column(c)
-        for r in h.itertuples():
-            t.add_row(f"@{r.id}", r.commit[:12], str(r.created_at)[:16], str(r.count), fmt_ns(r.avg_ns),
-                      fmt_ns(r.per_iter_ns))
+        for r in h.records():
+            t.add_row(f"@{r['id']}", r["commit"][:12], str(r["created_at"])[:16], str(r["count"]),
+                      fmt_ns(r["avg_ns"]), fmt_ns(r["per_iter_ns"]))
         console().print(t)
 
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Select, delete, func, or_, select
 
 from kbase.errors import InputError, KbaseError, StoreError
@@ -18,6 +17,7 @@ from kbase.store.engine import write_transaction
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.analysis.leaderboard import Leaderboard
@@ -200,6 +200,8 @@ def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
         .where(bk.c.baseline_id.in_(baseline_ids))
         .order_by(bk.c.baseline_id, bk.c.rank)
     )
+    import pandas as pd  # here, not at the top: list/history/db never load pandas
+
     with engine.connect() as conn:
         res = conn.execute(q)
         # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
@@ -218,8 +220,20 @@ def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 
 
-def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd.DataFrame:
-    """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
+@dataclass(frozen=True)
+class HistoryRows:
+    """One kernel across baselines as plain rows (no pandas): ``columns`` names each tuple's fields."""
+
+    columns: list[str]
+    rows: list[tuple]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+
+def kernel_history_rows(engine: Engine, name: str, workload: str | None = None) -> HistoryRows:
+    """One kernel across all baselines (oldest first): id, commit, created_at, workload, count, total_ns,
+    avg_ns, per_iter_ns, share_window. Plain tuples: ``kbase history`` renders them without pandas."""
     bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
     q = (
         select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bk.c.count, bk.c.total_ns,
@@ -233,8 +247,15 @@ def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd
         q = q.where(bt.c.workload == workload)
     with engine.connect() as conn:
         res = conn.execute(q)
-        # plain tuples: pandas probes each Row object (~2x slower at 10,000 baselines)
-        return pd.DataFrame([tuple(r) for r in res.fetchall()], columns=list(res.keys()))
+        return HistoryRows(columns=list(res.keys()), rows=[tuple(r) for r in res.fetchall()])
+
+
+def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd.DataFrame:
+    """``kernel_history_rows`` as a DataFrame (one row per baseline with the kernel, oldest first)."""
+    import pandas as pd
+
+    h = kernel_history_rows(engine, name, workload)
+    return pd.DataFrame(h.rows, columns=h.columns)
 
 
 def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
