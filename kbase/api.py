@@ -71,11 +71,69 @@ def leaderboard(win: Window, *, per_gpu: bool = False) -> Leaderboard:
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None) -> Leaderboard:
-    """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
+        progress: Progress | None = None, from_store: bool = False) -> Leaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``). ``from_store``:
+    first look for this very file stored at the current commit with the same window (``stored_top``)."""
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
+    if from_store and not per_gpu:
+        stored = stored_top(path, settings)
+        if stored is not None:
+            return stored
     return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu)
+
+
+def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderboard | None:
+    """The stored leaderboard of ``profile`` when a baseline of this file was taken at the current commit
+    with the same window settings by this kbase version, else None. A cheap identity check (size, mtime
+    and a hash of the first and last 64 KiB, no full read) finds it; nothing is created or migrated."""
+    from kbase import __version__
+    from kbase.readers.source import source_identity
+    from kbase.store.engine import sqlite_path
+
+    settings = settings or Settings.load()
+    url = settings.store_url()
+    db_file = sqlite_path(url)
+    if db_file is not None and not db_file.is_file():
+        return None  # no store here: never create one for a read
+    head = _head_commit(settings.repo)
+    if head is None:
+        return None
+    try:
+        ident = source_identity(Path(profile))
+    except OSError:
+        return None  # the reader reports an unreadable file in its own words
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from kbase.errors import KbaseError
+    from kbase.store.engine import open_store
+    from kbase.store.queries import find_by_identity, load_leaderboard
+
+    try:
+        with open_store(settings, migrate=False) as st:
+            b = find_by_identity(st.engine, head, ident.size, ident.mtime_ns, ident.probe, settings.window.key(),
+                                 __version__)
+            if b is None or b.id is None:
+                return None
+            lb = load_leaderboard(st.engine, b.id)
+    except (KbaseError, SQLAlchemyError):
+        return None  # an older or unreadable store: the file is read as usual
+    lb.notes.append(f"from the store: baseline @{b.id} holds this file (same size, mtime and first/last 64 KiB) "
+                    f"at the current commit {head[:12]} with the same window; the file itself was not read")
+    return lb
+
+
+def _head_commit(repo: Path | None) -> str | None:
+    """HEAD's full hash by ``git rev-parse`` (a few ms; GitPython's import alone costs more), or None."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(repo or Path.cwd()), "rev-parse", "--verify", "-q", "HEAD"],
+                             capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    head = out.stdout.strip().lower()
+    return head if out.returncode == 0 and len(head) == 40 else None
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -115,10 +173,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
+    from kbase import __version__
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
-    from kbase.readers.source import describe_source
-    from kbase.store.queries import find_duplicate, load_leaderboard, save_leaderboard
+    from kbase.readers.source import BackgroundSource, describe_source, source_identity
+    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard, save_leaderboard
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -128,12 +187,22 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     fmt = detect_format(path)
     wkey = settings.window.key()
     with _store(settings, store) as st:
-        source = describe_source(path, fmt)
-        if not force:
+        ident = source_identity(path)
+        seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
+                                                   wkey, __version__, settings.workload)
+        if seen is not None:  # most likely stored already: the full sha256 decides before any reading
+            source = describe_source(path, fmt, ident)
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+        else:  # the sha256 in a thread while the reader parses (hashing a 1.4 GB export alone took 1.5-1.8 s)
+            hashing = BackgroundSource(path, fmt, ident)
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+            source = hashing.result()
+            dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None and dup.id is not None:  # same bytes stored with another mtime
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
         saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                  window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
         if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
@@ -367,4 +436,4 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
 
 __all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "accept", "acceptances",
            "baseline", "baselines", "compare", "gate", "history", "history_rows", "leaderboard", "read", "remove",
-           "revoke", "snapshot", "top", "window"]
+           "revoke", "snapshot", "stored_top", "top", "window"]

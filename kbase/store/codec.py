@@ -153,6 +153,8 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
         source_sha256=source.sha256,
         source_size=source.size,
         source_format=source.format,
+        source_mtime_ns=source.mtime_ns,
+        source_probe=source.probe,
         exporter_version=s.exporter,
         gpu_models=models,
         gpu_count=int(s.gpus),

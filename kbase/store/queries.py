@@ -155,6 +155,20 @@ def find_duplicate(engine: Engine, workload: str, commit: str, sha256: str, wind
     return found[0] if found else None
 
 
+def find_by_identity(engine: Engine, commit: str, size: int, mtime_ns: int, probe: str, window_spec: str,
+                     kbase_version: str, workload: str | None = None) -> Baseline | None:
+    """The newest baseline of this file (same size, mtime and probe hash) at ``commit`` on this window,
+    written by this kbase version, or None: the cheap identity check of ``kbase top FILE``."""
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.commit == commit, bt.source_probe == probe, bt.source_size == size,
+                               bt.source_mtime_ns == mtime_ns, bt.window_spec == window_spec,
+                               bt.kbase_version == kbase_version)
+    if workload:
+        q = q.where(bt.workload == workload)
+    found = _baselines(engine, q.order_by(bt.id.desc()).limit(1))
+    return found[0] if found else None
+
+
 def list_baselines(engine: Engine, workload: str | None = None, branch: str | None = None,
                    commit_prefix: str | None = None, limit: int | None = None) -> list[Baseline]:
     """Baselines, newest first, optionally filtered."""

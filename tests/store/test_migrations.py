@@ -57,7 +57,7 @@ def _fill(engine, url, leaderboards) -> list[int]:
     return ids
 
 
-ADDED_LATER = {"capture_copy"}  # columns of later revisions (compared apart)
+ADDED_LATER = {"capture_copy", "source_mtime_ns", "source_probe"}  # columns of later revisions (compared apart)
 
 
 def _dump(engine) -> dict:
