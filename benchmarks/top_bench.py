@@ -27,7 +27,7 @@ from bench_common import (
     run_child,
 )
 
-SHARED_NSYS = REPO.parent / "shared" / "data" / "nsys"
+SHARED_NSYS = Path(os.environ.get("KBASE_BENCH_SHARED") or REPO.parent / "shared") / "data" / "nsys"
 TOP_S = 0.5  # kbase top on a small real export
 TOP_FLOOR_X = 1.5  # kbase top at 1M kernels against the sqlite3 GROUP BY floor
 WRAPPER = Path(__file__).resolve().parent / "nsys_ai_cold.py"
