@@ -21,7 +21,7 @@ import pandas as pd
 
 from kbase.comparison.policy import THRESHOLD_KEYS, Policy
 from kbase.comparison.side import Side, Unit
-from kbase.comparison.stats import mann_whitney_many, mann_whitney_p, welch_p
+from kbase.comparison.stats import mann_whitney_many, mann_whitney_p, welch_many
 from kbase.enums import Confidence, KernelClass, Match
 
 DIFF_SCHEMA = "kbase.diff/1"
@@ -170,7 +170,8 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None) -> Dif
 
 def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side, policy: Policy,
                   matched: np.ndarray) -> None:
-    """p-value, test and enough-data flag per matched kernel (the only per-kernel loop)."""
+    """p-value, test and enough-data flag per matched kernel: both tests for all kernels at once, then
+    one light loop combining them."""
     n = len(rows)
     p = np.ones(n)
     test = np.full(n, "none", dtype=object)
@@ -186,13 +187,17 @@ def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side
     if iter_ok and len(hit):  # every matched kernel ranked at once (one sort per row, no Python loop)
         mw[hit] = mann_whitney_many(before.samples[pos_b[hit].astype(np.int64)],
                                     after.samples[pos_a[hit].astype(np.int64)])
+    welch = np.ones(n)
+    lk = np.flatnonzero(launch_ok)
+    if len(lk):  # the t-distribution's continued fraction, for all those kernels at once
+        welch[lk] = welch_many(cb[lk], mb[lk], sb[lk], ca[lk], ma[lk], sa[lk])
     for i in hit:
         ps, tests = [], []
         if iter_ok:
             ps.append(float(mw[i]))
             tests.append("mann-whitney(iterations)")
         if launch_ok[i]:
-            ps.append(welch_p(cb[i], mb[i], sb[i], ca[i], ma[i], sa[i]))
+            ps.append(float(welch[i]))
             tests.append("welch(launches)")
         if ps:
             p[i], test[i], enough[i] = min(1.0, min(ps) * len(ps)), "+".join(tests), True
