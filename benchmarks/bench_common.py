@@ -189,6 +189,24 @@ def markdown_table(res: Results) -> str:
     return "\n".join(out)
 
 
+def build_in_child(module: str, func: str, **kwargs) -> Path:
+    """``module.func(**kwargs, log=print)`` in a child Python; returns the path it returns.
+
+    Inputs are built in a child so the benchmark process stays small: on Linux a forked child starts
+    with its parent's peak RSS as its own ``ru_maxrss``, so a parent that once held a 10M-row build
+    would inflate every peak RSS measured after it."""
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); m = __import__(sys.argv[2]); "
+            "p = getattr(m, sys.argv[3])(**{k: (__import__('pathlib').Path(v) if k == 'out' else v) "
+            "for k, v in json.loads(sys.argv[4]).items()}, log=print); print('BUILT', p)")
+    args = {k: str(v) if isinstance(v, Path) else v for k, v in kwargs.items()}
+    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), module, func,
+                           json.dumps(args)], capture_output=True, text=True, env=child_env())
+    sys.stderr.write("".join(line + "\n" for line in proc.stdout.splitlines() if not line.startswith("BUILT ")))
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark: building {func}({args}) failed\n{proc.stderr[-3000:]}")
+    return Path(proc.stdout.rsplit("BUILT ", 1)[1].strip())
+
+
 def timed_pairs(out: Path, cmds: dict[str, list[str]], runs: int, ok_codes=(0,)) -> dict[str, list[Run]]:
     """One untimed warm-up each, then ``runs`` rounds, the commands alternating within a round."""
     for cmd in cmds.values():

@@ -27,7 +27,7 @@ from bench_common import (  # noqa: E402
     FLOOR_SQL,
     GIB,
     Results,
-    ensure_export,
+    build_in_child,
     fresh,
     kbase_cmd,
     loadavg,
@@ -51,7 +51,7 @@ DIFF_S = 0.6  # diff / gate of two stored baselines, 2,000 kernels x 99 iteratio
 def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
     times: dict[int, float] = {}
     for n in sizes:
-        path = ensure_export(out, n, seed=1, log=log)
+        path = build_in_child("bench_common", "ensure_export", out=out, n_kernels=n, seed=1)
         runs = 3 if n >= 5_000_000 else 5
         db = out / "s1_new_store.db"
         floor, snap, ratio = [], [], []
@@ -120,7 +120,8 @@ def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: in
 
 
 def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
-    db = ensure_bulk_store(out, "s2_store", 2, S2_KERNELS, S2_ITERATIONS, log)
+    db = build_in_child("run", "ensure_bulk_store", out=out, name="s2_store", n=2, kernels=S2_KERNELS,
+                        iterations=S2_ITERATIONS)
     url = f"sqlite:///{db}"
     log(f"S2 diff/gate @1 @2 ({S2_KERNELS:,} kernels x {S2_ITERATIONS} iterations each): {runs} rounds  "
         f"load {loadavg()}")
@@ -149,7 +150,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
 
 
 def s3_store(out: Path, n: int, res: Results, log, runs: int = 5) -> None:
-    db = ensure_bulk_store(out, f"s3_store_{n}", n, S3_KERNELS, S3_ITERATIONS, log)
+    db = build_in_child("run", "ensure_bulk_store", out=out, name=f"s3_store_{n}", n=n, kernels=S3_KERNELS,
+                        iterations=S3_ITERATIONS)
     url = f"sqlite:///{db}"
     size = sum(Path(str(db) + s).stat().st_size for s in ("", "-wal") if Path(str(db) + s).exists())
     i, j = n // 2, n // 2 + 1

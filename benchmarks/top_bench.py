@@ -20,7 +20,7 @@ from bench_common import (
     REPO,
     Results,
     Run,
-    ensure_export,
+    build_in_child,
     kbase_cmd,
     loadavg,
     med,
@@ -109,7 +109,7 @@ def _git(repo: Path, *args: str) -> None:
 
 
 def s6_top_1m(out: Path, res: Results, log, runs: int = 5) -> None:
-    export = ensure_export(out, 1_000_000, seed=1, log=log)
+    export = build_in_child("bench_common", "ensure_export", out=out, n_kernels=1_000_000, seed=1)
     floor_cmd = ["sqlite3", "-readonly", str(export), FLOOR_SQL]
     read_cmd = [*kbase_cmd(), "top", str(export), "--no-store"]
     log(f"S6 kbase top at 1M kernels: {runs} pairs (sqlite3 floor, kbase top)  load {loadavg()}")
