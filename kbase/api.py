@@ -87,53 +87,9 @@ def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderb
     """The stored leaderboard of ``profile`` when a baseline of this file was taken at the current commit
     with the same window settings by this kbase version, else None. A cheap identity check (size, mtime
     and a hash of the first and last 64 KiB, no full read) finds it; nothing is created or migrated."""
-    from kbase import __version__
-    from kbase.readers.source import source_identity
-    from kbase.store.engine import sqlite_path
+    from kbase.store.identity import stored_leaderboard_of
 
-    settings = settings or Settings.load()
-    url = settings.store_url()
-    db_file = sqlite_path(url)
-    if db_file is not None and not db_file.is_file():
-        return None  # no store here: never create one for a read
-    head = _head_commit(settings.repo)
-    if head is None:
-        return None
-    try:
-        ident = source_identity(Path(profile))
-    except OSError:
-        return None  # the reader reports an unreadable file in its own words
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from kbase.errors import KbaseError
-    from kbase.store.engine import open_store
-    from kbase.store.queries import find_by_identity, load_leaderboard
-
-    try:
-        with open_store(settings, migrate=False) as st:
-            b = find_by_identity(st.engine, head, ident.size, ident.mtime_ns, ident.probe, settings.window.key(),
-                                 __version__)
-            if b is None or b.id is None:
-                return None
-            lb = load_leaderboard(st.engine, b.id)
-    except (KbaseError, SQLAlchemyError):
-        return None  # an older or unreadable store: the file is read as usual
-    lb.notes.append(f"from the store: baseline @{b.id} holds this file (same size, mtime and first/last 64 KiB) "
-                    f"at the current commit {head[:12]} with the same window; the file itself was not read")
-    return lb
-
-
-def _head_commit(repo: Path | None) -> str | None:
-    """HEAD's full hash by ``git rev-parse`` (a few ms; GitPython's import alone costs more), or None."""
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "-C", str(repo or Path.cwd()), "rev-parse", "--verify", "-q", "HEAD"],
-                             capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    head = out.stdout.strip().lower()
-    return head if out.returncode == 0 and len(head) == 40 else None
+    return stored_leaderboard_of(Path(profile), settings or Settings.load())
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
