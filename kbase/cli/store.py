@@ -189,9 +189,7 @@ def history(
     settings = make_settings(repo=repo, db=db, name=name)
     h = history_rows(kernel, settings, workload=name)  # plain rows: no pandas for this command
     if fmt == HistoryFormat.JSON:
-        from kbase import jsonable
-
-        sys.stdout.write(jsonable.dumps(h.records()) + "\n")
+        sys.stdout.write(_rows_json(h.columns, h.rows) + "\n")
     elif fmt == HistoryFormat.CSV:
         import csv
 
@@ -208,6 +206,24 @@ def history(
             t.add_row(f"@{r['id']}", r["commit"][:12], str(r["created_at"])[:16], str(r["count"]),
                       fmt_ns(r["avg_ns"]), fmt_ns(r["per_iter_ns"]))
         console().print(t)
+
+
+def _rows_json(columns: list[str], rows: list[tuple]) -> str:
+    """Plain rows (ints, floats, text, datetimes, None) as a strict JSON array, one record per line,
+    without walking every value through ``jsonable.clean`` (0.5–0.8 s at 10,000 rows); anything unusual
+    (NaN, a lone surrogate, another type) takes that path after all."""
+    from datetime import date
+
+    from kbase import jsonable
+
+    records = [{c: v.isoformat() if isinstance(v, date) else v for c, v in zip(columns, r)} for r in rows]
+    try:  # one record per line: json's C encoder works only without ``indent``
+        enc = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+        text = "[\n" + ",\n".join("  " + enc.encode(rec) for rec in records) + ("\n]" if records else "]")
+        text.encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return jsonable.dumps(records)
+    return text
 
 
 @db_app.command("upgrade")
