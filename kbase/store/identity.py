@@ -32,6 +32,9 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
         ident = source_identity(profile)
     except OSError:
         return None  # the reader reports an unreadable file in its own words
+    key = (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
+    if db_file is not None and _sqlite_lookup(db_file, key) is None:
+        return None  # the common miss costs one SQLite query, not the store stack's imports (~0.3 s)
     from sqlalchemy.exc import SQLAlchemyError
 
     from kbase.errors import KbaseError
@@ -50,6 +53,31 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
     lb.notes.append(f"from the store: baseline @{b.id} holds this file (same size, mtime and first/last 64 KiB) "
                     f"at the current commit {head[:12]} with the same window; the file itself was not read")
     return lb
+
+
+def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
+    """The id ``queries.find_by_identity`` would find, by one read-only query through Python's sqlite3
+    (a store at another schema revision, or one that cannot be read: None)."""
+    import sqlite3
+
+    from kbase.store.engine import HEAD_REVISION
+
+    try:
+        conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except (sqlite3.Error, ValueError):
+        return None
+    try:
+        rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        if rev is None or rev[0] != HEAD_REVISION:
+            return None
+        row = conn.execute('SELECT id FROM baseline WHERE "commit" = ? AND source_probe = ? AND source_size = ? '
+                           "AND source_mtime_ns = ? AND window_spec = ? AND kbase_version = ? "
+                           "ORDER BY id DESC LIMIT 1", key).fetchone()
+        return int(row[0]) if row else None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
 
 
 def head_commit(repo: Path | None) -> str | None:

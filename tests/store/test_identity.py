@@ -150,3 +150,16 @@ def test_snapshot_finds_the_stored_capture_by_identity_then_by_sha256(tmp_path, 
     assert not third.created and third.baseline.id == first.baseline.id
     forced = snap(export, db=db, repo=repo, force=True)
     assert forced.created and forced.baseline.id != first.baseline.id
+
+
+def test_a_miss_costs_no_store_stack(tmp_path, repo):
+    """A file not in the store is looked up with one sqlite3 query: SQLAlchemy is never imported."""
+    from test_imports import loaded
+
+    stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
+    db = f"sqlite:///{tmp_path / 'kb.db'}"
+    snap(stored, db=db, repo=repo)
+    rc, heavy = loaded("top", str(other), "--db", db, "--repo", str(repo), cwd=tmp_path)
+    assert rc == 0 and "sqlalchemy" not in heavy and "pandas" in heavy
+    rc, heavy = loaded("top", str(stored), "--db", db, "--repo", str(repo), cwd=tmp_path)
+    assert rc == 0 and "sqlalchemy" in heavy  # the hit loads the stored leaderboard through the store
