@@ -21,13 +21,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
@@ -77,11 +76,25 @@ def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None, sketches: bool = False) -> Leaderboard:
-    """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
+        progress: Progress | None = None, sketches: bool = False, from_store: bool = False) -> Leaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``). ``from_store``:
+    first look for this very file stored at the current commit with the same window (``stored_top``)."""
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
+    if from_store and not per_gpu and not sketches:
+        stored = stored_top(path, settings)
+        if stored is not None:
+            return stored
     return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu, sketches=sketches)
+
+
+def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderboard | None:
+    """The stored leaderboard of ``profile`` when a baseline of this file was taken at the current commit
+    with the same window settings by this kbase version, else None. A cheap identity check (size, mtime
+    and a hash of the first and last 64 KiB, no full read) finds it; nothing is created or migrated."""
+    from kbase.store.identity import stored_leaderboard_of
+
+    return stored_leaderboard_of(Path(profile), settings or Settings.load())
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -121,10 +134,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
+    from kbase import __version__
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
-    from kbase.readers.source import describe_source
-    from kbase.store.queries import find_duplicate, load_leaderboard, save_leaderboard
+    from kbase.readers.source import BackgroundSource, describe_source, source_identity
+    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard, save_leaderboard
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -134,12 +148,22 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     fmt = detect_format(path)
     wkey = settings.window.key()
     with _store(settings, store) as st:
-        source = describe_source(path, fmt)
-        if not force:
+        ident = source_identity(path)
+        seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
+                                                   wkey, __version__, settings.workload)
+        if seen is not None:  # most likely stored already: the full sha256 decides before any reading
+            source = describe_source(path, fmt, ident)
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+        else:  # the sha256 in a thread while the reader parses (hashing a 1.4 GB export alone took 1.5-1.8 s)
+            hashing = BackgroundSource(path, fmt, ident)
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+            source = hashing.result()
+            dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None and dup.id is not None:  # same bytes stored with another mtime
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
         saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                  window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
         if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
@@ -195,7 +219,7 @@ class KernelHistory:
     query: str  # what was asked for
     name: str  # the one stored kernel it names (full demangled name)
     short_name: str
-    rows: pd.DataFrame  # one row per baseline holding it, oldest first
+    rows: list[dict[str, Any]]  # one record per baseline holding it, oldest first (plain rows: no pandas)
 
 
 def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
@@ -217,13 +241,13 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
             branch: str | None = None, store: Store | None = None) -> KernelHistory:
     """One kernel (any name ``find_kernel`` accepts) across every stored baseline, oldest first (of
     ``workload`` / ``branch`` when given)."""
-    from kbase.store.queries import kernel_history
+    from kbase.store.queries import kernel_history_rows
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:
         name, short = find_kernel(kernel, settings, workload=workload, store=st)
-        return KernelHistory(query=kernel, name=name, short_name=short,
-                             rows=kernel_history(st.engine, name, workload, branch))
+        rows = kernel_history_rows(st.engine, name, workload, branch).records()
+        return KernelHistory(query=kernel, name=name, short_name=short, rows=rows)
 
 
 def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
@@ -237,11 +261,11 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
         return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
 
 
-def history_steps(h: pd.DataFrame) -> list[KernelStep]:
-    """Steps and creeps in one kernel's history (``history``'s frame)."""
-    from kbase.comparison.history import kernel_history_steps
+def history_steps(h: KernelHistory) -> list[KernelStep]:
+    """Steps and creeps in one kernel's history (one workload and branch)."""
+    from kbase.comparison.changepoints import kernel_history_steps
 
-    return kernel_history_steps(h)
+    return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -425,4 +449,5 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
            "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
-           "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "top", "window"]
+           "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "stored_top", "top",
+           "window"]

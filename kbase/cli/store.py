@@ -230,11 +230,14 @@ def history(
     else:
         render.print_history(h, console(), wide=wide, quiet=quiet)
         from kbase.cli.steps import step_range
+        from kbase.render.units import fmt_ns
 
-        one_line = h.rows["workload"].nunique() == 1 and (branch or h.rows["branch"].nunique() <= 1)
-        for s in kbase.history_steps(h.rows) if one_line and not quiet else []:
-            console().print(f"{s.kind}: {s.rel:+.1%} per iteration ({fmt_ns(s.before_ns)} -> {fmt_ns(s.after_ns)}) "
-                            f"at {step_range(s)}", highlight=False, markup=False)
+        workloads = {r["workload"] for r in h.rows}
+        branches = {r["branch"] for r in h.rows}
+        if len(workloads) == 1 and len(branches) <= 1 and not quiet:  # steps along one line of commits
+            for s in kbase.history_steps(h):
+                console().print(f"{s.kind}: {s.rel:+.1%} per iteration ({fmt_ns(s.before_ns)} -> "
+                                f"{fmt_ns(s.after_ns)}) at {step_range(s)}", highlight=False, markup=False)
 
 
 @db_app.command("upgrade")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kbase.cli.app import (
+    DbOpt,
     FormatOpt,
     FullNamesOpt,
     LimitOpt,
@@ -41,15 +42,19 @@ def top(
     wide: WideOpt = False,
     full_names: FullNamesOpt = False,
     quiet: QuietOpt = False,
+    db: DbOpt = None,
+    no_store: Annotated[bool, typer.Option(
+        "--no-store", help="Always read the file, even when it is stored at the current commit.")] = False,
     window: dict[str, Any] | None = None,
 ) -> None:
-    """Kernel leaderboard of a profile over an iteration-aligned window."""
+    """Kernel leaderboard of a profile over an iteration-aligned window (from the store when this very
+    file was snapshotted at the current commit with the same window)."""
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
-    settings = make_settings(repo=repo, window=window)
+    settings = make_settings(repo=repo, db=db, window=window)
     with reading_progress(profile.name, quiet=quiet) as progress:
-        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress)
+        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store)
     emit_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
 
 

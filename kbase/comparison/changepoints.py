@@ -198,3 +198,11 @@ def kernel_steps(levels: np.ndarray, names: list[str], shorts: list[str], commit
                                   steps=found.steps if creep else 1, z=z))
     out.sort(key=lambda s: (-abs(s.effect) if s.effect == s.effect else 0.0, s.name))
     return out
+
+
+def kernel_history_steps(per_iter_ns: list[float | None], commits: list[str]) -> list[KernelStep]:
+    """Steps and creeps in one kernel's per-iteration time over baselines (oldest first)."""
+    if not per_iter_ns:
+        return []
+    levels = np.array([np.nan if v is None else float(v) for v in per_iter_ns], dtype=float)[None, :]
+    return kernel_steps(levels, ["kernel"], ["kernel"], commits, float("nan"))

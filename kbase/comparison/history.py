@@ -92,11 +92,3 @@ def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int,
     found = kernel_steps(levels.to_numpy(float), names, shorts, line, wall)
     return StepsReport(workload=workload, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found,
                        notes=notes)
-
-
-def kernel_history_steps(h: pd.DataFrame) -> list[KernelStep]:
-    """Steps and creeps in one kernel's history (``queries.kernel_history``: per baseline, oldest first)."""
-    if h.empty:
-        return []
-    levels = h["per_iter_ns"].astype(float).to_numpy()[None, :]
-    return kernel_steps(levels, ["kernel"], ["kernel"], [str(c) for c in h["commit"]], float("nan"))

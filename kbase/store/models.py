@@ -33,6 +33,7 @@ class Baseline(SQLModel, table=True):
         # unless re-stored on purpose (--force: the next copy number). A constraint, not a check.
         Index("ux_baseline_capture", "workload", "commit", "source_sha256", "window_spec", "capture_copy",
               unique=True),
+        Index("ix_baseline_commit_probe", "commit", "source_probe"),  # kbase top FILE: stored at this commit?
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -47,6 +48,10 @@ class Baseline(SQLModel, table=True):
     source_sha256: str = Field(max_length=64, index=True)
     source_size: int = Field(sa_type=BigInteger)
     source_format: str = Field(max_length=32)
+    # Cheap identity of the file (no full read): its mtime when stored and a sha256 of its size and first
+    # and last 64 KiB (``readers.source.source_identity``). None on baselines stored before 0005.
+    source_mtime_ns: int | None = Field(default=None, sa_type=BigInteger)
+    source_probe: str | None = Field(default=None, max_length=64)
     exporter_version: str = Field(default="", sa_type=Text)
     gpu_models: str = Field(default="", sa_type=Text)  # comma-separated, sorted
     gpu_count: int

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Select, delete, func, or_, select
 
 from kbase.errors import InputError, KbaseError, StoreError
@@ -18,6 +17,7 @@ from kbase.store.engine import write_transaction
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.analysis.leaderboard import Leaderboard
@@ -155,6 +155,20 @@ def find_duplicate(engine: Engine, workload: str, commit: str, sha256: str, wind
     return found[0] if found else None
 
 
+def find_by_identity(engine: Engine, commit: str, size: int, mtime_ns: int, probe: str, window_spec: str,
+                     kbase_version: str, workload: str | None = None) -> Baseline | None:
+    """The newest baseline of this file (same size, mtime and probe hash) at ``commit`` on this window,
+    written by this kbase version, or None: the cheap identity check of ``kbase top FILE``."""
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.commit == commit, bt.source_probe == probe, bt.source_size == size,
+                               bt.source_mtime_ns == mtime_ns, bt.window_spec == window_spec,
+                               bt.kbase_version == kbase_version)
+    if workload:
+        q = q.where(bt.workload == workload)
+    found = _baselines(engine, q.order_by(bt.id.desc()).limit(1))
+    return found[0] if found else None
+
+
 def list_baselines(engine: Engine, workload: str | None = None, branch: str | None = None,
                    commit_prefix: str | None = None, limit: int | None = None) -> list[Baseline]:
     """Baselines, newest first, optionally filtered."""
@@ -200,6 +214,8 @@ def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
         .where(bk.c.baseline_id.in_(baseline_ids))
         .order_by(bk.c.baseline_id, bk.c.rank)
     )
+    import pandas as pd  # here, not at the top: list/history/db never load pandas
+
     with engine.connect() as conn:
         res = conn.execute(q)
         # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
@@ -230,8 +246,21 @@ def kernel_names(engine: Engine, workload: str | None = None) -> tuple[list[str]
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def kernel_history(engine: Engine, name: str, workload: str | None = None, branch: str | None = None) -> pd.DataFrame:
-    """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
+@dataclass(frozen=True)
+class HistoryRows:
+    """One kernel across baselines as plain rows (no pandas): ``columns`` names each tuple's fields."""
+
+    columns: list[str]
+    rows: list[tuple]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+
+def kernel_history_rows(engine: Engine, name: str, workload: str | None = None,
+                        branch: str | None = None) -> HistoryRows:
+    """One kernel across all baselines (oldest first): id, commit, created_at, workload, count, total_ns,
+    avg_ns, per_iter_ns, share_window. Plain tuples: ``kbase history`` renders them without pandas."""
     bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
     q = (
         select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bt.c.branch, bk.c.count, bk.c.total_ns,
@@ -247,8 +276,16 @@ def kernel_history(engine: Engine, name: str, workload: str | None = None, branc
         q = q.where(bt.c.branch == branch)
     with engine.connect() as conn:
         res = conn.execute(q)
-        # plain tuples: pandas probes each Row object (~2x slower at 10,000 baselines)
-        return pd.DataFrame([tuple(r) for r in res.fetchall()], columns=list(res.keys()))
+        return HistoryRows(columns=list(res.keys()), rows=[tuple(r) for r in res.fetchall()])
+
+
+def kernel_history(engine: Engine, name: str, workload: str | None = None,
+                   branch: str | None = None) -> pd.DataFrame:
+    """``kernel_history_rows`` as a DataFrame (one row per baseline with the kernel, oldest first)."""
+    import pandas as pd
+
+    h = kernel_history_rows(engine, name, workload, branch)
+    return pd.DataFrame(h.rows, columns=h.columns)
 
 
 def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
