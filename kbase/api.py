@@ -156,10 +156,10 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
         else:  # the sha256 in a thread while the reader parses (hashing a 1.4 GB export alone took 1.5-1.8 s)
             hashing = BackgroundSource(path, fmt, ident)
-            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
             source = hashing.result()
             dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:  # same bytes stored with another mtime

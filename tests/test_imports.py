@@ -75,7 +75,9 @@ def test_store_listing_commands_do_not_load_the_data_stack(small_store, args):
     url, name, root = small_store
     rc, heavy = loaded(*(a.format(name=name) for a in args), "--db", url, cwd=root)
     assert rc == 0
-    assert not heavy & DATA_STACK, f"kbase {' '.join(args[:1])} loaded {sorted(heavy & DATA_STACK)}"
+    # the history table runs step detection over the kernel's levels: numpy (0.06 s), never pandas
+    allowed = {"numpy"} if args == ("history", "{name}") else set()
+    assert not heavy & (DATA_STACK - allowed), f"kbase {' '.join(args[:1])} loaded {sorted(heavy & DATA_STACK)}"
     assert "sqlalchemy" in heavy  # the probe sees what the command imported (it did reach the store)
 
 

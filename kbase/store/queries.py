@@ -279,15 +279,6 @@ def kernel_history_rows(engine: Engine, name: str, workload: str | None = None,
         return HistoryRows(columns=list(res.keys()), rows=[tuple(r) for r in res.fetchall()])
 
 
-def kernel_history(engine: Engine, name: str, workload: str | None = None,
-                   branch: str | None = None) -> pd.DataFrame:
-    """``kernel_history_rows`` as a DataFrame (one row per baseline with the kernel, oldest first)."""
-    import pandas as pd
-
-    h = kernel_history_rows(engine, name, workload, branch)
-    return pd.DataFrame(h.rows, columns=h.columns)
-
-
 def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
     """Store an acknowledged regression; returns it with its id."""
     with write_transaction(engine, url) as conn:
@@ -351,6 +342,8 @@ def line_baselines(engine: Engine, workload: str, *, fingerprint: str | None = N
 def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
     """Per kernel (rows: name; columns: the baselines in the order given) its time per iteration per GPU
     (``per_iter_ns``; NaN where it did not run), with short_name as a column-free attribute frame."""
+    import pandas as pd
+
     if not baseline_ids:
         return pd.DataFrame()
     bk, kn = BASELINE_KERNEL, KERNEL_NAME
