@@ -42,7 +42,7 @@ def run() -> NoReturn:
     if code is None:
         code = 0
     if not isinstance(code, int):
-        sys.exit(code)  # a message: let Python print it as usual
+        sys.exit(str(code))  # a message: let Python print it as usual
     leave(code)
 
 

@@ -124,7 +124,7 @@ def match_kernels(bk: pd.DataFrame, ak: pd.DataFrame) -> pd.DataFrame:
 
 def _side_columns(k: pd.DataFrame, names: pd.Series, suffix: str) -> pd.DataFrame:
     """The side's per-kernel columns for ``names``, row by row (NaN where the kernel is absent)."""
-    pos = k.index.get_indexer(names)
+    pos = k.index.get_indexer(pd.Index(names))
     cols = ["short_name", "family", "category", "tc", "count", "avg_ns", "std_ns", "per_unit_ns", "count_per_unit"]
     out = k[cols].reset_index(drop=True).reindex(pos).reset_index(drop=True)
     out.columns = [f"{c}{suffix}" for c in cols]
@@ -265,7 +265,7 @@ def _per_kernel(policy: Policy, names: pd.Series, shorts: pd.Series) -> dict[str
 def _classify(rows: pd.DataFrame, policy: Policy, has_b: np.ndarray, has_a: np.ndarray) -> None:
     names, shorts = rows["name"].astype(str), rows["short_name"].astype(str)
     th = _per_kernel(policy, names, shorts)
-    rows["ignored"] = policy.ignored_mask(names, shorts)
+    rows["ignored"] = policy.ignored_mask(names.tolist(), shorts.tolist())
     pct = rows["delta_pct"].to_numpy()
     enough = rows["enough"].to_numpy()
     v = rows.pop("_verdict").to_numpy()

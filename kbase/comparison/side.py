@@ -82,7 +82,7 @@ def _sample_matrix(lb: Leaderboard, keys: list[int], gpus: int) -> tuple[pd.Inde
     pos = pd.Index(keys)
     if not keys or not len(s):
         return pd.Index([], dtype=object), np.zeros((0, len(keys)))
-    col = pos.get_indexer(s["iteration"])
+    col = pos.get_indexer(pd.Index(s["iteration"]))
     keep = col >= 0
     codes, names = pd.factorize(s["name"].to_numpy()[keep])
     mat = np.zeros((len(names), len(keys)))

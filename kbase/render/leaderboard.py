@@ -25,7 +25,7 @@ LEADERBOARD_SCHEMA = "kbase.leaderboard/1"
 
 def records(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as dicts of Python scalars (NaN stays NaN: cells show "-", JSON writes null)."""
-    return table.to_dict("records")
+    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
 
 
 def cut(table: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
