@@ -29,12 +29,41 @@ BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) s
 HEAD_REVISION = "0004"
 
 
-def mask_url(url: str) -> str:
-    """The URL with any password replaced by ***, for messages."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+_SECRET_KEYS = r"(?:password|passwd|pwd|sslpassword)"
+# key=value (libpq DSN, URL query string, possibly URL-encoded '=' as %3D), value quoted or bare.
+_KV_SECRET = re.compile(rf"(?i)\b({_SECRET_KEYS})(\s*=\s*|%3D)('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^\s&;,)]*)")
+
+
+def _url_password(url: str) -> str | None:
+    """The password of ``scheme://user:password@host`` (text before the last '@'), if any."""
+    m = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^\s]*)@", url)
+    if not m or ":" not in m.group(1):
+        return None
+    return m.group(1).split(":", 1)[1] or None
+
+
+def mask_url(url: str, secret_of: str | None = None) -> str:
+    """``url`` (or any message) with every password replaced by ***: the ``user:password@`` part of a URL
+    (up to the last '@', so '@', ':' and '/' in a password are covered), ``password=`` in a query string or a
+    libpq ``key=value`` string (quoted, or URL-encoded), and any literal occurrence (raw or percent-decoded)
+    of the password of ``secret_of`` (the store URL), which drivers may echo in their errors."""
+    from urllib.parse import unquote
+
+    text = str(url)
+    secrets = [p for p in {_url_password(text), _url_password(secret_of or "")} if p]
+    for pw in list(secrets):
+        secrets.append(unquote(pw))
+    for pw in sorted({p for p in secrets if len(p) >= 1}, key=len, reverse=True):
+        text = text.replace(pw, "***")
+    text = re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)([^\s]*)@",
+                  lambda m: m.group(1) + (m.group(2).split(":", 1)[0] + ":***" if ":" in m.group(2)
+                                          else m.group(2)) + "@", text)
+    return _KV_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 
 
 def normalize_url(value: str, base: Path | None = None) -> str:
+    if value.strip() == ":memory:":
+        return "sqlite://"  # in memory, never a file named ':memory:'
     if "://" not in value:
         p = Path(value).expanduser()
         if not p.is_absolute():
@@ -46,9 +75,76 @@ def normalize_url(value: str, base: Path | None = None) -> str:
 
 
 def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
     if url.startswith("sqlite:///"):
-        return Path(url[len("sqlite:///"):])
+        rest = url[len("sqlite:///"):].split("?", 1)[0]
+        if rest in ("", ":memory:") or rest.startswith("file::memory:"):
+            return None
+        return Path(rest)
     return None
+
+
+def is_memory(url: str) -> bool:
+    return url.startswith("sqlite") and sqlite_path(url) is None
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+KBASE_TABLES = {"baseline", "kernel_name", "baseline_kernel", "acceptance"}
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    """The table names of an existing SQLite file, read without writing, locking or creating anything
+    (immutable; a -wal beside it is read through a read-only connection)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path))}"
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
+    conn = sqlite3.connect(f"{uri}?{mode}", uri=True)
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    finally:
+        conn.close()
+    return {str(r[0]) for r in rows}
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse, untouched, an existing file that is not a kbase store: not SQLite at all (a profile trace,
+    a text file), or a SQLite database with tables of its own (another application's, an nsys export).
+    An empty file or one without tables may become a store."""
+    import sqlite3
+
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be read ({exc.strerror})", path=path) from None
+    if head != SQLITE_MAGIC:
+        raise StoreError(f"store {path}: exists and is not a SQLite database; refusing to use it as the store "
+                         "(the file was not changed)", path=path)
+    try:
+        tables = _sqlite_tables(path)
+    except sqlite3.Error as exc:
+        raise StoreError(f"store {path}: cannot be read as a database ({exc}); the file was not changed",
+                         path=path) from None
+    _refuse_foreign(str(path), tables)
+
+
+def _refuse_foreign(where: str, tables: set[str]) -> None:
+    if tables and not ("alembic_version" in tables and "baseline" in tables):
+        shown = ", ".join(sorted(tables)[:4]) + (", …" if len(tables) > 4 else "")
+        raise StoreError(f"store {where}: holds tables that are not a kbase store ({shown}); refusing to use it "
+                         "(nothing was changed) (use another database for the store)")
+
+
+def check_server_database(engine: Any, url: str) -> None:
+    """The same refusal for a server database: tables in its schema and no kbase store among them."""
+    from sqlalchemy import inspect
+
+    _refuse_foreign(mask_url(url), set(inspect(engine).get_table_names()))
 
 
 def migrations_dir() -> Path:
@@ -103,7 +199,9 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     if path is not None:
         if path.exists() and path.is_dir():
             raise StoreError(f"store {path}: is a directory, not a database file")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        check_sqlite_file(path)
+        if not path.exists():
+            _make_parent(path)
         engine = create_engine(url, connect_args={"timeout": busy})
         event.listen(engine, "connect", _sqlite_pragmas(busy))
     else:
@@ -116,10 +214,23 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     return engine
 
 
+def _make_parent(path: Path) -> None:
+    for parent in (path.parent, *path.parent.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise StoreError(f"store {path}: {parent} is a file, not a directory")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot create its directory {path.parent} ({exc.strerror})") from None
+
+
 def store_error(url: str, exc: Exception) -> StoreError:
     """Turn a driver error into one line a user can act on."""
     text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     where = mask_url(url)
+    text = mask_url(text, secret_of=url)
     low = text.lower()
     if "readonly" in low or "read-only" in low or "attempt to write" in low:
         return StoreError(f"store {where}: database is read-only ({text})")
@@ -141,24 +252,42 @@ def store_error(url: str, exc: Exception) -> StoreError:
 
 
 @contextlib.contextmanager
-def _schema_lock(engine, url: str):
-    """Serialise migrations between processes (8 CI jobs opening a new store at once)."""
-    path = sqlite_path(url)
-    if path is not None:
-        import fcntl
+def _file_lock(lock_path: Path) -> Iterator[None]:
+    """An exclusive flock on ``lock_path``, removed again when released (also on error or Ctrl-C). A waiter
+    that wakes up holding a lock on a file already removed retries on the path's new file, so removing it
+    never lets two processes in at once. (SIGKILL may leave the empty file; it holds no lock.)"""
+    import fcntl
 
-        lock_path = path.with_name(path.name + ".migrate-lock")
+    while True:
         try:
             fh = open(lock_path, "a+")
         except OSError:
             yield None  # read-only directory: nothing can migrate anyway
             return
-        with fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield None
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            same = os.path.exists(lock_path) and os.stat(lock_path).st_ino == os.fstat(fh.fileno()).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        fh.close()
+    try:
+        yield None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+@contextlib.contextmanager
+def _schema_lock(engine, url: str):
+    """Serialise migrations between processes (8 CI jobs opening a new store at once)."""
+    path = sqlite_path(url)
+    if path is not None:
+        with _file_lock(path.with_name(path.name + ".migrate-lock")):
+            yield None
         return
     from sqlalchemy import text
 
@@ -227,9 +356,14 @@ class Store:
         self.close()
 
 
-def open_store(target: Settings | str | None = None, *, migrate: bool = True) -> Store:
+class NoStoreError(StoreError):
+    """A read-only command found no store where one was looked for (nothing was created)."""
+
+
+def open_store(target: Settings | str | None = None, *, migrate: bool = True, readonly: bool = False) -> Store:
     """The store of ``target`` (Settings, or a URL/path; None: the default settings), at the schema
-    head (migrated if needed)."""
+    head (migrated if needed). ``readonly``: for commands that only read — a SQLite store that does not
+    exist is not created (nor its directory): ``NoStoreError``."""
     from kbase.settings import Settings
 
     if isinstance(target, str):
@@ -237,6 +371,9 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True) ->
     else:
         settings = target or Settings.load()
         url, busy = settings.store_url(), settings.busy_timeout_s
+    path = sqlite_path(url)
+    if readonly and path is not None and not path.exists():
+        raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
     return Store(_open_engine(url, busy, migrate), url)
 
 
@@ -247,6 +384,8 @@ def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engin
     try:
         if _stamped_revision(engine) == HEAD_REVISION:
             return engine
+        if sqlite_path(url) is None and not is_memory(url):
+            check_server_database(engine, url)
         current, head, known = schema_state(engine, url)
         if current is not None and current not in known:
             raise StoreError(
