@@ -10,7 +10,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import DbOpt, NameOpt, RepoOpt, app, check_choice, console, make_settings, window_options
+from kbase.cli.app import (
+    DbOpt,
+    NameOpt,
+    RepoOpt,
+    app,
+    check_choice,
+    check_writable,
+    console,
+    make_settings,
+    window_options,
+    write_output,
+)
 from kbase.enums import DiffFormat
 from kbase.errors import InputError, SettingsError
 
@@ -49,7 +60,8 @@ def diff(
     _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all)
 
 
-def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None) -> None:
+def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool,
+          verdict: Verdict | None = None) -> None:
     from kbase.render import diff as render_diff
 
     if fmt == DiffFormat.JSON:
@@ -109,24 +121,27 @@ def gate(
         sys.stdout.write(json.dumps(settings.policy.as_dict(), indent=2) + "\n")
         return
     fmt = check_choice(fmt, DiffFormat)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    for path, field in ((output, "output"), (junit, "junit"), (summary, "step_summary")):
+        check_writable(path, field)  # before any work: a bad path never follows a printed verdict
     result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
                         warn_only=warn_only)
     verdict = result.verdict
     doc = render_diff.diff_doc(result.comparison, verdict)
-    _emit(doc, result.comparison, fmt, show_all, verdict)
-    if output:
-        output.write_text(render_diff.diff_json(doc) + "\n", encoding="utf-8")
+    if output:  # files first: a write that fails after all is exit 2 with no verdict printed
+        write_output(output, render_diff.diff_json(doc) + "\n", "output")
     if junit:
         from kbase.render.junit import junit_xml
 
-        junit.write_text(junit_xml(doc, verdict), encoding="utf-8")
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        write_output(junit, junit_xml(doc, verdict), "junit")
     if summary:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(render_diff.diff_md(doc, show_all, verdict))
+        write_output(summary, render_diff.diff_md(doc, show_all, verdict), "step_summary", append=True)
+    _emit(doc, result.comparison, fmt, show_all, verdict)
     if fmt != DiffFormat.TABLE:
+        from kbase.render.safe import inert
+
         for line in render_diff.verdict_lines(verdict):
-            print(line, file=sys.stderr)
+            print(inert(line), file=sys.stderr)
     raise typer.Exit(verdict.code)
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
+from kbase.render.safe import md_text
 from kbase.render.units import fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
@@ -116,11 +117,12 @@ def leaderboard_md(lb, limit: int | None = 20) -> str:
     shown, omitted = cut(lb.table, limit)
     per_gpu = "gpu" in shown.columns
     head = (["GPU"] if per_gpu else []) + HEADERS
-    out = ["### Kernel leaderboard", ""] + [f"- {line}" for line in _summary_lines(lb.summary) + lb.notes] + [""]
+    out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(lb.summary) + lb.notes]
+    out.append("")
     out.append("| # | " + " | ".join(head) + " |")
     out.append("|" + "---|" * (len(head) + 1))
     for i, r in enumerate(records(shown), 1):
-        cells = [c.replace("|", "\\|") for c in _row_cells(r, per_gpu)]
+        cells = [md_text(c) for c in _row_cells(r, per_gpu)]
         out.append(f"| {i} | " + " | ".join(cells) + " |")
     if omitted:
         out.append(f"\n_{omitted} more kernel(s) not shown (truncated; use --limit 0 for all)._")

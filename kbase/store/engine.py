@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
+from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
+from kbase.store.urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -27,124 +28,6 @@ BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) s
 # The newest migration in migrations/versions (a test keeps it equal to Alembic's head). A store
 # already at this revision is opened without importing Alembic (~0.3 s of every command).
 HEAD_REVISION = "0004"
-
-
-_SECRET_KEYS = r"(?:password|passwd|pwd|sslpassword)"
-# key=value (libpq DSN, URL query string, possibly URL-encoded '=' as %3D), value quoted or bare.
-_KV_SECRET = re.compile(rf"(?i)\b({_SECRET_KEYS})(\s*=\s*|%3D)('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^\s&;,)]*)")
-
-
-def _url_password(url: str) -> str | None:
-    """The password of ``scheme://user:password@host`` (text before the last '@'), if any."""
-    m = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^\s]*)@", url)
-    if not m or ":" not in m.group(1):
-        return None
-    return m.group(1).split(":", 1)[1] or None
-
-
-def mask_url(url: str, secret_of: str | None = None) -> str:
-    """``url`` (or any message) with every password replaced by ***: the ``user:password@`` part of a URL
-    (up to the last '@', so '@', ':' and '/' in a password are covered), ``password=`` in a query string or a
-    libpq ``key=value`` string (quoted, or URL-encoded), and any literal occurrence (raw or percent-decoded)
-    of the password of ``secret_of`` (the store URL), which drivers may echo in their errors."""
-    from urllib.parse import unquote
-
-    text = str(url)
-    secrets = [p for p in {_url_password(text), _url_password(secret_of or "")} if p]
-    for pw in list(secrets):
-        secrets.append(unquote(pw))
-    for pw in sorted({p for p in secrets if len(p) >= 1}, key=len, reverse=True):
-        text = text.replace(pw, "***")
-    text = re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)([^\s]*)@",
-                  lambda m: m.group(1) + (m.group(2).split(":", 1)[0] + ":***" if ":" in m.group(2)
-                                          else m.group(2)) + "@", text)
-    return _KV_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
-
-
-def normalize_url(value: str, base: Path | None = None) -> str:
-    if value.strip() == ":memory:":
-        return "sqlite://"  # in memory, never a file named ':memory:'
-    if "://" not in value:
-        p = Path(value).expanduser()
-        if not p.is_absolute():
-            p = (base or Path.cwd()) / p
-        return f"sqlite:///{p}"
-    if value.startswith("postgresql://") or value.startswith("postgres://"):
-        return "postgresql+psycopg://" + value.split("://", 1)[1]
-    return value
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
-    if url.startswith("sqlite:///"):
-        rest = url[len("sqlite:///"):].split("?", 1)[0]
-        if rest in ("", ":memory:") or rest.startswith("file::memory:"):
-            return None
-        return Path(rest)
-    return None
-
-
-def is_memory(url: str) -> bool:
-    return url.startswith("sqlite") and sqlite_path(url) is None
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-KBASE_TABLES = {"baseline", "kernel_name", "baseline_kernel", "acceptance"}
-
-
-def _sqlite_tables(path: Path) -> set[str]:
-    """The table names of an existing SQLite file, read without writing, locking or creating anything
-    (immutable; a -wal beside it is read through a read-only connection)."""
-    import sqlite3
-    from urllib.parse import quote
-
-    uri = f"file:{quote(str(path))}"
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
-    conn = sqlite3.connect(f"{uri}?{mode}", uri=True)
-    try:
-        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    finally:
-        conn.close()
-    return {str(r[0]) for r in rows}
-
-
-def check_sqlite_file(path: Path) -> None:
-    """Refuse, untouched, an existing file that is not a kbase store: not SQLite at all (a profile trace,
-    a text file), or a SQLite database with tables of its own (another application's, an nsys export).
-    An empty file or one without tables may become a store."""
-    import sqlite3
-
-    try:
-        if not path.exists() or path.stat().st_size == 0:
-            return
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise StoreError(f"store {path}: cannot be read ({exc.strerror})", path=path) from None
-    if head != SQLITE_MAGIC:
-        raise StoreError(f"store {path}: exists and is not a SQLite database; refusing to use it as the store "
-                         "(the file was not changed)", path=path)
-    try:
-        tables = _sqlite_tables(path)
-    except sqlite3.Error as exc:
-        raise StoreError(f"store {path}: cannot be read as a database ({exc}); the file was not changed",
-                         path=path) from None
-    _refuse_foreign(str(path), tables)
-
-
-def _refuse_foreign(where: str, tables: set[str]) -> None:
-    if tables and not ("alembic_version" in tables and "baseline" in tables):
-        shown = ", ".join(sorted(tables)[:4]) + (", …" if len(tables) > 4 else "")
-        raise StoreError(f"store {where}: holds tables that are not a kbase store ({shown}); refusing to use it "
-                         "(nothing was changed) (use another database for the store)")
-
-
-def check_server_database(engine: Any, url: str) -> None:
-    """The same refusal for a server database: tables in its schema and no kbase store among them."""
-    from sqlalchemy import inspect
-
-    _refuse_foreign(mask_url(url), set(inspect(engine).get_table_names()))
 
 
 def migrations_dir() -> Path:
@@ -252,42 +135,15 @@ def store_error(url: str, exc: Exception) -> StoreError:
 
 
 @contextlib.contextmanager
-def _file_lock(lock_path: Path) -> Iterator[None]:
-    """An exclusive flock on ``lock_path``, removed again when released (also on error or Ctrl-C). A waiter
-    that wakes up holding a lock on a file already removed retries on the path's new file, so removing it
-    never lets two processes in at once. (SIGKILL may leave the empty file; it holds no lock.)"""
-    import fcntl
-
-    while True:
-        try:
-            fh = open(lock_path, "a+")
-        except OSError:
-            yield None  # read-only directory: nothing can migrate anyway
-            return
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            same = os.path.exists(lock_path) and os.stat(lock_path).st_ino == os.fstat(fh.fileno()).st_ino
-        except OSError:
-            same = False
-        if same:
-            break
-        fh.close()
-    try:
-        yield None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(lock_path)
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
-
-
-@contextlib.contextmanager
 def _schema_lock(engine, url: str):
     """Serialise migrations between processes (8 CI jobs opening a new store at once)."""
     path = sqlite_path(url)
     if path is not None:
         with _file_lock(path.with_name(path.name + ".migrate-lock")):
             yield None
+        return
+    if is_memory(url):  # private to this process: nothing to serialise
+        yield None
         return
     from sqlalchemy import text
 
