@@ -32,6 +32,9 @@ _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff"
                      "\ud800-\udfff]")
 
+# What json.dumps(ensure_ascii=False) leaves raw in strings (it escapes C0 itself; C0 outside strings is layout).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff\ud800-\udfff]")
+
 
 def _escape_char(m: re.Match[str]) -> str:
     ch = m.group()
@@ -66,7 +69,7 @@ def xml_attr(text: object) -> str:
 def json_safe(text: str) -> str:
     """JSON text (from ``json.dumps``) with the characters ``inert`` escapes written as ``\\uXXXX``: they
     only occur inside strings there, so the document means the same and prints inert on a terminal."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class SafeConsole(Console):
