@@ -144,10 +144,13 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
               commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> list[Baseline]:
     """Stored baselines, newest first (of ``workload`` when given)."""
+    from kbase.errors import SettingsError
     from kbase.store.engine import NoStoreError
     from kbase.store.queries import list_baselines
 
     settings = settings or Settings.load()
+    if limit is not None and not 0 <= limit <= 2**62:
+        raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
         return list_baselines(st.engine, workload=workload, branch=branch, commit_prefix=commit, limit=limit)
     return []

@@ -40,6 +40,11 @@ class KbaseGroup(TyperGroup):
             raise typer.Exit(exc.code) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
+        except UnicodeEncodeError as exc:  # a value with bytes that are not UTF-8 (Python keeps them as surrogates)
+            near = exc.object[max(exc.start - 20, 0):exc.end + 20] if isinstance(exc.object, str) else ""
+            typer.echo(f"kbase: error: a value is not valid UTF-8 and cannot be used: {error_line(near, None)}",
+                       err=True)
+            raise typer.Exit(ExitCode.USAGE) from None
         except Exception as exc:
             if _is_click_exception(exc) or os.environ.get("KBASE_DEBUG"):
                 raise
