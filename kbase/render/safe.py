@@ -6,14 +6,16 @@ ranges, paths, commit subjects) can act on the reader of kbase's output.
   ``\\uNNNN`` escapes: one line, no terminal escape sequence, no text reordering.
 - ``term_text``: ``inert`` plus Rich markup escaped (``x[/bold]`` prints as written). ``SafeConsole``
   applies both to every string it renders (table cells, titles, lines), so a caller cannot forget.
-- ``md_text`` (GitHub Markdown, also in table cells): re-exported from ``kbase.render.comment``.
-- ``html_text``: re-exported from ``kbase.render.report.safe``.
+- ``md_text``: GitHub Markdown inline text, also in a table cell (no table break, code span, emphasis,
+  link, HTML tag, comment, mention or line break can come out of a name); used by ``render.comment``.
+- ``html_text``: HTML element text or quoted attribute value (``render.report.safe.visible`` is ``inert``).
 - ``xml_text`` / ``xml_attr``: well-formed XML 1.0 (characters XML cannot carry shown as escapes).
 - ``json_safe``: JSON text with those characters as ``\\uXXXX`` (``kbase.jsonable.dumps`` applies it).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 from xml.sax.saxutils import escape as _xml_escape
@@ -21,9 +23,6 @@ from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
 from rich.console import Console
 from rich.markup import escape as _markup_escape
-
-from kbase.render.comment import md_text
-from kbase.render.report.safe import html_text
 
 __all__ = ["SafeConsole", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_text"]
 
@@ -49,6 +48,24 @@ def _escape_char(m: re.Match[str]) -> str:
 def inert(text: object) -> str:
     """``text`` on one line with every character that could act on a terminal or reorder text escaped."""
     return _UNSAFE.sub(_escape_char, str(text))
+
+
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                             "|": "\\|", "~": "\\~", "#": "\\#", "!": "\\!", "<": "&lt;", ">": "&gt;",
+                             "&": "&amp;", "@": "@\u200b"})
+
+
+def md_text(text: object, limit: int = 0) -> str:
+    """``text`` as inert GitHub Markdown inline text (also inside a table cell); cut to ``limit``."""
+    s = inert(text)
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s.translate(_MD_ESCAPES)
+
+
+def html_text(text: object) -> str:
+    """Escape for HTML element text or a quoted attribute value."""
+    return html.escape(inert(text), quote=True)
 
 
 def term_text(text: object) -> str:
