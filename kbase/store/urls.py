@@ -34,6 +34,8 @@ def mask_url(url: str, secret_of: str | None = None) -> str:
 
     text = str(url)
     secrets = [p for p in {_url_password(text), _url_password(secret_of or "")} if p]
+    for source in (text, secret_of or ""):  # ?password=… and libpq password=… values, quotes stripped
+        secrets += [m.group(3).strip("'\"") for m in _KV_SECRET.finditer(source) if m.group(3).strip("'\"")]
     for pw in list(secrets):
         secrets.append(unquote(pw))
     for pw in sorted({p for p in secrets if len(p) >= 1}, key=len, reverse=True):
