@@ -109,14 +109,15 @@ def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
 
 
 @contextlib.contextmanager
-def _store(settings: Settings, store: Store | None) -> Iterator[Store]:
-    """The given store, or the settings' store opened for this call and closed after it."""
+def _store(settings: Settings, store: Store | None, readonly: bool = False) -> Iterator[Store]:
+    """The given store, or the settings' store opened for this call and closed after it (``readonly``:
+    a command that only reads never creates a store: ``NoStoreError`` instead)."""
     if store is not None:
         yield store
         return
     from kbase.store.engine import open_store
 
-    opened = open_store(settings)
+    opened = open_store(settings, readonly=readonly)
     try:
         yield opened
     finally:
@@ -174,11 +175,16 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
               commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> list[Baseline]:
     """Stored baselines, newest first (of ``workload`` when given)."""
+    from kbase.errors import SettingsError
+    from kbase.store.engine import NoStoreError
     from kbase.store.queries import list_baselines
 
     settings = settings or Settings.load()
-    with _store(settings, store) as st:
+    if limit is not None and not 0 <= limit <= 2**62:
+        raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
+    with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
         return list_baselines(st.engine, workload=workload, branch=branch, commit_prefix=commit, limit=limit)
+    return []
 
 
 @dataclass
@@ -193,7 +199,7 @@ def baseline(ref: str, settings: Settings | None = None, *, store: Store | None 
     from kbase.store.queries import load_leaderboard
 
     settings = settings or Settings.load()
-    with _store(settings, store) as st:
+    with _store(settings, store, readonly=True) as st:
         b = resolve_baseline(parse_ref(ref, profiles=False), st.engine, workload=settings.workload,
                              repo=settings.repo)
         assert b.id is not None
@@ -231,7 +237,7 @@ def find_kernel(query: str, settings: Settings | None = None, *, workload: str |
     from kbase.store.queries import kernel_names
 
     settings = settings or Settings.load()
-    with _store(settings, store) as st:
+    with _store(settings, store, readonly=True) as st:
         names, shorts = kernel_names(st.engine, workload)
     k = lookup(query, names, shorts)
     return k.name, k.short
@@ -244,7 +250,7 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
     from kbase.store.queries import kernel_history_rows
 
     settings = settings or Settings.load()
-    with _store(settings, store) as st:
+    with _store(settings, store, readonly=True) as st:
         name, short = find_kernel(kernel, settings, workload=workload, store=st)
         rows = kernel_history_rows(st.engine, name, workload, branch).records()
         return KernelHistory(query=kernel, name=name, short_name=short, rows=rows)
@@ -257,7 +263,7 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
     from kbase.comparison.history import steps_report
 
     settings = settings or Settings.load()
-    with _store(settings, store) as st:
+    with _store(settings, store, readonly=True) as st:
         return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
 
 
@@ -323,16 +329,30 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
 
         def get_store() -> Store:
             if not opened:
-                opened.append(stack.enter_context(_store(settings, None)))
+                opened.append(stack.enter_context(_store(settings, None, readonly=True)))
             return opened[0]
 
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
+        _check_distinct(a, b, first, second)
         noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second) \
             if first.baseline_ids else (None, [])
         result = compute_diff(first.side, second.side, settings.policy, history=noise)
         return Comparison(result=result, before=first, after=second,
                           notes=notes + first.notes + second.notes + why)
+
+
+def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
+    """Both sides resolving to the same stored baseline (say a revision without a baseline falling back to
+    its nearest ancestor) would compare a capture with itself: refused whatever the options."""
+    from kbase.errors import IncomparableError
+
+    shared = sorted(set(first.baseline_ids) & set(second.baseline_ids))
+    if shared:
+        ids = ", ".join(f"@{i}" for i in shared)
+        why = "; ".join(first.notes + second.notes)
+        raise IncomparableError(f"{a} and {b} resolve to the same baseline {ids}: nothing to compare"
+                                + (f" ({why})" if why else ""))
 
 
 @dataclass
@@ -352,7 +372,7 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
     with contextlib.ExitStack() as stack:
         st = store
         if st is None and not all(_is_profile(x) for x in (a, b)):
-            st = stack.enter_context(_store(settings, None))
+            st = stack.enter_context(_store(settings, None, readonly=True))
         comparison = _compare(a, b, settings, notes, strict, st)
         accepted: list[Acceptance] = []
         if st is not None and comparison.after.commit:
@@ -431,11 +451,13 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
 def acceptances(settings: Settings | None = None, *, all_workloads: bool = False, active_on: date | None = None,
                 store: Store | None = None) -> list[Acceptance]:
     """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
+    from kbase.store.engine import NoStoreError
     from kbase.store.queries import list_acceptances
 
     settings = settings or Settings.load()
-    with _store(settings, store) as st:
+    with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
         return list_acceptances(st.engine, None if all_workloads else settings.workload, active_on)
+    return []
 
 
 def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store | None = None) -> Acceptance:

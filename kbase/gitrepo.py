@@ -37,6 +37,19 @@ def open_repo(path: Path | None = None):
         ) from None
 
 
+def refused_by_git(repo) -> None:
+    """git refuses a repository owned by another user ("dubious ownership"): say so, not "no commits"."""
+    import git
+
+    try:
+        repo.git.rev_parse("--git-dir")
+    except git.GitCommandError as exc:
+        if "dubious ownership" in str(exc.stderr) or "safe.directory" in str(exc.stderr):
+            raise InputError(f"{repo.working_tree_dir}: git refuses this repository (dubious ownership: it belongs "
+                             "to another user); trust it with git config --global --add safe.directory "
+                             f"{repo.working_tree_dir}") from None
+
+
 def resolve_commit(repo, rev: str):
     """The commit object a revision names; one clear line when it names none."""
     import git
@@ -47,10 +60,14 @@ def resolve_commit(repo, rev: str):
         # there, which only fails on first use. Read it now, inside this try.
         commit.committed_date  # noqa: B018
         return commit
-    except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
+    except (git.BadName, git.BadObject, ValueError, IndexError, TypeError, git.GitCommandError):
+        # IndexError: GitPython's own parser on @{-N}; TypeError on some malformed selectors
         shallow = (Path(repo.git_dir) / "shallow").exists()
         hint = (" (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)"
                 if shallow else "")
+        refused_by_git(repo)
+        if "/" not in rev and Path(rev).is_dir():
+            hint += f" (a folder named {rev!r} exists here: write ./{rev} to read it as a trace directory)"
         raise InputError(f"unknown git revision {rev!r} in {repo.working_tree_dir}{hint}") from None
 
 
@@ -61,6 +78,7 @@ def commit_info(repo_path: Path | None = None, rev: str | None = None, no_git: b
         return CommitInfo(hash=rev.lower(), date=None, branch="", detached=True, dirty=False)
     repo = open_repo(repo_path)
     if rev is None and not repo.head.is_valid():
+        refused_by_git(repo)
         raise InputError(f"{repo.working_tree_dir}: the repository has no commits yet")
     commit = resolve_commit(repo, rev or "HEAD")
     detached = repo.head.is_detached

@@ -52,4 +52,6 @@ def dumps(value: Any, indent: int | None = 2) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(doc, indent=indent, ensure_ascii=True, allow_nan=False)
-    return text
+    from kbase.render.safe import json_safe  # DEL, C1 and bidi controls as \uXXXX: inert on a terminal
+
+    return json_safe(text)

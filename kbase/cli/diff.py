@@ -19,9 +19,11 @@ from kbase.cli.app import (
     WideOpt,
     app,
     check_choice,
+    check_writable,
     console,
     make_settings,
     window_options,
+    write_output,
 )
 from kbase.enums import DiffFormat, ListFormat
 from kbase.errors import InputError, SettingsError
@@ -134,24 +136,27 @@ def gate(
         sys.stdout.write(policy_toml(settings.policy.as_dict()))
         return
     fmt = check_choice(fmt, DiffFormat)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    for path, field in ((output, "output"), (junit, "junit"), (summary, "step_summary")):
+        check_writable(path, field)  # before any work: a bad path never follows a printed verdict
     result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
                         warn_only=warn_only)
     verdict = result.verdict
     doc = render_diff.diff_doc(result.comparison, verdict)
-    _emit(doc, result.comparison, fmt, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet)
-    if output:
-        output.write_text(render_diff.diff_json(doc) + "\n", encoding="utf-8")
+    if output:  # files first: a write that fails after all is exit 2 with no verdict printed
+        write_output(output, render_diff.diff_json(doc) + "\n", "output")
     if junit:
         from kbase.render.junit import junit_xml
 
-        junit.write_text(junit_xml(doc, verdict), encoding="utf-8")
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        write_output(junit, junit_xml(doc, verdict), "junit")
     if summary:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(render_diff.diff_md(doc, show_all, verdict))
+        write_output(summary, render_diff.diff_md(doc, show_all, verdict), "step_summary", append=True)
+    _emit(doc, result.comparison, fmt, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet)
     if fmt != DiffFormat.TABLE and not quiet:
+        from kbase.render.safe import inert
+
         for line in render_diff.verdict_lines(verdict):
-            print(line, file=sys.stderr)
+            print(inert(line), file=sys.stderr)
     raise typer.Exit(verdict.code)
 
 

@@ -16,9 +16,13 @@ FLAGS = {
     "max_increase_pct": "--max-increase-pct", "abs_floor_us": "--abs-floor-us", "share_floor": "--share-floor",
     "alpha": "--alpha", "total_increase_pct": "--total-increase-pct", "new_kernel": "--new-kernel",
     "ignore": "--ignore", "format": "--format", "reason": "--reason", "expires": "--expires", "pattern": "PATTERN",
-    "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
+    "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks",
+    "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "junit": "--junit", "output": "--output", "comment_md": "--comment-md",
+    "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit",
 }
-ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT"}
+ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT",
+            "step_summary": "GITHUB_STEP_SUMMARY"}
+ENV_ONLY = ("busy_timeout_s", "nsys_timeout_s", "step_summary")  # read from the environment only
 
 
 def _value_text(value: Any) -> str:
@@ -38,7 +42,7 @@ def label(field: str, value: Any, settings: Settings | None) -> str:
     if origin == Origin.CONFIG and settings is not None:
         where = f" ({settings.pyproject})" if settings.pyproject else ""
         return f"[tool.kbase] {field}" + ("" if is_unset(value) else f" = {_value_text(value)}") + where
-    if origin == Origin.ENV or field in ("busy_timeout_s", "nsys_timeout_s"):
+    if origin == Origin.ENV or field in ENV_ONLY:
         var = ENV_VARS.get(field, field.upper())
         return var if is_unset(value) else f"{var}={_mask(field, value)}"
     flag = FLAGS.get(field, field)
@@ -58,8 +62,13 @@ def _mask(field: str, value: Any) -> str:
 
 
 def one_line(text: str) -> str:
-    """Messages may quote names with newlines (kernel names, paths): keep stderr to one line."""
-    return str(text).strip().replace("\r", "\\r").replace("\n", "\\n")
+    """Messages may quote names and paths with newlines, escape sequences, bidi controls or bytes that
+    are not UTF-8, and URLs with passwords: one line on stderr, every such character escaped, passwords
+    masked in every form (``kbase.store.engine.mask_url``)."""
+    from kbase.render.safe import inert
+    from kbase.store.engine import mask_url
+
+    return inert(mask_url(str(text).strip()))
 
 
 def error_line(exc: BaseException, settings: Settings | None) -> str:

@@ -41,17 +41,23 @@ class Ref:
 
 
 def parse_ref(text: str, *, profiles: bool = True) -> Ref:
-    """``@12`` a baseline, an existing path a profile (when ``profiles``), else a git revision."""
+    """``@12`` a baseline, an existing file a profile (when ``profiles``), else a git revision. A folder is
+    read as a (per-rank trace) profile only when written as a path (``./main``, ``runs/a``): a bare word
+    is a revision even if a folder of that name exists, so a directory named like a branch never shadows it."""
     if text.startswith("@"):
         token = text[1:]
         if not token.isdigit():
             raise InputError("a baseline id looks like @12", field="ref", value=text)
         return Ref(text, RefKind.BASELINE, baseline_id=int(token))
-    if profiles and text and Path(text).exists():
+    if profiles and text and Path(text).exists() and (not Path(text).is_dir() or _written_as_path(text)):
         return Ref(text, RefKind.PROFILE, path=Path(text))
     if not text.strip():
         raise InputError("empty revision", field="ref", value=text)
     return Ref(text, RefKind.REVISION)
+
+
+def _written_as_path(text: str) -> bool:
+    return "/" in text or text.startswith(".") or text.startswith("~")
 
 
 @dataclass

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from kbase.render.report.safe import visible
+from kbase.render.safe import md_text
 
 MARKER = "<!-- kbase-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -28,19 +28,6 @@ DEFAULT_MAX_CHARS = 60_000  # headroom under GitHub's limit for what CI appends 
 HEAD = {"pass": ("✅", "PASS"), "fail": ("❌", "FAIL"), "incomparable": ("⚠️", "INCOMPARABLE"),
         "warn-only": ("⚠️", "FAIL (warn-only, exit 0)")}
 TC = {"tc": "✓", "fallback": "⚠", "na": "-"}
-_MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
-                             "|": "\\|", "~": "\\~", "#": "\\#", "!": "\\!", "<": "&lt;", ">": "&gt;",
-                             "&": "&amp;", "@": "@\u200b"})
-
-
-def md_text(text: object, limit: int = 0) -> str:
-    """``text`` as inert GitHub Markdown inline text (also inside a table cell); cut to ``limit``."""
-    s = visible(str(text))  # newlines, \r, tabs and other controls as visible escapes: one line
-    if limit and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s.translate(_MD_ESCAPES)
-
-
 def _ns(ns) -> str:
     if not isinstance(ns, (int, float)) or isinstance(ns, bool) or not math.isfinite(ns):
         return "-"

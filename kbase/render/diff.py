@@ -18,6 +18,7 @@ from kbase.comparison.gate import Finding, FindingKind, Verdict
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.layout import Column, print_table
 from kbase.render.leaderboard import records, to_csv
+from kbase.render.safe import md_text
 from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
@@ -306,16 +307,16 @@ def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdic
 def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None = None,
             full_names: bool = False) -> str:
     out = ["## kbase kernel diff", ""]
-    out += [f"- {line}" for line in _head_lines(doc)]
+    out += [f"- {md_text(line)}" for line in _head_lines(doc)]
     if verdict is not None:
         lines = verdict_lines(verdict)
-        out += ["", "**" + lines[0] + "**"] + [f"- {line.strip()}" for line in lines[1:]]
+        out += ["", "**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
     rows, hidden = _visible(doc, show_all)
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     display = _display(doc, full_names)
     for r in rows:
         cells = row_cells(r, display[r["name"]])
-        out.append("| " + " | ".join(cells[c.key].replace("|", "\\|").replace("\n", " ") for c in COLUMNS) + " |")
+        out.append("| " + " | ".join(md_text(cells[c.key]) for c in COLUMNS) + " |")
     if hidden:
         out.append(f"\n_{hidden} unchanged / within-noise kernel(s) not shown._")
     return "\n".join(out) + "\n"

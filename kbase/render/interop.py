@@ -73,7 +73,8 @@ def _sample_bounds(lb) -> dict[str, tuple[float, float]]:
     keys = [int(k) for k in summary.iteration_keys]
     per = s.groupby(["name", "iteration"])["total_ns"].sum().unstack(fill_value=0.0)
     per = per.reindex(columns=keys, fill_value=0.0) if keys else per
-    return {name: (float(lo) / gpus, float(hi) / gpus) for name, lo, hi in zip(per.index, per.min(axis=1), per.max(axis=1))}
+    return {name: (float(lo) / gpus, float(hi) / gpus)
+            for name, lo, hi in zip(per.index, per.min(axis=1), per.max(axis=1))}
 
 
 def bmf_from_leaderboard(lb, workload: str, limit: int = 50) -> dict:
@@ -127,7 +128,8 @@ def gab_from_leaderboard(lb, workload: str, limit: int = 30) -> list[dict]:
     out = []
     t = lb.table.head(limit) if limit else lb.table
     for name, short, cat, tc, per_iter, launches, avg in zip(
-            *(t[c].tolist() for c in ("name", "short_name", "category", "tc", "per_iter_ns", "count_per_iter", "avg_ns"))):
+            *(t[c].tolist() for c in ("name", "short_name", "category", "tc", "per_iter_ns", "count_per_iter",
+                                      "avg_ns"))):
         v = _finite(per_iter)
         if v is None:
             continue
@@ -175,4 +177,6 @@ def _extra(short, category, tc, launches, avg) -> str:
 
 def dumps_strict(value) -> str:
     """Strict JSON text (``allow_nan=False``: raises rather than writing NaN or Infinity)."""
-    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    from kbase.render.safe import json_safe
+
+    return json_safe(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"

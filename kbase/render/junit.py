@@ -1,13 +1,14 @@
-"""The gate as JUnit XML, for CI systems that show test reports (GitLab ``reports: junit``)."""
+"""The gate as JUnit XML, for CI systems that show test reports (GitLab ``reports: junit``). Every string
+from a profile goes through ``xml_text``/``xml_attr``: well-formed XML 1.0 whatever a kernel name holds."""
 
 from __future__ import annotations
 
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from kbase.comparison.gate import FindingKind, Verdict
 from kbase.enums import GateStatus
 from kbase.render.diff import finding_text, verdict_reasons
+from kbase.render.safe import xml_attr, xml_text
 from kbase.render.units import fmt_delta_pct
 
 
@@ -19,15 +20,15 @@ def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
         body = ""
         if r["name"] in failing:
             msg = f"{r['short_name']} {r['class']} {fmt_delta_pct(r['delta_pct'])} per iteration; {r['amdahl']}"
-            body = f"<failure message={quoteattr(msg)}>{escape(r['diagnosis'])}</failure>"
-        cases.append(f'  <testcase classname="kbase.gate" name={quoteattr(r["name"])}>{body}</testcase>')
+            body = f"<failure message={xml_attr(msg)}>{xml_text(r['diagnosis'])}</failure>"
+        cases.append(f'  <testcase classname="kbase.gate" name={xml_attr(r["name"])}>{body}</testcase>')
     if verdict.status == GateStatus.INCOMPARABLE:
         cases.append('  <testcase classname="kbase.gate" name="comparability"><error message='
-                     + quoteattr("; ".join(verdict_reasons(verdict))) + "/></testcase>")
+                     + xml_attr("; ".join(verdict_reasons(verdict))) + "/></testcase>")
     for f in verdict.failing:
         if f.kind == FindingKind.TOTAL:
             cases.append('  <testcase classname="kbase.gate" name="total kernel time per iteration"><failure message='
-                         + quoteattr(finding_text(f)) + "/></testcase>")
+                         + xml_attr(finding_text(f)) + "/></testcase>")
     if not cases:
         cases.append('  <testcase classname="kbase.gate" name="no kernel regression"/>')
     nfail = sum("<failure" in c for c in cases)

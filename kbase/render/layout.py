@@ -21,26 +21,9 @@ from rich.cells import cell_len, set_cell_size
 from rich.table import Table
 from rich.text import Text
 
+from kbase.render.safe import inert
+
 ELLIPSIS = "…"
-_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u2028\u2029")
-
-
-def inert(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1, bidirectional overrides, line separators)
-    written as visible escapes (``\\x1b``): a name from a profile can neither move the cursor, colour
-    the terminal nor break a row. Rich markup is never parsed: cells are ``Text``."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if o < 0x20 or 0x7F <= o < 0xA0:
-            out.append(f"\\x{o:02x}")
-        elif ch in _BIDI:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
 from kbase.render.layout import Column
+from kbase.render.safe import md_text
 from kbase.render.units import fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
@@ -159,11 +160,12 @@ def _columns(per_gpu: bool) -> list[Column]:
 def leaderboard_md(lb: Leaderboard, limit: int | None = 20, full_names: bool = False) -> str:
     shown, omitted = cut(lb.table, limit)
     cols = _columns("gpu" in shown.columns)
-    out = ["### Kernel leaderboard", ""] + [f"- {line}" for line in _summary_lines(lb.summary) + lb.notes] + [""]
+    out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(lb.summary) + lb.notes]
+    out.append("")
     out.append("| " + " | ".join(c.header for c in cols) + " |")
     out.append("|" + "---|" * len(cols))
     for cells in _rows(lb, shown, full_names):
-        out.append("| " + " | ".join(cells.get(c.key, "").replace("|", "\\|") for c in cols) + " |")
+        out.append("| " + " | ".join(md_text(cells.get(c.key, "")) for c in cols) + " |")
     if omitted:
         out.append(f"\n_{omitted} more kernel(s) not shown (truncated; use --limit 0 for all)._")
     return "\n".join(out) + "\n"

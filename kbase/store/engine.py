@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
+from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
+from kbase.store.urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -27,28 +28,6 @@ BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) s
 # The newest migration in migrations/versions (a test keeps it equal to Alembic's head). A store
 # already at this revision is opened without importing Alembic (~0.3 s of every command).
 HEAD_REVISION = "0006"
-
-
-def mask_url(url: str) -> str:
-    """The URL with any password replaced by ***, for messages."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
-
-
-def normalize_url(value: str, base: Path | None = None) -> str:
-    if "://" not in value:
-        p = Path(value).expanduser()
-        if not p.is_absolute():
-            p = (base or Path.cwd()) / p
-        return f"sqlite:///{p}"
-    if value.startswith("postgresql://") or value.startswith("postgres://"):
-        return "postgresql+psycopg://" + value.split("://", 1)[1]
-    return value
-
-
-def sqlite_path(url: str) -> Path | None:
-    if url.startswith("sqlite:///"):
-        return Path(url[len("sqlite:///"):])
-    return None
 
 
 def migrations_dir() -> Path:
@@ -103,9 +82,11 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     if path is not None:
         if path.exists() and path.is_dir():
             raise StoreError(f"store {path}: is a directory, not a database file")
-        if not path.parent.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.parent.name == ".kbase":  # kbase's own folder: never shows in `git status`
+        check_sqlite_file(path)
+        if not path.exists():
+            created = not path.parent.exists()
+            _make_parent(path)
+            if created and path.parent.name == ".kbase":  # kbase's own folder: never shows in `git status`
                 (path.parent / ".gitignore").write_text("# created by kbase\n*\n", encoding="utf-8")
         engine = create_engine(url, connect_args={"timeout": busy})
         event.listen(engine, "connect", _sqlite_pragmas(busy))
@@ -119,10 +100,23 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     return engine
 
 
+def _make_parent(path: Path) -> None:
+    for parent in (path.parent, *path.parent.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise StoreError(f"store {path}: {parent} is a file, not a directory")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot create its directory {path.parent} ({exc.strerror})") from None
+
+
 def store_error(url: str, exc: Exception) -> StoreError:
     """Turn a driver error into one line a user can act on."""
     text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     where = mask_url(url)
+    text = mask_url(text, secret_of=url)
     low = text.lower()
     if "readonly" in low or "read-only" in low or "attempt to write" in low:
         return StoreError(f"store {where}: database is read-only ({text})")
@@ -148,20 +142,11 @@ def _schema_lock(engine, url: str):
     """Serialise migrations between processes (8 CI jobs opening a new store at once)."""
     path = sqlite_path(url)
     if path is not None:
-        import fcntl
-
-        lock_path = path.with_name(path.name + ".migrate-lock")
-        try:
-            fh = open(lock_path, "a+")
-        except OSError:
-            yield None  # read-only directory: nothing can migrate anyway
-            return
-        with fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield None
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with _file_lock(path.with_name(path.name + ".migrate-lock")):
+            yield None
+        return
+    if is_memory(url):  # private to this process: nothing to serialise
+        yield None
         return
     from sqlalchemy import text
 
@@ -230,9 +215,14 @@ class Store:
         self.close()
 
 
-def open_store(target: Settings | str | None = None, *, migrate: bool = True) -> Store:
+class NoStoreError(StoreError):
+    """A read-only command found no store where one was looked for (nothing was created)."""
+
+
+def open_store(target: Settings | str | None = None, *, migrate: bool = True, readonly: bool = False) -> Store:
     """The store of ``target`` (Settings, or a URL/path; None: the default settings), at the schema
-    head (migrated if needed)."""
+    head (migrated if needed). ``readonly``: for commands that only read — a SQLite store that does not
+    exist is not created (nor its directory): ``NoStoreError``."""
     from kbase.settings import Settings
 
     if isinstance(target, str):
@@ -240,6 +230,9 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True) ->
     else:
         settings = target or Settings.load()
         url, busy = settings.store_url(), settings.busy_timeout_s
+    path = sqlite_path(url)
+    if readonly and path is not None and not path.exists():
+        raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
     return Store(_open_engine(url, busy, migrate), url)
 
 
@@ -250,6 +243,8 @@ def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engin
     try:
         if _stamped_revision(engine) == HEAD_REVISION:
             return engine
+        if sqlite_path(url) is None and not is_memory(url):
+            check_server_database(engine, url)
         current, head, known = schema_state(engine, url)
         if current is not None and current not in known:
             raise StoreError(

@@ -102,7 +102,9 @@ def test_top_snapshot_diff_gate_accept_kineto(tmp_path):
     assert diff.rc == 0, diff.stderr
     kinds = {k["class"] for k in json.loads(diff.stdout)["kernels"]}
     assert kinds == {"unchanged"}
-    assert run_kbase("gate", f"@{bid}", f"@{bid}", "--db", db).rc == 0
+    assert run_kbase("gate", f"@{bid}", str(trace), "--db", db).rc == 0
+    same = run_kbase("gate", f"@{bid}", f"@{bid}", "--db", db)  # issue 12: one baseline on both sides
+    assert same.rc == 2 and "same baseline" in same.stderr, same
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])

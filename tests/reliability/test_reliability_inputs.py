@@ -243,6 +243,9 @@ def test_sql_looking_values_are_stored_verbatim(store_url, tmp_path):
     assert r.rc == 0 and json.loads(r.stdout)["baselines"] == [], r
     r = run_kbase("list", "--db", store_url, "--commit", FULL_HASH[:6], "--format", "json")
     assert [x["workload"] for x in json.loads(r.stdout)["baselines"]] == [evil]
-    # the table is still there, and a diff of the baseline with itself passes
-    r = run_kbase("gate", f"@{b['id']}", f"@{b['id']}", "--db", store_url, "--name", evil)
+    # the table is still there (shown, and gated against the profile it came from); a gate of the baseline
+    # with itself is refused since issue 12 (exit 2: both sides are one baseline)
+    r = run_kbase("show", f"@{b['id']}", "--db", store_url, "--name", evil, "--format", "json")
     assert r.rc == 0, r
+    r = run_kbase("gate", f"@{b['id']}", f"@{b['id']}", "--db", store_url, "--name", evil)
+    assert r.rc == 2 and "same baseline" in r.stderr, r

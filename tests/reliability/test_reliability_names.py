@@ -125,9 +125,9 @@ def test_store_show_diff_history_round_trip(exports, store_url):
                 assert k["match"] == "name" and k["name_before"] == k["name"], k["name"][:80]
                 assert k["class"] in ("unchanged", "within_noise", "improved", "regressed"), k["class"]
 
-    # the gate of a baseline with itself passes
+    # the gate of a baseline with itself is refused (issue 12: exit 2, one line, nothing on stdout)
     r = kb("gate", f"@{a}", f"@{a}", "--db", store_url, "--format", "json")
-    assert r.rc == 0, r
+    assert r.rc == 2 and "same baseline" in r.stderr and r.stdout == "", r
 
     # every renderer of show and diff copes
     for fmt in ("table", "md", "csv"):

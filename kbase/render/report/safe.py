@@ -26,10 +26,11 @@ _JSON_UNSAFE_RE = re.compile("[<>&\u2028\u2029]")
 
 
 def visible(text: str) -> str:
-    """``text`` with control characters (and tab/newline) shown as ``\\xNN`` / ``\\uNNNN`` escapes."""
-    text = text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
+    """``text`` with control characters (and tab/newline), bidi controls and lone surrogates shown as
+    ``\\xNN`` / ``\\uNNNN`` escapes (``kbase.render.safe.inert``, the one definition)."""
+    from kbase.render.safe import inert
+
+    return inert(text)
 
 
 def html_text(text: object) -> str:

@@ -1,0 +1,106 @@
+"""Names are data: one escaper per output format, so nothing read from a profile (kernel names, NVTX
+ranges, paths, commit subjects) can act on the reader of kbase's output.
+
+- ``inert``: control characters (C0, DEL, C1, tab/newline/CR), bidirectional overrides and isolates,
+  line/paragraph separators, BOM and lone surrogates (non-UTF-8 bytes of a path) become visible ``\\xNN`` /
+  ``\\uNNNN`` escapes: one line, no terminal escape sequence, no text reordering.
+- ``term_text``: ``inert`` plus Rich markup escaped (``x[/bold]`` prints as written). ``SafeConsole``
+  applies both to every string it renders (table cells, titles, lines), so a caller cannot forget.
+- ``md_text``: GitHub Markdown inline text, also in a table cell (no table break, code span, emphasis,
+  link, HTML tag, comment, mention or line break can come out of a name); used by ``render.comment``.
+- ``html_text``: HTML element text or quoted attribute value (``render.report.safe.visible`` is ``inert``).
+- ``xml_text`` / ``xml_attr``: well-formed XML 1.0 (characters XML cannot carry shown as escapes).
+- ``json_safe``: JSON text with those characters as ``\\uXXXX`` (``kbase.jsonable.dumps`` applies it).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+from xml.sax.saxutils import escape as _xml_escape
+from xml.sax.saxutils import quoteattr as _xml_quoteattr
+
+from rich.console import Console
+from rich.markup import escape as _markup_escape
+
+__all__ = ["SafeConsole", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_text"]
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# C0, DEL, C1; bidi marks, embeddings, overrides and isolates; line/paragraph separators; BOM; surrogates.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff"
+                     "\ud800-\udfff]")
+
+# What json.dumps(ensure_ascii=False) leaves raw in strings (it escapes C0 itself; C0 outside strings is layout).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff\ud800-\udfff]")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): show the byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: object) -> str:
+    """``text`` on one line with every character that could act on a terminal or reorder text escaped."""
+    return _UNSAFE.sub(_escape_char, str(text))
+
+
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                             "|": "\\|", "~": "\\~", "#": "\\#", "!": "\\!", "<": "&lt;", ">": "&gt;",
+                             "&": "&amp;", "@": "@\u200b"})
+
+
+def md_text(text: object, limit: int = 0) -> str:
+    """``text`` as inert GitHub Markdown inline text (also inside a table cell); cut to ``limit``."""
+    s = inert(text)
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s.translate(_MD_ESCAPES)
+
+
+def html_text(text: object) -> str:
+    """Escape for HTML element text or a quoted attribute value."""
+    return html.escape(inert(text), quote=True)
+
+
+def term_text(text: object) -> str:
+    """``inert`` text, with Rich markup escaped, for a Rich table cell or ``console.print``."""
+    return _markup_escape(inert(text))
+
+
+def xml_text(text: object) -> str:
+    """Element text of well-formed XML 1.0."""
+    return _xml_escape(inert(text))
+
+
+def xml_attr(text: object) -> str:
+    """A quoted XML attribute value (quotes included)."""
+    return _xml_quoteattr(inert(text))
+
+
+def json_safe(text: str) -> str:
+    """JSON text (from ``json.dumps``) with the characters ``inert`` escapes written as ``\\uXXXX``: they
+    only occur inside strings there, so the document means the same and prints inert on a terminal."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeConsole(Console):
+    """A Rich console that never parses markup in the strings it is given and shows every control
+    character, escape sequence and bidi override as a visible escape (tables included). Styles passed
+    as arguments still apply; a ``rich.text.Text`` made by the caller is the caller's business."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["markup"] = False
+        kwargs.setdefault("emoji", False)
+        kwargs.setdefault("highlight", False)
+        super().__init__(*args, **kwargs)
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["markup"] = False
+        kwargs["emoji"] = False
+        return super().render_str(inert(text), **kwargs)

@@ -1,0 +1,100 @@
+"""What the store refuses to touch: an existing file or database that is not a kbase store (checked
+without writing, locking or creating anything), and the migration lock file that must not outlive a command."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kbase.errors import StoreError
+from kbase.store.urls import mask_url
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _sqlite_tables(path: Path) -> set[str]:
+    """The table names of an existing SQLite file, read without writing, locking or creating anything
+    (immutable; a -wal beside it is read through a read-only connection)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path))}"
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
+    conn = sqlite3.connect(f"{uri}?{mode}", uri=True)
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    finally:
+        conn.close()
+    return {str(r[0]) for r in rows}
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse, untouched, an existing file that is not a kbase store: not SQLite at all (a profile trace,
+    a text file), or a SQLite database with tables of its own (another application's, an nsys export).
+    An empty file or one without tables may become a store."""
+    import sqlite3
+
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be read ({exc.strerror})", path=path) from None
+    if head != SQLITE_MAGIC:
+        raise StoreError(f"store {path}: exists and is not a SQLite database; refusing to use it as the store "
+                         "(the file was not changed)", path=path)
+    try:
+        tables = _sqlite_tables(path)
+    except sqlite3.Error as exc:
+        raise StoreError(f"store {path}: cannot be read as a database ({exc}); the file was not changed",
+                         path=path) from None
+    _refuse_foreign(str(path), tables)
+
+
+def _refuse_foreign(where: str, tables: set[str]) -> None:
+    if tables and not ("alembic_version" in tables and "baseline" in tables):
+        shown = ", ".join(sorted(tables)[:4]) + (", …" if len(tables) > 4 else "")
+        raise StoreError(f"store {where}: holds tables that are not a kbase store ({shown}); refusing to use it as "
+                         "the store, nothing was changed")
+
+
+def check_server_database(engine: Any, url: str) -> None:
+    """The same refusal for a server database: tables in its schema and no kbase store among them."""
+    from sqlalchemy import inspect
+
+    _refuse_foreign(mask_url(url), set(inspect(engine).get_table_names()))
+
+
+@contextlib.contextmanager
+def _file_lock(lock_path: Path) -> Iterator[None]:
+    """An exclusive flock on ``lock_path``, removed again when released (also on error or Ctrl-C). A waiter
+    that wakes up holding a lock on a file already removed retries on the path's new file, so removing it
+    never lets two processes in at once. (SIGKILL may leave the empty file; it holds no lock.)"""
+    import fcntl
+
+    while True:
+        try:
+            fh = open(lock_path, "a+")
+        except OSError:
+            yield None  # read-only directory: nothing can migrate anyway
+            return
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            same = os.path.exists(lock_path) and os.stat(lock_path).st_ino == os.fstat(fh.fileno()).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        fh.close()
+    try:
+        yield None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
