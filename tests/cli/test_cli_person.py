@@ -162,7 +162,7 @@ def test_every_json_output_is_strict_with_schema(demo):
 def test_default_store_folder_is_ignored_by_git(demo, tmp_path):
     repo = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(demo["repo"]), str(repo)], check=True)
-    r = run_kbase("list", "--repo", str(repo))
+    r = run_kbase("db", "upgrade", "--repo", str(repo))  # list alone creates no store
     assert r.rc == 0, r
     assert (repo / ".kbase" / "kbase.db").is_file()
     assert (repo / ".kbase" / ".gitignore").read_text().splitlines()[-1] == "*"

@@ -131,5 +131,5 @@ def test_names_are_inert():
     con = Console(file=buf, width=120, force_terminal=True, color_system="standard")
     print_table(con, cols, [{"k": evil}], title="t [red]x[/red]")
     out = buf.getvalue()
-    assert "k[bold]x[/bold] \\x1b[31mred\\x1b[0m\\x09tab\\u202e" in out
+    assert "k[bold]x[/bold] \\x1b[31mred\\x1b[0m\\ttab\\u202e" in out
     assert "\x1b[31m" not in out and "\u202e" not in out and "t [red]x[/red]" in out
