@@ -274,6 +274,23 @@ def history_steps(h: KernelHistory) -> list[KernelStep]:
     return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
 
 
+def report(out: Path | str, settings: Settings | None = None, *, workload: str | None = None,
+           branch: str | None = None, last: int | None = None, before: int = -2, after: int = -1,
+           overwrite: bool = False, store: Store | None = None) -> list[Path]:
+    """The static HTML report of a workload's history (``last`` commits), the diff of the commits at
+    positions ``before`` -> ``after`` (the latest pair by default) and the leaderboard of ``after``,
+    with detected steps marked; written into ``out``. Returns the pages written (index first)."""
+    from kbase.render.report import build_report
+    from kbase.render.report.data import load_report
+    from kbase.render.report.steps import find_steps
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        data = load_report(st.engine, workload, branch=branch, subjects_from=settings.repo, before=before,
+                           after=after, find_steps=find_steps, policy=settings.policy, limit_commits=last)
+    return build_report(data, Path(out), overwrite=overwrite)
+
+
 # ------------------------------------------------------------------------------------------ compare
 
 
@@ -471,5 +488,5 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
            "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
-           "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "stored_top", "top",
-           "window"]
+           "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke", "snapshot", "steps", "stored_top",
+           "top", "window"]

@@ -88,6 +88,8 @@ class LeaderboardFormat(StrEnum):
     JSON = "json"
     CSV = "csv"
     MD = "md"
+    BMF = "bmf"  # Bencher Metric Format
+    GITHUB_BENCHMARK = "github-benchmark"  # github-action-benchmark's customSmallerIsBetter
 
 
 class DiffFormat(StrEnum):
@@ -95,6 +97,8 @@ class DiffFormat(StrEnum):
     JSON = "json"
     CSV = "csv"
     MD = "md"
+    BMF = "bmf"
+    GITHUB_BENCHMARK = "github-benchmark"
 
 
 class ListFormat(StrEnum):

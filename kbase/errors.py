@@ -65,6 +65,14 @@ class InputError(KbaseError):
     """A profile file or option value that cannot be used."""
 
 
+class NoBaselineError(InputError):
+    """A revision (or the whole store) has no baseline to compare with: the first run of a workload."""
+
+
+class UnknownRevisionError(InputError):
+    """A name that git does not resolve to a commit (``HEAD~1`` of a root commit, a typo)."""
+
+
 class SettingsError(InputError):
     """A setting (flag, ``[tool.kbase]`` key or environment variable) with a bad value."""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kbase.errors import InputError
+from kbase.errors import InputError, UnknownRevisionError
 
 FULL_HASH = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 ANCESTRY_LIMIT = 50
@@ -69,7 +69,7 @@ def resolve_commit(repo, rev: str):
         refused_by_git(repo)
         if "/" not in rev and Path(rev).is_dir():
             hint += f" (a folder named {rev!r} exists here: write ./{rev} to read it as a trace directory)"
-        raise InputError(f"unknown git revision {rev!r} in {repo.working_tree_dir}{hint}") from None
+        raise UnknownRevisionError(f"unknown git revision {rev!r} in {repo.working_tree_dir}{hint}") from None
 
 
 def commit_info(repo_path: Path | None = None, rev: str | None = None, no_git: bool = False) -> CommitInfo:

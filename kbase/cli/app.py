@@ -92,7 +92,7 @@ AllowMissingRanksOpt = Annotated[bool | None, typer.Option(
     help="Read a run whose ranks cannot all be read (or have no step markers) without them; every output "
     "shows the loss. Default: refuse.")]
 GpuOpt = Annotated[int | None, typer.Option("--gpu", help="Only this GPU (index as listed by --per-gpu).")]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, csv or md.")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, csv, md, bmf or github-benchmark.")]
 LimitOpt = Annotated[int | None, typer.Option(
     "--limit", "-n", help="Rows to show (0: all). Default: 20 for table/md, all for json/csv.")]
 DbOpt = Annotated[str | None, typer.Option(

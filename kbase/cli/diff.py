@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from datetime import date
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,18 +27,19 @@ from kbase.cli.app import (
     write_output,
 )
 from kbase.enums import DiffFormat, ListFormat
-from kbase.errors import InputError, SettingsError
+from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError
 
 if TYPE_CHECKING:
     from kbase.api import Comparison
     from kbase.comparison.gate import Verdict
+    from kbase.settings import Settings
     from kbase.store.models import Acceptance
 
 AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and within-noise kernels.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision has no baseline of its own.")]
 BaseRefOpt = Annotated[str | None, typer.Option(
     "--base-ref", help="Compare against the merge-base with this ref (pull requests).")]
-DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md or csv.")]
+DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md, csv, bmf or github-benchmark.")]
 
 
 @app.command()
@@ -77,6 +79,11 @@ def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool,
         sys.stdout.write(render_diff.diff_md(doc, show_all, verdict, full_names=full_names))
     elif fmt == DiffFormat.CSV:
         sys.stdout.write(render_diff.diff_csv(comparison))
+    elif fmt in (DiffFormat.BMF, DiffFormat.GITHUB_BENCHMARK):
+        from kbase.render import interop
+
+        out = interop.bmf_from_diff(doc) if fmt == DiffFormat.BMF else interop.gab_from_diff(doc)
+        sys.stdout.write(interop.dumps_strict(out) + "\n")
     elif quiet:
         console().print(render_diff.quiet_line(doc, verdict), highlight=False, markup=False, soft_wrap=True)
     else:
@@ -111,6 +118,12 @@ def gate(
         "--ignore", help="Glob or /regex/ of kernels never gated (repeatable).")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")] = None,
+    comment_md: Annotated[Path | None, typer.Option(
+        "--comment-md",
+        help="Write the PR/MR comment (Markdown, under 65,536 characters) here, whatever the verdict.")] = None,
+    if_no_baseline: Annotated[str, typer.Option(
+        "--if-no-baseline", help="fail (exit 2) or pass with a notice when a side has no baseline yet "
+        "(the first run, a fork PR without the store).")] = "fail",
     fmt: DiffFormatOpt = "table",
     show_all: AllOpt = False,
     db: DbOpt = None,
@@ -137,14 +150,27 @@ def gate(
         return
     fmt = check_choice(fmt, DiffFormat)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    for path, field in ((output, "output"), (junit, "junit"), (summary, "step_summary")):
+    if_no_baseline = check_choice(if_no_baseline, NoBaselinePolicy, flag="--if-no-baseline")
+    from kbase.store.engine import NoStoreError
+
+    for path, field in ((output, "output"), (junit, "junit"), (summary, "step_summary"), (comment_md, "comment_md")):
         check_writable(path, field)  # before any work: a bad path never follows a printed verdict
-    result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
-                        warn_only=warn_only)
+    try:
+        result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
+                            warn_only=warn_only)
+    except (NoBaselineError, NoStoreError, UnknownRevisionError) as exc:
+        if if_no_baseline != NoBaselinePolicy.PASS or not _nothing_to_compare(exc, a, b):
+            raise
+        _pass_without_baseline(str(exc), settings, comment_md, quiet)
+        raise typer.Exit(0) from None
     verdict = result.verdict
     doc = render_diff.diff_doc(result.comparison, verdict)
     if output:  # files first: a write that fails after all is exit 2 with no verdict printed
         write_output(output, render_diff.diff_json(doc) + "\n", "output")
+    if comment_md:
+        from kbase.render.comment import comment_markdown
+
+        write_output(comment_md, comment_markdown(doc), "comment_md")
     if junit:
         from kbase.render.junit import junit_xml
 
@@ -158,6 +184,39 @@ def gate(
         for line in render_diff.verdict_lines(verdict):
             print(inert(line), file=sys.stderr)
     raise typer.Exit(verdict.code)
+
+
+class NoBaselinePolicy(StrEnum):
+    FAIL = "fail"
+    PASS = "pass"
+
+
+def _nothing_to_compare(exc: Exception, a: str | None, b: str | None) -> bool:
+    """A missing baseline or store, or a parent revision that does not exist (``HEAD~1`` of a root
+    commit): the first run. A misspelt revision is still an error."""
+    if isinstance(exc, UnknownRevisionError):
+        return any(("~" in r or "^" in r) for r in (a or "HEAD~1", b or "") if r)
+    return True
+
+
+def _pass_without_baseline(reason: str, settings: Settings, comment_md: Path | None, quiet: bool) -> None:
+    """--if-no-baseline pass: say so where CI shows it, and leave the comment saying why."""
+    from kbase.render.comment import no_baseline_markdown
+    from kbase.render.safe import inert
+
+    text = f"no baseline to compare with, passing: {reason}"
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(f"::notice title=kbase gate::{inert(text)}")
+    elif not quiet:
+        print(f"kbase gate: PASS (notice: {inert(text)})", file=sys.stderr)
+    if comment_md:
+        try:
+            from kbase.gitrepo import commit_info
+
+            head = commit_info(settings.repo).hash
+        except InputError:
+            head = "?"
+        write_output(comment_md, no_baseline_markdown(settings.workload, head, reason), "comment_md")
 
 
 @app.command()

@@ -18,7 +18,7 @@ FLAGS = {
     "ignore": "--ignore", "format": "--format", "reason": "--reason", "expires": "--expires", "pattern": "PATTERN",
     "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks",
     "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "junit": "--junit", "output": "--output", "comment_md": "--comment-md",
-    "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit",
+    "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit", "if-no-baseline": "--if-no-baseline",
 }
 ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT",
             "step_summary": "GITHUB_STEP_SUMMARY"}

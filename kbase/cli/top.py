@@ -84,6 +84,14 @@ def emit_leaderboard(lb: Leaderboard, fmt: str, limit: int | None, title: str = 
         sys.stdout.write(render.leaderboard_csv(lb, limit))
     elif fmt == LeaderboardFormat.MD:
         sys.stdout.write(render.leaderboard_md(lb, limit, full_names=full_names))
+    elif fmt in (LeaderboardFormat.BMF, LeaderboardFormat.GITHUB_BENCHMARK):
+        from kbase.render import interop
+
+        meta = extra or {}
+        workload = str(meta.get("workload") or (meta.get("baseline") or {}).get("workload") or "kbase")
+        doc = (interop.bmf_from_leaderboard(lb, workload, limit or 0) if fmt == LeaderboardFormat.BMF
+               else interop.gab_from_leaderboard(lb, workload, limit or 0))
+        sys.stdout.write(interop.dumps_strict(doc) + "\n")
     elif quiet:
         console().print(quiet_line(lb), highlight=False, markup=False, soft_wrap=True)
     else:

@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbase.errors import InputError
+from kbase.errors import InputError, NoBaselineError
 from kbase.gitrepo import ANCESTRY_LIMIT
 
 if TYPE_CHECKING:
@@ -126,13 +126,13 @@ def resolve_stored(ref: Ref, engine: Engine, *, workload: str, repo: Path | None
             notes = []
             if skipped:
                 if strict:
-                    raise InputError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}); strict mode "
-                                     f"forbids walking back (nearest: {c[:12]}, {skipped} commit(s) back)",
-                                     field="strict", value=True)
+                    raise NoBaselineError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}); "
+                                          f"strict mode forbids walking back (nearest: {c[:12]}, "
+                                          f"{skipped} commit(s) back)", field="strict", value=True)
                 notes.append(f"{ref.text}: no baseline at {commit[:12]}; using {c[:12]} ({skipped} commit(s) back on "
                              "first-parent history)")
             return _from_baselines(engine, found[c], f"{ref.text} ({c[:12]})", notes)
-    raise InputError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}) or its "
+    raise NoBaselineError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}) or its "
                      f"{len(chain) - 1} first-parent ancestor(s); run kbase snapshot there first")
 
 
@@ -154,5 +154,5 @@ def resolve_baseline(ref: Ref, engine: Engine, *, workload: str, repo: Path | No
         raise
     found = baselines_at(engine, workload, [commit]).get(commit)
     if not found:
-        raise InputError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]})")
+        raise NoBaselineError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]})")
     return found[-1]

@@ -37,6 +37,7 @@ def prepare(root: Path, iterations: int = 12, n_gpus: int = 2) -> DemoRun:
     """Create the repository, both exports and the store location (no baseline stored yet)."""
     import git
 
+    root = root.resolve()  # GitPython reads index paths relative to the work tree, not the cwd
     root.mkdir(parents=True, exist_ok=True)
     repo_dir = root / "repo"
     repo = git.Repo.init(repo_dir, initial_branch="main")

@@ -2,20 +2,16 @@
 git repository with the generator standing in for the profiler, go: first run PASS with a notice ->
 regression FAIL -> accepted regression PASS; a fork PR without the store's secret passes with a notice.
 
-The scenario runs twice: with the real ``kbase`` (xfail until ``kbase gate --comment-md`` and
-``--if-no-baseline`` exist) and with ``kbase_gate_shim.py`` standing in for those two flags, so the
-templates' own logic (steps, conditions, files, summary) is checked today.
+The scenario runs the real ``kbase`` on PATH (``--comment-md``, ``--if-no-baseline pass``).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from workflow_runner import run_job
 
@@ -24,7 +20,6 @@ GITHUB = REPO / "ci" / "github" / "kbase.yml"
 GITLAB = REPO / "ci" / "gitlab" / "kbase.gitlab-ci.yml"
 PROFILE_STEP = "Profile the training job (PLACEHOLDER)"
 INSTALL_STEP = "Install kbase"
-NEEDS_WIRING = "needs kbase gate --comment-md/--if-no-baseline (lead wiring)"
 
 
 def _github() -> dict:
@@ -158,18 +153,8 @@ def _scenario(tmp_path: Path, bin_dir: Path) -> None:
     assert fork.step("Post or update the sticky PR comment").status == "uses"
 
 
-@pytest.mark.xfail(strict=False, reason=NEEDS_WIRING)
 def test_github_steps_first_run_regression_accept_fork(tmp_path):
     """With the real kbase on PATH."""
     _scenario(tmp_path, Path(sys.executable).parent)
 
 
-def test_github_steps_with_the_gate_flags_shimmed(tmp_path):
-    """The same runs with ``kbase_gate_shim.py`` as ``kbase`` (the two new gate flags emulated)."""
-    bin_dir = tmp_path / "shim-bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "kbase"
-    shutil.copyfile(Path(__file__).with_name("kbase_gate_shim.py"), shim)
-    shim.write_text(f"#!{sys.executable}\n" + shim.read_text().split("\n", 1)[1])
-    shim.chmod(0o755)
-    _scenario(tmp_path, bin_dir)

@@ -76,7 +76,7 @@ def run_job(job: dict, workflow_env: dict, ctx: dict, cwd: Path, base_env: dict,
     files = {k: cwd.parent / f"{cwd.name}.{k.lower()}" for k in ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
     for f in files.values():
         f.write_text("")
-    env = {**base_env, **{k: str(v) for k, v in files.items()}}
+    env = {**base_env, "GITHUB_ACTIONS": "true", "CI": "true", **{k: str(v) for k, v in files.items()}}
     env.update({k: _render(v, ctx, cwd) for k, v in workflow_env.items()})
     env.update({k: _render(v, ctx, cwd) for k, v in job.get("env", {}).items()})
     result = JobResult()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -244,3 +245,44 @@ def test_ten_thousand_commits_draw_fast(browser, tmp_path, shots):
         assert not page.problems, page.problems
     finally:
         page.close()
+
+
+KINETO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kineto"
+RESNET = ["v100_resnet50_w4_repeat_a", "v100_resnet50_w4_repeat_b", "v100_resnet50_workers0",
+          "v100_resnet50_workers4"]
+
+
+def test_report_of_real_resnet_captures(browser, tmp_path, shots):
+    """The four real ResNet-50 captures stored at four commits of a repository, through the real CLI
+    (``kbase snapshot`` then ``kbase report``): every page opens clean, with the diff of the last two."""
+    traces = [KINETO / f"{n}.pt.trace.json.gz" for n in RESNET]
+    if not all(t.is_file() for t in traces):
+        pytest.skip("needs ../shared/data/kineto (the real ResNet-50 traces); not part of a fresh clone")
+    from conftest import run_kbase
+
+    repo, db = tmp_path / "repo", f"sqlite:///{tmp_path / 'k.db'}"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    for i, trace in enumerate(traces):
+        (repo / "train.py").write_text(f"step = {i}\n")
+        subprocess.run(["git", "-C", str(repo), "add", "train.py"], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                        f"resnet: {RESNET[i]}"], check=True,
+                       env={**os.environ, "GIT_COMMITTER_DATE": f"2026-01-0{i + 1}T10:00:00",
+                            "GIT_AUTHOR_DATE": f"2026-01-0{i + 1}T10:00:00"})
+        r = run_kbase("snapshot", str(trace), "--db", db, "--repo", str(repo), "--name", "resnet", "--quiet")
+        assert r.rc == 0, r
+    out = tmp_path / "site"
+    r = run_kbase("report", "--out", str(out), "--db", db, "--repo", str(repo), "--name", "resnet")
+    assert r.rc == 0, r
+    for page_name in ("index", "diff"):
+        page = _open(browser, out / f"{page_name}.html")
+        try:
+            assert not page.problems, page.problems
+            page.shot(shots, f"real-resnet-{page_name}")
+        finally:
+            page.close()
+    head, prev = (subprocess.run(["git", "-C", str(repo), "rev-parse", rev], capture_output=True, text=True,
+                                 check=True).stdout.strip() for rev in ("HEAD", "HEAD~1"))
+    diff = (out / "diff.html").read_text()
+    assert head[:12] in diff and prev[:12] in diff  # the latest pair: workers0 -> workers4
+    assert "resnet: v100_resnet50_workers4" in (out / "index.html").read_text()  # commit subjects for hover

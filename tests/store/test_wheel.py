@@ -52,7 +52,7 @@ def build_wheel(outdir: Path) -> Path:
     res = run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", outdir], cwd=REPO,
               env=clean_env())
     assert res.returncode == 0, f"wheel build failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-    wheels = sorted(outdir.glob("kbase-*.whl"))
+    wheels = sorted(outdir.glob("gpu_kbase-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
 

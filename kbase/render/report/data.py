@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbase.errors import InputError
+from kbase.errors import InputError, NoBaselineError
 from kbase.render.report.model import (
     CommitPoint,
     CommitRef,
@@ -77,7 +77,7 @@ def _pick_workload(engine, workload: str | None) -> str:
     if len(names) == 1:
         return names[0]
     if not names:
-        raise InputError("the store holds no baselines: run kbase snapshot first")
+        raise NoBaselineError("the store holds no baselines: run kbase snapshot first")
     raise InputError(f"the store holds {len(names)} workloads ({', '.join(names[:8])}): choose one with --name")
 
 

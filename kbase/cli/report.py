@@ -1,0 +1,41 @@
+"""``kbase report``: the static HTML report (history trend, kernel pages, diff, leaderboard)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kbase.cli.app import DbOpt, NameOpt, QuietOpt, RepoOpt, app, console, make_settings
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the report into.")] = Path("kbase-report"),
+    name: NameOpt = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
+    last: Annotated[int | None, typer.Option("--last", "-n", min=2, help="Only the newest N commits.")] = None,
+    before: Annotated[int, typer.Option(
+        "--before", help="The diff page's before side: position in the history (-2: the one before last).")] = -2,
+    after: Annotated[int, typer.Option("--after", help="The diff page's after side (-1: the newest).")] = -1,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Write into a non-empty folder that does not hold a kbase report.")] = False,
+    db: DbOpt = None,
+    repo: RepoOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """A static HTML report of a workload's history (one folder, opens from disk, no network): the
+    trend with detected steps, a page per top kernel, the latest diff and the newest leaderboard."""
+    import kbase
+
+    settings = make_settings(repo=repo, db=db, name=name)
+    pages = kbase.report(out, settings, workload=name, branch=branch, last=last, before=before, after=after,
+                         overwrite=overwrite)
+    if not quiet:
+        from kbase.render.safe import inert
+
+        console(stderr=True).print(f"wrote {len(pages)} page(s): open {inert(str(pages[0]))}", highlight=False,
+                                   markup=False)
+    else:
+        print(pages[0])
