@@ -71,7 +71,7 @@ def one_line(text: str) -> str:
     return inert(mask_url(str(text).strip()))
 
 
-def error_line(exc: BaseException, settings: Settings | None) -> str:
+def error_line(exc: BaseException | str, settings: Settings | None) -> str:
     from kbase.errors import KbaseError
 
     if isinstance(exc, KbaseError):

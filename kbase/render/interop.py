@@ -109,9 +109,9 @@ def bmf_from_diff(doc: dict, limit: int = 50) -> dict:
             out[benchmark_name(workload, r["name"])] = m
     for key, label in TOTALS:
         t = doc.get("totals", {}).get(key)
-        m = _metric(t.get("after")) if t else None
-        if m is not None:
-            out[benchmark_name(workload, f"({label})")] = {MEASURE_TIME: m}
+        total = _metric(t.get("after")) if t else None
+        if total is not None:
+            out[benchmark_name(workload, f"({label})")] = {MEASURE_TIME: total}
     return out
 
 

@@ -100,7 +100,7 @@ class SafeConsole(Console):
         kwargs.setdefault("highlight", False)
         super().__init__(*args, **kwargs)
 
-    def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
+    def render_str(self, text: str, **kwargs: Any) -> Any:
         kwargs["markup"] = False
         kwargs["emoji"] = False
         return super().render_str(inert(text), **kwargs)

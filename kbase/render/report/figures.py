@@ -164,7 +164,8 @@ def trend_figure(data: ReportData, stack: int = 8, max_points: int = MAX_POINTS)
         shown += np.array([v or 0.0 for v in y])
         name = plot_text(labels[k.name])
         traces.append({"type": "scatter", "mode": "lines", "stackgroup": "kernels", "name": name, "x": xs,
-                       "y": _scaled([v or 0.0 for v in y], div), "line": {"width": 0.5, "color": PALETTE[i % len(PALETTE)]},
+                       "y": _scaled([v or 0.0 for v in y], div),
+                       "line": {"width": 0.5, "color": PALETTE[i % len(PALETTE)]},
                        "hovertemplate": f"{name}: %{{y:.3f}} {label}<extra></extra>"})
     other = [None if t is None else max(t - s, 0.0) for t, s in zip(total, shown.tolist())]
     traces.append({"type": "scatter", "mode": "lines", "stackgroup": "kernels", "name": "other kernels", "x": xs,
@@ -253,7 +254,12 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     before, after = _num(t["before"]), _num(t["after"])
     label, div = time_unit(max(before, after))
     wall = _num(doc["totals"].get("iteration_wall", {}).get("before"))
-    ys, xs, bases, colors, texts, hovers = [], [], [], [], [], []
+    ys: list[str] = []
+    xs: list[float] = []
+    bases: list[float] = []
+    colors: list[str] = []
+    texts: list[str] = []
+    hovers: list[str] = []
     ys.append("before: all kernels")
     xs.append(before / div)
     bases.append(0)
@@ -347,7 +353,8 @@ def leaderboard_figures(view: LeaderboardView, top: int = 20) -> tuple[dict, dic
             continue
         traces.append({
             "type": "bar", "orientation": "h", "name": TC_LABEL[state], "marker": {"color": TC_COLOR[state]},
-            "y": [_kernel_label(rows.index(r) + 1, r, labels) for r in mine], "x": [(r.per_iter_ns or 0.0) / div_k for r in mine],
+            "y": [_kernel_label(rows.index(r) + 1, r, labels) for r in mine],
+            "x": [(r.per_iter_ns or 0.0) / div_k for r in mine],
             "customdata": [[plot_text(r.name, 100), r.category, f"{(r.share_window or 0):.1%}",
                             f"{r.amdahl_ceiling:.3f}x" if r.amdahl_ceiling else "∞"] for r in mine],
             "hovertemplate": "%{customdata[0]}<br>%{customdata[1]}, " + TC_LABEL[state]

@@ -62,7 +62,8 @@ def _first_last(values: list[float | None]) -> tuple[float | None, float | None]
     return (present[0], present[-1]) if present else (None, None)
 
 
-def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: int, max_points: int) -> tuple[str, dict]:
+def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: int,
+               max_points: int) -> tuple[str, dict]:
     """index.html: the trend and a table of the kernels with a page each."""
     commits = data.commits
     first, last = commits[0].ref, commits[-1].ref
@@ -84,7 +85,8 @@ def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: 
         rows.append(
             f'<tr><td class="name"><a href="{kernel_page_name(k.name)}" title="{html_text(k.name)}">'
             f"{html_text(labels[k.name])}</a></td><td>{html_text(k.category)}</td>{_tc_cell(k.tc)}"
-            f'<td class="num">{fmt_ns(a)}</td><td class="num">{fmt_ns(b)}</td><td class="num">{_pct(change, signed=True)}</td></tr>')
+            f'<td class="num">{fmt_ns(a)}</td><td class="num">{fmt_ns(b)}</td>'
+            f'<td class="num">{_pct(change, signed=True)}</td></tr>')
     body = (f"<h1>Kernel time per iteration per GPU — {html_text(data.title or data.workload)}</h1>"
             f'<p class="sub">{sub}</p>{_notes(notes)}<div class="chart" id="fig-trend"></div>'
             "<h2>Kernels (a page each)</h2><table><thead><tr><th>kernel</th><th>category</th><th>TC</th>"
@@ -128,7 +130,8 @@ def diff_page(doc: dict) -> tuple[str, dict]:
         t = doc["totals"].get(key)
         if t and t.get("before") is not None:
             totals.append(f"<tr><td>{label}</td><td class='num'>{fmt_ns(t['before'])}</td>"
-                          f"<td class='num'>{fmt_ns(t['after'])}</td><td class='num'>{_pct(t['delta_pct'], signed=True)}</td></tr>")
+                          f"<td class='num'>{fmt_ns(t['after'])}</td>"
+                          f"<td class='num'>{_pct(t['delta_pct'], signed=True)}</td></tr>")
     rows, _ = fig.waterfall_rows(doc, limit=50)
     krows = []
     labels = fig.distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=80)
@@ -145,7 +148,8 @@ def diff_page(doc: dict) -> tuple[str, dict]:
     body = (f"<h1>Diff: {html_text(b.get('label') or '')} → {html_text(a.get('label') or '')}</h1>"
             f'<p class="sub">{html_text(b.get("commit") or "")} → {html_text(a.get("commit") or "")}; '
             f"{html_text(a.get('workload') or '')}; {a.get('gpus')} GPU(s); kernels: {counts}</p>"
-            + _verdict_html(doc) + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
+            + _verdict_html(doc)
+            + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
             + "<h2>Where the kernel time moved (waterfall, per iteration per GPU)</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2><table><thead><tr><th></th><th>before</th>'
             "<th>after</th><th>Δ</th></tr></thead><tbody>" + "".join(totals) + "</tbody></table>"
@@ -183,7 +187,8 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             f'<p class="sub">{html_text(view.gpu_models)} x {view.gpus}; {view.iterations} iteration(s); '
             f"{html_text(view.window_desc)}; iteration wall {fmt_ns(view.wall_ns)} per GPU</p>" + _notes(notes)
             + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>'
-            '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2><div class="chart" id="fig-top"></div>'
+            '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
+            '<div class="chart" id="fig-top"></div>'
             "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>category</th><th>TC</th><th>/iter/GPU</th>"
             "<th>launches/iter</th><th>avg/launch</th><th>%window</th><th>%kernel</th><th>Amdahl max</th><th>flags</th>"
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

@@ -1,7 +1,7 @@
 """baselines, kernel names and kernel rows
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-12-02 17:08:19.809759
 """
 
