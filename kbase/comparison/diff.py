@@ -34,7 +34,7 @@ from kbase.comparison.side import Side, Unit
 from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
 
-DIFF_SCHEMA = "kbase.diff/1"
+DIFF_SCHEMA = "kbase.diff/2"
 CLASSES = tuple(KernelClass)
 NO_KERNELS = "candidate window holds no kernels"
 LIBRARY_PICKED = ("tc", "fallback")  # matmul/convolution kernels: cuBLAS/cuDNN choose among many

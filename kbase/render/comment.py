@@ -127,7 +127,7 @@ FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect |
 
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
                      max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The PR comment for a ``kbase.diff/1`` document and its gate verdict (``Verdict.as_dict()``;
+    """The PR comment for a ``kbase.diff/2`` document and its gate verdict (``Verdict.as_dict()``;
     default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
     verdict = verdict if verdict is not None else diff_doc.get("verdict")
     changed = _changed(diff_doc)
@@ -141,7 +141,7 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     notes = diff_doc.get("notes", [])
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes[:3])]
-    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/1'))} · times are per iteration per GPU"
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/2'))} · times are per iteration per GPU"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     full = [_row(r, True) for r in changed]
     head = "\n".join(lines)

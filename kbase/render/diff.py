@@ -1,4 +1,4 @@
-"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/1``), a rich
+"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/2``), a rich
 table, Markdown for a pull-request comment, CSV. The sentences — each kernel's diagnosis, what a
 change is worth in Amdahl terms, the gate's reasons — are written here, from the numbers."""
 
@@ -142,7 +142,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         kernels.append(row)
     doc: dict[str, Any] = {
         "schema": DIFF_SCHEMA,
-        "version": 1,
+        "version": 2,
         "unit": result.totals.unit,
         "before": describe_side(comparison.before),
         "after": describe_side(comparison.after),

@@ -316,7 +316,7 @@ def leaderboard_view(engine, ref: CommitRef) -> LeaderboardView:
 
 
 def diff_document(engine, before: CommitRef, after: CommitRef, *, policy=None, acceptances=()) -> dict:
-    """The ``kbase.diff/1`` document (verdict included) between two commits of the history, computed as
+    """The ``kbase.diff/2`` document (verdict included) between two commits of the history, computed as
     ``kbase gate`` computes it: pooled captures, ``compute_diff``, ``decide``, ``diff_doc``."""
     from kbase.api import Comparison
     from kbase.comparison.diff import compute_diff

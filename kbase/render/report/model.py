@@ -111,7 +111,7 @@ class ReportData:
     branch: str | None = None
     title: str = ""
     steps: list[StepMarker] = field(default_factory=list)
-    diff: dict | None = None  # a kbase.diff/1 document (kbase.render.diff.diff_doc), verdict included
+    diff: dict | None = None  # a kbase.diff/2 document (kbase.render.diff.diff_doc), verdict included
     leaderboard: LeaderboardView | None = None
     generated_at: str = ""  # ISO 8601
     notes: list[str] = field(default_factory=list)
