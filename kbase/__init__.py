@@ -10,14 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "__version__", "accept",
-           "acceptances", "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove",
-           "revoke", "snapshot", "top", "window"]
+__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
+           "__version__", "accept", "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history",
+           "history_steps", "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "top",
+           "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
         Comparison,
         GateResult,
+        KernelHistory,
         Settings,
         SnapshotResult,
         StoredLeaderboard,
@@ -26,13 +28,17 @@ if TYPE_CHECKING:
         baseline,
         baselines,
         compare,
+        find_kernel,
         gate,
         history,
+        history_steps,
+        kernel_pattern,
         leaderboard,
         read,
         remove,
         revoke,
         snapshot,
+        steps,
         top,
         window,
     )

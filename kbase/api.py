@@ -21,18 +21,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
+    from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
+    from kbase.comparison.history import StepsReport
     from kbase.comparison.resolve import Resolved
     from kbase.readers.profile import Profile
     from kbase.store.engine import Store
@@ -62,19 +63,38 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
     return select_window(profile, (settings or Settings.load()).window)
 
 
-def leaderboard(win: Window, *, per_gpu: bool = False) -> Leaderboard:
-    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples."""
+def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
+    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
+    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.4 s per 1M launches)."""
     from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.comparison.sketch import window_sketches
 
-    return build_leaderboard(win, per_gpu=per_gpu)
+    lb = build_leaderboard(win, per_gpu=per_gpu)
+    if sketches and not per_gpu:
+        lb.sketches = window_sketches(win)
+    return lb
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None) -> Leaderboard:
-    """read -> window -> leaderboard of a profile (default: the settings' ``profile``)."""
+        progress: Progress | None = None, sketches: bool = False, from_store: bool = False) -> Leaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``). ``from_store``:
+    first look for this very file stored at the current commit with the same window (``stored_top``)."""
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
-    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu)
+    if from_store and not per_gpu and not sketches:
+        stored = stored_top(path, settings)
+        if stored is not None:
+            return stored
+    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu, sketches=sketches)
+
+
+def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderboard | None:
+    """The stored leaderboard of ``profile`` when a baseline of this file was taken at the current commit
+    with the same window settings by this kbase version, else None. A cheap identity check (size, mtime
+    and a hash of the first and last 64 KiB, no full read) finds it; nothing is created or migrated."""
+    from kbase.store.identity import stored_leaderboard_of
+
+    return stored_leaderboard_of(Path(profile), settings or Settings.load())
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -115,10 +135,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
+    from kbase import __version__
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
-    from kbase.readers.source import describe_source
-    from kbase.store.queries import find_duplicate, load_leaderboard, save_leaderboard
+    from kbase.readers.source import BackgroundSource, describe_source, source_identity
+    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard, save_leaderboard
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -128,12 +149,22 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     fmt = detect_format(path)
     wkey = settings.window.key()
     with _store(settings, store) as st:
-        source = describe_source(path, fmt)
-        if not force:
+        ident = source_identity(path)
+        seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
+                                                   wkey, __version__, settings.workload)
+        if seen is not None:  # most likely stored already: the full sha256 decides before any reading
+            source = describe_source(path, fmt, ident)
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings))
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
+        else:  # the sha256 in a thread while the reader parses (hashing a 1.4 GB export alone took 1.5-1.8 s)
+            hashing = BackgroundSource(path, fmt, ident)
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
+            source = hashing.result()
+            dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None and dup.id is not None:  # same bytes stored with another mtime
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
         saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                                  window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
         if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
@@ -189,14 +220,58 @@ def remove(baseline_id: int, settings: Settings | None = None, *,
         return b
 
 
-def history(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
-            store: Store | None = None) -> pd.DataFrame:
-    """One kernel (full demangled name) across every stored baseline, oldest first."""
-    from kbase.store.queries import kernel_history
+@dataclass
+class KernelHistory:
+    query: str  # what was asked for
+    name: str  # the one stored kernel it names (full demangled name)
+    short_name: str
+    rows: list[dict[str, Any]]  # one record per baseline holding it, oldest first (plain rows: no pandas)
+
+
+def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
+                store: Store | None = None) -> tuple[str, str]:
+    """The stored kernel a person's ``query`` names — exact, short name, ``#id``, family, substring or
+    regex (``analysis.lookup``): (full name, short name); ``KernelNotFound`` (with suggestions) or
+    ``AmbiguousKernel`` (with the candidates) otherwise."""
+    from kbase.analysis.lookup import find_kernel as lookup
+    from kbase.store.queries import kernel_names
 
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
-        return kernel_history(st.engine, kernel, workload)
+        names, shorts = kernel_names(st.engine, workload)
+    k = lookup(query, names, shorts)
+    return k.name, k.short
+
+
+def history(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
+            branch: str | None = None, store: Store | None = None) -> KernelHistory:
+    """One kernel (any name ``find_kernel`` accepts) across every stored baseline, oldest first (of
+    ``workload`` / ``branch`` when given)."""
+    from kbase.store.queries import kernel_history_rows
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        name, short = find_kernel(kernel, settings, workload=workload, store=st)
+        rows = kernel_history_rows(st.engine, name, workload, branch).records()
+        return KernelHistory(query=kernel, name=name, short_name=short, rows=rows)
+
+
+def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
+          store: Store | None = None) -> StepsReport:
+    """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
+    first-parent line ending at ``rev``, largest effect on the iteration first."""
+    from kbase.comparison.history import steps_report
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
+
+
+def history_steps(h: KernelHistory) -> list[KernelStep]:
+    """Steps and creeps in one kernel's history (one workload and branch)."""
+    from kbase.comparison.changepoints import kernel_history_steps
+
+    return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
 
 
 # ------------------------------------------------------------------------------------------ compare
@@ -229,7 +304,7 @@ def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: boo
 
     ref = parse_ref(text)
     if ref.kind == RefKind.PROFILE:
-        lb = top(ref.path, settings)
+        lb = top(ref.path, settings, sketches=True)
         meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
                         gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
         label = f"{text} (profile, not stored)"
@@ -247,6 +322,7 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
 
 def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None) -> Comparison:
     from kbase.comparison.diff import compute_diff
+    from kbase.comparison.history import noise_from_history
 
     with contextlib.ExitStack() as stack:
         opened: list[Store] = [store] if store is not None else []
@@ -259,8 +335,11 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
         _check_distinct(a, b, first, second)
-        result = compute_diff(first.side, second.side, settings.policy)
-        return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes)
+        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second) \
+            if first.baseline_ids else (None, [])
+        result = compute_diff(first.side, second.side, settings.policy, history=noise)
+        return Comparison(result=result, before=first, after=second,
+                          notes=notes + first.notes + second.notes + why)
 
 
 def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
@@ -335,10 +414,22 @@ def _range_check(settings: Settings, comparison: Comparison) -> Callable[[str], 
 # ------------------------------------------------------------------------------------------ acceptances
 
 
+def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store | None = None) -> str:
+    """A glob or ``/regex/`` as given; a plain name or ``#id`` is looked up (``find_kernel``) and
+    becomes the exact pattern of the one stored kernel it names (``lookup.exact_pattern``)."""
+    from kbase.analysis.lookup import exact_pattern, is_pattern
+
+    if is_pattern(text):
+        return text
+    settings = settings or Settings.load()
+    return exact_pattern(find_kernel(text, settings, workload=settings.workload, store=store)[0])
+
+
 def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,
            store: Store | None = None) -> Acceptance:
     """Acknowledge a known regression: the gate lists matching regressions in ``(before, after]`` ranges
-    containing ``rev`` as accepted, not failing, until ``expires``."""
+    containing ``rev`` as accepted, not failing, until ``expires``. ``pattern``: a glob, ``/regex/``, or
+    a kernel name / ``#id`` (``kernel_pattern``)."""
     from kbase.comparison.policy import check_pattern
     from kbase.gitrepo import author, open_repo, resolve_commit
     from kbase.store.models import Acceptance
@@ -349,6 +440,8 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
     if not reason.strip():
         raise InputError("must not be empty", field="reason", value=reason)
     commit = resolve_commit(open_repo(settings.repo), rev).hexsha
+    with _store(settings, store) as st:
+        pattern = kernel_pattern(pattern, settings, store=st)
     row = Acceptance(workload=settings.workload, pattern=pattern, commit=commit, reason=reason,
                      author=author(settings.repo), expires=expires)
     with _store(settings, store) as st:
@@ -376,6 +469,7 @@ def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store
         return delete_acceptance(st.engine, acceptance_id, st.url)
 
 
-__all__ = ["Comparison", "GateResult", "Settings", "SnapshotResult", "StoredLeaderboard", "accept", "acceptances",
-           "baseline", "baselines", "compare", "gate", "history", "leaderboard", "read", "remove", "revoke",
-           "snapshot", "top", "window"]
+__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
+           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
+           "kernel_pattern", "leaderboard", "read", "remove", "revoke", "snapshot", "steps", "stored_top", "top",
+           "window"]

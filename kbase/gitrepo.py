@@ -60,7 +60,8 @@ def resolve_commit(repo, rev: str):
         # there, which only fails on first use. Read it now, inside this try.
         commit.committed_date  # noqa: B018
         return commit
-    except (git.BadName, git.BadObject, ValueError, IndexError, TypeError, git.GitCommandError):
+    except (git.BadName, git.BadObject, ValueError, IndexError, TypeError, git.GitCommandError, BrokenPipeError):
+        # BrokenPipeError: git's object reader exited (a refused repository) while GitPython wrote to it
         # IndexError: GitPython's own parser on @{-N}; TypeError on some malformed selectors
         shallow = (Path(repo.git_dir) / "shallow").exists()
         hint = (" (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)"

@@ -101,6 +101,7 @@ class Leaderboard:
     summary: LeaderboardSummary
     samples: pd.DataFrame  # name, iteration, count, total_ns (summed over GPUs)
     notes: list[str] = field(default_factory=list)
+    sketches: dict[str, np.ndarray] = field(default_factory=dict)  # name -> launch sketch (comparison.sketch)
 
 
 def amdahl(p: float, s: float = float("inf")) -> float:

@@ -45,3 +45,60 @@ def short_name(name: str, exported: str | None = None) -> str:
         return name
     parts = [p for p in words[-1].split("::") if p]
     return parts[-1] if parts else name
+
+
+def short_id(name: str) -> str:
+    """A stable short id of a full name, ``#`` and the first six hex digits of its sha1 (the store's
+    name hash): shown where short names collide, accepted wherever a kernel name is asked for."""
+    import hashlib
+
+    return "#" + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+
+
+def template_args(name: str) -> str:
+    """The template arguments of the named function, namespaces dropped (``void ns::f<4, ns::G<float> >
+    (int)`` -> ``<4, G<float>>``), or "" when it has none."""
+    import re
+
+    depth_paren = 0
+    depth = 0
+    start = end = -1
+    for i, ch in enumerate(name):
+        if ch == "(" and depth == 0:
+            if depth_paren == 0 and end >= 0:
+                break
+            depth_paren += 1
+        elif ch == ")" and depth == 0 and depth_paren:
+            depth_paren -= 1
+        elif depth_paren == 0 and ch == "<":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif depth_paren == 0 and ch == ">" and depth:
+            depth -= 1
+            if depth == 0:
+                end = i
+    if start < 0 or end < start:
+        return ""
+    args = re.sub(r"\b[A-Za-z_]\w*::", "", name[start + 1:end])
+    args = re.sub(r"\s+", " ", args).replace(" >", ">").strip()
+    return f"<{args}>"
+
+
+def display_names(names: list[str], shorts: list[str] | None = None, full: bool = False) -> list[str]:
+    """What a table shows for each kernel: its short name, unless another kernel of the same table has
+    the same short name (ignoring case); those show their template arguments and a short id
+    (``vectorized_elementwise_kernel<4, FillFunctor<float>> #a1b2c3``). ``full``: the full names."""
+    if full:
+        return list(names)
+    base = list(shorts) if shorts is not None else [short_name(n) for n in names]
+    groups: dict[str, set[str]] = {}
+    for n, s in zip(names, base):
+        groups.setdefault(s.casefold(), set()).add(n)
+    out = []
+    for n, s in zip(names, base):
+        if len(groups[s.casefold()]) > 1:
+            out.append(f"{s}{template_args(n)} {short_id(n)}")
+        else:
+            out.append(s)
+    return out

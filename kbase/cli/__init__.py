@@ -19,6 +19,7 @@ def _register_commands() -> None:
     # Importing these modules adds their commands to ``app``.
     import kbase.cli.demo  # noqa: F401
     import kbase.cli.diff  # noqa: F401
+    import kbase.cli.steps  # noqa: F401
     import kbase.cli.store  # noqa: F401
     import kbase.cli.top  # noqa: F401
 

@@ -100,6 +100,10 @@ DbOpt = Annotated[str | None, typer.Option(
     "top level).")]
 NameOpt = Annotated[str | None, typer.Option("--name", help="Workload name (one repository can track several jobs).")]
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Git repository (default: the current directory's).")]
+WideOpt = Annotated[bool, typer.Option(
+    "--wide", help="Every column, uncut (rows may be longer than the terminal; try `less -S`).")]
+FullNamesOpt = Annotated[bool, typer.Option("--full-names", help="Full demangled kernel names instead of short ones.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the essential result (one line).")]
 
 WINDOW_OPTIONS: dict[str, Any] = {"marker": MarkerOpt, "iteration_kernel": IterKernelOpt,
                                   "iterations": IterationsOpt, "warmup": WarmupOpt, "trim": TrimOpt, "gpu": GpuOpt,
@@ -199,31 +203,48 @@ def console(stderr: bool = False) -> Any:
     from kbase.render.safe import SafeConsole as Console
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output (CI logs, files) is not limited to 80 columns: wide tables stay readable.
-    width = None if stream.isatty() else 220
+    # Piped output (CI logs, files) is not limited to 80 columns unless COLUMNS says so; a terminal's
+    # own width is used as it is.
+    width = None if stream.isatty() else terminal_width_env() or 220
     return Console(stderr=stderr, soft_wrap=False, width=width)
 
 
+def terminal_width_env() -> int | None:
+    """``COLUMNS`` as an int when it is set to one."""
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 20)
+    except ValueError:
+        return None
+
+
 @contextlib.contextmanager
-def reading_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress callback for a reader: a bar on a terminal, shown once a table proves large."""
-    if not sys.stderr.isatty():
+def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback for a reader, ``(done now, total)`` in its own unit (rows of an export,
+    bytes of a trace): a bar on a terminal, shown once reading has taken over half a second
+    (``KBASE_PROGRESS_DELAY`` seconds)."""
+    if quiet or not sys.stderr.isatty():
         yield None
         return
-    state: dict[str, Any] = {}
+    import time
 
-    def advance(rows: int, total: int) -> None:
-        if "task" not in state:
-            if total < 200_000:
-                state["task"] = None
+    try:
+        delay = float(os.environ.get("KBASE_PROGRESS_DELAY", "0.5"))
+    except ValueError:
+        delay = 0.5
+    state: dict[str, Any] = {"start": time.monotonic(), "done": 0}
+
+    def advance(amount: int, total: int) -> None:
+        state["done"] += amount
+        if "bar" not in state:
+            if time.monotonic() - state["start"] < delay or total <= 0:
                 return
             from rich.progress import Progress
 
             state["bar"] = Progress(console=console(stderr=True), transient=True)
             state["bar"].start()
-            state["task"] = state["bar"].add_task(f"reading {label}", total=total)
-        if state["task"] is not None:
-            state["bar"].advance(state["task"], rows)
+            state["task"] = state["bar"].add_task(f"reading {label}", total=total, completed=state["done"])
+            return
+        state["bar"].advance(state["task"], amount)
 
     try:
         yield advance

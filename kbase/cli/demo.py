@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kbase.cli.app import app, console
+from kbase.cli.app import QuietOpt, app, console
 
 
 @app.command()
 def demo(
-    directory: Annotated[Path | None, typer.Option("--dir", help="Keep the demo's repository, exports and store here.")] = None,
+    directory: Annotated[Path | None, typer.Option(
+        "--dir", help="Keep the demo's repository, exports and store here.")] = None,
     iterations: Annotated[int, typer.Option("--iterations", help="Iterations per generated capture.")] = 12,
+    quiet: QuietOpt = False,
 ) -> None:
     """Generate two captures at two commits, store both, diff them and run the gate."""
     import kbase
@@ -23,6 +26,10 @@ def demo(
     from kbase.synth import demo as demo_lib
 
     out = console()
+    if quiet:  # everything but the last line goes nowhere
+        from rich.console import Console
+
+        out = Console(file=io.StringIO(), width=out.width)
     with tempfile.TemporaryDirectory(prefix="kbase-demo-") as tmp:
         root = directory or Path(tmp)
         out.rule("1. generate a 2-GPU Nsight Systems export (real schema) and a git repository")
@@ -43,8 +50,10 @@ def demo(
         doc = render_diff.diff_doc(result.comparison, result.verdict)
         render_diff.print_diff(doc, out, verdict=result.verdict)
         injected = next(r for r in doc["kernels"] if r["name"] == run.slowed_kernel)
-        out.print(f"\ninjected: {run.slowed_kernel[:70]}... made {demo_lib.SLOWDOWN:.2f}x slower per launch -> "
-                  f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {result.verdict.code}",
-                  highlight=False, markup=False)
-        if directory:
+        if quiet:
+            out = console()
+        line = (f"injected: {run.slowed_kernel[:70]}... made {demo_lib.SLOWDOWN:.2f}x slower per launch -> "
+                f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {result.verdict.code}")
+        out.print(("" if quiet else "\n") + line, highlight=False, markup=False)
+        if directory and not quiet:
             out.print(f"kept in {directory}: try  kbase list --db {run.db_url}", highlight=False, markup=False)

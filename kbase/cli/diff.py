@@ -12,8 +12,11 @@ import typer
 
 from kbase.cli.app import (
     DbOpt,
+    FullNamesOpt,
     NameOpt,
+    QuietOpt,
     RepoOpt,
+    WideOpt,
     app,
     check_choice,
     check_writable,
@@ -22,12 +25,13 @@ from kbase.cli.app import (
     window_options,
     write_output,
 )
-from kbase.enums import DiffFormat
+from kbase.enums import DiffFormat, ListFormat
 from kbase.errors import InputError, SettingsError
 
 if TYPE_CHECKING:
     from kbase.api import Comparison
     from kbase.comparison.gate import Verdict
+    from kbase.store.models import Acceptance
 
 AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and within-noise kernels.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision has no baseline of its own.")]
@@ -48,6 +52,9 @@ def diff(
     show_all: AllOpt = False,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
     window: dict[str, Any] | None = None,
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration)."""
@@ -57,21 +64,23 @@ def diff(
     fmt = check_choice(fmt, DiffFormat)
     settings = make_settings(repo=repo, db=db, name=name, window=window)
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict)
-    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all)
+    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet)
 
 
-def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool,
-          verdict: Verdict | None = None) -> None:
+def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None,
+          wide: bool = False, full_names: bool = False, quiet: bool = False) -> None:
     from kbase.render import diff as render_diff
 
     if fmt == DiffFormat.JSON:
         sys.stdout.write(render_diff.diff_json(doc) + "\n")
     elif fmt == DiffFormat.MD:
-        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict))
+        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict, full_names=full_names))
     elif fmt == DiffFormat.CSV:
         sys.stdout.write(render_diff.diff_csv(comparison))
+    elif quiet:
+        console().print(render_diff.quiet_line(doc, verdict), highlight=False, markup=False, soft_wrap=True)
     else:
-        render_diff.print_diff(doc, console(), show_all, verdict)
+        render_diff.print_diff(doc, console(), show_all, verdict, wide=wide, full_names=full_names)
 
 
 @app.command()
@@ -106,6 +115,9 @@ def gate(
     show_all: AllOpt = False,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
     window: dict[str, Any] | None = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
@@ -115,10 +127,13 @@ def gate(
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore}
     settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
+    if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it
+        policy["ignore"] = [kbase.kernel_pattern(p, settings) if p.startswith("#") else p for p in ignore]
+        settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
     if show_policy:
-        import json
+        from kbase.render.policy_toml import policy_toml
 
-        sys.stdout.write(json.dumps(settings.policy.as_dict(), indent=2) + "\n")
+        sys.stdout.write(policy_toml(settings.policy.as_dict()))
         return
     fmt = check_choice(fmt, DiffFormat)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -136,8 +151,8 @@ def gate(
         write_output(junit, junit_xml(doc, verdict), "junit")
     if summary:
         write_output(summary, render_diff.diff_md(doc, show_all, verdict), "step_summary", append=True)
-    _emit(doc, result.comparison, fmt, show_all, verdict)
-    if fmt != DiffFormat.TABLE:
+    _emit(doc, result.comparison, fmt, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet)
+    if fmt != DiffFormat.TABLE and not quiet:
         from kbase.render.safe import inert
 
         for line in render_diff.verdict_lines(verdict):
@@ -147,19 +162,39 @@ def gate(
 
 @app.command()
 def accept(
-    pattern: Annotated[str, typer.Argument(help="Glob or /regex/ on kernel names.")],
-    rev: Annotated[str, typer.Option("--rev", help="The commit that introduced the regression.")],
-    reason: Annotated[str, typer.Option("--reason", help="Why it is accepted.")],
+    pattern: Annotated[str | None, typer.Argument(
+        help="Kernel: glob or /regex/ on names, or a name / #id looked up in the store.")] = None,
+    rev: Annotated[str | None, typer.Option("--rev", help="The commit that introduced the regression.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why it is accepted.")] = None,
     expires: Annotated[str | None, typer.Option(
         "--expires", help="YYYY-MM-DD after which the gate fails again.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the stored acceptances (of --name, or all).")] = False,
+    revoke: Annotated[int | None, typer.Option("--revoke", help="Remove the acceptance with this id.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json (with --list).")] = "table",
     name: NameOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Acknowledge a known regression so the gate lists it as accepted, not failing."""
+    """Acknowledge a known regression so the gate lists it as accepted, not failing (--list, --revoke ID)."""
     import kbase
+    from kbase.render.layout import ellipsize
 
     settings = make_settings(repo=repo, db=db, name=name)
+    if list_ or revoke is not None:
+        if pattern is not None or rev or reason or expires or (list_ and revoke is not None):
+            raise InputError("--list and --revoke take no pattern, --rev, --reason or --expires (and not each other)")
+        if revoke is not None:
+            row = kbase.revoke(revoke, settings)
+            if not quiet:
+                console(stderr=True).print(f"revoked #{row.id}: {ellipsize(row.pattern, 100)} at {row.commit[:12]} "
+                                           f"({row.reason})",
+                                           highlight=False, markup=False)
+            return
+        _list_acceptances(kbase.acceptances(settings, all_workloads=name is None), check_choice(fmt, ListFormat))
+        return
+    if pattern is None or rev is None or reason is None:
+        raise InputError("give a PATTERN, --rev and --reason (or --list / --revoke ID)")
     exp = None
     if expires:
         try:
@@ -169,5 +204,31 @@ def accept(
     if not reason.strip():
         raise InputError("must not be empty", field="reason", value=reason)
     row = kbase.accept(pattern, rev=rev, reason=reason, expires=exp, settings=settings)
-    console(stderr=True).print(f"accepted #{row.id}: {pattern} at {row.commit[:12]} ({reason})"
-                               + (f", expires {exp}" if exp else ""), highlight=False, markup=False)
+    if not quiet:
+        console(stderr=True).print(f"accepted #{row.id}: {ellipsize(row.pattern, 100)} at {row.commit[:12]} ({reason})"
+                                   + (f", expires {exp}" if exp else ""), highlight=False, markup=False)
+
+
+def _list_acceptances(rows: list[Acceptance], fmt: str) -> None:
+    from kbase import jsonable
+    from kbase.render.layout import Column, print_table
+
+    docs = [{"id": a.id, "workload": a.workload, "pattern": a.pattern, "commit": a.commit, "reason": a.reason,
+             "author": a.author, "created_at": a.created_at.isoformat() if a.created_at else None,
+             "expires": a.expires.isoformat() if a.expires else None} for a in rows]
+    if fmt == ListFormat.JSON:
+        sys.stdout.write(jsonable.dumps({"schema": "kbase.acceptances/1", "acceptances": docs}) + "\n")
+        return
+    if not docs:
+        console().print("no acceptances stored", highlight=False)
+        return
+    cols = [Column("id", "id", 0), Column("workload", "workload", 2, min_width=8, max_width=24, shrink=True,
+                                          justify="left"),
+            Column("pattern", "pattern", 0, min_width=16, want_width=40, max_width=80, shrink=True, justify="left"),
+            Column("commit", "commit", 0, justify="left"), Column("expires", "expires", 1, justify="left"),
+            Column("reason", "reason", 3, min_width=12, max_width=60, shrink=True, justify="left"),
+            Column("author", "author", 4, min_width=8, max_width=30, shrink=True, justify="left")]
+    cells = [{"id": f"#{a.id}", "workload": a.workload, "pattern": a.pattern, "commit": a.commit[:12],
+              "expires": a.expires.isoformat() if a.expires else "never", "reason": a.reason, "author": a.author or ""}
+             for a in rows]
+    print_table(console(), cols, cells, title=f"{len(rows)} acceptance(s)")

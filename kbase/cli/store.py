@@ -13,9 +13,12 @@ from kbase.cli.app import (
     CONTEXT,
     DbOpt,
     FormatOpt,
+    FullNamesOpt,
     LimitOpt,
     NameOpt,
+    QuietOpt,
     RepoOpt,
+    WideOpt,
     app,
     check_choice,
     console,
@@ -53,28 +56,33 @@ def snapshot(
         "--force", help="Store again even if this file/window/commit is stored.")] = False,
     fmt: FormatOpt = "table",
     limit: LimitOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
     window: dict[str, Any] | None = None,
 ) -> None:
-    """Store a profile's leaderboard as a baseline at the current (or given) commit."""
+    """Store a profile's leaderboard as a baseline at the current (or given) commit (--quiet: one line)."""
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, db=db, name=name, profile=profile, window=window)
-    with reading_progress(settings.profile.name if settings.profile else "profile") as progress:
+    with reading_progress(settings.profile.name if settings.profile else "profile", quiet=quiet) as progress:
         res = kbase.snapshot(settings.profile, settings, tags=tag, note=note, rev=rev, no_git=no_git,
                              require_clean=require_clean, force=force, progress=progress)
     b = res.baseline
-    err = console(stderr=True)
     where = f"{b.commit[:12]}" + (f" ({b.branch})" if b.branch else " (detached)" if b.detached else "")
     if res.created:
-        err.print(f"stored baseline @{b.id}: workload {b.workload}, commit {where}"
-                  + (", DIRTY working tree" if b.dirty else "") + f", window {b.window_desc}", highlight=False,
-                  markup=False)
+        line = (f"stored baseline @{b.id}: workload {b.workload}, commit {where}"
+                + (", DIRTY working tree" if b.dirty else "") + f", window {b.window_desc}")
     else:
-        err.print(f"already stored as @{b.id} (same file, window and commit; --force stores again)", highlight=False,
-                  markup=False)
+        line = f"already stored as @{b.id} (same file, window and commit; --force stores again)"
+    if quiet and fmt == LeaderboardFormat.TABLE:  # the one line, on stdout
+        console().print(line, highlight=False, markup=False, soft_wrap=True)
+        return
+    console(stderr=True).print(line, highlight=False, markup=False)
     emit_leaderboard(res.leaderboard, fmt, default_limit(fmt, limit, table_default=10), title=f"Baseline @{b.id}",
-                     extra={"baseline_id": b.id, "commit": b.commit, "created": res.created})
+                     extra={"baseline_id": b.id, "commit": b.commit, "created": res.created}, wide=wide,
+                     full_names=full_names)
 
 
 def baseline_dict(b: Baseline) -> dict[str, Any]:
@@ -84,9 +92,17 @@ def baseline_dict(b: Baseline) -> dict[str, Any]:
         "branch": b.branch, "detached": b.detached, "dirty": b.dirty, "source": b.source_name,
         "sha256": b.source_sha256, "format": b.source_format, "gpu_models": b.gpu_models, "gpus": b.gpu_count,
         "window": b.window_desc, "aligned": b.aligned, "iterations": b.iterations_used,
-        "total_kernel_ns": b.total_kernel_ns, "window_gpu_ns": b.window_gpu_ns, "tags": json.loads(b.tags),
+        "total_kernel_ns": b.total_kernel_ns, "kernel_ns_per_iter": kernel_per_iter(b),
+        "window_gpu_ns": b.window_gpu_ns, "tags": json.loads(b.tags),
         "note": b.note, "kbase_version": b.kbase_version,
     }
+
+
+def kernel_per_iter(b: Baseline) -> float | None:
+    """Kernel time per iteration per GPU (the unit of ``diff``), or None for a window without iterations."""
+    if not b.iterations_used or not b.gpu_count:
+        return None
+    return b.total_kernel_ns / (b.iterations_used * b.gpu_count)
 
 
 @app.command("list")
@@ -98,8 +114,10 @@ def list_cmd(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Stored baselines, newest first."""
+    """Stored baselines, newest first (kernel time per iteration per GPU, as diff shows it)."""
     import kbase
     from kbase import jsonable
     from kbase.render.units import fmt_ns
@@ -108,19 +126,28 @@ def list_cmd(
     settings = make_settings(repo=repo, db=db, name=name)
     rows = kbase.baselines(settings, workload=name, branch=branch, commit=commit, limit=limit or None)
     if fmt == ListFormat.JSON:
-        sys.stdout.write(jsonable.dumps({"schema": "kbase.list/1", "baselines": [baseline_dict(b) for b in rows]}) + "\n")
+        doc = {"schema": "kbase.list/1", "baselines": [baseline_dict(b) for b in rows]}
+        sys.stdout.write(jsonable.dumps(doc) + "\n")
         return
-    from rich.table import Table
+    if quiet:
+        newest = f"; newest @{rows[0].id} at {rows[0].commit[:12]}" if rows else ""
+        console().print(f"{len(rows)} baseline(s){newest}", highlight=False, markup=False)
+        return
+    from kbase.render.layout import Column, print_table
 
-    t = Table(title=f"{len(rows)} baseline(s)")
-    for h in ("id", "created (UTC)", "workload", "commit", "branch", "GPUs", "window", "kernel time", "tags"):
-        t.add_column(h)
-    for b in rows:
-        t.add_row(f"@{b.id}", b.created_at.strftime("%Y-%m-%d %H:%M"), b.workload,
-                  b.commit[:12] + ("+dirty" if b.dirty else ""), b.branch or "(detached)",
-                  f"{b.gpu_count}x {b.gpu_models}", ("" if b.aligned else "NOT aligned: ") + b.window_desc,
-                  fmt_ns(b.total_kernel_ns), ",".join(json.loads(b.tags)))
-    console().print(t)
+    cols = [Column("id", "id", 0), Column("created", "created (UTC)", 3, justify="left"),
+            Column("workload", "workload", 0, min_width=8, want_width=16, max_width=32, shrink=True, justify="left"),
+            Column("commit", "commit", 0, justify="left"),
+            Column("branch", "branch", 2, min_width=8, max_width=24, shrink=True, justify="left"),
+            Column("gpus", "GPUs", 4, min_width=8, max_width=30, shrink=True, justify="left"),
+            Column("window", "window", 5, min_width=12, max_width=40, shrink=True, justify="left"),
+            Column("kernel", "kernel/iter/GPU", 0), Column("tags", "tags", 6, min_width=6, shrink=True, justify="left")]
+    cells = [{"id": f"@{b.id}", "created": b.created_at.strftime("%Y-%m-%d %H:%M"), "workload": b.workload,
+              "commit": b.commit[:12] + ("+dirty" if b.dirty else ""), "branch": b.branch or "(detached)",
+              "gpus": f"{b.gpu_count}x {b.gpu_models}",
+              "window": ("" if b.aligned else "NOT aligned: ") + b.window_desc,
+              "kernel": fmt_ns(kernel_per_iter(b)), "tags": ",".join(json.loads(b.tags))} for b in rows]
+    print_table(console(), cols, cells, wide=wide, title=f"{len(rows)} baseline(s)")
 
 
 @app.command()
@@ -131,6 +158,9 @@ def show(
     limit: LimitOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """A stored leaderboard, rendered as by kbase top."""
     import kbase
@@ -140,7 +170,8 @@ def show(
     stored = kbase.baseline(ref, settings)
     b = stored.baseline
     emit_leaderboard(stored.leaderboard, fmt, default_limit(fmt, limit),
-                     title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})", extra={"baseline": baseline_dict(b)})
+                     title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})", extra={"baseline": baseline_dict(b)},
+                     wide=wide, full_names=full_names, quiet=quiet)
 
 
 @app.command()
@@ -150,6 +181,7 @@ def rm(
     name: NameOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Delete one baseline (asks first unless --yes)."""
     import kbase
@@ -168,39 +200,44 @@ def rm(
     if not token.isdigit():
         raise InputError("expected a baseline id like @12", field="ref", value=ref)
     b = kbase.remove(int(token), settings, confirm=confirm)
-    if b is not None:
+    if b is not None and not quiet:
         console(stderr=True).print(f"deleted baseline @{b.id}", highlight=False)
 
 
 @app.command()
 def history(
-    kernel: Annotated[str, typer.Argument(help="Full demangled kernel name.")],
+    kernel: Annotated[str, typer.Argument(help="Kernel: full or short name, #id (as tables show), family, "
+                                               "substring, or /regex/.")],
     name: NameOpt = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
-    """One kernel across every stored baseline, oldest first."""
+    """One kernel across every stored baseline, oldest first: change vs the previous one, a sparkline."""
     import kbase
-    from kbase.render.units import fmt_ns
+    from kbase.render import history as render
 
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    h = kbase.history(kernel, settings, workload=name)
+    h = kbase.history(kernel, settings, workload=name, branch=branch)
     if fmt == HistoryFormat.JSON:
-        sys.stdout.write(h.to_json(orient="records", date_format="iso", indent=2) + "\n")
+        sys.stdout.write(render.history_json(h, name, branch) + "\n")
     elif fmt == HistoryFormat.CSV:
-        sys.stdout.write(h.to_csv(index=False))
+        sys.stdout.write(render.history_csv(h))
     else:
-        from rich.table import Table
+        render.print_history(h, console(), wide=wide, quiet=quiet)
+        from kbase.cli.steps import step_range
+        from kbase.render.units import fmt_ns
 
-        t = Table(title=f"{len(h)} baseline(s) with this kernel")
-        for c in ("id", "commit", "created", "count", "avg", "per iter/GPU"):
-            t.add_column(c)
-        for r in h.itertuples():
-            t.add_row(f"@{r.id}", r.commit[:12], str(r.created_at)[:16], str(r.count), fmt_ns(r.avg_ns),
-                      fmt_ns(r.per_iter_ns))
-        console().print(t)
+        workloads = {r["workload"] for r in h.rows}
+        branches = {r["branch"] for r in h.rows}
+        if len(workloads) == 1 and len(branches) <= 1 and not quiet:  # steps along one line of commits
+            for s in kbase.history_steps(h):
+                console().print(f"{s.kind}: {s.rel:+.1%} per iteration ({fmt_ns(s.before_ns)} -> "
+                                f"{fmt_ns(s.after_ns)}) at {step_range(s)}", highlight=False, markup=False)
 
 
 @db_app.command("upgrade")

@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kbase.cli.app import (
+    DbOpt,
     FormatOpt,
+    FullNamesOpt,
     LimitOpt,
+    QuietOpt,
     RepoOpt,
+    WideOpt,
     app,
     check_choice,
     console,
@@ -35,20 +39,43 @@ def top(
     fmt: FormatOpt = "table",
     limit: LimitOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
+    full_names: FullNamesOpt = False,
+    quiet: QuietOpt = False,
+    db: DbOpt = None,
+    no_store: Annotated[bool, typer.Option(
+        "--no-store", help="Always read the file, even when it is stored at the current commit.")] = False,
     window: dict[str, Any] | None = None,
 ) -> None:
-    """Kernel leaderboard of a profile over an iteration-aligned window."""
+    """Kernel leaderboard of a profile over an iteration-aligned window (from the store when this very
+    file was snapshotted at the current commit with the same window)."""
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
-    settings = make_settings(repo=repo, window=window)
-    with reading_progress(profile.name) as progress:
-        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress)
-    emit_leaderboard(lb, fmt, default_limit(fmt, limit))
+    settings = make_settings(repo=repo, db=db, window=window)
+    with reading_progress(profile.name, quiet=quiet) as progress:
+        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store)
+    emit_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
+
+
+def quiet_line(lb: Leaderboard) -> str:
+    """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
+    from kbase.render.layout import inert
+    from kbase.render.units import fmt_ns, fmt_pct
+
+    s = lb.summary
+    top = lb.table.iloc[0] if len(lb.table) else None
+    per_iter = fmt_ns(s.kernel_ns_per_iter) + " kernel time per iteration per GPU" if s.kernel_ns_per_iter is not None \
+        else f"{fmt_ns(float(lb.table['total_ns'].sum()))} kernel time in the window"
+    head = f"{len(lb.table)} kernels, {per_iter}"
+    if top is not None:
+        head += f"; top: {inert(str(top['short_name']))} {fmt_pct(top['share_kernel'])}"
+    return head
 
 
 def emit_leaderboard(lb: Leaderboard, fmt: str, limit: int | None, title: str = "Kernel leaderboard",
-                     extra: dict[str, Any] | None = None) -> None:
+                     extra: dict[str, Any] | None = None, wide: bool = False, full_names: bool = False,
+                     quiet: bool = False) -> None:
     from kbase.render import leaderboard as render
 
     if fmt == LeaderboardFormat.JSON:
@@ -56,6 +83,8 @@ def emit_leaderboard(lb: Leaderboard, fmt: str, limit: int | None, title: str = 
     elif fmt == LeaderboardFormat.CSV:
         sys.stdout.write(render.leaderboard_csv(lb, limit))
     elif fmt == LeaderboardFormat.MD:
-        sys.stdout.write(render.leaderboard_md(lb, limit))
+        sys.stdout.write(render.leaderboard_md(lb, limit, full_names=full_names))
+    elif quiet:
+        console().print(quiet_line(lb), highlight=False, markup=False, soft_wrap=True)
     else:
-        render.print_leaderboard(lb, console(), limit, title)
+        render.print_leaderboard(lb, console(), limit, title, wide=wide, full_names=full_names)

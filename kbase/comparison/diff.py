@@ -4,12 +4,13 @@ Kernels are matched with merges (full name first, then the family key where it p
 every figure is a vectorised column, classes are vectorised selects, and only the significance tests
 run per kernel. Sentences (diagnosis, Amdahl text, gate reasons) are the renderer's job.
 
-Noise model (see README "Noise model"): a change must pass every floor of the policy — relative
-(``max_increase_pct``), absolute (``abs_floor_us`` per iteration per GPU) and share
-(``share_floor`` of the iteration) — and be significant at ``alpha``: Mann–Whitney U on the
-per-iteration samples (when both sides have ``min_iterations``) and Welch's t on per-launch
-durations (when both sides have ``min_launches``), Bonferroni-combined. With neither test
-possible the result is low-confidence and never called a regression.
+Noise model (see README "Noise model" and ``comparison.noise``): each matched kernel's change is tested
+against its own noise — run-to-run spread from history or repeat captures when the store has them,
+else matched launch-duration quantiles or per-iteration samples plus a run-to-run floor — at the
+policy's false-positive rate ``fpr`` per comparison; the absolute (``abs_floor_us``), share
+(``share_floor``) and optional relative (``max_increase_pct``, 0 by default) floors must also hold.
+Every row carries its noise source, z, p and minimum detectable effect. With no source the result is
+low-confidence and never called a regression. Library algorithm swaps are reported, not gated.
 """
 
 from __future__ import annotations
@@ -19,9 +20,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from kbase.comparison.noise import (
+    SOURCES,
+    decide,
+    iteration_estimate,
+    launch_estimate,
+    pick_noise,
+    repeat_noise,
+    z_threshold,
+)
 from kbase.comparison.policy import THRESHOLD_KEYS, Policy
 from kbase.comparison.side import Side, Unit
-from kbase.comparison.stats import mann_whitney_p, welch_p
+from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
 
 DIFF_SCHEMA = "kbase.diff/1"
@@ -32,7 +42,7 @@ LIBRARY_PICKED = ("tc", "fallback")  # matmul/convolution kernels: cuBLAS/cuDNN 
 ROW_COLUMNS = ["class", "swap", "name", "name_before", "match", "short_name", "family", "category", "tc_before",
                "tc_after", "before", "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count",
                "avg_before", "avg_after", "delta_avg_pct", "share_before", "share_after", "effect", "p_value", "test",
-               "enough", "confidence", "ignored", "gated"]
+               "enough", "confidence", "ignored", "gated", "rel", "z", "noise_source", "noise_rel", "mde_rel", "mde_ns"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,7 @@ def match_kernels(bk: pd.DataFrame, ak: pd.DataFrame) -> pd.DataFrame:
 
 def _side_columns(k: pd.DataFrame, names: pd.Series, suffix: str) -> pd.DataFrame:
     """The side's per-kernel columns for ``names``, row by row (NaN where the kernel is absent)."""
-    pos = k.index.get_indexer(names)
+    pos = k.index.get_indexer(pd.Index(names))
     cols = ["short_name", "family", "category", "tc", "count", "avg_ns", "std_ns", "per_unit_ns", "count_per_unit"]
     out = k[cols].reset_index(drop=True).reindex(pos).reset_index(drop=True)
     out.columns = [f"{c}{suffix}" for c in cols]
@@ -122,7 +132,9 @@ def _side_columns(k: pd.DataFrame, names: pd.Series, suffix: str) -> pd.DataFram
     return out
 
 
-def compute_diff(before: Side, after: Side, policy: Policy | None = None) -> DiffResult:
+def compute_diff(before: Side, after: Side, policy: Policy | None = None,
+                 history: pd.Series | None = None) -> DiffResult:
+    """``history``: per kernel name, the relative run-to-run sd from past baselines (``noise.history_noise``)."""
     policy = policy or Policy()
     pairs = match_kernels(before.kernels, after.kernels)
     d = pd.concat([pairs, _side_columns(before.kernels, pairs["name_before"], "_b"),
@@ -153,9 +165,12 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None) -> Dif
     rows["delta_avg_pct"] = np.where(has_a & has_b & (avg_b != 0) & ~np.isnan(avg_b),
                                      (rows["avg_after"] - rows["avg_before"]) / np.where(avg_b == 0, 1, avg_b) * 100,
                                      np.nan)
-    _significance(rows, d, before, after, policy, has_a & has_b)
+    _significance(rows, d, before, after, policy, has_a & has_b, history)
     _classify(rows, policy, has_b, has_a)
     notes = _mark_algorithm_swaps(rows, policy)
+    line = noise_line(rows)
+    if line:
+        notes.append(line)
     if len(rows):
         order = np.lexsort((rows["name"].astype(str).to_numpy(), -rows["effect"].abs().fillna(0).to_numpy(),
                             (rows["class"] != KernelClass.REGRESSED).to_numpy()))
@@ -169,31 +184,72 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None) -> Dif
 
 
 def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side, policy: Policy,
-                  matched: np.ndarray) -> None:
-    """p-value, test and enough-data flag per matched kernel (the only per-kernel loop)."""
+                  matched: np.ndarray, history: pd.Series | None) -> None:
+    """Per matched kernel: the best noise source, its z-test and the minimum detectable effect."""
     n = len(rows)
-    p = np.ones(n)
+    cols: dict[str, np.ndarray] = {k: np.full(n, np.nan) for k in ("z", "p_value", "noise_rel", "mde_rel", "mde_ns",
+                                                                     "rel")}
+    source = np.full(n, "", dtype=object)
     test = np.full(n, "none", dtype=object)
     enough = np.zeros(n, dtype=bool)
-    iter_ok = before.n_samples >= policy.min_iterations and after.n_samples >= policy.min_iterations
-    cb, ca = d["count_b"].astype(float).to_numpy(), d["count_a"].astype(float).to_numpy()
-    launch_ok = matched & (cb >= policy.min_launches) & (ca >= policy.min_launches)
-    mb, ma = d["avg_ns_b"].astype(float).to_numpy(), d["avg_ns_a"].astype(float).to_numpy()
-    sb, sa = d["std_ns_b"].astype(float).to_numpy(), d["std_ns_a"].astype(float).to_numpy()
+    verdict = np.zeros(n, dtype=np.int8)  # 1 regressed, -1 improved (before the class rules)
+    names, shorts = rows["name"].astype(str), rows["short_name"].astype(str)
+    th = _per_kernel(policy, names, shorts)
+    share = np.fmax(rows["share_before"].to_numpy(float), rows["share_after"].to_numpy(float))
+    tested = int((matched & ~(share < th["share_floor"])).sum())
     pos_b, pos_a = d["_pos_b"].to_numpy(), d["_pos_a"].to_numpy()
+    cb, ca = d["count_per_unit_b"].astype(float).to_numpy(), d["count_per_unit_a"].astype(float).to_numpy()
+    caps = (before.levels.shape[1] if before.levels is not None else 1,
+            after.levels.shape[1] if after.levels is not None else 1)
+    rep_b = repeat_noise(before.levels) if before.levels is not None else np.full(len(before.kernels), np.nan)
+    rep_a = repeat_noise(after.levels) if after.levels is not None else np.full(len(after.kernels), np.nan)
+    hist = history.reindex(rows["name"]).to_numpy(float) if history is not None else np.full(n, np.nan)
+    hist_df = float(history.attrs.get("df", policy.min_history - 1)) if history is not None else np.inf
+    resolution = max(before.resolution_ns, after.resolution_ns)
+    b_ns, a_ns = rows["before"].to_numpy(float), rows["after"].to_numpy(float)
+    wall = before.unit_wall_ns
     for i in np.flatnonzero(matched):
-        ps, tests = [], []
-        if iter_ok:
-            ps.append(mann_whitney_p(before.samples[pos_b[i]], after.samples[pos_a[i]]))
-            tests.append("mann-whitney(iterations)")
-        if launch_ok[i]:
-            ps.append(welch_p(cb[i], mb[i], sb[i], ca[i], ma[i], sa[i]))
-            tests.append("welch(launches)")
-        if ps:
-            p[i], test[i], enough[i] = min(1.0, min(ps) * len(ps)), "+".join(tests), True
-    rows["p_value"] = np.where(matched, p, np.nan)
+        within = [iteration_estimate(before.samples[pos_b[i]], after.samples[pos_a[i]])
+                  if before.n_samples and after.n_samples else None]
+        same_count = cb[i] > 0 and abs(ca[i] / cb[i] - 1.0) < 0.005
+        if same_count and before.sketches is not None and after.sketches is not None:
+            within.append(launch_estimate(before.sketches[pos_b[i]], after.sketches[pos_a[i]], resolution))
+        run_sd: tuple[str, float, float] | None = None
+        if np.isfinite(hist[i]):
+            run_sd = ("history", float(hist[i]), hist_df)
+        else:
+            # repeat captures: like history, only with enough of them (an sd from 2 has 1 degree of freedom)
+            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= policy.min_history else np.nan
+            if np.isfinite(rep):
+                run_sd = ("repeat", float(rep), float(max(caps) - 1))
+        rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
+        est = pick_noise(float(rel_means), within, run_sd, caps, th["run_noise"][i])
+        z_crit = z_threshold(th["fpr"][i], tested)
+        k = decide(est, before_ns=b_ns[i], after_ns=a_ns[i], wall_ns=wall, z_crit=z_crit,
+                   abs_floor_ns=th["abs_floor_us"][i] * 1e3, share_floor=th["share_floor"][i],
+                   rel_floor=th["max_increase_pct"][i] / 100)
+        for key in cols:
+            cols[key][i] = getattr(k, key)
+        source[i], test[i] = k.source, k.test
+        enough[i] = k.source != "assumed"
+        verdict[i] = 1 if k.regressed else -1 if k.improved else 0
+    for key, values in cols.items():
+        rows[key] = values
+    source[~matched] = None
+    rows["noise_source"] = source
     rows["test"] = test
     rows["enough"] = enough
+    rows["_verdict"] = verdict
+
+
+def noise_line(rows: pd.DataFrame) -> str | None:
+    """Which noise sources the decisions used, e.g. "noise: launches 40, iterations 20, assumed 2"."""
+    if not len(rows) or "noise_source" not in rows:
+        return None
+    counts = rows["noise_source"].dropna().value_counts()
+    if not len(counts):
+        return None
+    return "noise: " + ", ".join(f"{src} {int(counts[src])}" for src in SOURCES if src in counts) + " kernel(s)"
 
 
 def _per_kernel(policy: Policy, names: pd.Series, shorts: pd.Series) -> dict[str, np.ndarray]:
@@ -209,17 +265,15 @@ def _per_kernel(policy: Policy, names: pd.Series, shorts: pd.Series) -> dict[str
 def _classify(rows: pd.DataFrame, policy: Policy, has_b: np.ndarray, has_a: np.ndarray) -> None:
     names, shorts = rows["name"].astype(str), rows["short_name"].astype(str)
     th = _per_kernel(policy, names, shorts)
-    rows["ignored"] = policy.ignored_mask(names, shorts)
-    pct, dns = rows["delta_pct"].to_numpy(), rows["delta_ns"].to_numpy()
+    rows["ignored"] = policy.ignored_mask(names.tolist(), shorts.tolist())
+    pct = rows["delta_pct"].to_numpy()
     enough = rows["enough"].to_numpy()
-    share = np.fmax(rows["share_before"].to_numpy(float), rows["share_after"].to_numpy(float))
-    passes = ((np.abs(pct) >= th["max_increase_pct"]) & (np.abs(dns) >= th["abs_floor_us"] * 1e3)
-              & (share >= th["share_floor"]) & enough & (rows["p_value"].fillna(1.0).to_numpy() < th["alpha"]))
+    v = rows.pop("_verdict").to_numpy()
     matched = has_a & has_b
     rows["class"] = np.select(
-        [~has_b, ~has_a, np.abs(pct) < policy.unchanged_pct, passes & (pct > 0), passes],
-        [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.UNCHANGED.value, KernelClass.REGRESSED.value,
-         KernelClass.IMPROVED.value], KernelClass.WITHIN_NOISE.value)
+        [~has_b, ~has_a, v > 0, v < 0, np.abs(pct) < policy.unchanged_pct],
+        [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value, KernelClass.IMPROVED.value,
+         KernelClass.UNCHANGED.value], KernelClass.WITHIN_NOISE.value)
     rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value)
     new_gated = ~has_b & (rows["share_after"].fillna(0).to_numpy() >= th["share_floor"])
     rows["gated"] = ((rows["class"] == KernelClass.REGRESSED).to_numpy() | new_gated) & ~rows["ignored"].to_numpy()
@@ -232,7 +286,7 @@ def _mark_algorithm_swaps(df: pd.DataFrame, policy: Policy) -> list[str]:
     cuDNN/cuBLAS pick a kernel per call from many candidates (autotuning, heuristics); between two
     runs work moves between matmul/convolution kernels: launch counts change, kernels appear and
     vanish, and per-launch averages shift with the mix of shapes. When the launch-count-driven
-    changes among those kernels (plus the new and gone ones) net out below ``max_increase_pct`` of
+    changes among those kernels (plus the new and gone ones) net out below ``swap_net_pct`` of
     their combined time, they are one swap: each row keeps its numbers and says so, and none of
     them fails the gate on its own — the total-time rule still applies.
     """
@@ -246,7 +300,7 @@ def _mark_algorithm_swaps(df: pd.DataFrame, policy: Policy) -> list[str]:
         return []
     net = float(df.loc[moved, "delta_ns"].sum())
     base = float(df.loc[lib, "before"].sum())
-    if not base or abs(net) / base * 100 >= policy.max_increase_pct:
+    if not base or abs(net) / base * 100 >= policy.swap_net_pct:
         return []
     df.loc[moved, "swap"] = True
     df.loc[moved, "gated"] = False

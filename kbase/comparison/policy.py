@@ -2,10 +2,14 @@
 
 ``[tool.kbase.gate]`` example::
 
-    max_increase_pct = 5.0          # a kernel must grow at least this much per iteration
+    fpr = 0.02                      # false-positive rate per comparison (split over the kernels tested)
+    run_noise = 0.002               # run-to-run relative sd assumed when no history/repeat measures it
+    max_increase_pct = 0.0          # optional relative floor: a kernel must grow at least this much
     abs_floor_us = 2.0              # ... and at least this many µs per iteration per GPU
     share_floor = 0.005             # kernels under 0.5% of the iteration are never gated
-    alpha = 0.05                    # significance level of the noise test
+    alpha = 0.05                    # significance level of the total-kernel-time rule
+    min_history = 5                 # baselines needed before history noise is used
+    history_baselines = 20          # how many past baselines history noise looks at
     new_kernel = "fail"             # "fail" | "warn": a new kernel above the share floor
     total_increase_pct = 3.0        # kernel time per iteration as a whole
     ignore = ["*memcpy*", "/^ncclDevKernel_.*/"]
@@ -27,17 +31,22 @@ from kbase.errors import InputError, SettingsError
 if TYPE_CHECKING:
     import numpy as np
 
-THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct")
+THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct", "fpr", "run_noise")
 
 
 @dataclass
 class Policy:
-    max_increase_pct: float = 5.0
+    max_increase_pct: float = 0.0  # relative floor (optional): the noise decides, not a fixed percentage
     abs_floor_us: float = 2.0
     share_floor: float = 0.005
     alpha: float = 0.05
     new_kernel: str = "fail"
     total_increase_pct: float = 3.0
+    fpr: float = 0.02  # false-positive rate per comparison, Bonferroni-split over the kernels tested
+    run_noise: float = 0.002  # run-to-run relative sd floor for within-capture noise sources
+    min_history: int = 5  # past baselines needed for history noise
+    history_baselines: int = 20  # past baselines history noise looks at
+    swap_net_pct: float = 5.0  # algorithm swap: moved kernels net below this % of matmul/conv time
     min_iterations: int = 5  # per side, for the per-iteration rank test
     min_launches: int = 10  # per side, for the per-launch test
     unchanged_pct: float = 1.0  # below this a change is "unchanged"
@@ -107,7 +116,7 @@ def check_pattern(p: str, where: str) -> None:
 def _value_problem(key: str, value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "must be a number"
-    if not math.isfinite(value) or value < 0 or (key == "alpha" and not 0 < value < 1):
+    if not math.isfinite(value) or value < 0 or (key in ("alpha", "fpr") and not 0 < value < 1):
         return "out of range (alpha: between 0 and 1; others: finite and >= 0)"
     return None
 
@@ -126,7 +135,8 @@ def _check_flag(key: str, value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
-def load_policy(settings: dict | None = None, overrides: dict | None = None, where: str = "[tool.kbase.gate]") -> Policy:
+def load_policy(settings: dict | None = None, overrides: dict | None = None,
+                where: str = "[tool.kbase.gate]") -> Policy:
     """Defaults, then ``[tool.kbase.gate]``, then command-line flags (None values ignored)."""
     p = Policy()
     cfg = dict(settings or {})
@@ -152,7 +162,7 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None, whe
             if value not in ("fail", "warn"):
                 raise InputError(f"{where}: new_kernel must be 'fail' or 'warn', got {value!r}")
             p.new_kernel = value
-        elif key in ("min_iterations", "min_launches"):
+        elif key in ("min_iterations", "min_launches", "min_history", "history_baselines"):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InputError(f"{where}: {key} must be a positive integer")
             setattr(p, key, value)

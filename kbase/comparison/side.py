@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from kbase.comparison import sketch
+
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
 
@@ -59,6 +61,10 @@ class Side:
     aligned: bool
     step_wall_ns: float | None
     meta: SideMeta = field(default_factory=SideMeta)
+    # launch sketches (kernels, CHUNKS, WIDTH), NaN rows where no capture had one (older baselines)
+    sketches: np.ndarray | None = None
+    levels: np.ndarray | None = None  # (kernels, captures) ns per unit per GPU of each pooled capture
+    resolution_ns: float = 0.0  # timer resolution of the durations (1000: microsecond timestamps)
 
     @property
     def n_samples(self) -> int:
@@ -76,7 +82,7 @@ def _sample_matrix(lb: Leaderboard, keys: list[int], gpus: int) -> tuple[pd.Inde
     pos = pd.Index(keys)
     if not keys or not len(s):
         return pd.Index([], dtype=object), np.zeros((0, len(keys)))
-    col = pos.get_indexer(s["iteration"])
+    col = pos.get_indexer(pd.Index(s["iteration"]))
     keep = col >= 0
     codes, names = pd.factorize(s["name"].to_numpy()[keep])
     mat = np.zeros((len(names), len(keys)))
@@ -88,7 +94,8 @@ def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | 
     """Pool leaderboards: launches, totals and squared sums add up; samples line up side by side (a
     kernel absent from one capture ran zero ns in each of that capture's iterations)."""
     aligned = bool(lbs) and all(lb.summary.aligned for lb in lbs)
-    parts, matrices = [], []
+    parts, matrices, level_parts = [], [], []
+    sketch_parts: list[dict[str, np.ndarray]] = []
     n_units = gpu_units = wall = 0.0
     totals = np.zeros(4)
     for lb in lbs:
@@ -109,6 +116,11 @@ def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | 
         }))
         if keys:
             matrices.append(_sample_matrix(lb, keys, gpus))
+        elif not aligned and lb.sketches:
+            matrices.append(_chunk_matrix(lb, gpus, s.window_ns))
+        level_parts.append((t["name"].astype(object).to_numpy(), t["total_ns"].to_numpy(float) / (units * gpus)
+                            if units else np.full(len(t), np.nan)))
+        sketch_parts.append(lb.sketches)
     if parts:
         allk = pd.concat(parts, ignore_index=True)
         g = allk.groupby("name", sort=False)
@@ -132,7 +144,46 @@ def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | 
         totals=KernelTotals(*(totals / gpu_units if gpu_units else np.full(4, np.nan))),
         total_samples=np.concatenate([m.sum(axis=0) for _, m in matrices]) if matrices else np.empty(0),
         aligned=aligned, step_wall_ns=_mean_step_wall(lbs), meta=meta or SideMeta(),
+        sketches=_pooled_sketches(k.index, sketch_parts), levels=_levels(k.index, level_parts),
+        resolution_ns=_resolution(sketch_parts),
     )
+
+
+def _chunk_matrix(lb: Leaderboard, gpus: int, window_ns: float) -> tuple[pd.Index, np.ndarray]:
+    """Without iteration markers: each kernel's launch-order chunk totals (from its sketch) as samples,
+    ns per window-second per GPU (a chunk covers about 1/CHUNKS of the window)."""
+    names = pd.Index(list(lb.sketches), dtype=object)
+    per = window_ns / 1e9 / sketch.CHUNKS * gpus
+    mat = np.stack([lb.sketches[n][:, sketch.TOTAL] for n in names]) / per if len(names) else np.zeros((0, 0))
+    return names, mat
+
+
+def _pooled_sketches(index: pd.Index, parts: list[dict[str, np.ndarray]]) -> np.ndarray | None:
+    if not parts or not all(parts):
+        return None
+    out = np.full((len(index), sketch.CHUNKS, sketch.WIDTH), np.nan)
+    for i, name in enumerate(index):
+        have = [p[name] for p in parts if name in p]
+        if have:
+            out[i] = have[0] if len(have) == 1 else sketch.pool(have)
+    return out
+
+
+def _levels(index: pd.Index, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    out = np.zeros((len(index), len(parts)))
+    for j, (names, values) in enumerate(parts):
+        where = pd.Index(names, dtype=object).get_indexer(index)
+        out[where >= 0, j] = values[where[where >= 0]]
+    return out
+
+
+def _resolution(parts: list[dict[str, np.ndarray]]) -> float:
+    """1000 when every sketched duration is a whole microsecond (Kineto's µs timestamps), else 1."""
+    q = [v[:, : sketch.QUANTILES] for p in parts for v in p.values()]
+    if not q:
+        return 0.0
+    allq = np.concatenate([x[np.isfinite(x)] for x in q])
+    return 1000.0 if len(allq) and not np.any(np.mod(allq, 1000.0)) else 1.0
 
 
 def _rows_for(index: pd.Index, names: pd.Index, mat: np.ndarray) -> np.ndarray:

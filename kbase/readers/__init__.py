@@ -91,4 +91,30 @@ def read_profile(
         return read_report(path, progress, nsys_timeout)
     from kbase.readers.kineto import read_kineto
 
-    return read_kineto(path, allow_missing_ranks=allow_missing_ranks)
+    if progress is None:
+        return read_kineto(path, allow_missing_ranks=allow_missing_ranks)
+    from kbase.readers.kineto_json import READ_POSITION
+
+    token = READ_POSITION.set(_byte_progress(path, progress))
+    try:
+        return read_kineto(path, allow_missing_ranks=allow_missing_ranks)
+    finally:
+        READ_POSITION.reset(token)
+
+
+def _byte_progress(path: Path, progress: Progress):
+    """A position callback for the Kineto reader that reports (bytes read now, bytes in all files)."""
+    try:
+        files = [f for f in path.iterdir() if f.is_file()] if path.is_dir() else [path]
+        total = sum(f.stat().st_size for f in files)
+    except OSError:
+        total = 0
+    last = [0]
+
+    def position(pos: int) -> None:
+        if pos < last[0]:  # the next rank's file
+            last[0] = 0
+        progress(pos - last[0], total)
+        last[0] = pos
+
+    return position

@@ -6,6 +6,7 @@ as Python objects. Timestamps convert exactly from decimal microseconds to integ
 from __future__ import annotations
 
 import codecs
+import contextvars
 import gzip
 import json
 import os
@@ -197,6 +198,11 @@ class _Stream:
             return val
 
 
+# Set by ``readers.read_profile`` around a read: called with the bytes of the file (as stored,
+# compressed or not) consumed so far, as the text streams (for a progress bar).
+READ_POSITION: contextvars.ContextVar = contextvars.ContextVar("kbase_kineto_read_position", default=None)
+
+
 def _open_text(path: Path, label: str):
     """(read function, closer) for the file's text; gzip detected from the magic bytes."""
     try:
@@ -210,10 +216,13 @@ def _open_text(path: Path, label: str):
     is_gz = magic == _GZIP_MAGIC
     raw = gzip.GzipFile(fileobj=fh) if is_gz else fh
     dec = codecs.getincrementaldecoder("utf-8")()
+    position = READ_POSITION.get()
 
     def read(n: int) -> str:
         try:
             data = raw.read(n)
+            if position is not None:
+                position(fh.tell())
             return dec.decode(data, final=not data)
         except UnicodeDecodeError:
             raise InputError(f"{label}: not a text file (invalid UTF-8)") from None

@@ -12,12 +12,14 @@ import pandas as pd
 from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.leaderboard import amdahl
+from kbase.analysis.names import display_names, short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import Finding, FindingKind, Verdict
 from kbase.enums import GateStatus, KernelClass
+from kbase.render.layout import Column, print_table
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
-from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_p
+from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.api import Comparison
@@ -74,7 +76,8 @@ def finding_text(f: Finding) -> str:
     if f.kind == FindingKind.LOW_CONFIDENCE:
         return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
     what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% per iteration"
-    return f"{f.short_name} {what} ({f.effect:+.2%} of the iteration) — {amdahl_text(_finding_row(f))}"
+    return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of the iteration) — "
+            f"{amdahl_text(_finding_row(f))}")
 
 
 def verdict_reasons(v: Verdict) -> list[str]:
@@ -129,11 +132,11 @@ def _num(x: Any) -> Any:
 def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str, Any]:
     result = comparison.result
     rows = result.rows
-    counts = {c.label: int((rows["class"] == c).sum()) if len(rows) else 0 for c in CLASSES}
+    counts = {c.value: int((rows["class"] == c).sum()) if len(rows) else 0 for c in CLASSES}
     kernels = []
     for r in records(rows) if len(rows) else []:
         row = {k: _num(r.get(k)) for k in ROW_FIELDS if k not in ("diagnosis", "amdahl")}
-        row["class"] = KernelClass(r["class"]).label
+        row["class"] = KernelClass(r["class"]).value
         row["diagnosis"] = diagnosis(r)
         row["amdahl"] = amdahl_text(r)
         kernels.append(row)
@@ -168,7 +171,7 @@ def diff_csv(comparison: Comparison) -> str:
     recs = records(rows)
     out["diagnosis"] = [diagnosis(r) for r in recs]
     out["amdahl"] = [amdahl_text(r) for r in recs]
-    out["class"] = [KernelClass(c).label for c in out["class"]]
+    out["class"] = [KernelClass(c).value for c in out["class"]]
     return to_csv(out[ROW_FIELDS])
 
 
@@ -192,63 +195,117 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
                        ("kernel", f"kernel time per {unit} per GPU"), ("compute", "  compute"),
                        ("communication", "  communication (NCCL)"), ("memory", "  memory")):
         if key in t and t[key]["before"] is not None:
-            lines.append(f"{label}: {fmt_ns(t[key]['before'])} -> {fmt_ns(t[key]['after'])} "
-                         f"({fmt_delta_pct(t[key]['delta_pct'])})")
-    lines.append("kernels: " + ", ".join(f"{n} {k}" for k, n in doc["counts"].items()))
+            before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
+            lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
+    lines.append("kernels: " + ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()))
     lines += [f"note: {n}" for n in doc["notes"]]
     return lines
 
 
-def _cells(r: dict[str, Any]) -> list[str]:
+def _mde(r: dict[str, Any]) -> str:
+    """The smallest change this kernel's test detects (80% power), and the noise source behind it."""
+    m = r.get("mde_rel")
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "-"
+    return f"{m:.1%} ({r.get('noise_source') or '?'})"
+
+
+def _class_text(r: dict[str, Any]) -> str:
+    label = KernelClass(r["class"]).label
+    return (label + (" (low conf.)" if r["confidence"] == "low" and r["class"] == KernelClass.WITHIN_NOISE else "")
+            + (" [ignored]" if r["ignored"] else "") + (" (swap)" if r.get("swap") else ""))
+
+
+def row_cells(r: dict[str, Any], display: str) -> dict[str, str]:
+    """One diff row as the screen and Markdown show it, keyed by ``COLUMNS``' keys."""
     tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
-    label = r["short_name"] + (" [matched by family]" if r["match"] == "family" else "")
-    return [
-        r["class"] + (" (low conf.)" if r["confidence"] == "low" and r["class"] == "within noise" else "")
-        + (" [ignored]" if r["ignored"] else "") + (" (swap)" if r.get("swap") else ""),
-        label[:80], tc, fmt_ns(r["before"]), fmt_ns(r["after"]), fmt_ns(r["delta_ns"]), fmt_delta_pct(r["delta_pct"]),
-        f"{r['count_before']:.1f}->{r['count_after']:.1f}", fmt_delta_pct(r["delta_avg_pct"]),
-        f"{_share(r['share_before'])}->{_share(r['share_after'])}",
-        "-" if r["effect"] is None else f"{r['effect']:+.2%}", fmt_p(r["p_value"]),
-        r["diagnosis"], r["amdahl"] if r["class"] in ("regressed", "improved", "new", "gone") else "",
-    ]
+    return {
+        "class": _class_text(r),
+        "kernel": display + (" [family]" if r["match"] == "family" else ""),
+        "kernel_id": short_id(r["name"]),
+        "tc": tc, "before": fmt_ns_pair(r["before"], r["after"])[0], "after": fmt_ns_pair(r["before"], r["after"])[1],
+        "delta": fmt_ns(r["delta_ns"]),
+        "delta_pct": fmt_delta_pct(r["delta_pct"]),
+        "launches": f"{r['count_before']:.1f}->{r['count_after']:.1f}", "delta_avg": fmt_delta_pct(r["delta_avg_pct"]),
+        "share": f"{_share(r['share_before'])}->{_share(r['share_after'])}",
+        "effect": "-" if r["effect"] is None else f"{r['effect']:+.2%}", "p": fmt_p(r["p_value"]),
+        "diagnosis": r["diagnosis"],
+        "mde": _mde(r),
+        "amdahl": r["amdahl"] if r["class"] in SHOWN_BY_DEFAULT else "",
+    }
 
 
-HEADERS = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ/iter", "Δ%", "launches/iter", "Δavg/launch",
-           "share", "effect on iter", "p", "diagnosis", "Amdahl"]
+# The screen table: priority 0 never drops (what changed, which kernel, by how much per iteration); larger
+# numbers drop first as the terminal narrows. Another column slots in with its own priority.
+COLUMNS = [
+    Column("class", "class", 0, justify="left"),
+    Column("kernel", "kernel", 0, min_width=24, want_width=40, max_width=80, justify="left", shrink=True,
+           keep_tail=True, tiebreak="kernel_id"),
+    Column("tc", "TC", 9, justify="left"),
+    Column("before", "before/iter", 2),
+    Column("after", "after/iter", 2),
+    Column("delta", "Δ/iter", 0),
+    Column("delta_pct", "Δ%", 0),
+    Column("launches", "launches/iter", 5),
+    Column("delta_avg", "Δavg/launch", 4),
+    Column("share", "share", 6),
+    Column("effect", "effect on iter", 1),
+    Column("p", "p", 3),
+    Column("mde", "MDE", 3, justify="left"),
+    Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
+    Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
+]
+HEADERS = [c.header for c in COLUMNS]
+
+
+def _display(doc: dict[str, Any], full_names: bool) -> dict[str, str]:
+    """Each kernel's name as shown: short, told apart where short names collide in this diff."""
+    kernels = doc["kernels"]
+    names = [k["name"] for k in kernels]
+    return dict(zip(names, display_names(names, [k["short_name"] for k in kernels], full=full_names)))
 
 
 def _visible(doc: dict[str, Any], show_all: bool) -> tuple[list[dict[str, Any]], int]:
     rows = doc["kernels"]
     if show_all:
         return rows, 0
-    shown_labels = {c.label for c in SHOWN_BY_DEFAULT}
-    shown = [r for r in rows if r["class"] in shown_labels or (r["confidence"] == "low" and r["class"] == "within noise"
+    shown = [r for r in rows if r["class"] in SHOWN_BY_DEFAULT or (r["confidence"] == "low"
+                                                                 and r["class"] == KernelClass.WITHIN_NOISE
                                                                and isinstance(r["delta_pct"], (int, float))
                                                                and r["delta_pct"] >= 5)]
     return shown, len(rows) - len(shown)
 
 
-def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None) -> None:
-    from rich.table import Table
+def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
+    """The comparison in one line: the gate's verdict (or the kernel counts) and the total change."""
+    t = doc["totals"].get("kernel") or {}
+    total = f"kernel time per {doc['unit']} {fmt_delta_pct(t.get('delta_pct'))}" if t else ""
+    counts = ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()
+                       if n and k in SHOWN_BY_DEFAULT)
+    head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
+    return "; ".join(x for x in (head, counts or "no changed kernels", total) if x)
 
+
+def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None,
+               wide: bool = False, full_names: bool = False) -> None:
+    """Head lines, the table fitted to the console's width (``wide``: every column) and the verdict."""
     for line in _head_lines(doc):
         style = "bold red" if line.startswith("INCOMPARABLE") else None
         console.print(line, style=style, highlight=False, markup=False)
     rows, hidden = _visible(doc, show_all)
-    t = Table(title="Kernel diff (per iteration per GPU; sorted by effect on iteration time)", header_style="bold")
-    for h in HEADERS:
-        t.add_column(h, overflow="fold", max_width=60 if h in ("kernel", "Amdahl", "diagnosis") else None)
+    display = _display(doc, full_names)
     colors = {"regressed": "red", "improved": "green", "new": "yellow", "gone": "cyan"}
-    for r in rows:
-        t.add_row(*_cells(r), style=colors.get(r["class"]))
-    console.print(t)
+    print_table(console, COLUMNS, [row_cells(r, display[r["name"]]) for r in rows], wide=wide,
+                title="Kernel diff (per iteration per GPU; sorted by effect on iteration time)",
+                row_styles=[colors.get(r["class"]) for r in rows])
     if hidden:
         console.print(f"{hidden} unchanged / within-noise kernel(s) not shown (--all shows them)", highlight=False)
     for line in verdict_lines(verdict):
         console.print(line, highlight=False, markup=False, style="bold")
 
 
-def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None = None) -> str:
+def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None = None,
+            full_names: bool = False) -> str:
     out = ["## kbase kernel diff", ""]
     out += [f"- {md_text(line)}" for line in _head_lines(doc)]
     if verdict is not None:
@@ -256,8 +313,10 @@ def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None
         out += ["", "**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
     rows, hidden = _visible(doc, show_all)
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    display = _display(doc, full_names)
     for r in rows:
-        out.append("| " + " | ".join(md_text(c) for c in _cells(r)) + " |")
+        cells = row_cells(r, display[r["name"]])
+        out.append("| " + " | ".join(md_text(cells[c.key]) for c in COLUMNS) + " |")
     if hidden:
         out.append(f"\n_{hidden} unchanged / within-noise kernel(s) not shown._")
     return "\n".join(out) + "\n"

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import io
 import math
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
+from kbase.analysis.names import display_names, short_id
+from kbase.render.layout import Column
 from kbase.render.safe import md_text
 from kbase.render.units import fmt_ns, fmt_pct
 
@@ -24,7 +26,7 @@ LEADERBOARD_SCHEMA = "kbase.leaderboard/1"
 
 def records(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as dicts of Python scalars (NaN stays NaN: cells show "-", JSON writes null)."""
-    return table.to_dict("records")
+    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
 
 
 def cut(table: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
@@ -83,72 +85,104 @@ def _summary_lines(s: LeaderboardSummary) -> list[str]:
     return lines
 
 
-def _row_cells(r: dict, per_gpu: bool) -> list[str]:
+def _flags(r: dict) -> str:
     flags = []
     if r["fragmented"]:
         flags.append("fragmented")
     if r["min_ns"] > 0 and r["max_ns"] / r["min_ns"] >= 3 and r["count"] >= 3:
         flags.append(f"unstable {r['max_ns'] / r['min_ns']:.0f}x")
-    cells = [str(r["gpu"])] if per_gpu else []
-    return cells + [
-        r["short_name"][:90],
-        {"compute": "comp", "communication": "comm", "memory": "mem"}.get(r["category"], r["category"]),
-        TC_SYMBOL[r["tc"]],
-        f"{r['count']:,}",
-        fmt_ns(r["total_ns"]),
-        fmt_ns(r["avg_ns"]),
-        fmt_ns(r["median_ns"]),
-        fmt_ns(r["min_ns"]),
-        fmt_ns(r["max_ns"]),
-        fmt_ns(r["std_ns"]),
-        fmt_ns(r["per_iter_ns"]),
-        fmt_pct(r["share_window"]),
-        fmt_pct(r["share_kernel"]),
-        "∞" if not math.isfinite(r["amdahl_ceiling"]) else f"{r['amdahl_ceiling']:.3f}x",
-        " ".join(flags),
-    ]
+    return " ".join(flags)
 
 
-HEADERS = ["Kernel", "Cat", "TC", "Count", "Total", "Avg", "Med", "Min", "Max", "Std", "/iter/GPU",
-           "%window", "%kernel", "Amdahl max", "Flags"]
+# The screen table: priority 0 never drops (rank, name, time per iteration, share of kernel time);
+# the larger the number, the sooner a column drops as the terminal narrows.
+COLUMNS = [
+    Column("rank", "#", 0),
+    Column("gpu", "GPU", 0, justify="left"),
+    Column("kernel", "Kernel", 0, min_width=28, want_width=40, max_width=90, justify="left", shrink=True,
+           keep_tail=True, tiebreak="kernel_id"),
+    Column("cat", "Cat", 3, justify="left"),
+    Column("tc", "TC", 5, justify="left"),
+    Column("count", "Count", 2),
+    Column("total", "Total", 0),
+    Column("avg", "Avg", 3),
+    Column("med", "Med", 6),
+    Column("min", "Min", 7),
+    Column("max", "Max", 7),
+    Column("std", "Std", 7),
+    Column("per_iter", "/iter/GPU", 0),
+    Column("share_window", "%window", 4),
+    Column("share_kernel", "%kernel", 0),
+    Column("amdahl", "Amdahl max", 5),
+    Column("flags", "Flags", 4, min_width=10, justify="left", shrink=True),
+]
+HEADERS = [c.header for c in COLUMNS if c.key not in ("rank", "gpu")]
 
 
-def leaderboard_md(lb, limit: int | None = 20) -> str:
+def row_cells(r: dict, rank: int, display: str) -> dict[str, str]:
+    """One leaderboard row as the screen and Markdown show it, keyed by ``COLUMNS``' keys."""
+    cells = {
+        "rank": str(rank),
+        "kernel": display,
+        "cat": {"compute": "comp", "communication": "comm", "memory": "mem"}.get(r["category"], r["category"]),
+        "tc": TC_SYMBOL[r["tc"]],
+        "count": f"{r['count']:,}",
+        "total": fmt_ns(r["total_ns"]),
+        "avg": fmt_ns(r["avg_ns"]),
+        "med": fmt_ns(r["median_ns"]),
+        "min": fmt_ns(r["min_ns"]),
+        "max": fmt_ns(r["max_ns"]),
+        "std": fmt_ns(r["std_ns"]),
+        "per_iter": fmt_ns(r["per_iter_ns"]),
+        "share_window": fmt_pct(r["share_window"]),
+        "share_kernel": fmt_pct(r["share_kernel"]),
+        "amdahl": "∞" if not math.isfinite(r["amdahl_ceiling"]) else f"{r['amdahl_ceiling']:.3f}x",
+        "flags": _flags(r),
+    }
+    if "gpu" in r:
+        cells["gpu"] = str(r["gpu"])
+    cells["kernel_id"] = short_id(r["name"])
+    return cells
+
+
+def _rows(lb: Leaderboard, shown: pd.DataFrame, full_names: bool) -> list[dict[str, str]]:
+    """The shown rows' cells; short names that collide anywhere in the leaderboard are told apart."""
+    t = lb.table
+    names = display_names(list(t["name"]), list(t["short_name"]), full=full_names)
+    by_name = dict(zip(t["name"], names))
+    return [row_cells(r, i, by_name.get(r["name"], r["short_name"])) for i, r in enumerate(records(shown), 1)]
+
+
+def _columns(per_gpu: bool) -> list[Column]:
+    return [c for c in COLUMNS if per_gpu or c.key != "gpu"]
+
+
+def leaderboard_md(lb: Leaderboard, limit: int | None = 20, full_names: bool = False) -> str:
     shown, omitted = cut(lb.table, limit)
-    per_gpu = "gpu" in shown.columns
-    head = (["GPU"] if per_gpu else []) + HEADERS
+    cols = _columns("gpu" in shown.columns)
     out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(lb.summary) + lb.notes]
     out.append("")
-    out.append("| # | " + " | ".join(head) + " |")
-    out.append("|" + "---|" * (len(head) + 1))
-    for i, r in enumerate(records(shown), 1):
-        cells = [md_text(c) for c in _row_cells(r, per_gpu)]
-        out.append(f"| {i} | " + " | ".join(cells) + " |")
+    out.append("| " + " | ".join(c.header for c in cols) + " |")
+    out.append("|" + "---|" * len(cols))
+    for cells in _rows(lb, shown, full_names):
+        out.append("| " + " | ".join(md_text(cells.get(c.key, "")) for c in cols) + " |")
     if omitted:
         out.append(f"\n_{omitted} more kernel(s) not shown (truncated; use --limit 0 for all)._")
     return "\n".join(out) + "\n"
 
 
-def print_leaderboard(lb, console, limit: int | None = 20, title: str = "Kernel leaderboard") -> None:
-    from rich.table import Table
+def print_leaderboard(lb: Leaderboard, console: Any, limit: int | None = 20, title: str = "Kernel leaderboard",
+                      wide: bool = False, full_names: bool = False) -> None:
+    """The summary lines and the table, fitted to the console's width (``wide``: every column)."""
+    from kbase.render.layout import print_table
 
     shown, omitted = cut(lb.table, limit)
-    per_gpu = "gpu" in shown.columns
     for line in _summary_lines(lb.summary):
         console.print(line, highlight=False, markup=False)
     for note in lb.notes:
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
-    table = Table(title=title, show_lines=False, header_style="bold")
-    table.add_column("#", justify="right")
-    for h in (["GPU"] if per_gpu else []) + HEADERS:
-        justify: Literal["left", "right"] = "left" if h in ("Kernel", "Cat", "TC", "Flags", "GPU") else "right"
-        if h == "Kernel":
-            table.add_column(h, justify=justify, overflow="fold", min_width=28, max_width=90)
-        else:
-            table.add_column(h, justify=justify, no_wrap=True)
-    for i, r in enumerate(records(shown), 1):
-        table.add_row(str(i), *_row_cells(r, per_gpu))
-    console.print(table)
+    print_table(console, _columns("gpu" in shown.columns), _rows(lb, shown, full_names), wide=wide, title=title)
     if omitted:
         console.print(f"truncated: {omitted} more kernel(s) not shown (--limit 0 for all)", highlight=False)
-    console.print("TC: ✓ tensor cores  - not eligible  ⚠ matmul/conv without a tensor-core path", style="dim")
+    console.print("TC: ✓ tensor cores  - not eligible  ⚠ matmul/conv without a tensor-core path", style="dim",
+                  highlight=False, markup=False)

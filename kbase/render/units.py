@@ -9,11 +9,12 @@ def _missing(x: float | int | None) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def fmt_ns(ns: float | int | None) -> str:
+def fmt_ns(ns: float | int | None, scale: float | int | None = None) -> str:
+    """A duration in the unit its magnitude (or ``scale``'s, to print several values in one unit) calls for."""
     if _missing(ns):
         return "-"
     assert ns is not None
-    a = abs(ns)
+    a = abs(ns if scale is None or _missing(scale) else scale)
     if a >= 1e9:
         return f"{ns / 1e9:.3f} s"
     if a >= 1e6:
@@ -21,6 +22,13 @@ def fmt_ns(ns: float | int | None) -> str:
     if a >= 1e3:
         return f"{ns / 1e3:.2f} µs"
     return f"{ns:.0f} ns"
+
+
+def fmt_ns_pair(before: float | int | None, after: float | int | None) -> tuple[str, str]:
+    """Two durations in one unit (the larger's): ``1.000 s -> 1.000 s``, never ``1.000 s -> 1000.000 ms``."""
+    sizes = [abs(x) for x in (before, after) if x is not None and not _missing(x)]
+    scale = max(sizes) if sizes else None
+    return fmt_ns(before, scale), fmt_ns(after, scale)
 
 
 def fmt_pct(x: float | None, digits: int = 1) -> str:

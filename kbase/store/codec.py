@@ -3,7 +3,7 @@
 - a baseline row (``Baseline``): the summary's scalars, the window, the source and the commit;
 - kernel rows (``BaselineKernel``): every leaderboard column, plus the per-iteration samples packed as
   little-endian float32 arrays (ns and launches per iteration key, summed over GPUs) in the key order
-  of ``Baseline.iteration_keys``;
+  of ``Baseline.iteration_keys``, and each kernel's launch sketch (``comparison.sketch``, 576 bytes);
 - kernel names once each (``KernelName``), keyed by the sha1 of the full demangled name.
 """
 
@@ -14,13 +14,13 @@ import json
 import socket
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
 from kbase.jsonable import clean
 from kbase.store.models import Baseline
 
 if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
@@ -35,11 +35,19 @@ def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str
     return hashlib.sha256(f"{gpu_models}|{gpu_count}|{workload}|{window_spec}".encode()).hexdigest()[:32]
 
 
+# numpy and pandas load inside the functions that use them: ``kbase list``/``history``/``db`` import this
+# module (through ``queries``) and need neither.
+
+
 def _pack(values: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(values, dtype="<f4").tobytes()
 
 
 def unpack(blob: bytes | None) -> np.ndarray:
+    import numpy as np
+
     if not blob:
         return np.empty(0, dtype=np.float32)
     return np.frombuffer(blob, dtype="<f4")
@@ -51,6 +59,9 @@ def _sample_matrices(s: pd.DataFrame, keys: list[int]) -> tuple[list, np.ndarray
     Vectorised (one factorize, one fancy assignment): a Python loop over a groupby cost ~1 s per
     snapshot at 2,000 kernels x 100 iterations. Duplicate (name, iteration) rows: the last wins.
     """
+    import numpy as np
+    import pandas as pd
+
     codes, names = pd.factorize(s["name"], sort=False)
     keep = codes >= 0  # a missing name forms no group (as groupby drops it)
     codes = codes[keep]
@@ -75,6 +86,11 @@ def _sample_matrices(s: pd.DataFrame, keys: list[int]) -> tuple[list, np.ndarray
 
 def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> list[dict]:
     """The ``BaselineKernel`` rows of a leaderboard, in leaderboard order (rank 1 = largest total)."""
+    import numpy as np
+    import pandas as pd
+
+    from kbase.comparison import sketch
+
     t = lb.table
     s = lb.samples
     packed: dict[str, tuple[bytes, bytes]] = {}
@@ -111,6 +127,7 @@ def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], key
                 "fragmented": bool(frag),
                 "iter_ns": samples[0] if samples is not None else empty,
                 "iter_count": samples[1] if samples is not None else empty,
+                "launch_sketch": sketch.pack(lb.sketches[name]) if name in lb.sketches else None,
             }
         )
     return rows
@@ -139,6 +156,8 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
         source_sha256=source.sha256,
         source_size=source.size,
         source_format=source.format,
+        source_mtime_ns=source.mtime_ns,
+        source_probe=source.probe,
         exporter_version=s.exporter,
         gpu_models=models,
         gpu_count=int(s.gpus),
@@ -168,6 +187,7 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
 def leaderboard_from_rows(b: Baseline, k: pd.DataFrame) -> Leaderboard:
     """The stored Leaderboard of baseline ``b`` from its kernel rows ``k`` (joined with their names)."""
     from kbase.analysis.leaderboard import COLUMNS, Leaderboard, LeaderboardSummary
+    from kbase.comparison import sketch
 
     summary: dict[str, Any] = json.loads(b.summary_json)
     notes = summary.pop("notes", [])
@@ -177,13 +197,22 @@ def leaderboard_from_rows(b: Baseline, k: pd.DataFrame) -> Leaderboard:
         count_per_iter=k["count_per_iter"].astype(float),
     )[COLUMNS].reset_index(drop=True)
     keys = json.loads(b.iteration_keys)
+    sketches: dict[str, np.ndarray] = {}
+    if "launch_sketch" in k:  # baselines stored before migration 0005 have none: compared without them
+        for name, blob in zip(k["name"].tolist(), k["launch_sketch"].tolist()):
+            sk = sketch.unpack(blob)
+            if sk is not None:
+                sketches[name] = sk
     return Leaderboard(table=table, summary=LeaderboardSummary.from_dict(summary), samples=unpack_samples(k, keys),
-                       notes=notes)
+                       notes=notes, sketches=sketches)
 
 
 def unpack_samples(k: pd.DataFrame, keys: list[int]) -> pd.DataFrame:
     """(name, iteration, count, total_ns) for every stored iteration with launches, in row then key
     order. One np.frombuffer per row, no per-sample Python (was ~0.3 s at 2,000 x 100)."""
+    import numpy as np
+    import pandas as pd
+
     cols = ["name", "iteration", "count", "total_ns"]
     karr = np.asarray(keys, dtype=np.int64)
     ns_blobs, cnt_blobs = k["iter_ns"].tolist(), k["iter_count"].tolist()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
 # The newest migration in migrations/versions (a test keeps it equal to Alembic's head). A store
 # already at this revision is opened without importing Alembic (~0.3 s of every command).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0006"
 
 
 def migrations_dir() -> Path:
@@ -84,7 +84,10 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
             raise StoreError(f"store {path}: is a directory, not a database file")
         check_sqlite_file(path)
         if not path.exists():
+            created = not path.parent.exists()
             _make_parent(path)
+            if created and path.parent.name == ".kbase":  # kbase's own folder: never shows in `git status`
+                (path.parent / ".gitignore").write_text("# created by kbase\n*\n", encoding="utf-8")
         engine = create_engine(url, connect_args={"timeout": busy})
         event.listen(engine, "connect", _sqlite_pragmas(busy))
     else:

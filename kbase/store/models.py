@@ -4,7 +4,8 @@
 - ``KernelName``: each distinct kernel name once (long C++ templates repeat across thousands of
   baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
 - ``BaselineKernel``: one leaderboard row per kernel per baseline, with its per-iteration samples
-  packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``.
+  packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``,
+  and its launch sketch (``comparison.sketch``: launch-duration quantiles per launch-order chunk).
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
 All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.
@@ -32,6 +33,7 @@ class Baseline(SQLModel, table=True):
         # unless re-stored on purpose (--force: the next copy number). A constraint, not a check.
         Index("ux_baseline_capture", "workload", "commit", "source_sha256", "window_spec", "capture_copy",
               unique=True),
+        Index("ix_baseline_commit_probe", "commit", "source_probe"),  # kbase top FILE: stored at this commit?
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -46,6 +48,10 @@ class Baseline(SQLModel, table=True):
     source_sha256: str = Field(max_length=64, index=True)
     source_size: int = Field(sa_type=BigInteger)
     source_format: str = Field(max_length=32)
+    # Cheap identity of the file (no full read): its mtime when stored and a sha256 of its size and first
+    # and last 64 KiB (``readers.source.source_identity``). None on baselines stored before 0005.
+    source_mtime_ns: int | None = Field(default=None, sa_type=BigInteger)
+    source_probe: str | None = Field(default=None, max_length=64)
     exporter_version: str = Field(default="", sa_type=Text)
     gpu_models: str = Field(default="", sa_type=Text)  # comma-separated, sorted
     gpu_count: int
@@ -111,6 +117,8 @@ class BaselineKernel(SQLModel, table=True):
     fragmented: bool = False
     iter_ns: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 per iteration key
     iter_count: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 launches per key
+    # float32 (8 launch-order chunks x (16 duration quantiles, launches, total ns)); NULL before 0005
+    launch_sketch: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 
 class Acceptance(SQLModel, table=True):

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Select, delete, func, or_, select
 
 from kbase.errors import InputError, KbaseError, StoreError
@@ -18,6 +17,7 @@ from kbase.store.engine import write_transaction
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.analysis.leaderboard import Leaderboard
@@ -155,6 +155,20 @@ def find_duplicate(engine: Engine, workload: str, commit: str, sha256: str, wind
     return found[0] if found else None
 
 
+def find_by_identity(engine: Engine, commit: str, size: int, mtime_ns: int, probe: str, window_spec: str,
+                     kbase_version: str, workload: str | None = None) -> Baseline | None:
+    """The newest baseline of this file (same size, mtime and probe hash) at ``commit`` on this window,
+    written by this kbase version, or None: the cheap identity check of ``kbase top FILE``."""
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.commit == commit, bt.source_probe == probe, bt.source_size == size,
+                               bt.source_mtime_ns == mtime_ns, bt.window_spec == window_spec,
+                               bt.kbase_version == kbase_version)
+    if workload:
+        q = q.where(bt.workload == workload)
+    found = _baselines(engine, q.order_by(bt.id.desc()).limit(1))
+    return found[0] if found else None
+
+
 def list_baselines(engine: Engine, workload: str | None = None, branch: str | None = None,
                    commit_prefix: str | None = None, limit: int | None = None) -> list[Baseline]:
     """Baselines, newest first, optionally filtered."""
@@ -200,6 +214,8 @@ def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
         .where(bk.c.baseline_id.in_(baseline_ids))
         .order_by(bk.c.baseline_id, bk.c.rank)
     )
+    import pandas as pd  # here, not at the top: list/history/db never load pandas
+
     with engine.connect() as conn:
         res = conn.execute(q)
         # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
@@ -218,11 +234,36 @@ def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 
 
-def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd.DataFrame:
-    """One kernel across all baselines (oldest first): commit, date, per-iteration time, count."""
+def kernel_names(engine: Engine, workload: str | None = None) -> tuple[list[str], list[str]]:
+    """The full and short names of the kernels stored (in baselines of ``workload`` when given)."""
+    bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
+    q = select(kn.c.name, kn.c.short_name).order_by(kn.c.id)
+    if workload:
+        used = select(bk.c.name_id).join(bt, bt.c.id == bk.c.baseline_id).where(bt.c.workload == workload)
+        q = q.where(kn.c.id.in_(used))
+    with engine.connect() as conn:
+        rows = conn.execute(q).fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+@dataclass(frozen=True)
+class HistoryRows:
+    """One kernel across baselines as plain rows (no pandas): ``columns`` names each tuple's fields."""
+
+    columns: list[str]
+    rows: list[tuple]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+
+def kernel_history_rows(engine: Engine, name: str, workload: str | None = None,
+                        branch: str | None = None) -> HistoryRows:
+    """One kernel across all baselines (oldest first): id, commit, created_at, workload, count, total_ns,
+    avg_ns, per_iter_ns, share_window. Plain tuples: ``kbase history`` renders them without pandas."""
     bk, kn, bt = BASELINE_KERNEL, KERNEL_NAME, BASELINE
     q = (
-        select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bk.c.count, bk.c.total_ns,
+        select(bt.c.id, bt.c.commit, bt.c.created_at, bt.c.workload, bt.c.branch, bk.c.count, bk.c.total_ns,
                bk.c.avg_ns, bk.c.per_iter_ns, bk.c.share_window)
         .join(bk, bk.c.baseline_id == bt.c.id)
         .join(kn, kn.c.id == bk.c.name_id)
@@ -231,10 +272,11 @@ def kernel_history(engine: Engine, name: str, workload: str | None = None) -> pd
     )
     if workload:
         q = q.where(bt.c.workload == workload)
+    if branch:
+        q = q.where(bt.c.branch == branch)
     with engine.connect() as conn:
         res = conn.execute(q)
-        # plain tuples: pandas probes each Row object (~2x slower at 10,000 baselines)
-        return pd.DataFrame([tuple(r) for r in res.fetchall()], columns=list(res.keys()))
+        return HistoryRows(columns=list(res.keys()), rows=[tuple(r) for r in res.fetchall()])
 
 
 def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
@@ -271,3 +313,48 @@ def delete_acceptance(engine: Engine, acceptance_id: int, url: str = "") -> Acce
     with write_transaction(engine, url) as conn:
         conn.execute(delete(ACCEPTANCE).where(ACCEPTANCE.c.id == acceptance_id))
     return found[0]
+
+
+def line_baselines(engine: Engine, workload: str, *, fingerprint: str | None = None, commits: list[str] | None = None,
+                   before_id: int | None = None, limit: int = 20) -> list[Baseline]:
+    """The newest ``limit`` baselines of ``workload`` (with ``fingerprint``, at ``commits`` — a branch's
+    first-parent line — and no newer than baseline ``before_id`` when given), oldest first by line
+    position (commits given nearest first), then by creation."""
+    bt = BASELINE.c
+    q = select(BASELINE).where(bt.workload == workload)
+    if fingerprint:
+        q = q.where(bt.fingerprint == fingerprint)
+    if before_id is not None:
+        q = q.where(bt.id <= before_id)
+    if commits is not None:
+        if not commits:
+            return []
+        pos = {c: i for i, c in enumerate(commits)}
+        found: list[Baseline] = []
+        for i in range(0, len(commits), _NAME_CHUNK):
+            found += _baselines(engine, q.where(bt.commit.in_(commits[i : i + _NAME_CHUNK])))
+        found.sort(key=lambda b: (-pos[b.commit], b.created_at, b.id or 0))
+        return found[-limit:] if limit else found
+    newest = _baselines(engine, q.order_by(bt.created_at.desc(), bt.id.desc()).limit(limit))
+    return newest[::-1]
+
+
+def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
+    """Per kernel (rows: name; columns: the baselines in the order given) its time per iteration per GPU
+    (``per_iter_ns``; NaN where it did not run), with short_name as a column-free attribute frame."""
+    import pandas as pd
+
+    if not baseline_ids:
+        return pd.DataFrame()
+    bk, kn = BASELINE_KERNEL, KERNEL_NAME
+    rows: list[tuple] = []
+    with engine.connect() as conn:
+        for i in range(0, len(baseline_ids), _NAME_CHUNK):
+            q = (select(bk.c.baseline_id, kn.c.name, kn.c.short_name, bk.c.per_iter_ns)
+                 .join(kn, kn.c.id == bk.c.name_id).where(bk.c.baseline_id.in_(baseline_ids[i : i + _NAME_CHUNK])))
+            rows += [tuple(r) for r in conn.execute(q).fetchall()]
+    df = pd.DataFrame(rows, columns=["baseline_id", "name", "short_name", "per_iter_ns"])
+    wide = df.pivot_table(index="name", columns="baseline_id", values="per_iter_ns", aggfunc="sum")
+    wide = wide.reindex(columns=baseline_ids).astype(float)
+    wide.attrs["short_name"] = df.drop_duplicates("name").set_index("name")["short_name"].to_dict()
+    return wide

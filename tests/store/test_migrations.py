@@ -57,7 +57,7 @@ def _fill(engine, url, leaderboards) -> list[int]:
     return ids
 
 
-ADDED_LATER = {"capture_copy"}  # columns of later revisions (compared apart)
+ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe"}  # columns of later revisions
 
 
 def _dump(engine) -> dict:

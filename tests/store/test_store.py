@@ -680,15 +680,17 @@ def test_history_one_row_per_baseline(store_url, exports, git_repo, top_a):
     kernel = top_a["kernels"][0]
     r = kb("history", kernel["name"], *db, "--format", "json", cwd=git_repo)
     assert r.rc == 0, r
-    rows = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "kbase.history/1" and doc["kernel"]["name"] == kernel["name"]
+    rows = doc["baselines"]
     assert [row["id"] for row in rows] == ids  # oldest first, one per baseline
     assert [row["commit"] for row in rows] == [head(git_repo, "HEAD~1"), head(git_repo), head(git_repo)]
     assert rows[1]["total_ns"] == kernel["total_ns"] and rows[1]["count"] == kernel["count"]
     assert math.isclose(rows[1]["per_iter_ns"], kernel["per_iter_ns"], rel_tol=REL)
     r = kb("history", kernel["name"], *db, "--name", "w", "--format", "json", cwd=git_repo)
-    assert [row["id"] for row in json.loads(r.stdout)] == ids[:2]
+    assert [row["id"] for row in json.loads(r.stdout)["baselines"]] == ids[:2]
     r = kb("history", "no_such_kernel", *db, "--format", "json", cwd=git_repo)
-    assert r.rc == 0 and json.loads(r.stdout) == [], r
+    assert r.rc == 2 and "no stored kernel matches" in r.stderr and not r.stdout, r
     r = kb("history", kernel["name"], *db, "--format", "csv", cwd=git_repo)
     assert r.rc == 0 and r.stdout.count("\n") == 4, r
     r = kb("history", kernel["name"], *db, cwd=git_repo)

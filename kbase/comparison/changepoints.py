@@ -1,0 +1,208 @@
+"""Step changes in one kernel's history: binary segmentation of its per-commit levels.
+
+Pure numpy (no change-point library): a segment is split where the two halves' means differ most
+(the least-squares gain n_l·n_r/n·(mean_l - mean_r)², from cumulative sums: O(n) per segment), when
+that gain exceeds a penalty ``penalty · log(n) · sigma²``; sigma is the run-to-run noise, estimated
+robustly from the series itself (median absolute successive difference: steps do not inflate it)
+unless given. After the recursion every boundary is re-checked against its neighbouring segments.
+Several small steps in one direction in a row are reported as one creep with their cumulative size.
+
+``ruptures`` (BinSeg with an L2 cost) does the same search; these few cumulative sums (~0.08 ms per
+40-point series) need no dependency, so it is not one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kbase.comparison.noise import level_noise
+
+PENALTY = 6.0  # in units of log(n)·sigma²: calibrated on noise-only generated histories (benchmarks/calibrate.py)
+MIN_SIZE = 2  # points per segment
+CREEP_MAX_REL = 0.025  # a step at most this large (relative) may be part of a creep
+CREEP_MIN_STEPS = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # first point at the new level
+    before: float  # mean level of the segment before
+    after: float  # mean level of the segment after
+    z: float  # |after - before| in standard errors of the difference
+
+    @property
+    def rel(self) -> float:
+        return self.after / self.before - 1.0 if self.before else float("inf")
+
+
+@dataclass(frozen=True)
+class Creep:
+    first: int  # index of the first step's new level
+    last: int  # index of the last step's new level
+    steps: int
+    before: float  # level before the first step
+    after: float  # level after the last step
+
+    @property
+    def rel(self) -> float:
+        return self.after / self.before - 1.0 if self.before else float("inf")
+
+
+def _best_split(x: np.ndarray, min_size: int) -> tuple[int, float]:
+    n = len(x)
+    if n < 2 * min_size:
+        return -1, 0.0
+    s = np.cumsum(x)
+    k = np.arange(min_size, n - min_size + 1)
+    left = s[k - 1]
+    gain = left * left / k + (s[-1] - left) ** 2 / (n - k) - s[-1] * s[-1] / n
+    i = int(np.argmax(gain))
+    return int(k[i]), float(gain[i])
+
+
+def detect_steps(levels: np.ndarray, sigma: float | None = None, *, penalty: float = PENALTY,
+                 min_size: int = MIN_SIZE, min_rel: float = 0.0) -> list[Step]:
+    """Steps in a 1-D series of levels (oldest first, finite values). ``sigma``: absolute noise sd of
+    one level (default: estimated robustly from the series). ``min_rel``: smallest relative step kept."""
+    x = np.asarray(levels, dtype=float)
+    n = len(x)
+    if n < 2 * min_size:
+        return []
+    if sigma is None:
+        rel_sd = level_noise(x)
+        sigma = rel_sd * float(np.median(x)) if math.isfinite(rel_sd) else 0.0
+    sigma = max(float(sigma), 1e-9 * max(float(np.abs(x).max()), 1.0))
+    pen = penalty * math.log(n) * sigma * sigma
+    cuts: list[int] = []
+    todo = [(0, n)]
+    while todo:
+        lo, hi = todo.pop()
+        k, gain = _best_split(x[lo:hi], min_size)
+        if k > 0 and gain > pen:
+            cuts.append(lo + k)
+            todo += [(lo, lo + k), (lo + k, hi)]
+    cuts.sort()
+    changed = True
+    while changed and cuts:  # prune boundaries that no longer hold against their neighbours
+        changed = False
+        edges = [0, *cuts, n]
+        for j in range(1, len(edges) - 1):
+            a, b, c = edges[j - 1], edges[j], edges[j + 1]
+            ml, mr = x[a:b].mean(), x[b:c].mean()
+            nl, nr = b - a, c - b
+            if nl * nr / (nl + nr) * (ml - mr) ** 2 <= pen or (ml and abs(mr / ml - 1.0) < min_rel):
+                cuts.remove(b)
+                changed = True
+                break
+    edges = [0, *cuts, n]
+    out = []
+    for j in range(1, len(edges) - 1):
+        a, b, c = edges[j - 1], edges[j], edges[j + 1]
+        ml, mr = float(x[a:b].mean()), float(x[b:c].mean())
+        se = sigma * math.sqrt(1 / (b - a) + 1 / (c - b))
+        out.append(Step(index=b, before=ml, after=mr, z=abs(mr - ml) / se))
+    return out
+
+
+def find_creeps(steps: list[Step], *, max_rel: float = CREEP_MAX_REL, min_steps: int = CREEP_MIN_STEPS) -> list[Creep]:
+    """Runs of at least ``min_steps`` consecutive steps in one direction, each at most ``max_rel``."""
+    out: list[Creep] = []
+    run: list[Step] = []
+
+    def flush() -> None:
+        if len(run) >= min_steps:
+            out.append(Creep(first=run[0].index, last=run[-1].index, steps=len(run), before=run[0].before,
+                             after=run[-1].after))
+
+    for s in steps:
+        small = abs(s.rel) <= max_rel
+        same = run and np.sign(s.rel) == np.sign(run[-1].rel)
+        if small and (not run or same):
+            run.append(s)
+        else:
+            flush()
+            run = [s] if small else []
+    flush()
+    return out
+
+
+STEPS_SCHEMA = "kbase.steps/1"
+MIN_STEP_REL = 0.005  # steps under 0.5% of the kernel's time are not listed
+
+
+@dataclass(frozen=True)
+class KernelStep:
+    """One detected change of one kernel over a line of commits (a step, or a creep of several)."""
+
+    name: str
+    short_name: str
+    kind: str  # "step" | "creep"
+    from_commit: str  # last commit at the old level
+    to_commit: str  # first commit at the new level (a creep: of its last step)
+    first_commit: str  # a creep: first commit at its first new level (a step: = to_commit)
+    before_ns: float  # per iteration per GPU
+    after_ns: float
+    rel: float
+    effect: float  # (after - before) / iteration wall time
+    steps: int
+    z: float
+
+
+def commit_levels(levels: np.ndarray, commits: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Columns (one per baseline, in line order) averaged per commit, commits in first-seen order."""
+    order: list[str] = []
+    for c in commits:
+        if c not in order:
+            order.append(c)
+    out = np.full((levels.shape[0], len(order)), np.nan)
+    for j, c in enumerate(order):
+        cols = [i for i, x in enumerate(commits) if x == c]
+        block = levels[:, cols]
+        have = np.isfinite(block).any(axis=1)
+        out[have, j] = np.nanmean(block[have], axis=1)
+    return out, order
+
+
+def series_steps(values: np.ndarray, commits: list[str], *, min_rel: float = MIN_STEP_REL) -> list[tuple]:
+    """(step or creep, from_commit, first_commit, to_commit) of one kernel's per-commit levels
+    (NaN: not run at that commit, skipped); steps inside a creep are reported as the creep."""
+    ok = np.flatnonzero(np.isfinite(values))
+    if len(ok) < 2 * MIN_SIZE:
+        return []
+    found = detect_steps(values[ok], min_rel=min_rel)
+    creeps = find_creeps(found)
+    inside = {s.index for c in creeps for s in found if c.first <= s.index <= c.last}
+    out: list[tuple] = [(c, commits[ok[c.first - 1]], commits[ok[c.first]], commits[ok[c.last]]) for c in creeps]
+    out += [(s, commits[ok[s.index - 1]], commits[ok[s.index]], commits[ok[s.index]]) for s in found
+            if s.index not in inside]
+    return out
+
+
+def kernel_steps(levels: np.ndarray, names: list[str], shorts: list[str], commits: list[str],
+                 wall_ns: float) -> list[KernelStep]:
+    """Steps and creeps of every kernel (rows of ``levels``: per baseline, in line order), largest
+    effect on the iteration first."""
+    per_commit, order = commit_levels(levels, commits)
+    out = []
+    for i, name in enumerate(names):
+        for found, frm, first, to in series_steps(per_commit[i], order):
+            creep = isinstance(found, Creep)
+            z = float("nan") if creep else found.z
+            out.append(KernelStep(name=name, short_name=shorts[i], kind="creep" if creep else "step",
+                                  from_commit=frm, first_commit=first, to_commit=to, before_ns=found.before,
+                                  after_ns=found.after, rel=found.rel,
+                                  effect=(found.after - found.before) / wall_ns if wall_ns else float("nan"),
+                                  steps=found.steps if creep else 1, z=z))
+    out.sort(key=lambda s: (-abs(s.effect) if s.effect == s.effect else 0.0, s.name))
+    return out
+
+
+def kernel_history_steps(per_iter_ns: list[float | None], commits: list[str]) -> list[KernelStep]:
+    """Steps and creeps in one kernel's per-iteration time over baselines (oldest first)."""
+    if not per_iter_ns:
+        return []
+    levels = np.array([np.nan if v is None else float(v) for v in per_iter_ns], dtype=float)[None, :]
+    return kernel_steps(levels, ["kernel"], ["kernel"], commits, float("nan"))

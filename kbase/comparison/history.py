@@ -1,0 +1,94 @@
+"""The store's history as the comparison uses it: run-to-run noise per kernel from past baselines on
+a branch's first-parent line, and the step changes of every kernel along that line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from kbase.comparison.changepoints import KernelStep, kernel_steps
+from kbase.comparison.noise import history_noise
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from kbase.comparison.policy import Policy
+    from kbase.comparison.resolve import Resolved
+
+
+def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list[str] | None:
+    """The first-parent line ending at ``commit`` (nearest first), or None without a repository."""
+    from kbase.gitrepo import first_parents, open_repo
+
+    if commit is None:
+        return None
+    try:
+        return first_parents(open_repo(repo), commit, limit=depth)
+    except Exception:  # noqa: BLE001 - no repository or an unknown commit: fall back to creation order
+        return None
+
+
+def noise_from_history(engine: Engine, policy: Policy, repo: Path | None, first: Resolved,
+                       second: Resolved) -> tuple[pd.Series | None, list[str]]:
+    """Per kernel run-to-run sd from the last ``history_baselines`` comparable baselines on the base
+    side's first-parent line (the after side's own baselines left out), when at least ``min_history``
+    exist; ``attrs["df"]``: its degrees of freedom (a MAD-based sd: about 40% of the levels')."""
+    from kbase.store.queries import get_baseline, kernel_levels, line_baselines
+
+    if not first.baseline_ids:
+        return None, []
+    newest = get_baseline(engine, max(first.baseline_ids))
+    commits = first_parent_line(repo, first.commit, 10 * policy.history_baselines)
+    past = [b for b in line_baselines(engine, newest.workload, fingerprint=newest.fingerprint, commits=commits,
+                                      before_id=None if commits else newest.id, limit=policy.history_baselines)
+            if b.id not in set(second.baseline_ids)]
+    if len(past) < policy.min_history:
+        return None, []
+    levels = kernel_levels(engine, [b.id for b in past if b.id is not None])
+    sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
+    sd.attrs["df"] = max(0.4 * (len(past) - 1), 2.0)
+    return sd, [f"history noise: {len(past)} past baselines on the base line "
+                f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
+
+
+@dataclass
+class StepsReport:
+    workload: str
+    commits: list[str]  # the line's commits with baselines, oldest first
+    baselines: int
+    steps: list[KernelStep]  # largest effect on the iteration first
+    notes: list[str] = field(default_factory=list)
+
+
+def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int, rev: str) -> StepsReport:
+    """Steps and creeps of every kernel over the last ``last`` baselines of ``workload`` on the
+    first-parent line ending at ``rev`` (creation order without a repository), comparable with the
+    newest of them."""
+    from kbase.store.queries import kernel_levels, line_baselines
+
+    notes: list[str] = []
+    commits = first_parent_line(repo, rev, 10 * last)
+    if commits is None:
+        notes.append("no git repository: baselines in creation order")
+    bs = line_baselines(engine, workload, commits=commits, limit=last)
+    if bs:
+        kept = [b for b in bs if b.fingerprint == bs[-1].fingerprint]
+        if len(kept) < len(bs):
+            notes.append(f"{len(bs) - len(kept)} baseline(s) left out: not comparable with the newest "
+                         "(GPU model/count or window differ)")
+        bs = kept
+    levels = kernel_levels(engine, [b.id for b in bs if b.id is not None])
+    if not bs or levels.empty:
+        return StepsReport(workload=workload, commits=[], baselines=0, steps=[], notes=notes)
+    walls = np.array([b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs])
+    wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
+    names = [str(n) for n in levels.index]
+    shorts = [levels.attrs.get("short_name", {}).get(n, n) for n in names]
+    line = [b.commit for b in bs]
+    found = kernel_steps(levels.to_numpy(float), names, shorts, line, wall)
+    return StepsReport(workload=workload, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found,
+                       notes=notes)

@@ -1,0 +1,207 @@
+"""Per-kernel noise and the per-kernel decision (README "Noise model").
+
+A kernel's change is an estimate ``rel`` (after/before - 1) with a standard error ``se`` from the best
+noise source available for that kernel:
+
+- ``history``: the spread of the kernel's per-iteration time across the last N comparable baselines of
+  the workload (a robust estimate: median absolute successive difference, so past steps do not inflate
+  it); the run-to-run noise itself. Used when at least ``min_history`` levels exist.
+- ``repeat``: the spread across several captures of one commit (either side pooled repeat captures).
+- ``launches``: matched launch-duration quantiles, chunk by chunk (``sketch``); robust to shape mixes.
+- ``iterations``: the per-iteration samples of each side (or per-chunk totals without markers).
+- ``assumed``: nothing measured; the kernel is low-confidence and never called a regression.
+
+Within-capture sources (``launches``, ``iterations``) do not see run-to-run variance, so a floor
+``run_noise`` (relative, per capture) is added in quadrature. The decision is a z-test at a
+false-positive rate ``fpr`` per comparison, Bonferroni-split over the kernels that could be flagged;
+the minimum detectable effect (MDE) is the change detected with 80% power at that threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+from kbase.comparison import sketch
+from kbase.comparison.stats import t_two_sided_p
+
+POWER_Z = NormalDist().inv_cdf(0.8)
+SOURCES = ("history", "repeat", "launches", "iterations", "assumed")
+_MAD_TO_SD = 1.0 / (0.6745 * math.sqrt(2.0))  # successive differences of iid noise have sd sqrt(2)·sigma
+
+
+@dataclass(frozen=True)
+class Estimate:
+    rel: float  # relative change, after/before - 1
+    se: float  # its standard error (relative), within-capture only for launches/iterations
+    source: str
+    n: int  # samples behind it (iterations, chunks or runs)
+    df: float = math.inf  # degrees of freedom of ``se`` (small samples: Student's t, not the normal)
+
+
+@dataclass(frozen=True)
+class KernelDecision:
+    rel: float
+    delta_ns: float
+    effect: float
+    noise_rel: float  # standard error of rel used by the test (floors included)
+    source: str
+    test: str
+    z: float
+    p_value: float
+    mde_rel: float
+    mde_ns: float
+    regressed: bool
+    improved: bool
+
+
+def iteration_estimate(before: np.ndarray, after: np.ndarray, min_samples: int = 3) -> Estimate | None:
+    """Mean change and its standard error from per-iteration samples of each side."""
+    nb, na = len(before), len(after)
+    if nb < min_samples or na < min_samples:
+        return None
+    mb, ma = float(np.mean(before)), float(np.mean(after))
+    if mb <= 0:
+        return None
+    vb, va = float(np.var(before, ddof=1)) / nb, float(np.var(after, ddof=1)) / na
+    se = math.sqrt(vb + va) / mb
+    df = (vb + va) ** 2 / (vb * vb / (nb - 1) + va * va / (na - 1)) if vb + va > 0 else math.inf  # Welch
+    return Estimate(rel=ma / mb - 1.0, se=se, source="iterations", n=min(nb, na), df=df)
+
+
+def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolution_ns: float = 0.0) -> Estimate | None:
+    """Matched-quantile change of launch durations (``sketch.compare``); the timer's resolution bounds
+    the standard error from below (quantiles of microsecond-rounded durations)."""
+    if before is None or after is None:
+        return None
+    rel, se, chunks = sketch.compare(before, after)
+    if not math.isfinite(rel):
+        return None
+    q = before[:, : sketch.QUANTILES]
+    typical = float(np.nanmean(q)) if np.isfinite(q).any() else 0.0
+    if typical <= 0:
+        return None
+    floor = resolution_ns / math.sqrt(12.0) / typical / math.sqrt(chunks * sketch.QUANTILES)
+    return Estimate(rel=rel, se=max(se, floor), source="launches", n=chunks, df=float(chunks - 1))
+
+
+def level_noise(levels: np.ndarray) -> float:
+    """Relative run-to-run sd of one kernel from its per-run levels (oldest first), robust to steps:
+    median |successive difference| scaled to an sd. NaN with fewer than 3 levels."""
+    x = np.asarray(levels, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) < 3:
+        return float("nan")
+    centre = float(np.median(x))
+    if centre <= 0:
+        return float("nan")
+    return float(np.median(np.abs(np.diff(x))) * _MAD_TO_SD / centre)
+
+
+def history_noise(levels: np.ndarray, min_history: int) -> np.ndarray:
+    """Per kernel (rows) relative run-to-run sd from the last N baselines' levels (columns, oldest
+    first; NaN where the kernel did not run); NaN where fewer than ``min_history`` levels."""
+    out = np.full(levels.shape[0], np.nan)
+    for i, row in enumerate(levels):
+        if np.isfinite(row).sum() >= min_history:
+            out[i] = level_noise(row)
+    return out
+
+
+def repeat_noise(levels: np.ndarray) -> np.ndarray:
+    """Per kernel relative sd across repeat captures of one commit (columns); NaN with fewer than 2."""
+    if levels.ndim != 2 or levels.shape[1] < 2:
+        return np.full(levels.shape[0] if levels.ndim else 0, np.nan)
+    mean = levels.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mean > 0, levels.std(axis=1, ddof=1) / mean, np.nan)
+
+
+def assumed_noise() -> Estimate:
+    return Estimate(rel=float("nan"), se=float("nan"), source="assumed", n=0)
+
+
+def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: tuple[str, float, float] | None,
+               captures: tuple[int, int], run_noise: float) -> Estimate:
+    """The best source: measured run-to-run noise ``(source, sd, df)`` (history, then repeat) on the mean
+    change, else the within-capture estimate with the smallest standard error plus the ``run_noise``
+    floor (a known constant: the degrees of freedom grow as it dominates, Welch–Satterthwaite)."""
+    if run_sd is not None and math.isfinite(run_sd[1]) and math.isfinite(rel_means):
+        sd = max(run_sd[1], run_noise)
+        return Estimate(rel=rel_means, se=sd * math.sqrt(1 / captures[0] + 1 / captures[1]), source=run_sd[0],
+                        n=captures[0] + captures[1], df=run_sd[2])
+    found = [e for e in within if e is not None and math.isfinite(e.se)]
+    if not found:
+        return assumed_noise()
+    best = min(found, key=lambda e: e.se / t_threshold(0.001, e.df))  # the most powerful, small samples weighed
+    floor = run_noise * run_noise * (1 / captures[0] + 1 / captures[1])
+    var = best.se * best.se
+    df = (var + floor) ** 2 / (var * var / best.df) if var > 0 and math.isfinite(best.df) else math.inf
+    return Estimate(rel=best.rel, se=math.sqrt(var + floor), source=best.source, n=best.n, df=df)
+
+
+def z_threshold(fpr: float, tested: int) -> float:
+    """Two-sided z threshold for a false-positive rate ``fpr`` per comparison over ``tested`` kernels."""
+    return NormalDist().inv_cdf(1.0 - fpr / (2.0 * max(tested, 1)))
+
+
+@lru_cache(maxsize=4096)
+def _t_quantile(p_two_sided: float, df_key: float) -> float:
+    z = NormalDist().inv_cdf(1.0 - p_two_sided / 2.0)
+    if math.isinf(df_key):
+        return z
+    lo, hi = z, z * 4 + 50
+    while t_two_sided_p(hi, df_key) > p_two_sided:
+        hi *= 2
+    for _ in range(60):  # bisection on the tail probability
+        mid = (lo + hi) / 2
+        if t_two_sided_p(mid, df_key) > p_two_sided:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def t_threshold(p_two_sided: float, df: float) -> float:
+    """|t| with two-sided tail ``p_two_sided`` at ``df`` degrees of freedom (df rounded down to 0.5;
+    over 1000: the normal)."""
+    key = math.inf if not math.isfinite(df) or df > 1000 else max(math.floor(df * 2) / 2, 1.0)
+    return _t_quantile(float(f"{p_two_sided:.6g}"), key)
+
+
+def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, z_crit: float, abs_floor_ns: float,
+           share_floor: float, rel_floor: float) -> KernelDecision:
+    """Regressed/improved when |rel| exceeds ``z_crit`` standard errors (as a normal tail probability,
+    carried to Student's t at the estimate's degrees of freedom) and the floors hold (absolute
+    change per iteration, share of the iteration, optional relative floor), in the same direction as
+    the change of the kernel's time per iteration."""
+    delta = after_ns - before_ns
+    share = max(before_ns, after_ns) / wall_ns if wall_ns and wall_ns == wall_ns else float("nan")
+    effect = delta / wall_ns if wall_ns and wall_ns == wall_ns else float("nan")
+    if est.source == "assumed" or not math.isfinite(est.se) or before_ns <= 0:
+        return KernelDecision(rel=est.rel, delta_ns=delta, effect=effect, noise_rel=float("nan"), source=est.source,
+                              test="none", z=float("nan"), p_value=float("nan"), mde_rel=float("nan"),
+                              mde_ns=float("nan"), regressed=False, improved=False)
+    se = max(est.se, 1e-12)
+    z = est.rel / se
+    p = t_two_sided_p(abs(z), est.df) if math.isfinite(est.df) else math.erfc(abs(z) / math.sqrt(2.0))
+    z_crit = t_threshold(math.erfc(z_crit / math.sqrt(2.0)), est.df)
+    mde_rel = (z_crit + POWER_Z) * se
+    mde_ns = max(mde_rel * before_ns, abs_floor_ns)
+    passes = (abs(z) >= z_crit and abs(delta) >= abs_floor_ns and (share >= share_floor or share != share)
+              and abs(delta) / before_ns >= rel_floor and np.sign(delta) == np.sign(est.rel))
+    return KernelDecision(rel=est.rel, delta_ns=delta, effect=effect, noise_rel=se, source=est.source,
+                          test=f"z({est.source})", z=z, p_value=p, mde_rel=mde_rel, mde_ns=mde_ns,
+                          regressed=bool(passes and delta > 0), improved=bool(passes and delta < 0))
+
+
+def decide_total(before: np.ndarray, after: np.ndarray, delta_pct: float, *, alpha: float, min_samples: int,
+                 increase_pct: float, p_value: float) -> tuple[bool, bool]:
+    """(enough samples, regressed) of the total-kernel-time rule: significant at ``alpha`` (rank test
+    p given) and at least ``increase_pct`` more kernel time per unit."""
+    enough = len(before) >= min_samples and len(after) >= min_samples
+    return enough, bool(enough and p_value < alpha and delta_pct >= increase_pct)

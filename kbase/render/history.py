@@ -1,0 +1,146 @@
+"""Render one kernel's history: a sparkline per workload, a table (one baseline a row, with the change
+against the previous baseline of the same workload), JSON (schema ``kbase.history/1``) and CSV.
+
+The table is a list of ``layout.Column`` specs and rows keyed by them: another column (e.g. a detected
+step) slots in with its own priority, another section prints after ``print_history``'s table.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from kbase import jsonable
+from kbase.analysis.names import short_id
+from kbase.render.layout import Column, inert, print_table
+from kbase.render.units import fmt_delta_pct, fmt_ns
+
+if TYPE_CHECKING:
+    from kbase.api import KernelHistory
+
+HISTORY_SCHEMA = "kbase.history/1"
+SPARKS = "▁▂▃▄▅▆▇█"
+
+COLUMNS = [
+    Column("id", "id", 0),
+    Column("commit", "commit", 0, justify="left"),
+    Column("workload", "workload", 0, min_width=8, want_width=16, max_width=32, justify="left", shrink=True),
+    Column("branch", "branch", 3, min_width=8, max_width=24, justify="left", shrink=True),
+    Column("created", "created (UTC)", 4, justify="left"),
+    Column("count", "launches", 2),
+    Column("avg", "avg", 2),
+    Column("per_iter", "per iter/GPU", 0),
+    Column("change", "Δ vs prev", 0),
+]
+
+
+def with_changes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` plus ``change_pct``: per-iteration time against the previous baseline of the same
+    workload (percent; None for a workload's first baseline or a missing value)."""
+    prev: dict[str, float | None] = {}
+    out = []
+    for r in rows:
+        before, now = prev.get(r["workload"]), r["per_iter_ns"]
+        change = (now - before) / before * 100.0 if before and now is not None else None
+        out.append({**r, "change_pct": change})
+        prev[r["workload"]] = now
+    return out
+
+
+def sparkline(values: list[float]) -> str:
+    """One character per value, ▁ (lowest) to █ (highest); a space for a missing value. The scale
+    spans at least 10% of the highest value, so noise of a fraction of a percent stays flat."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return ""
+    lo, hi = min(finite), max(finite)
+    span = max(hi - lo, 0.1 * abs(hi))
+    lo = (hi + lo) / 2 - span / 2  # a narrow band sits in the middle of the scale
+    out = []
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(" ")
+        else:
+            out.append(SPARKS[0 if span <= 0 else min(int((v - lo) / span * (len(SPARKS) - 1) + 0.5), len(SPARKS) - 1)])
+    return "".join(out)
+
+
+def spark_lines(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
+    """A sparkline of per-iteration time per workload (the newest ``width`` baselines)."""
+    by_workload: dict[str, list[float]] = {}
+    for r in rows:
+        v = r["per_iter_ns"]
+        by_workload.setdefault(r["workload"], []).append(float(v) if v is not None else math.nan)
+    lines = []
+    for workload, all_vals in by_workload.items():
+        vals = all_vals[-width:]
+        finite = [v for v in vals if math.isfinite(v)]
+        rng = f"{fmt_ns(min(finite))} .. {fmt_ns(max(finite))}" if finite else "no per-iteration values"
+        lines.append(f"{inert(str(workload))}: {sparkline(vals)}  ({len(all_vals)} baseline(s), per iter/GPU {rng})")
+    return lines
+
+
+def row_cells(r: dict[str, Any]) -> dict[str, str]:
+    return {
+        "id": f"@{r['id']}", "commit": str(r["commit"])[:12], "workload": str(r["workload"]),
+        "branch": r.get("branch") or "(detached)", "created": str(r["created_at"])[:16],
+        "count": f"{r['count']:,}", "avg": fmt_ns(r["avg_ns"]), "per_iter": fmt_ns(r["per_iter_ns"]),
+        "change": fmt_delta_pct(r["change_pct"]),
+    }
+
+
+def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: bool = False) -> list[dict[str, Any]]:
+    """Heading, sparklines and the table; returns the rows with their changes (for a caller's sections)."""
+    rows = with_changes(h.rows)
+    label = inert(f"{h.short_name} {short_id(h.name)}")
+    if quiet:
+        last = rows[-1] if rows else None
+        tail = "" if last is None else f"; newest @{last['id']}: {fmt_ns(last['per_iter_ns'])} per iter/GPU " \
+            f"({fmt_delta_pct(last['change_pct'])})"
+        console.print(f"{label}: {len(rows)} baseline(s){tail}", highlight=False, markup=False, soft_wrap=True)
+        return rows
+    console.print(f"kernel: {label}", highlight=False, markup=False)
+    if h.name != h.short_name:
+        console.print(f"full name: {inert(h.name)}", highlight=False, markup=False, style="dim", overflow="ellipsis",
+                      no_wrap=True)
+    for line in spark_lines(rows):
+        console.print(line, highlight=False, markup=False)
+    print_table(console, COLUMNS, [row_cells(r) for r in rows], wide=wide,
+                title=f"{len(rows)} baseline(s) with this kernel (oldest first)")
+    return rows
+
+
+def history_doc(h: KernelHistory, workload: str | None = None, branch: str | None = None) -> dict[str, Any]:
+    recs = with_changes(h.rows)
+    for r in recs:
+        r["created_at"] = r["created_at"].isoformat() if hasattr(r["created_at"], "isoformat") else r["created_at"]
+    return {"schema": HISTORY_SCHEMA, "query": h.query,
+            "kernel": {"name": h.name, "short_name": h.short_name, "id": short_id(h.name)},
+            "filters": {"workload": workload, "branch": branch}, "baselines": recs}
+
+
+def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None) -> str:
+    """Strict JSON. json's C encoder first (plain rows: ints, floats, text); the value-by-value cleaner
+    only when that refuses something (NaN, a lone surrogate): 2-3x faster at 10,000 baselines."""
+    import json
+
+    doc = history_doc(h, workload, branch)
+    try:
+        text = json.dumps(doc, allow_nan=False, ensure_ascii=False, indent=1)
+        text.encode("utf-8")
+        return text
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return jsonable.dumps(doc)
+
+
+def history_csv(h: KernelHistory) -> str:
+    import csv
+    import io
+
+    rows = with_changes(h.rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if rows:
+        w.writerow(list(rows[0]))
+        w.writerows(["" if v is None else v for v in r.values()] for r in rows)
+    return buf.getvalue()

@@ -1,0 +1,91 @@
+"""Finding a profile file in the store without reading it: ``kbase top FILE`` answers from the store
+when this very file (size, mtime, hash of its first and last 64 KiB) was snapshotted at the current
+commit with the same window settings by this kbase version."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbase.analysis.leaderboard import Leaderboard
+    from kbase.settings import Settings
+
+
+def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | None:
+    """The stored leaderboard of ``profile`` (with a note saying where it came from), or None when the
+    store holds no such baseline, does not exist, or cannot be read at this schema. Never creates,
+    migrates or writes a store."""
+    from kbase import __version__
+    from kbase.readers.source import source_identity
+    from kbase.store.engine import sqlite_path
+
+    url = settings.store_url()
+    db_file = sqlite_path(url)
+    if db_file is not None and not db_file.is_file():
+        return None  # no store here: never create one for a read
+    head = head_commit(settings.repo)
+    if head is None:
+        return None
+    try:
+        ident = source_identity(profile)
+    except OSError:
+        return None  # the reader reports an unreadable file in its own words
+    key = (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
+    if db_file is not None and _sqlite_lookup(db_file, key) is None:
+        return None  # the common miss costs one SQLite query, not the store stack's imports (~0.3 s)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from kbase.errors import KbaseError
+    from kbase.store.engine import open_store
+    from kbase.store.queries import find_by_identity, load_leaderboard
+
+    try:
+        with open_store(settings, migrate=False) as st:
+            b = find_by_identity(st.engine, head, ident.size, ident.mtime_ns, ident.probe, settings.window.key(),
+                                 __version__)
+            if b is None or b.id is None:
+                return None
+            lb = load_leaderboard(st.engine, b.id)
+    except (KbaseError, SQLAlchemyError):
+        return None  # an older or unreadable store: the file is read as usual
+    lb.notes.append(f"from the store: baseline @{b.id} holds this file (same size, mtime and first/last 64 KiB) "
+                    f"at the current commit {head[:12]} with the same window; the file itself was not read")
+    return lb
+
+
+def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
+    """The id ``queries.find_by_identity`` would find, by one read-only query through Python's sqlite3
+    (a store at another schema revision, or one that cannot be read: None)."""
+    import sqlite3
+
+    from kbase.store.engine import HEAD_REVISION
+
+    try:
+        conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except (sqlite3.Error, ValueError):
+        return None
+    try:
+        rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        if rev is None or rev[0] != HEAD_REVISION:
+            return None
+        row = conn.execute('SELECT id FROM baseline WHERE "commit" = ? AND source_probe = ? AND source_size = ? '
+                           "AND source_mtime_ns = ? AND window_spec = ? AND kbase_version = ? "
+                           "ORDER BY id DESC LIMIT 1", key).fetchone()
+        return int(row[0]) if row else None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
+def head_commit(repo: Path | None) -> str | None:
+    """HEAD's full hash by ``git rev-parse`` (a few ms; GitPython's import alone costs more), or None."""
+    try:
+        out = subprocess.run(["git", "-C", str(repo or Path.cwd()), "rev-parse", "--verify", "-q", "HEAD"],
+                             capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    head = out.stdout.strip().lower()
+    return head if out.returncode == 0 and len(head) == 40 else None

@@ -1,0 +1,64 @@
+"""Launch sketches: quantiles per launch-order chunk, robust to a mix of launch shapes."""
+
+import numpy as np
+import pytest
+
+from kbase.comparison import sketch
+
+
+def _mixed(rng, n=400, slow=1.0):
+    """One kernel name over two shapes (150 µs and 7.9 ms launches), interleaved as a training step
+    repeats them (3 large of every 10 launches), with timing noise, in start order."""
+    big = np.arange(n) % 10 < 3
+    dur = np.where(big, 7.9e6, 1.5e5) * (1 + rng.normal(0, 0.002, n)) * slow
+    return np.zeros(n, dtype=np.int64), np.arange(n, dtype=np.int64) * 10_000_000, dur
+
+
+def test_build_sketch_shapes_counts_and_totals():
+    rng = np.random.default_rng(0)
+    codes, start, dur = _mixed(rng)
+    sk = sketch.build_sketches(codes, start, dur, 2)
+    assert sk.shape == (2, sketch.CHUNKS, sketch.WIDTH)
+    assert sk[0, :, sketch.COUNT].sum() == 400 and sk[0, :, sketch.TOTAL].sum() == pytest.approx(dur.sum())
+    assert np.isnan(sk[1, :, : sketch.QUANTILES]).all() and sk[1, :, sketch.COUNT].sum() == 0  # kernel 1 never ran
+    q = sk[0, :, : sketch.QUANTILES]
+    assert (np.diff(q, axis=1) >= 0).all()  # quantiles ascend within a chunk
+    assert q.min() == pytest.approx(1.5e5, rel=0.01) and q.max() == pytest.approx(7.9e6, rel=0.01)
+
+
+def test_chunks_follow_launch_order_not_row_order():
+    dur = np.arange(1, 17, dtype=float)  # launch i lasts i ns; rows shuffled
+    start = np.arange(16) * 100
+    perm = np.random.default_rng(1).permutation(16)
+    sk = sketch.build_sketches(np.zeros(16, dtype=np.int64), start[perm], dur[perm], 1)
+    assert list(sk[0, :, sketch.TOTAL]) == [3, 7, 11, 15, 19, 23, 27, 31]
+
+
+def test_pack_round_trip_and_size():
+    sk = sketch.build_sketches(np.zeros(50, dtype=np.int64), np.arange(50), np.arange(50, dtype=float) + 1, 1)[0]
+    blob = sketch.pack(sk)
+    assert len(blob) == sketch.CHUNKS * sketch.WIDTH * 4
+    back = sketch.unpack(blob)
+    assert back is not None and np.allclose(back, sk, equal_nan=True)
+    assert sketch.unpack(None) is None and sketch.unpack(b"short") is None
+
+
+def test_uniform_slowdown_of_a_shape_mix_is_measured_exactly():
+    rng = np.random.default_rng(2)
+    c, s, d = _mixed(rng)
+    before = sketch.build_sketches(c, s, d, 1)[0]
+    c2, s2, d2 = _mixed(np.random.default_rng(3), slow=1.03)  # another draw of the mix, 3% slower
+    after = sketch.build_sketches(c2, s2, d2, 1)[0]
+    rel, se, chunks = sketch.compare(before, after)
+    assert chunks == 8 and rel == pytest.approx(0.03, abs=0.004) and se < 0.005
+    assert se < 0.03 * d.std() / d.mean()  # pooled launches: a spread of ~140% hides 3%; matched quantiles do not
+    c3, s3, d3 = _mixed(np.random.default_rng(4))
+    rel0, se0, _ = sketch.compare(before, sketch.build_sketches(c3, s3, d3, 1)[0])
+    assert abs(rel0) < 0.002 and abs(rel0) < 4 * se0 + 0.001
+
+
+def test_pool_averages_quantiles_and_sums_counts():
+    a = sketch.build_sketches(np.zeros(16, dtype=np.int64), np.arange(16), np.full(16, 10.0), 1)[0]
+    b = sketch.build_sketches(np.zeros(16, dtype=np.int64), np.arange(16), np.full(16, 20.0), 1)[0]
+    p = sketch.pool([a, b])
+    assert np.allclose(p[:, : sketch.QUANTILES], 15.0) and p[:, sketch.COUNT].sum() == 32

@@ -1,0 +1,135 @@
+"""The width-aware table layout (``kbase.render.layout``): columns drop by priority, names are cut with an
+ellipsis (their ``#id`` kept), nothing wraps, and ``--wide`` keeps everything."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from kbase.analysis.names import display_names, short_id
+from kbase.render import diff as render_diff
+from kbase.render import leaderboard as render_lb
+from kbase.render.layout import ELLIPSIS, Column, ellipsize, fit, print_table, table_overhead
+
+LONG = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+        "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)")
+
+
+def _rows(n: int = 6) -> list[dict[str, str]]:
+    names = [LONG.replace("FillFunctor", f"F{i}Functor") for i in range(n)] + ["void gemm_kernel<128>(float*)"]
+    shown = display_names(names)
+    rows = []
+    for i, (full, disp) in enumerate(zip(names, shown), 1):
+        rows.append({"rank": str(i), "kernel": disp, "kernel_id": short_id(full), "cat": "comp", "tc": "-",
+                     "count": "1,024", "total": "12.345 ms", "avg": "12.06 µs", "med": "12.00 µs", "min": "11.00 µs",
+                     "max": "40.00 µs", "std": "1.00 µs", "per_iter": "1.234 ms", "share_window": "12.3%",
+                     "share_kernel": "45.6%", "amdahl": "1.838x", "flags": "unstable 4x"})
+    return rows
+
+
+def _render(columns, rows, width: int, wide: bool = False) -> tuple[str, object]:
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, color_system=None, soft_wrap=False)
+    fitted = print_table(con, columns, rows, wide=wide, title="t")
+    return buf.getvalue(), fitted
+
+
+@pytest.mark.parametrize("width", [50, 80, 120, 200])
+def test_leaderboard_fits(width):
+    rows = _rows()
+    text, fitted = _render(render_lb._columns(per_gpu=False), rows, width)
+    lines = text.splitlines()
+    assert max(cell_len(line) for line in lines) <= width
+    kept = {c.key for c in fitted.columns}
+    assert {"rank", "kernel", "total", "per_iter", "share_kernel"} <= kept  # priority 0 survives
+    body = [line for line in lines if line.strip()[:1].isdigit()]
+    assert len(body) == len(rows)  # one line per row: nothing wrapped
+    for line, r in zip(body, rows):
+        assert r["kernel_id"] in line or r["kernel"] in line  # each row tells its kernel apart
+    if fitted.dropped:
+        note = lines[-1]
+        assert note.startswith("hidden at this width (--wide shows them): ")
+        assert fitted.dropped[0].header in note
+
+
+def test_narrow_drops_secondary_columns_by_priority():
+    rows = _rows()
+    f80 = fit(render_lb.COLUMNS, rows, 80)
+    f200 = fit(render_lb.COLUMNS, rows, 200)
+    assert len(f80.columns) < len(f200.columns)
+    # a dropped column never outranks a kept one (ties aside)
+    assert min(c.priority for c in f80.dropped) >= max(c.priority for c in f80.columns if c not in f80.dropped)
+    assert f80.width <= 80 and f200.width <= 200
+
+
+def test_wide_keeps_every_column_uncut():
+    rows = _rows()
+    text, fitted = _render(render_lb.COLUMNS, rows, 80, wide=True)
+    assert not fitted.dropped and len(fitted.columns) == len(render_lb.COLUMNS)
+    for r in rows:
+        assert r["kernel"] in text
+    assert "hidden at this width" not in text
+
+
+def test_cut_cells_end_with_ellipsis_and_keep_the_id():
+    rows = _rows()
+    text, fitted = _render(render_lb.COLUMNS, rows, 80)
+    cut = [r for r in rows if cell_len(r["kernel"]) > fitted.widths["kernel"]]
+    assert cut, "the long names must be cut at 80 columns"
+    for r in cut:
+        line = next(line for line in text.splitlines() if r["kernel_id"] in line)
+        assert ELLIPSIS in line
+
+
+def test_tiebreak_keeps_unique_names_apart():
+    cols = [Column("k", "kernel", 0, min_width=12, shrink=True, keep_tail=True, justify="left", tiebreak="id"),
+            Column("v", "value", 0)]
+    rows = [{"k": "sm80_xmma_gemm_AAAA_tile128_cublas", "id": "#aaaaaa", "v": "1"},
+            {"k": "sm80_xmma_gemm_BBBB_tile128_cublas", "id": "#bbbbbb", "v": "2"}]
+    text, _ = _render(cols, rows, 24)
+    assert "#aaaaaa" in text and "#bbbbbb" in text
+
+
+def test_another_column_slots_in_by_priority():
+    """A new diff column (e.g. a minimum detectable effect) only needs a spec and a key in the rows."""
+    cols = list(render_diff.COLUMNS)
+    cols.insert(7, Column("mde", "MDE", 3))
+    row = {c.key: "x" for c in render_diff.COLUMNS} | {"kernel": "some_kernel", "mde": "±1.2%"}
+    wide = fit(cols, [row], 300)
+    assert "mde" in {c.key for c in wide.columns}
+    narrow = fit(cols, [row], 80)
+    assert "mde" in {c.key for c in narrow.dropped} and "kernel" in {c.key for c in narrow.columns}
+
+
+@pytest.mark.parametrize("text,width,tail", [("abcdefghij", 5, False), ("abcdefghij", 5, True),
+                                             ("name_of_kernel #a1b2c3", 16, True), ("x", 1, False),
+                                             ("日本語のカーネル名", 7, False)])
+def test_ellipsize(text, width, tail):
+    out = ellipsize(text, width, tail)
+    assert cell_len(out) <= width
+    assert (ELLIPSIS in out) if cell_len(text) > width else out == text
+    if tail and "#" in text:
+        assert out.endswith("#a1b2c3")
+    assert ellipsize("short", 10) == "short"
+
+
+def test_overhead_matches_rich():
+    cols = [Column("a", "a", 0), Column("b", "bb", 0), Column("c", "ccc", 0)]
+    text, fitted = _render(cols, [{"a": "1", "b": "22", "c": "333"}], 80)
+    header = next(line for line in text.splitlines() if "bb" in line)
+    assert cell_len(header.rstrip()) == 1 + 2 + 3 + table_overhead(3)
+
+
+def test_names_are_inert():
+    """Markup stays text, control characters and bidi overrides become visible escapes."""
+    evil = "k[bold]x[/bold] \x1b[31mred\x1b[0m\ttab\u202e"
+    cols = [Column("k", "kernel", 0, shrink=True, justify="left")]
+    buf = io.StringIO()
+    con = Console(file=buf, width=120, force_terminal=True, color_system="standard")
+    print_table(con, cols, [{"k": evil}], title="t [red]x[/red]")
+    out = buf.getvalue()
+    assert "k[bold]x[/bold] \\x1b[31mred\\x1b[0m\\ttab\\u202e" in out
+    assert "\x1b[31m" not in out and "\u202e" not in out and "t [red]x[/red]" in out

@@ -1,0 +1,165 @@
+"""The cheap identity of a profile file (size, mtime, probe hash of its first and last 64 KiB) and what
+uses it: ``kbase top FILE`` answers from the store when this very file was snapshotted at the current
+commit with the same window, and ``snapshot`` finds such a capture before reading anything; the full
+sha256 runs in a thread while the reader parses and stays the idempotence key."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kbase.readers.source import PROBE_BLOCK, BackgroundSource, describe_source, file_sha256, source_identity
+
+from conftest import kb, make_tiny_export, snap
+
+FROM_STORE = "from the store: baseline @"
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q")
+    git(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one")
+    return r
+
+
+# --------------------------------------------------------------------------- the identity itself
+
+
+def test_identity_sees_size_mtime_head_and_tail(tmp_path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(bytes(range(256)) * 2048)  # 512 KiB: head and tail blocks do not overlap
+    a = source_identity(p)
+    assert a == source_identity(p) and a.size == p.stat().st_size and a.mtime_ns == p.stat().st_mtime_ns
+    for offset in (0, p.stat().st_size - 1):  # a changed byte in either probed block changes the probe
+        data = bytearray(p.read_bytes())
+        data[offset] ^= 0xFF
+        q = tmp_path / "g.bin"
+        q.write_bytes(bytes(data))
+        os.utime(q, ns=(a.mtime_ns, a.mtime_ns))
+        assert source_identity(q).probe != a.probe
+    os.utime(p, ns=(a.mtime_ns + 1_000_000_000, a.mtime_ns + 1_000_000_000))
+    b = source_identity(p)
+    assert b.probe == a.probe and b.mtime_ns != a.mtime_ns  # the mtime is the part that sees the middle
+    small = tmp_path / "s.bin"
+    small.write_bytes(b"x" * (PROBE_BLOCK // 2))  # shorter than a block: hashed once, whole
+    assert source_identity(small).size == PROBE_BLOCK // 2
+
+
+def test_identity_of_a_trace_directory_covers_every_file(tmp_path):
+    d = tmp_path / "ranks"
+    d.mkdir()
+    (d / "r0.json").write_text("{}")
+    (d / "r1.json").write_text("[]")
+    a = source_identity(d)
+    (d / "r1.json").write_text("[1]")
+    b = source_identity(d)
+    assert a.size + 1 == b.size and a.probe != b.probe
+
+
+def test_background_hash_is_the_full_sha256_and_reraises(tmp_path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(os.urandom(3 << 20))
+    info = BackgroundSource(p, "nsys-sqlite").result()
+    assert info == describe_source(p, "nsys-sqlite") and info.sha256 == file_sha256(p)
+    with pytest.raises(FileNotFoundError):
+        BackgroundSource(tmp_path / "missing", "nsys-sqlite").result()
+
+
+# --------------------------------------------------------------------------- kbase top from the store
+
+
+def _top(repo: Path, export: Path, db: str, *extra: str) -> dict:
+    r = kb("top", str(export), "--db", db, "--repo", str(repo), "-f", "json", *extra)
+    assert r.rc == 0, r
+    return json.loads(r.stdout)
+
+
+def _without_notes(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "notes"}
+
+
+def test_top_of_a_stored_file_answers_from_the_store(tmp_path, repo):
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    db = f"sqlite:///{tmp_path / 'kb.db'}"
+    fresh = _top(repo, export, db)
+    assert not (tmp_path / "kb.db").exists()  # top never creates a store
+    assert not any(FROM_STORE in n for n in fresh["notes"])
+    snap(export, db=db, repo=repo)
+    stored = _top(repo, export, db)
+    assert any(FROM_STORE in n for n in stored["notes"]), stored["notes"]
+    assert _without_notes(stored) == _without_notes(fresh)  # the same leaderboard, only the note differs
+    assert not any(FROM_STORE in n for n in _top(repo, export, db, "--no-store")["notes"])
+
+
+@pytest.mark.parametrize("change", ["new commit", "touched", "other window", "per gpu"])
+def test_top_reads_the_file_when_the_identity_does_not_match(tmp_path, repo, change):
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    db = f"sqlite:///{tmp_path / 'kb.db'}"
+    snap(export, db=db, repo=repo)
+    extra: tuple[str, ...] = ()
+    if change == "new commit":
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "two")
+    elif change == "touched":
+        st = export.stat()
+        os.utime(export, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    elif change == "other window":
+        extra = ("--warmup", "0")
+    else:
+        extra = ("--per-gpu",)
+    doc = _top(repo, export, db, *extra)
+    assert not any(FROM_STORE in n for n in doc["notes"]), (change, doc["notes"])
+
+
+def test_top_outside_a_repository_or_with_an_old_store_reads_the_file(tmp_path):
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    norepo = tmp_path / "plain"
+    norepo.mkdir()
+    r = kb("top", str(export), "--db", f"sqlite:///{tmp_path / 'none.db'}", "--repo", str(norepo), "-f", "json")
+    assert r.rc == 0 and FROM_STORE not in r.stdout
+    assert not (tmp_path / "none.db").exists()
+
+
+# --------------------------------------------------------------------------- snapshot
+
+
+def test_snapshot_finds_the_stored_capture_by_identity_then_by_sha256(tmp_path, repo):
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    db = f"sqlite:///{tmp_path / 'kb.db'}"
+    first = snap(export, db=db, repo=repo)
+    assert first.created and first.baseline.source_probe and first.baseline.source_mtime_ns
+    again = snap(export, db=db, repo=repo)  # identity hit, confirmed by the full sha256
+    assert not again.created and again.baseline.id == first.baseline.id
+    copy = tmp_path / "copy" / "tiny.sqlite"
+    copy.parent.mkdir()
+    shutil.copyfile(export, copy)
+    os.utime(copy, ns=(1, 1))  # another mtime: no identity hit; the overlapped sha256 still finds it
+    third = snap(copy, db=db, repo=repo)
+    assert not third.created and third.baseline.id == first.baseline.id
+    forced = snap(export, db=db, repo=repo, force=True)
+    assert forced.created and forced.baseline.id != first.baseline.id
+
+
+def test_a_miss_costs_no_store_stack(tmp_path, repo):
+    """A file not in the store is looked up with one sqlite3 query: SQLAlchemy is never imported."""
+    from test_imports import loaded
+
+    stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
+    db = f"sqlite:///{tmp_path / 'kb.db'}"
+    snap(stored, db=db, repo=repo)
+    rc, heavy = loaded("top", str(other), "--db", db, "--repo", str(repo), cwd=tmp_path)
+    assert rc == 0 and "sqlalchemy" not in heavy and "pandas" in heavy
+    rc, heavy = loaded("top", str(stored), "--db", db, "--repo", str(repo), cwd=tmp_path)
+    assert rc == 0 and "sqlalchemy" in heavy  # the hit loads the stored leaderboard through the store
