@@ -364,8 +364,8 @@ def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
     its nearest ancestor) would compare a capture with itself: refused whatever the options."""
     from kbase.errors import IncomparableError
 
-    shared = sorted(set(first.baseline_ids) & set(second.baseline_ids))
-    if shared:
+    shared = sorted(set(first.baseline_ids))
+    if shared and set(first.baseline_ids) == set(second.baseline_ids):
         ids = ", ".join(f"@{i}" for i in shared)
         why = "; ".join(first.notes + second.notes)
         raise IncomparableError(f"{a} and {b} resolve to the same baseline {ids}: nothing to compare"

@@ -257,4 +257,6 @@ def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     from kbase.store.engine import describe_schema
 
     settings = make_settings(repo=repo, db=db)
-    print(describe_schema(settings.store_url(), settings.busy_timeout_s))
+    from kbase.render.safe import inert
+
+    print(inert(describe_schema(settings.store_url(), settings.busy_timeout_s)))  # the path is data: no escapes

@@ -316,6 +316,9 @@ def test_exit_3_internal_error_in_process(monkeypatch, capsys, tmp_path):
     gc.collect()  # see _kbase: no stray ResourceWarning inside the captured stderr
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
     monkeypatch.setattr(kbase.comparison.resolve, "resolve_stored", boom)
+    from kbase.store.engine import open_store
+
+    open_store(f"sqlite:///{tmp_path / 'x.db'}").close()  # read-only commands need an existing store
     monkeypatch.setattr(sys, "argv",
                         ["kbase", "gate", "HEAD~1", "HEAD", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
     with pytest.raises(SystemExit) as exc:
@@ -548,10 +551,8 @@ def test_baseline_diffed_with_itself(world, db):
     ids = world.ensure(db, "slow")
     bid = ids["c2"][0]
     r = world.kbase(db, "slow", "gate", f"@{bid}", f"@{bid}", "--format", "json")
-    assert r.rc == 0, r
-    doc = _json(r)
-    assert {k["class"] for k in doc["kernels"]} == {"unchanged"}
-    assert doc["before"]["baselines"] == [bid] == doc["after"]["baselines"]
+    # issue 12: one baseline on both sides is refused (exit 2, the reason on one line, nothing on stdout)
+    assert r.rc == 2 and r.stdout == "" and f"resolve to the same baseline @{bid}" in r.stderr, r
 
 
 def test_repeat_captures_are_pooled(world, db):

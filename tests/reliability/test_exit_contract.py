@@ -117,7 +117,8 @@ def assert_contract(r, *, secret: str | None = None) -> None:
 
 
 @pytest.mark.parametrize(("command", "param", "value"), _cases())
-def test_every_option_keeps_the_exit_code_contract(world, tmp_path, command, param, value):
+def test_every_option_keeps_the_exit_code_contract(world, tmp_path, monkeypatch, command, param, value):
+    monkeypatch.chdir(tmp_path)  # a relative --db value written by a writing command lands here, not in the checkout
     writable = tmp_path / "w.db"
     shutil.copy(world["S"], writable)
     base = [_fill(a, world, writable) for a in BASE[command]]
@@ -158,6 +159,7 @@ ENV_CASES = [
 
 @pytest.mark.parametrize(("var", "value", "args"), ENV_CASES, ids=[f"{v}={x!r}"[:60] for v, x, _ in ENV_CASES])
 def test_every_environment_variable_keeps_the_contract(world, tmp_path, monkeypatch, var, value, args):
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(var, _fill(value, world, tmp_path / "w.db").replace("\udcff", ""))
     before = _digest(world["S"])
     r = kb(*[_fill(a, world, tmp_path / "w.db") for a in args])

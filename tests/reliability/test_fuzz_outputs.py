@@ -167,6 +167,13 @@ def test_hostile_names_are_inert_in_every_format(base_export, tmp_path_factory, 
     assert not RAW_CONTROL.search(bmf.replace("\n", ""))
     json.loads(bmf)
 
+    # snapshot renders its table after storing: hostile names never make it crash half-way (exit 3 with a
+    # baseline stored); stored first, then shown
+    for fmt in ("table", "md"):
+        r = kb("snapshot", prof, "--no-git", "--rev", "3" * 40, "--db", db, "--format", fmt, "--force")
+        assert r.rc == 0, r
+        check_terminal(r.stdout + r.stderr, []) if fmt == "table" else check_markdown(r.stdout)
+
     from kbase.render.report.data import load_report
     from kbase.render.report.site import build_report
     from kbase.store.engine import open_store
