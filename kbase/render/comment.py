@@ -56,7 +56,8 @@ def _effect(x) -> str:
 
 
 def _changed(doc: dict) -> list[dict]:
-    rows = [r for r in doc.get("kernels", []) if r["class"] in ("regressed", "improved", "new", "gone") or r.get("swap")]
+    changed = ("regressed", "improved", "new", "gone")
+    rows = [r for r in doc.get("kernels", []) if r["class"] in changed or r.get("swap")]
     return sorted(rows, key=lambda r: (r["class"] != "regressed", -abs(r["effect"] or 0.0)))
 
 
@@ -76,7 +77,8 @@ def _meta(doc: dict) -> str:
     units = a.get("units")
     units_text = f"{units:g} {md_text(a.get('unit', 'iteration'))}s" if isinstance(units, (int, float)) else ""
     return (f"workload **{md_text(a.get('workload') or '-')}** · `{md_text((b.get('commit') or '?')[:12])}` → "
-            f"`{md_text((a.get('commit') or '?')[:12])}` · {a.get('gpus', '?')} GPU(s) {md_text(a.get('gpu_models') or '')}"
+            f"`{md_text((a.get('commit') or '?')[:12])}` · {a.get('gpus', '?')} GPU(s) "
+            f"{md_text(a.get('gpu_models') or '')}"
             + (f" · {units_text}" if units_text else ""))
 
 
@@ -155,7 +157,8 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
         text = "\n".join([head, *(details if changed else []), *tail]) + "\n"
         if len(text) <= max_chars:
             return text
-    return (head[: max_chars - 200] + "\n\n_(comment cut to fit GitHub's limit)_\n")  # pathological: head alone too long
+    # pathological: the head alone is too long
+    return head[: max_chars - 200] + "\n\n_(comment cut to fit GitHub's limit)_\n"
 
 
 def _fits(head: str, rows: list[str], tail: list[str], max_chars: int):
