@@ -1,0 +1,49 @@
+"""The front door: every kbase pipeline, as one call each. The CLI is parse -> one call here -> render.
+
+    import kbase
+
+    settings = kbase.Settings.load(db="sqlite:///kbase.db", name="train-8gpu")
+    lb = kbase.top("train.sqlite", settings)               # read -> window -> leaderboard
+    kbase.snapshot("train.sqlite", settings)               # ... -> store at HEAD
+    result = kbase.gate("HEAD~1", "HEAD", settings)        # resolve -> diff -> decide
+    result.verdict.code                                    # 0 pass, 1 regression, 2 incomparable
+
+Stages, each a typed function of its own package: ``readers.read_profile`` -> ``analysis.window.
+select_window`` -> ``analysis.leaderboard.build_leaderboard`` -> ``store.queries.save_leaderboard`` ->
+``compare.diff.compute_diff`` -> ``compare.gate.decide`` -> ``render``. Functions that touch the store
+take an open ``Store`` or open (and close) the one ``settings`` names.
+"""
+
+from __future__ import annotations
+
+from kbase.api.capture import (
+    SnapshotResult,
+    StoredLeaderboard,
+    baseline,
+    baselines,
+    leaderboard,
+    read,
+    remove,
+    snapshot,
+    stored_top,
+    top,
+    window,
+)
+from kbase.api.common import Progress, _store  # noqa: F401 - _store: an open-or-given store, for tests
+from kbase.api.comparing import (
+    Comparison,
+    GateResult,
+    accept,
+    acceptances,
+    compare,
+    gate,
+    kernel_pattern,
+    revoke,
+)
+from kbase.api.kernels import KernelHistory, find_kernel, history, history_steps, report, steps
+from kbase.settings import Settings
+
+__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
+           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
+           "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke", "snapshot", "steps", "stored_top",
+           "top", "window"]

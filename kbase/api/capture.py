@@ -1,0 +1,185 @@
+"""Front door, capture side: read -> window -> leaderboard of a profile, and storing it (snapshot,
+baselines, baseline, remove)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbase.errors import InputError
+from kbase.settings import Settings
+
+if TYPE_CHECKING:
+
+    from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.window import Window
+    from kbase.readers.profile import Profile
+    from kbase.store.engine import Store
+    from kbase.store.models import Baseline
+
+
+
+from kbase.api.common import Progress, _store
+
+# ------------------------------------------------------------------------------------------ stages
+
+
+def read(path: Path | str, settings: Settings | None = None, *, progress: Progress | None = None,
+         fmt: str | None = None) -> Profile:
+    """Stage 1: a profile file (or per-rank trace directory) as DataFrames (``readers.profile``);
+    ``fmt`` skips format detection when the caller already did it."""
+    from kbase.readers import read_profile
+
+    settings = settings or Settings.load()
+    return read_profile(Path(path), progress=progress, fmt=fmt, nsys_timeout=settings.nsys_timeout_s,
+                        allow_missing_ranks=settings.window.allow_missing_ranks)
+
+
+def window(profile: Profile, settings: Settings | None = None) -> Window:
+    """Stage 2: the launches of the settings' window (iterations after warm-up by default)."""
+    from kbase.analysis.window import select_window
+
+    return select_window(profile, (settings or Settings.load()).window)
+
+
+def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
+    """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
+    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.4 s per 1M launches)."""
+    from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.comparison.sketch import window_sketches
+
+    lb = build_leaderboard(win, per_gpu=per_gpu)
+    if sketches and not per_gpu:
+        lb.sketches = window_sketches(win)
+    return lb
+
+
+def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
+        progress: Progress | None = None, sketches: bool = False, from_store: bool = False) -> Leaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``). ``from_store``:
+    first look for this very file stored at the current commit with the same window (``stored_top``)."""
+    settings = settings or Settings.load()
+    path = _profile_path(profile, settings)
+    if from_store and not per_gpu and not sketches:
+        stored = stored_top(path, settings)
+        if stored is not None:
+            return stored
+    return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu, sketches=sketches)
+
+
+def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderboard | None:
+    """The stored leaderboard of ``profile`` when a baseline of this file was taken at the current commit
+    with the same window settings by this kbase version, else None. A cheap identity check (size, mtime
+    and a hash of the first and last 64 KiB, no full read) finds it; nothing is created or migrated."""
+    from kbase.store.identity import stored_leaderboard_of
+
+    return stored_leaderboard_of(Path(profile), settings or Settings.load())
+
+
+def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
+    if profile is not None:
+        return Path(profile)
+    if settings.profile is None:
+        raise InputError("no profile given (and no [tool.kbase] profile in pyproject.toml)")
+    return settings.profile
+
+
+@dataclass
+class SnapshotResult:
+    baseline: Baseline
+    leaderboard: Leaderboard
+    created: bool  # False: an identical baseline (same file, window and commit) already existed
+
+
+def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
+             note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
+             force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
+    """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
+    from kbase import __version__
+    from kbase.gitrepo import commit_info
+    from kbase.readers import detect_format
+    from kbase.readers.source import BackgroundSource, describe_source, source_identity
+    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard, save_leaderboard
+
+    settings = settings or Settings.load()
+    path = _profile_path(profile, settings)
+    commit = commit_info(settings.repo, rev, no_git)
+    if require_clean and commit.dirty:
+        raise InputError("working tree has uncommitted changes", field="require_clean", value=True)
+    fmt = detect_format(path)
+    wkey = settings.window.key()
+    with _store(settings, store) as st:
+        ident = source_identity(path)
+        seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
+                                                   wkey, __version__, settings.workload)
+        if seen is not None:  # most likely stored already: the full sha256 decides before any reading
+            source = describe_source(path, fmt, ident)
+            dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None and dup.id is not None:
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
+        else:  # the sha256 in a thread while the reader parses (hashing a 1.4 GB export alone took 1.5-1.8 s)
+            hashing = BackgroundSource(path, fmt, ident)
+            lb = leaderboard(window(read(path, settings, progress=progress, fmt=fmt), settings), sketches=True)
+            source = hashing.result()
+            dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None and dup.id is not None:  # same bytes stored with another mtime
+                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
+        saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
+                                 window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
+        if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
+            lb = load_leaderboard(st.engine, saved.baseline.id)
+        return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
+
+
+def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
+              commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> list[Baseline]:
+    """Stored baselines, newest first (of ``workload`` when given)."""
+    from kbase.errors import SettingsError
+    from kbase.store.engine import NoStoreError
+    from kbase.store.queries import list_baselines
+
+    settings = settings or Settings.load()
+    if limit is not None and not 0 <= limit <= 2**62:
+        raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
+    with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
+        return list_baselines(st.engine, workload=workload, branch=branch, commit_prefix=commit, limit=limit)
+    return []
+
+
+@dataclass
+class StoredLeaderboard:
+    baseline: Baseline
+    leaderboard: Leaderboard
+
+
+def baseline(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredLeaderboard:
+    """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload)."""
+    from kbase.comparison.resolve import parse_ref, resolve_baseline
+    from kbase.store.queries import load_leaderboard
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        b = resolve_baseline(parse_ref(ref, profiles=False), st.engine, workload=settings.workload,
+                             repo=settings.repo)
+        assert b.id is not None
+        return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
+
+
+def remove(baseline_id: int, settings: Settings | None = None, *,
+           confirm: Callable[[Baseline], bool] | None = None, store: Store | None = None) -> Baseline | None:
+    """Delete one baseline by id; ``confirm(baseline)`` may veto (then None is returned)."""
+    from kbase.store.queries import delete_baseline, get_baseline
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        b = get_baseline(st.engine, baseline_id)
+        if confirm is not None and not confirm(b):
+            return None
+        delete_baseline(st.engine, baseline_id, st.url)
+        return b
+
+

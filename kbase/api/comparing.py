@@ -1,0 +1,222 @@
+"""Front door, comparison side: compare (diff), gate, and the acceptances the gate honours."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING
+
+from kbase.errors import InputError
+from kbase.settings import Settings
+
+if TYPE_CHECKING:
+
+    from kbase.comparison.diff import DiffResult
+    from kbase.comparison.gate import Verdict
+    from kbase.comparison.resolve import Resolved
+    from kbase.store.engine import Store
+    from kbase.store.models import Acceptance
+
+
+
+from kbase.api.capture import top
+from kbase.api.common import _store
+from kbase.api.kernels import find_kernel
+
+# ------------------------------------------------------------------------------------------ compare
+
+
+@dataclass
+class Comparison:
+    result: DiffResult
+    before: Resolved
+    after: Resolved
+    notes: list[str] = field(default_factory=list)
+
+
+def _pair(before: str | None, after: str | None, settings: Settings, base_ref: str | None,
+          default_before: str) -> tuple[str, str, list[str]]:
+    if base_ref is not None:
+        from kbase.gitrepo import merge_base, open_repo
+
+        head = after or before or "HEAD"
+        mb = merge_base(open_repo(settings.repo), base_ref, head)
+        return mb, head, [f"base ref {base_ref}: comparing against merge-base {mb[:12]}"]
+    if before is None:
+        return default_before, after or "HEAD", []
+    return before, after or "HEAD", []
+
+
+def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: bool) -> Resolved:
+    from kbase.comparison.resolve import RefKind, Resolved, parse_ref, resolve_stored
+    from kbase.comparison.side import SideMeta, side_from_leaderboards
+
+    ref = parse_ref(text)
+    if ref.kind == RefKind.PROFILE:
+        lb = top(ref.path, settings, sketches=True)
+        meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
+                        gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
+        label = f"{text} (profile, not stored)"
+        return Resolved(side=side_from_leaderboards([lb], label, meta), commit=None, label=label)
+    return resolve_stored(ref, st().engine, workload=settings.workload, repo=settings.repo, strict=strict)
+
+
+def compare(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
+            base_ref: str | None = None, strict: bool = False, store: Store | None = None) -> Comparison:
+    """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration."""
+    settings = settings or Settings.load()
+    a, b, notes = _pair(before, after, settings, base_ref, default_before=before or "HEAD~1")
+    return _compare(a, b, settings, notes, strict, store)
+
+
+def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None) -> Comparison:
+    from kbase.comparison.diff import compute_diff
+    from kbase.comparison.history import noise_from_history
+
+    with contextlib.ExitStack() as stack:
+        opened: list[Store] = [store] if store is not None else []
+
+        def get_store() -> Store:
+            if not opened:
+                opened.append(stack.enter_context(_store(settings, None, readonly=True)))
+            return opened[0]
+
+        first = _resolve(a, settings, get_store, strict)
+        second = _resolve(b, settings, get_store, strict)
+        _check_distinct(a, b, first, second)
+        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second) \
+            if first.baseline_ids else (None, [])
+        result = compute_diff(first.side, second.side, settings.policy, history=noise)
+        return Comparison(result=result, before=first, after=second,
+                          notes=notes + first.notes + second.notes + why)
+
+
+def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
+    """Both sides resolving to the same stored baseline (say a revision without a baseline falling back to
+    its nearest ancestor) would compare a capture with itself: refused whatever the options."""
+    from kbase.errors import IncomparableError
+
+    shared = sorted(set(first.baseline_ids))
+    if shared and set(first.baseline_ids) == set(second.baseline_ids):
+        ids = ", ".join(f"@{i}" for i in shared)
+        why = "; ".join(first.notes + second.notes)
+        raise IncomparableError(f"{a} and {b} resolve to the same baseline {ids}: nothing to compare"
+                                + (f" ({why})" if why else ""))
+
+
+@dataclass
+class GateResult:
+    comparison: Comparison
+    verdict: Verdict
+
+
+def gate(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
+         base_ref: str | None = None, strict: bool = False, allow_incomparable: bool = False,
+         warn_only: bool = False, today: date | None = None, store: Store | None = None) -> GateResult:
+    """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range."""
+    from kbase.comparison.gate import active_acceptances, decide
+
+    settings = settings or Settings.load()
+    a, b, notes = _pair(before, after, settings, base_ref, default_before="HEAD~1")
+    with contextlib.ExitStack() as stack:
+        st = store
+        if st is None and not all(_is_profile(x) for x in (a, b)):
+            st = stack.enter_context(_store(settings, None, readonly=True))
+        comparison = _compare(a, b, settings, notes, strict, st)
+        accepted: list[Acceptance] = []
+        if st is not None and comparison.after.commit:
+            from kbase.store.queries import list_acceptances
+
+            accepted = active_acceptances(list_acceptances(st.engine, comparison.after.side.meta.workload),
+                                          today=today, in_range=_range_check(settings, comparison))
+    verdict = decide(comparison.result, accepted, allow_incomparable=allow_incomparable, warn_only=warn_only)
+    return GateResult(comparison=comparison, verdict=verdict)
+
+
+def _is_profile(text: str) -> bool:
+    from kbase.comparison.resolve import RefKind, parse_ref
+
+    return parse_ref(text).kind == RefKind.PROFILE
+
+
+def _range_check(settings: Settings, comparison: Comparison) -> Callable[[str], bool]:
+    """An acceptance applies when its commit lies in (before, after]."""
+    from kbase.gitrepo import open_repo
+
+    before_commit, after_commit = comparison.before.commit, comparison.after.commit
+    try:
+        r = open_repo(settings.repo)
+    except InputError:
+        return lambda c: c == after_commit
+
+    def in_range(c: str) -> bool:
+        try:
+            if not r.is_ancestor(c, after_commit):
+                return False
+            return before_commit is None or not r.is_ancestor(c, before_commit)
+        except Exception:  # noqa: BLE001 - unknown commit in a shallow clone: exact match only
+            return c == after_commit
+
+    return in_range
+
+
+# ------------------------------------------------------------------------------------------ acceptances
+
+
+def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store | None = None) -> str:
+    """A glob or ``/regex/`` as given; a plain name or ``#id`` is looked up (``find_kernel``) and
+    becomes the exact pattern of the one stored kernel it names (``lookup.exact_pattern``)."""
+    from kbase.analysis.lookup import exact_pattern, is_pattern
+
+    if is_pattern(text):
+        return text
+    settings = settings or Settings.load()
+    return exact_pattern(find_kernel(text, settings, workload=settings.workload, store=store)[0])
+
+
+def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,
+           store: Store | None = None) -> Acceptance:
+    """Acknowledge a known regression: the gate lists matching regressions in ``(before, after]`` ranges
+    containing ``rev`` as accepted, not failing, until ``expires``. ``pattern``: a glob, ``/regex/``, or
+    a kernel name / ``#id`` (``kernel_pattern``)."""
+    from kbase.comparison.policy import check_pattern
+    from kbase.gitrepo import author, open_repo, resolve_commit
+    from kbase.store.models import Acceptance
+    from kbase.store.queries import add_acceptance
+
+    settings = settings or Settings.load()
+    check_pattern(pattern, "pattern")
+    if not reason.strip():
+        raise InputError("must not be empty", field="reason", value=reason)
+    commit = resolve_commit(open_repo(settings.repo), rev).hexsha
+    with _store(settings, store) as st:
+        pattern = kernel_pattern(pattern, settings, store=st)
+    row = Acceptance(workload=settings.workload, pattern=pattern, commit=commit, reason=reason,
+                     author=author(settings.repo), expires=expires)
+    with _store(settings, store) as st:
+        return add_acceptance(st.engine, row, st.url)
+
+
+def acceptances(settings: Settings | None = None, *, all_workloads: bool = False, active_on: date | None = None,
+                store: Store | None = None) -> list[Acceptance]:
+    """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
+    from kbase.store.engine import NoStoreError
+    from kbase.store.queries import list_acceptances
+
+    settings = settings or Settings.load()
+    with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
+        return list_acceptances(st.engine, None if all_workloads else settings.workload, active_on)
+    return []
+
+
+def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store | None = None) -> Acceptance:
+    """Remove one acceptance: the gate fails on its regressions again."""
+    from kbase.store.queries import delete_acceptance
+
+    settings = settings or Settings.load()
+    with _store(settings, store) as st:
+        return delete_acceptance(st.engine, acceptance_id, st.url)
+
+

@@ -1,0 +1,92 @@
+"""Front door, kernels over history: one kernel over the stored baselines, kernel lookup, steps, the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbase.settings import Settings
+
+if TYPE_CHECKING:
+
+    from kbase.comparison.changepoints import KernelStep
+    from kbase.comparison.history import StepsReport
+    from kbase.store.engine import Store
+
+
+
+from kbase.api.common import _store
+
+
+@dataclass
+class KernelHistory:
+    query: str  # what was asked for
+    name: str  # the one stored kernel it names (full demangled name)
+    short_name: str
+    rows: list[dict[str, Any]]  # one record per baseline holding it, oldest first (plain rows: no pandas)
+
+
+def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
+                store: Store | None = None) -> tuple[str, str]:
+    """The stored kernel a person's ``query`` names — exact, short name, ``#id``, family, substring or
+    regex (``analysis.lookup``): (full name, short name); ``KernelNotFound`` (with suggestions) or
+    ``AmbiguousKernel`` (with the candidates) otherwise."""
+    from kbase.analysis.lookup import find_kernel as lookup
+    from kbase.store.queries import kernel_names
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        names, shorts = kernel_names(st.engine, workload)
+    k = lookup(query, names, shorts)
+    return k.name, k.short
+
+
+def history(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
+            branch: str | None = None, store: Store | None = None) -> KernelHistory:
+    """One kernel (any name ``find_kernel`` accepts) across every stored baseline, oldest first (of
+    ``workload`` / ``branch`` when given)."""
+    from kbase.store.queries import kernel_history_rows
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        name, short = find_kernel(kernel, settings, workload=workload, store=st)
+        rows = kernel_history_rows(st.engine, name, workload, branch).records()
+        return KernelHistory(query=kernel, name=name, short_name=short, rows=rows)
+
+
+def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
+          store: Store | None = None) -> StepsReport:
+    """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
+    first-parent line ending at ``rev``, largest effect on the iteration first."""
+    from kbase.comparison.history import steps_report
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
+
+
+def history_steps(h: KernelHistory) -> list[KernelStep]:
+    """Steps and creeps in one kernel's history (one workload and branch)."""
+    from kbase.comparison.changepoints import kernel_history_steps
+
+    return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
+
+
+def report(out: Path | str, settings: Settings | None = None, *, workload: str | None = None,
+           branch: str | None = None, last: int | None = None, before: int = -2, after: int = -1,
+           overwrite: bool = False, store: Store | None = None) -> list[Path]:
+    """The static HTML report of a workload's history (``last`` commits), the diff of the commits at
+    positions ``before`` -> ``after`` (the latest pair by default) and the leaderboard of ``after``,
+    with detected steps marked; written into ``out``. Returns the pages written (index first)."""
+    from kbase.render.report import build_report
+    from kbase.render.report.data import load_report
+    from kbase.render.report.steps import find_steps
+
+    settings = settings or Settings.load()
+    with _store(settings, store, readonly=True) as st:
+        data = load_report(st.engine, workload, branch=branch, subjects_from=settings.repo, before=before,
+                           after=after, find_steps=find_steps, policy=settings.policy, limit_commits=last)
+    return build_report(data, Path(out), overwrite=overwrite)
+
+
