@@ -97,7 +97,7 @@ def check_markdown(text: str, n_comments: int = 0) -> None:
     tags = html_tags(html)
     made = {t for t, _ in tags.tags}
     assert made <= {"h2", "h3", "p", "ul", "li", "strong", "em", "table", "thead", "tbody", "tr", "th", "td",
-                    "code", "details", "summary", "br", "hr", "sub"}, made
+                    "code", "details", "summary", "br", "hr", "sub", "blockquote"}, made
     assert len(tags.comments) == n_comments, tags.comments
     for table in re.findall(r"<table>(.*?)</table>", html, flags=re.S):  # no row broken by a name
         widths = {len(re.findall(r"<t[hd][ >]", r)) for r in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)}
