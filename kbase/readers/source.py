@@ -5,9 +5,12 @@ same file without reading all of it."""
 from __future__ import annotations
 
 import hashlib
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from kbase.errors import InputError
 
 PROBE_BLOCK = 1 << 16  # bytes hashed at each end of a file for the probe
 
@@ -45,6 +48,8 @@ def source_identity(path: Path) -> SourceIdentity:
     size = mtime = 0
     for p in _files(path):
         st = p.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end: never opened here
+            raise InputError(f"{p}: not a regular file")
         size += st.st_size
         mtime = max(mtime, st.st_mtime_ns)
         h.update(f"{p.name if path.is_dir() else ''}\0{st.st_size}\0".encode())

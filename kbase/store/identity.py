@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kbase.errors import InputError
+
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.settings import Settings
@@ -30,7 +32,7 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
         return None
     try:
         ident = source_identity(profile)
-    except OSError:
+    except (OSError, InputError):
         return None  # the reader reports an unreadable file in its own words
     key = (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
     if db_file is not None and _sqlite_lookup(db_file, key) is None:
