@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kbase import jsonable
 from kbase.analysis.names import short_id
 from kbase.render.layout import Column, inert, print_table
+from kbase.render.safe import csv_text
 from kbase.render.units import fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
@@ -139,8 +140,9 @@ def history_csv(h: KernelHistory) -> str:
 
     rows = with_changes(h.rows)
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    has_cr = any(isinstance(v, str) and "\r" in v for r in rows for v in r.values())
+    w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
     if rows:
         w.writerow(list(rows[0]))
-        w.writerows(["" if v is None else v for v in r.values()] for r in rows)
+        w.writerows(["" if v is None else csv_text(v) for v in r.values()] for r in rows)
     return buf.getvalue()

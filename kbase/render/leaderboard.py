@@ -55,7 +55,12 @@ def to_csv(df: pd.DataFrame) -> str:
     then every field is quoted."""
     import csv
 
+    from kbase.render.safe import csv_text
+
     texts = df.select_dtypes(include=["object", "category", "string"])
+    if len(texts.columns):
+        df = df.assign(**{c: texts[c].map(csv_text) for c in texts.columns})
+        texts = df[texts.columns]
     has_cr = any(texts[c].map(lambda v: isinstance(v, str) and "\r" in v).any() for c in texts.columns)
     buf = io.StringIO()
     df.to_csv(buf, index=False, quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)

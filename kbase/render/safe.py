@@ -24,7 +24,7 @@ from xml.sax.saxutils import quoteattr as _xml_quoteattr
 from rich.console import Console
 from rich.markup import escape as _markup_escape
 
-__all__ = ["SafeConsole", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_text"]
+__all__ = ["SafeConsole", "csv_text", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_text"]
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # C0, DEL, C1; bidi marks, embeddings, overrides and isolates; line/paragraph separators; BOM; surrogates.
@@ -53,6 +53,17 @@ def inert(text: object) -> str:
 _MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
                              "|": "\\|", "~": "\\~", "#": "\\#", "!": "\\!", "<": "&lt;", ">": "&gt;",
                              "&": "&amp;", "@": "@\u200b"})
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: Any) -> Any:
+    """A CSV cell that a spreadsheet cannot run: text starting like a formula (``=``, ``+``, ``-``, ``@``,
+    tab, CR) gets a leading ``'`` (OWASP's advice); other values pass through unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def md_text(text: object, limit: int = 0) -> str:
