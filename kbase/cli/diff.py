@@ -233,6 +233,7 @@ def accept(
     name: NameOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
+    wide: WideOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Acknowledge a known regression so the gate lists it as accepted, not failing (--list, --revoke ID)."""
@@ -250,7 +251,8 @@ def accept(
                                            f"({row.reason})",
                                            highlight=False, markup=False)
             return
-        _list_acceptances(kbase.acceptances(settings, all_workloads=name is None), check_choice(fmt, ListFormat))
+        _list_acceptances(kbase.acceptances(settings, all_workloads=name is None), check_choice(fmt, ListFormat),
+                          wide=wide)
         return
     if pattern is None or rev is None or reason is None:
         raise InputError("give a PATTERN, --rev and --reason (or --list / --revoke ID)")
@@ -268,7 +270,7 @@ def accept(
                                    + (f", expires {exp}" if exp else ""), highlight=False, markup=False)
 
 
-def _list_acceptances(rows: list[Acceptance], fmt: str) -> None:
+def _list_acceptances(rows: list[Acceptance], fmt: str, wide: bool = False) -> None:
     from kbase import jsonable
     from kbase.render.layout import Column, print_table
 
@@ -290,4 +292,4 @@ def _list_acceptances(rows: list[Acceptance], fmt: str) -> None:
     cells = [{"id": f"#{a.id}", "workload": a.workload, "pattern": a.pattern, "commit": a.commit[:12],
               "expires": a.expires.isoformat() if a.expires else "never", "reason": a.reason, "author": a.author or ""}
              for a in rows]
-    print_table(console(), cols, cells, title=f"{len(rows)} acceptance(s)")
+    print_table(console(), cols, cells, wide=wide, title=f"{len(rows)} acceptance(s)")

@@ -56,8 +56,19 @@ def check_sqlite_file(path: Path) -> None:
     _refuse_foreign(str(path), tables)
 
 
+def _own_tables() -> set[str]:
+    """kbase's tables (the models in one place) and Alembic's version table."""
+    from sqlmodel import SQLModel
+
+    import kbase.store.models  # noqa: F401 - registers the tables on SQLModel.metadata
+
+    return set(SQLModel.metadata.tables) | {"alembic_version"}
+
+
 def _refuse_foreign(where: str, tables: set[str]) -> None:
-    if tables and not ("alembic_version" in tables and "baseline" in tables):
+    # Only kbase's own tables (some of them: another process may be creating this store right now) is a
+    # kbase store; any other table is somebody else's database.
+    if tables - _own_tables() - {"sqlite_sequence", "sqlite_stat1"}:
         shown = ", ".join(sorted(tables)[:4]) + (", …" if len(tables) > 4 else "")
         raise StoreError(f"store {where}: holds tables that are not a kbase store ({shown}); refusing to use it as "
                          "the store, nothing was changed")

@@ -100,7 +100,7 @@ def test_accept_list_revoke_and_lookup(demo):
     doc = strict_json(r.stdout)
     assert doc["schema"] == "kbase.acceptances/1" and [a["id"] for a in doc["acceptances"]] == [acc_id]
     assert "flash_fwd_kernel" in doc["acceptances"][0]["pattern"]
-    r = run_kbase("accept", "--list", *base)
+    r = run_kbase("accept", "--list", *base, "--wide")  # every column, whatever the width here
     assert r.rc == 0 and f"#{acc_id}" in r.stdout and "known" in r.stdout, r
     r = run_kbase("accept", "--revoke", str(acc_id), *base)
     assert r.rc == 0 and f"revoked #{acc_id}" in r.stderr, r

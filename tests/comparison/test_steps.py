@@ -31,8 +31,9 @@ def test_steps_json_lists_the_step_at_its_commit(hist):
     assert effects == sorted(effects, reverse=True)
 
 
-def test_steps_table_and_history_show_the_step(hist):
+def test_steps_table_and_history_show_the_step(hist, monkeypatch):
     h, kernel = hist
+    monkeypatch.setenv("COLUMNS", "200")  # the commit columns fit whatever width the test runs at
     r = kb("steps", "--db", h.db_url, "--repo", h.repo, "--name", h.workload)
     assert r.rc == 0 and "step" in r.stdout and h.commits[7][:10] in r.stdout, r
     r = kb("history", kernel, "--db", h.db_url, "--repo", h.repo, "--name", h.workload)

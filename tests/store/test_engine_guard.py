@@ -191,3 +191,20 @@ def test_library_refuses_foreign_database(tmp_path):
     with pytest.raises(StoreError, match="not a kbase store"):
         open_store(str(db))
     assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["o.db"]
+
+
+def test_a_store_being_created_is_not_taken_for_a_foreign_database(tmp_path):
+    """Another process creating the store right now leaves only some of kbase's tables (Alembic's version
+    table first): that is a kbase store, not somebody else's database; one more table of another name is."""
+    half = tmp_path / "half.db"
+    with sqlite3.connect(half) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+    open_store(f"sqlite:///{half}").close()  # migrated to the head, no refusal
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+        conn.execute("CREATE TABLE users (id INTEGER)")
+    before = hashlib.sha256(other.read_bytes()).hexdigest()
+    with pytest.raises(StoreError, match="not a kbase store"):
+        open_store(f"sqlite:///{other}")
+    assert hashlib.sha256(other.read_bytes()).hexdigest() == before
