@@ -68,10 +68,11 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
     """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration."""
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before=before or "HEAD~1")
-    return _compare(a, b, settings, notes, strict, store)
+    return _compare(a, b, settings, notes, strict, store, base_ref)
 
 
-def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None) -> Comparison:
+def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None,
+             base_ref: str | None = None) -> Comparison:
     from kbase.comparison.diff import compute_diff
     from kbase.comparison.history import noise_from_history
 
@@ -86,8 +87,9 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
         _check_distinct(a, b, first, second)
-        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second) \
-            if first.baseline_ids else (None, [])
+        line_ref = base_ref or settings.policy.history_ref or None  # the base branch's line, when named
+        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second,
+                                        line_ref) if first.baseline_ids else (None, [])
         result = compute_diff(first.side, second.side, settings.policy, history=noise)
         return Comparison(result=result, before=first, after=second,
                           notes=notes + first.notes + second.notes + why)
@@ -124,7 +126,7 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
         st = store
         if st is None and not all(_is_profile(x) for x in (a, b)):
             st = stack.enter_context(_store(settings, None, readonly=True))
-        comparison = _compare(a, b, settings, notes, strict, st)
+        comparison = _compare(a, b, settings, notes, strict, st, base_ref)
         accepted: list[Acceptance] = []
         if st is not None and comparison.after.commit:
             from kbase.store.queries import list_acceptances

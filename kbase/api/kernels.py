@@ -66,10 +66,13 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
         return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
 
 
-def history_steps(h: KernelHistory) -> list[KernelStep]:
-    """Steps and creeps in one kernel's history (one workload and branch)."""
+def history_steps(h: KernelHistory) -> list[KernelStep] | None:
+    """Steps and creeps in one kernel's history; None when its baselines span several workloads or
+    branches (a step is a change along one line of commits: pass ``workload`` and ``branch``)."""
     from kbase.comparison.changepoints import kernel_history_steps
 
+    if len({r["workload"] for r in h.rows}) > 1 or len({r["branch"] for r in h.rows}) > 1:
+        return None
     return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
 
 

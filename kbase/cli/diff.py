@@ -39,6 +39,9 @@ AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and wit
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision has no baseline of its own.")]
 BaseRefOpt = Annotated[str | None, typer.Option(
     "--base-ref", help="Compare against the merge-base with this ref (pull requests).")]
+HistoryRefOpt = Annotated[str | None, typer.Option(
+    "--history-ref", help="History noise from this branch's first-parent line (default: [tool.kbase.gate] "
+    "history_ref, else --base-ref, else the before side's line).")]
 DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md, csv, bmf or github-benchmark.")]
 
 
@@ -50,6 +53,7 @@ def diff(
     name: NameOpt = None,
     base_ref: BaseRefOpt = None,
     strict: StrictOpt = False,
+    history_ref: HistoryRefOpt = None,
     fmt: DiffFormatOpt = "table",
     show_all: AllOpt = False,
     db: DbOpt = None,
@@ -64,7 +68,7 @@ def diff(
     from kbase.render import diff as render_diff
 
     fmt = check_choice(fmt, DiffFormat)
-    settings = make_settings(repo=repo, db=db, name=name, window=window)
+    settings = make_settings(repo=repo, db=db, name=name, window=window, policy={"history_ref": history_ref})
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict)
     _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet)
 
@@ -104,12 +108,17 @@ def gate(
         "--allow-incomparable", help="Gate even if GPU/workload/window differ.")] = False,
     show_policy: Annotated[bool, typer.Option("--show-policy", help="Print the effective policy and exit.")] = False,
     max_increase_pct: Annotated[float | None, typer.Option(
-        "--max-increase-pct", help="Per-kernel growth per iteration that fails (default 5).")] = None,
+        "--max-increase-pct", help="Optional relative floor: a kernel must also grow at least this % per "
+        "iteration to fail (default 0: its own noise decides).")] = None,
     abs_floor_us: Annotated[float | None, typer.Option(
         "--abs-floor-us", help="Ignore changes under this many µs per iteration per GPU (default 2).")] = None,
     share_floor: Annotated[float | None, typer.Option(
         "--share-floor", help="Ignore kernels under this share of the iteration (default 0.005).")] = None,
-    alpha: Annotated[float | None, typer.Option("--alpha", help="Significance level (default 0.05).")] = None,
+    alpha: Annotated[float | None, typer.Option(
+        "--alpha", help="Significance level of the total-kernel-time rule (default 0.05).")] = None,
+    fpr: Annotated[float | None, typer.Option(
+        "--fpr", help="False-positive rate per comparison, split over the kernels tested (default 0.02).")] = None,
+    history_ref: HistoryRefOpt = None,
     total_increase_pct: Annotated[float | None, typer.Option(
         "--total-increase-pct", help="Total kernel time growth that fails (default 3).")] = None,
     new_kernel: Annotated[str | None, typer.Option(
@@ -138,7 +147,8 @@ def gate(
     from kbase.render import diff as render_diff
 
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
-              "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore}
+              "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
+              "fpr": fpr, "history_ref": history_ref}
     settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
     if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it
         policy["ignore"] = [kbase.kernel_pattern(p, settings) if p.startswith("#") else p for p in ignore]

@@ -223,21 +223,17 @@ def history(
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
     h = kbase.history(kernel, settings, workload=name, branch=branch)
+    found = kbase.history_steps(h)
     if fmt == HistoryFormat.JSON:
-        sys.stdout.write(render.history_json(h, name, branch) + "\n")
+        sys.stdout.write(render.history_json(h, name, branch, found) + "\n")
     elif fmt == HistoryFormat.CSV:
-        sys.stdout.write(render.history_csv(h))
+        sys.stdout.write(render.history_csv(h, found))
     else:
         render.print_history(h, console(), wide=wide, quiet=quiet)
-        from kbase.cli.steps import step_range
-        from kbase.render.units import fmt_ns
+        if not quiet:
+            from kbase.render.steps import print_kernel_steps
 
-        workloads = {r["workload"] for r in h.rows}
-        branches = {r["branch"] for r in h.rows}
-        if len(workloads) == 1 and len(branches) <= 1 and not quiet:  # steps along one line of commits
-            for s in kbase.history_steps(h):
-                console().print(f"{s.kind}: {s.rel:+.1%} per iteration ({fmt_ns(s.before_ns)} -> "
-                                f"{fmt_ns(s.after_ns)}) at {step_range(s)}", highlight=False, markup=False)
+            print_kernel_steps(found, console())
 
 
 @db_app.command("upgrade")

@@ -32,27 +32,36 @@ def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list
         return None
 
 
-def noise_from_history(engine: Engine, policy: Policy, repo: Path | None, first: Resolved,
-                       second: Resolved) -> tuple[pd.Series | None, list[str]]:
-    """Per kernel run-to-run sd from the last ``history_baselines`` comparable baselines on the base
-    side's first-parent line (the after side's own baselines left out), when at least ``min_history``
-    exist; ``attrs["df"]``: its degrees of freedom (a MAD-based sd: about 40% of the levels')."""
+def noise_from_history(engine: Engine, policy: Policy, repo: Path | None, first: Resolved, second: Resolved,
+                       line_ref: str | None = None) -> tuple[pd.Series | None, list[str]]:
+    """Per kernel run-to-run sd from the last ``history_baselines`` comparable baselines on the first-parent
+    line of ``line_ref`` (the base branch: ``--base-ref`` or ``history_ref``) or else of the before side
+    (the after side's own baselines left out), when at least ``min_history`` exist; ``attrs["df"]``: its
+    degrees of freedom (a MAD-based sd: about 40% of the levels')."""
     from kbase.store.queries import get_baseline, kernel_levels, line_baselines
 
     if not first.baseline_ids:
         return None, []
     newest = get_baseline(engine, max(first.baseline_ids))
-    commits = first_parent_line(repo, first.commit, 10 * policy.history_baselines)
+    notes: list[str] = []
+    depth = 10 * policy.history_baselines
+    commits = first_parent_line(repo, line_ref, depth) if line_ref else None
+    where = f"{line_ref}'s first-parent line"
+    if line_ref and commits is None:
+        notes.append(f"history noise: {line_ref} is not a revision of this repository; the before side's line instead")
+    if commits is None:
+        commits = first_parent_line(repo, first.commit, depth)
+        where = "the before side's first-parent line" if commits is not None else "creation order (no repository)"
     past = [b for b in line_baselines(engine, newest.workload, fingerprint=newest.fingerprint, commits=commits,
                                       before_id=None if commits else newest.id, limit=policy.history_baselines)
             if b.id not in set(second.baseline_ids)]
     if len(past) < policy.min_history:
-        return None, []
+        return None, notes
     levels = kernel_levels(engine, [b.id for b in past if b.id is not None])
     sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
     sd.attrs["df"] = max(0.4 * (len(past) - 1), 2.0)
-    return sd, [f"history noise: {len(past)} past baselines on the base line "
-                f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
+    return sd, notes + [f"history noise: {len(past)} past baselines on {where} "
+                        f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
 
 
 @dataclass

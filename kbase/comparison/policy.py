@@ -10,6 +10,8 @@
     alpha = 0.05                    # significance level of the total-kernel-time rule
     min_history = 5                 # baselines needed before history noise is used
     history_baselines = 20          # how many past baselines history noise looks at
+    history_ref = "origin/main"     # history noise from this branch's first-parent line (default: the
+                                    # before side's line; gate --base-ref: the base ref's)
     new_kernel = "fail"             # "fail" | "warn": a new kernel above the share floor
     total_increase_pct = 3.0        # kernel time per iteration as a whole
     ignore = ["*memcpy*", "/^ncclDevKernel_.*/"]
@@ -46,6 +48,7 @@ class Policy:
     run_noise: float = 0.002  # run-to-run relative sd floor for within-capture noise sources
     min_history: int = 5  # past baselines needed for history noise
     history_baselines: int = 20  # past baselines history noise looks at
+    history_ref: str = ""  # the branch whose first-parent line history noise comes from ("": see above)
     swap_net_pct: float = 5.0  # algorithm swap: moved kernels net below this % of matmul/conv time
     min_iterations: int = 5  # per side, for the per-iteration rank test
     min_launches: int = 10  # per side, for the per-launch test
@@ -117,7 +120,7 @@ def _value_problem(key: str, value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "must be a number"
     if not math.isfinite(value) or value < 0 or (key in ("alpha", "fpr") and not 0 < value < 1):
-        return "out of range (alpha: between 0 and 1; others: finite and >= 0)"
+        return "out of range (alpha and fpr: between 0 and 1; others: finite and >= 0)"
     return None
 
 
@@ -162,6 +165,10 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
             if value not in ("fail", "warn"):
                 raise InputError(f"{where}: new_kernel must be 'fail' or 'warn', got {value!r}")
             p.new_kernel = value
+        elif key == "history_ref":
+            if not isinstance(value, str):
+                raise InputError(f"{where}: history_ref must be a git revision (a string), got {value!r}")
+            p.history_ref = value.strip()
         elif key in ("min_iterations", "min_launches", "min_history", "history_baselines"):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InputError(f"{where}: {key} must be a positive integer")
@@ -182,6 +189,8 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
             if value not in ("fail", "warn"):
                 raise SettingsError("must be 'fail' or 'warn'", field="new_kernel", value=value)
             p.new_kernel = value
+        elif key == "history_ref":
+            p.history_ref = str(value).strip()
         elif key not in THRESHOLD_KEYS:
             raise SettingsError("not a policy setting", field=key, value=value)
         else:

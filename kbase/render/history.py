@@ -1,5 +1,6 @@
 """Render one kernel's history: a sparkline per workload, a table (one baseline a row, with the change
-against the previous baseline of the same workload), JSON (schema ``kbase.history/1``) and CSV.
+against the previous baseline of the same workload), JSON (schema ``kbase.history/1``) and CSV, each with
+the kernel's detected steps.
 
 The table is a list of ``layout.Column`` specs and rows keyed by them: another column (e.g. a detected
 step) slots in with its own priority, another section prints after ``print_history``'s table.
@@ -18,6 +19,7 @@ from kbase.render.units import fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
     from kbase.api import KernelHistory
+    from kbase.comparison.changepoints import KernelStep
 
 HISTORY_SCHEMA = "kbase.history/1"
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -111,21 +113,35 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
     return rows
 
 
-def history_doc(h: KernelHistory, workload: str | None = None, branch: str | None = None) -> dict[str, Any]:
+def history_doc(h: KernelHistory, workload: str | None = None, branch: str | None = None,
+                steps: list[KernelStep] | None = None) -> dict[str, Any]:
+    """``steps``: the kernel's detected steps and creeps (None: not computed, its baselines span several
+    workloads or branches; ``steps_note`` says so)."""
+    from kbase.render.steps import step_dict
+
     recs = with_changes(h.rows)
     for r in recs:
         r["created_at"] = r["created_at"].isoformat() if hasattr(r["created_at"], "isoformat") else r["created_at"]
-    return {"schema": HISTORY_SCHEMA, "query": h.query,
-            "kernel": {"name": h.name, "short_name": h.short_name, "id": short_id(h.name)},
-            "filters": {"workload": workload, "branch": branch}, "baselines": recs}
+    found = None if steps is None else [{k: _finite(v) for k, v in step_dict(s).items()} for s in steps]
+    doc = {"schema": HISTORY_SCHEMA, "query": h.query,
+           "kernel": {"name": h.name, "short_name": h.short_name, "id": short_id(h.name)},
+           "filters": {"workload": workload, "branch": branch}, "baselines": recs, "steps": found}
+    if steps is None:
+        doc["steps_note"] = "not computed: the baselines span several workloads or branches (pass --name and --branch)"
+    return doc
 
 
-def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None) -> str:
+def _finite(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None,
+                 steps: list[KernelStep] | None = None) -> str:
     """Strict JSON. json's C encoder first (plain rows: ints, floats, text); the value-by-value cleaner
     only when that refuses something (NaN, a lone surrogate): 2-3x faster at 10,000 baselines."""
     import json
 
-    doc = history_doc(h, workload, branch)
+    doc = history_doc(h, workload, branch, steps)
     try:
         text = json.dumps(doc, allow_nan=False, ensure_ascii=False, indent=1)
         text.encode("utf-8")
@@ -134,11 +150,32 @@ def history_json(h: KernelHistory, workload: str | None = None, branch: str | No
         return jsonable.dumps(doc)
 
 
-def history_csv(h: KernelHistory) -> str:
+def step_marks(rows: list[dict[str, Any]], steps: list[KernelStep] | None) -> list[str]:
+    """Per row, the steps that land on it: a step at the first baseline of its new level, a creep at
+    the first baseline of its first and of its last new level."""
+    from kbase.render.steps import step_label
+
+    marks: list[list[str]] = [[] for _ in rows]
+    first_at: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        first_at.setdefault(str(r["commit"]), i)
+    for s in steps or []:
+        if s.kind == "creep" and s.first_commit != s.to_commit and s.first_commit in first_at:
+            marks[first_at[s.first_commit]].append(f"creep begins ({s.steps} steps to {s.to_commit[:10]})")
+        if s.to_commit in first_at:
+            marks[first_at[s.to_commit]].append(step_label(s))
+    return ["; ".join(m) for m in marks]
+
+
+def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None) -> str:
+    """One row per baseline; the ``step`` column marks where detected steps and creeps land (empty when
+    none, or when steps were not computed)."""
     import csv
     import io
 
     rows = with_changes(h.rows)
+    marks = step_marks(rows, steps)
+    rows = [{**r, "step": m} for r, m in zip(rows, marks)]
     buf = io.StringIO()
     has_cr = any(isinstance(v, str) and "\r" in v for r in rows for v in r.values())
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)

@@ -73,3 +73,88 @@ def test_old_baselines_without_sketches_still_compare(hist, tmp_path):
     assert g.verdict.code == 1 and rows.iloc[0]["name"] == kernel
     assert "launches" not in set(rows["noise_source"].dropna())
     assert np.isfinite(rows.iloc[0]["mde_rel"])
+
+
+def test_history_json_and_csv_carry_the_step(hist):
+    import csv
+    import io
+
+    h, kernel = hist
+    base = ("history", kernel, "--db", h.db_url, "--repo", h.repo, "--name", h.workload)
+    r = kb(*base, "--format", "json")
+    assert r.rc == 0, r
+    doc = json.loads(r.stdout)
+    steps = doc["steps"]
+    assert [s["kind"] for s in steps] == ["step"], steps
+    assert steps[0]["from_commit"] == h.commits[6] and steps[0]["to_commit"] == h.commits[7]
+    assert steps[0]["rel"] == pytest.approx(0.15, abs=0.03)
+    assert steps[0]["effect"] is None  # one kernel's history knows no iteration wall: null, not NaN
+    r = kb(*base, "--format", "csv")
+    assert r.rc == 0, r
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    marked = [row for row in rows if row["step"]]
+    assert len(marked) == 1 and marked[0]["commit"] == h.commits[7], marked
+    assert marked[0]["step"].startswith("step +1")
+
+
+def test_history_over_several_workloads_says_steps_were_not_computed():
+    from datetime import UTC, datetime
+
+    from kbase.api import KernelHistory, history_steps
+    from kbase.render.history import history_csv, history_doc
+
+    def row(i, workload):
+        return {"id": i, "commit": f"{i:040x}", "created_at": datetime(2026, 1, 1, tzinfo=UTC), "workload": workload,
+                "branch": "main", "count": 1, "total_ns": 10, "avg_ns": 10.0, "per_iter_ns": 10.0 + i,
+                "share_window": 0.1}
+
+    h = KernelHistory(query="k", name="k", short_name="k", rows=[row(1, "a"), row(2, "b"), row(3, "a")])
+    found = history_steps(h)
+    assert found is None
+    doc = history_doc(h, steps=found)
+    assert doc["steps"] is None and "several workloads" in doc["steps_note"]
+    assert history_csv(h, found).splitlines()[0].endswith(",step")
+
+
+def test_steps_table_prints_kernel_names_as_text(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from kbase.comparison.changepoints import KernelStep
+    from kbase.comparison.history import StepsReport
+    from kbase.render.steps import print_steps
+
+    evil = "[link=http://e.vil]x[/link] \x1b[31m"
+    s = KernelStep(name=evil, short_name=evil, kind="step", from_commit="a" * 40, to_commit="b" * 40,
+                   first_commit="b" * 40, before_ns=1e5, after_ns=1.1e5, rel=0.1, effect=0.01, steps=1, z=9.0)
+    buf = io.StringIO()
+    print_steps(StepsReport(workload="[bold]w", commits=["a" * 40, "b" * 40], baselines=2, steps=[s]),
+                Console(file=buf, force_terminal=False, width=200))  # no colour: any ESC would come from a name
+    out = buf.getvalue()
+    assert "[link=http://e.vil]" in out and "\x1b" not in out
+    assert "[bold]w" in out
+
+
+def test_history_noise_follows_the_named_base_line(hist):
+    import kbase
+
+    h, _ = hist
+    s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
+    notes = kbase.compare(h.commits[12], h.commits[13], s).notes
+    assert "history noise: 13 past baselines on the before side's first-parent line" in " ".join(notes), notes
+    # a base branch named by policy: only its line (commits 0..5 here) gives the noise
+    s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload, policy={"history_ref": h.commits[5]})
+    notes = " ".join(kbase.compare(h.commits[12], h.commits[13], s).notes)
+    assert f"history noise: 6 past baselines on {h.commits[5]}'s first-parent line" in notes, notes
+    # --base-ref names the base branch for the gate: its whole line, not only up to the merge-base
+    r = kb("gate", h.commits[13], "--base-ref", h.commits[8], "--db", h.db_url, "--repo", h.repo, "--name",
+           h.workload, "--format", "json")
+    doc = json.loads(r.stdout)
+    assert any(f"9 past baselines on {h.commits[8]}'s" in n for n in doc["notes"]), doc["notes"]
+    # an unknown ref is said, and the before side's line used
+    r = kb("diff", h.commits[12], h.commits[13], "--history-ref", "no-such-branch", "--db", h.db_url, "--repo",
+           h.repo, "--name", h.workload, "--format", "json")
+    assert r.rc == 0, r
+    notes = json.loads(r.stdout)["notes"]
+    assert any("no-such-branch is not a revision" in n for n in notes) and any("before side's" in n for n in notes)
