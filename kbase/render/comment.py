@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from kbase.analysis.names import display_names
 from kbase.render.safe import md_text
 
 MARKER = "<!-- kbase-gate -->"
@@ -107,10 +108,10 @@ def _why(doc: dict, verdict: dict | None, limit: int = 6) -> list[str]:
     return out
 
 
-def _row(r: dict, full: bool) -> str:
+def _row(r: dict, full: bool, label: str | None = None) -> str:
     cls = ("swap" if r.get("swap") else r["class"]) + (" (ignored)" if r.get("ignored") else "")
     tc = TC.get(r.get("tc_after") or r.get("tc_before") or "na", "-")
-    cells = [f"**{cls}**" if r["class"] == "regressed" else cls, md_text(r["short_name"], 70), tc,
+    cells = [f"**{cls}**" if r["class"] == "regressed" else cls, md_text(label or r["short_name"], 70), tc,
              _dns(r.get("delta_ns")), _pct(r.get("delta_pct")), _effect(r.get("effect"))]
     if full:
         cells = cells[:3] + [_ns(r.get("before")), _ns(r.get("after"))] + cells[3:] + [
@@ -133,19 +134,23 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
     verdict = verdict if verdict is not None else diff_doc.get("verdict")
     changed = _changed(diff_doc)
+    # two changed kernels with one short name (say two elementwise template instances) are told apart as
+    # the terminal table tells them: template arguments and a short id
+    labels = display_names([r["name"] for r in changed], [r["short_name"] for r in changed])
     lines = [MARKER, _headline(diff_doc, verdict), "", _meta(diff_doc), "", *_totals(diff_doc)]
     why = _why(diff_doc, verdict)
     if why:
         lines += ["", "**Why**", *why]
     if changed:
         lines += ["", (f"**Kernels that matter** (top {min(top, len(changed))} of {len(changed)} changed, "
-                      "by effect on the iteration)"), *TOP_HEAD, *(_row(r, False) for r in changed[:top])]
+                      "by effect on the iteration)"), *TOP_HEAD,
+                  *(_row(r, False, lb) for r, lb in zip(changed[:top], labels))]
     notes = diff_doc.get("notes", [])
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes[:3])]
     tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/2'))} · times are per iteration per GPU"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
-    full = [_row(r, True) for r in changed]
+    full = [_row(r, True, lb) for r, lb in zip(changed, labels)]
     head = "\n".join(lines)
     for shown in _fits(head, full, tail, max_chars):
         details = ["", f"<details><summary>All {len(changed)} changed kernels</summary>", "", *FULL_HEAD,

@@ -81,3 +81,17 @@ def test_names_are_inert_markdown(demo_doc, name):
 def test_no_baseline_notice():
     text = no_baseline_markdown("train|8gpu", "a" * 40, "no baseline of workload 'train' at HEAD~1")
     assert text.startswith(MARKER) and "PASS" in text and "train\\|8gpu" in text
+
+
+def test_two_changed_kernels_with_one_short_name_are_told_apart(demo_doc):
+    from kbase.analysis.names import short_id
+
+    doc = copy.deepcopy(demo_doc)
+    row = next(r for r in doc["kernels"] if r["class"] == "regressed")
+    twins = [dict(row, name=f"void elementwise_kernel<{w}, Fill<float>>(int)", short_name="elementwise_kernel")
+             for w in (2, 4)]
+    doc["kernels"] = twins + [r for r in doc["kernels"] if r is not row]
+    fold = "\n".join(_above_fold(comment_markdown(doc)))
+    for t in twins:
+        assert short_id(t["name"]) in fold, fold
+    assert md_text("elementwise_kernel<2, Fill<float>>") in fold, fold
