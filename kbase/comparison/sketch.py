@@ -28,47 +28,87 @@ QUANTILES = 16
 WIDTH = QUANTILES + 2  # quantiles, launches, total ns
 COUNT, TOTAL = QUANTILES, QUANTILES + 1
 QPOS = (np.arange(QUANTILES) + 0.5) / QUANTILES
+_BLOCK = 1 << 20  # launches per block while building the sort key
 
 
-def build_sketches(codes: np.ndarray, start: np.ndarray, dur: np.ndarray, n_names: int) -> np.ndarray:
+def build_sketches(codes: np.ndarray, start: np.ndarray | None, dur: np.ndarray, n_names: int) -> np.ndarray:
     """(n_names, CHUNKS, WIDTH) float64 sketches; NaN quantiles (and 0 counts) where a chunk is empty.
+    ``start`` None: the launches are already in start order.
 
-    Vectorised: a stable sort by kernel over start-ordered launches gives each launch its order within
-    its kernel, one sort of a (kernel, chunk, duration) key gives every chunk's durations in order;
-    quantiles are positions. Durations are whole ns (up to 2^40). ~1 s per 10M launches.
+    Vectorised: each launch's order within its kernel (start order) gives its chunk; one in-place sort
+    of a (kernel, chunk, duration) key gives every chunk's durations in order; quantiles are positions.
+    Durations are whole ns (up to 2^40). ~1 s per 10M launches; memory: the key (8 bytes per launch)
+    and per-block temporaries.
     """
     out = np.full((n_names, CHUNKS, WIDTH), np.nan)
     out[:, :, COUNT] = 0.0
     out[:, :, TOTAL] = 0.0
-    if not len(codes):
+    n = len(codes)
+    if not n:
         return out
-    # launches of each kernel in start order: a stable sort of the kernel codes over start-ordered
-    # launches (radix sort for 16-bit codes; readers give launches in start order, else one argsort)
-    by_start = None if len(start) < 2 or bool((np.diff(start) >= 0).all()) else np.argsort(start, kind="stable")
-    c = codes if by_start is None else codes[by_start]
-    small = c.astype(np.int16 if n_names < (1 << 15) else np.int64, copy=False)
-    order = np.argsort(small, kind="stable")
-    if by_start is not None:
-        order = by_start[order]
-    c = codes[order].astype(np.int64)
+    by_start = None if start is None or _sorted(start) else np.argsort(start, kind="stable")
+    if n_names * CHUNKS >= (1 << 23):  # the key below has 23 bits for the group: a million names do not fit
+        order = np.argsort(codes if by_start is None else codes[by_start], kind="stable")
+        order = order if by_start is None else by_start[order]
+        return _build_sketches_lexsort(out, codes[order], dur[order], n_names)
+    # key = (kernel * CHUNKS + chunk) << 40 | duration, chunk = the launch's order within its kernel (start
+    # order) * CHUNKS // its count. Built block by block in start order, each launch's order within its
+    # kernel = launches of that kernel in earlier blocks + its place in this block (a stable sort of the
+    # block): no temporary is as long as the capture, the key is the one full-length array.
+    blocks = [slice(lo, min(lo + _BLOCK, n)) for lo in range(0, n, _BLOCK)]
+    count = np.zeros(n_names, dtype=np.int64)
+    for sl in blocks:
+        count += np.bincount(codes[sl if by_start is None else by_start[sl]], minlength=n_names)
+    seen = np.zeros(n_names, dtype=np.int64)
+    key = np.empty(n, dtype=np.int64)
+    for sl in blocks:
+        idx = sl if by_start is None else by_start[sl]
+        cb = codes[idx]
+        ob = np.argsort(cb, kind="stable")  # radix sort for 16-bit codes
+        c = cb.astype(np.int64)
+        in_block = np.bincount(c, minlength=n_names)
+        k = np.empty(len(c), dtype=np.int64)
+        k[ob] = np.arange(len(c), dtype=np.int64) - (np.cumsum(in_block) - in_block)[c[ob]]
+        k += seen[c]
+        seen += in_block
+        k *= CHUNKS
+        k //= count[c]
+        k += c * CHUNKS
+        k <<= 40
+        k |= np.clip(dur[idx], 0, (1 << 40) - 1).astype(np.int64, copy=False)
+        key[sl] = k
+    n_groups = n_names * CHUNKS
+    key.sort()  # in place
+    bounds = np.searchsorted(key, np.arange(n_groups + 1, dtype=np.int64) << 40)  # where each group starts
+    gfirst, gcount = bounds[:-1], np.diff(bounds)
+    key &= (1 << 40) - 1  # now the durations, in group order, ascending within a group
+    present = np.flatnonzero(gcount)
+    gtotal = np.zeros(n_groups)
+    gtotal[present] = np.add.reduceat(key, gfirst[present]).astype(np.float64)  # exact int64 sums
+    pos = gfirst[present, None] + np.minimum((QPOS[None, :] * gcount[present, None]).astype(np.int64),
+                                             gcount[present, None] - 1)
+    flat = out.reshape(n_groups, WIDTH)
+    flat[present, :QUANTILES] = key[pos].astype(np.float64)
+    flat[:, COUNT] = gcount
+    flat[:, TOTAL] = gtotal
+    return out
+
+
+def _sorted(x: np.ndarray) -> bool:
+    return len(x) < 2 or bool(np.all(x[1:] >= x[:-1]))
+
+
+def _build_sketches_lexsort(out: np.ndarray, c: np.ndarray, dur: np.ndarray, n_names: int) -> np.ndarray:
+    """``build_sketches`` for more than 2^20 names (launches grouped by kernel, start order within)."""
+    c = c.astype(np.int64)
     count = np.bincount(c, minlength=n_names)
     first = np.concatenate([[0], np.cumsum(count)[:-1]])
-    rank = np.arange(len(c)) - first[c]
-    group = c * CHUNKS + rank * CHUNKS // count[c]
-    del rank
+    group = c * CHUNKS + (np.arange(len(c)) - first[c]) * CHUNKS // count[c]
+    dd = np.clip(dur, 0, (1 << 40) - 1).astype(np.int64)
+    o2 = np.lexsort((dd, group))
+    g, d = group[o2], dd[o2].astype(np.float64)
     n_groups = n_names * CHUNKS
-    dd = np.clip(dur[order], 0, (1 << 40) - 1).astype(np.int64)
-    if n_groups < (1 << 23):  # one sort of a composite (group << 40 | duration) key
-        key = group << 40
-        key |= dd
-        key.sort()
-        g = key >> 40
-        d = (key & ((1 << 40) - 1)).astype(np.float64)
-    else:
-        o2 = np.lexsort((dd, group))
-        g, d = group[o2], dd[o2].astype(np.float64)
     gcount = np.bincount(g, minlength=n_groups)
-    gtotal = np.bincount(g, weights=d, minlength=n_groups)
     gfirst = np.concatenate([[0], np.cumsum(gcount)[:-1]])
     present = np.flatnonzero(gcount)
     pos = gfirst[present, None] + np.minimum((QPOS[None, :] * gcount[present, None]).astype(np.int64),
@@ -76,7 +116,7 @@ def build_sketches(codes: np.ndarray, start: np.ndarray, dur: np.ndarray, n_name
     flat = out.reshape(n_groups, WIDTH)
     flat[present, :QUANTILES] = d[pos]
     flat[:, COUNT] = gcount
-    flat[:, TOTAL] = gtotal
+    flat[:, TOTAL] = np.bincount(g, weights=d, minlength=n_groups)
     return out
 
 
@@ -131,8 +171,13 @@ def window_sketches(window: Window) -> dict[str, np.ndarray]:
     categories = window.profile.kernels["name"].cat.categories
     codes = window.column("name")
     start = window.column("start")
-    dur = window.column("end") - start
-    sk = build_sketches(codes, start, dur, len(categories))
-    present = np.flatnonzero(np.bincount(codes.astype(np.int64), minlength=len(categories)))
+    dur = window.column("end")
+    dur -= start  # in place: the window's columns are copies (one 10M-launch array less at the peak)
+    if _sorted(start):  # readers give launches in start order: the start times need not stay in memory
+        del start
+        sk = build_sketches(codes, None, dur, len(categories))
+    else:
+        sk = build_sketches(codes, start, dur, len(categories))
+    present = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
     names = np.asarray(categories, dtype=object)
     return {str(names[i]): sk[i] for i in present}
