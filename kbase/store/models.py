@@ -123,6 +123,7 @@ class BaselineKernel(SQLModel, table=True):
 
 class Acceptance(SQLModel, table=True):
     __tablename__ = "acceptance"
+    __table_args__ = {"sqlite_autoincrement": True}  # a revoked id is never handed out again (0007)
 
     id: int | None = Field(default=None, primary_key=True)
     workload: str = Field(max_length=200, index=True)

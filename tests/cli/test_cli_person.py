@@ -107,6 +107,9 @@ def test_accept_list_revoke_and_lookup(demo):
     r = run_kbase("accept", "--revoke", str(acc_id), *base)
     assert r.rc == 2, r
     assert strict_json(run_kbase("accept", "--list", *base, "--format", "json").stdout)["acceptances"] == []
+    r = run_kbase("accept", "flash_fwd", "--rev", "HEAD", "--reason", "again", *base)
+    assert r.rc == 0, r
+    assert int(re.search(r"accepted #(\d+)", r.stderr).group(1)) > acc_id  # a revoked id is never reused
     r = run_kbase("accept", *base)
     assert r.rc == 2 and "PATTERN" in r.stderr, r
 
