@@ -28,7 +28,7 @@ QUANTILES = 16
 WIDTH = QUANTILES + 2  # quantiles, launches, total ns
 COUNT, TOTAL = QUANTILES, QUANTILES + 1
 QPOS = (np.arange(QUANTILES) + 0.5) / QUANTILES
-_BLOCK = 1 << 20  # launches per block while building the sort key
+_BLOCK = 1 << 16  # launches per block while building the sort key
 
 
 def build_sketches(codes: np.ndarray, start: np.ndarray | None, dur: np.ndarray, n_names: int) -> np.ndarray:
@@ -178,6 +178,6 @@ def window_sketches(window: Window) -> dict[str, np.ndarray]:
         sk = build_sketches(codes, None, dur, len(categories))
     else:
         sk = build_sketches(codes, start, dur, len(categories))
-    present = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
+    present = np.flatnonzero(sk[:, :, COUNT].sum(axis=1))  # kernels with launches in the window
     names = np.asarray(categories, dtype=object)
     return {str(names[i]): sk[i] for i in present}
