@@ -83,7 +83,26 @@ class BaselineRecord:
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))
 _DATETIMES = ("created_at", "commit_date")
 _BOOLS = ("detached", "dirty", "aligned")
-_SELECT_BASELINE = "SELECT " + ", ".join(f'"{f}"' for f in BASELINE_FIELDS) + " FROM baseline"
+# Literal SQL (none is built at run time; every value is a bound parameter); a test keeps the column
+# lists equal to BASELINE_FIELDS.
+_GET_BASELINE = (
+    'SELECT "id", "created_at", "workload", "commit", "commit_date", "branch", "detached", "dirty", '
+    '"source_name", "source_sha256", "source_size", "source_format", "source_mtime_ns", "source_probe", '
+    '"exporter_version", "gpu_models", "gpu_count", "host", "window_spec", "window_desc", "marker", '
+    '"aligned", "warmup_skipped", "iterations_used", "iteration_keys", "window_ns", "window_gpu_ns", '
+    '"total_kernel_ns", "compute_ns", "communication_ns", "memory_ns", "step_wall_ns", "fingerprint", '
+    '"summary_json", "kbase_version", "capture_copy", "tags", "note" FROM baseline WHERE id = ?'
+)
+_LIST_BASELINES = (
+    'SELECT "id", "created_at", "workload", "commit", "commit_date", "branch", "detached", "dirty", '
+    '"source_name", "source_sha256", "source_size", "source_format", "source_mtime_ns", "source_probe", '
+    '"exporter_version", "gpu_models", "gpu_count", "host", "window_spec", "window_desc", "marker", '
+    '"aligned", "warmup_skipped", "iterations_used", "iteration_keys", "window_ns", "window_gpu_ns", '
+    '"total_kernel_ns", "compute_ns", "communication_ns", "memory_ns", "step_wall_ns", "fingerprint", '
+    '"summary_json", "kbase_version", "capture_copy", "tags", "note" FROM baseline WHERE (? = 0 OR '
+    'workload = ?) AND (? = 0 OR branch = ?) AND (? = 0 OR "commit" LIKE ? ESCAPE \'/\') ORDER BY '
+    'created_at DESC, id DESC LIMIT ?'
+)
 
 
 def utc_datetime(value: Any) -> datetime | None:
@@ -136,27 +155,14 @@ class SqliteReader:
 
     def list_baselines(self, workload: str | None = None, branch: str | None = None,
                        commit_prefix: str | None = None, limit: int | None = None) -> list[BaselineRecord]:
-        where: list[str] = []
-        args: list[Any] = []
-        if workload:
-            where.append("workload = ?")
-            args.append(workload)
-        if branch:
-            where.append("branch = ?")
-            args.append(branch)
-        if commit_prefix:  # SQLAlchemy's startswith(autoescape=True): LIKE with '/' escaping
-            escaped = commit_prefix.lower().replace("/", "//").replace("%", "/%").replace("_", "/_")
-            where.append("\"commit\" LIKE ? || '%' ESCAPE '/'")
-            args.append(escaped)
-        sql = _SELECT_BASELINE + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created_at DESC, id DESC"
-        if limit:
-            sql += " LIMIT ?"
-            args.append(limit)
-        return [_record(r) for r in self.conn.execute(sql, args).fetchall()]
+        # SQLAlchemy's startswith(autoescape=True): LIKE with '/' escaping; every filter is a bound parameter
+        escaped = (commit_prefix or "").lower().replace("/", "//").replace("%", "/%").replace("_", "/_")
+        args = [bool(workload), workload or "", bool(branch), branch or "", bool(commit_prefix), escaped + "%",
+                limit or -1]
+        return [_record(r) for r in self.conn.execute(_LIST_BASELINES, args).fetchall()]
 
     def get_baseline(self, baseline_id: int) -> BaselineRecord | None:
-        row = self.conn.execute(_SELECT_BASELINE + " WHERE id = ?", (baseline_id,)).fetchone()
+        row = self.conn.execute(_GET_BASELINE, (baseline_id,)).fetchone()
         return _record(row) if row is not None else None
 
     def kernel_names(self, workload: str | None = None) -> tuple[list[str], list[str]]:
@@ -175,16 +181,11 @@ class SqliteReader:
                 "share_window"]
         sql = ('SELECT b.id, b."commit", b.created_at, b.workload, b.branch, bk.count, bk.total_ns, bk.avg_ns, '
                "bk.per_iter_ns, bk.share_window FROM baseline b JOIN baseline_kernel bk ON bk.baseline_id = b.id "
-               "JOIN kernel_name kn ON kn.id = bk.name_id WHERE kn.name_hash = ?")
-        args: list[Any] = [name_hash(name)]
-        if workload:
-            sql += " AND b.workload = ?"
-            args.append(workload)
-        if branch:
-            sql += " AND b.branch = ?"
-            args.append(branch)
+               "JOIN kernel_name kn ON kn.id = bk.name_id WHERE kn.name_hash = ? AND (? = 0 OR b.workload = ?) "
+               "AND (? = 0 OR b.branch = ?) ORDER BY b.created_at, b.id")
+        args = [name_hash(name), bool(workload), workload or "", bool(branch), branch or ""]
         out = []
-        for r in self.conn.execute(sql + " ORDER BY b.created_at, b.id", args).fetchall():
+        for r in self.conn.execute(sql, args).fetchall():
             rec = dict(zip(cols, r))
             rec["created_at"] = utc_datetime(rec["created_at"])
             out.append(rec)

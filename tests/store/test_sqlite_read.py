@@ -74,6 +74,10 @@ def test_record_fields_are_the_models_columns():
     from kbase.store.models import BASELINE
 
     assert list(BASELINE_FIELDS) == [c.name for c in BASELINE.columns]
+    from kbase.store import sqlite_read
+
+    for sql in (sqlite_read._GET_BASELINE, sqlite_read._LIST_BASELINES):
+        assert sql.startswith("SELECT " + ", ".join(f'"{f}"' for f in BASELINE_FIELDS) + " FROM baseline ")
     assert dataclasses.is_dataclass(BaselineRecord)
 
 
