@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
-           "__version__", "accept", "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate",
-           "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke",
-           "snapshot", "steps", "top", "window"]
+           "StoredRows", "__version__", "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare",
+           "find_kernel", "gate", "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove",
+           "report", "revoke", "snapshot", "steps", "top", "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
@@ -23,9 +23,11 @@ if TYPE_CHECKING:
         Settings,
         SnapshotResult,
         StoredLeaderboard,
+        StoredRows,
         accept,
         acceptances,
         baseline,
+        baseline_rows,
         baselines,
         compare,
         find_kernel,

@@ -1,5 +1,6 @@
-"""Each command imports only what it uses: the store's listing commands never load pandas or pyarrow
-(nor numpy), and ``--help`` loads neither the store stack nor the data stack.
+"""Each command imports only what it uses: the store's reading commands (list, show @ID, history) never
+load pandas or pyarrow (nor numpy, but for history's step detection), nor SQLAlchemy/SQLModel on a SQLite
+store at the head schema, and ``--help`` loads neither the store stack nor the data stack.
 
 Each case runs the real CLI entry point in a fresh interpreter (``kbase.cli.main``, as the ``kbase``
 script does) and then reports which of the heavy modules ended up in ``sys.modules``.
@@ -32,11 +33,11 @@ sys.stderr.write("\\nMODULES " + json.dumps({"rc": rc, "heavy": [m for m in watc
 """
 
 
-def loaded(*args: str, cwd: Path) -> tuple[int, set[str]]:
+def loaded(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
     """(exit code, heavy modules loaded) of ``kbase ARGS`` run in a fresh interpreter."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, **(env or {})}
     p = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args)), json.dumps(HEAVY)], cwd=cwd, env=env,
                        capture_output=True, text=True, timeout=120)
     tail = p.stderr.rsplit("\nMODULES ", 1)
@@ -65,20 +66,38 @@ def small_store(tmp_path_factory) -> tuple[str, str, Path]:
 
 
 DATA_STACK = {"pandas", "pyarrow", "numpy", "scipy"}
+STORE_STACK = {"sqlalchemy", "sqlmodel", "alembic"}
 
 
 @pytest.mark.parametrize("args", [
     ("list",), ("list", "--format", "json"), ("history", "{name}"), ("history", "{name}", "--format", "json"),
-    ("history", "{name}", "--format", "csv"), ("db", "current"), ("db", "upgrade"),
+    ("history", "{name}", "--format", "csv"), ("show", "@1"), ("show", "@2", "--format", "json"),
+    ("show", "@1", "--format", "csv"), ("show", "@1", "--format", "md"), ("show", "@1", "--format", "bmf"),
+    ("show", "@1", "--format", "github-benchmark"),
 ])
-def test_store_listing_commands_do_not_load_the_data_stack(small_store, args):
+def test_store_reading_commands_load_neither_the_store_nor_the_data_stack(small_store, args):
+    """On a SQLite store at the head schema, list / show @ID / history read through ``store.sqlite_read``:
+    SQLAlchemy, SQLModel and pandas (~1 s of imports together) are never loaded."""
     url, name, root = small_store
-    rc, heavy = loaded(*(a.format(name=name) for a in args), "--db", url, cwd=root)
+    argv = [a.format(name=name) for a in args]
+    rc, heavy = loaded(*argv, "--db", url, cwd=root)
     assert rc == 0
     # the history table runs step detection over the kernel's levels: numpy (0.06 s), never pandas
     allowed = {"numpy"} if args == ("history", "{name}") else set()
     assert not heavy & (DATA_STACK - allowed), f"kbase {' '.join(args[:1])} loaded {sorted(heavy & DATA_STACK)}"
-    assert "sqlalchemy" in heavy  # the probe sees what the command imported (it did reach the store)
+    assert not heavy & STORE_STACK, f"kbase {' '.join(args[:1])} loaded {sorted(heavy & STORE_STACK)}"
+    # the same command on the SQLAlchemy path: the probe does see what a command imports
+    rc, slow = loaded(*argv, "--db", url, cwd=root, env={"KBASE_NO_FAST_READ": "1"})
+    assert rc == 0 and "sqlalchemy" in slow
+
+
+@pytest.mark.parametrize("args", [("db", "current"), ("db", "upgrade")])
+def test_db_commands_do_not_load_the_data_stack(small_store, args):
+    url, _, root = small_store
+    rc, heavy = loaded(*args, "--db", url, cwd=root)
+    assert rc == 0
+    assert not heavy & DATA_STACK, f"kbase {' '.join(args)} loaded {sorted(heavy & DATA_STACK)}"
+    assert "sqlalchemy" in heavy
 
 
 def test_help_loads_neither_the_store_nor_the_data_stack(tmp_path):
@@ -87,8 +106,31 @@ def test_help_loads_neither_the_store_nor_the_data_stack(tmp_path):
     assert not heavy, f"kbase --help loaded {sorted(heavy)}"
 
 
-def test_show_loads_pandas_for_the_leaderboard(small_store):
-    """The probe can fail: ``show`` renders a leaderboard (a DataFrame), so pandas is there."""
+def test_old_schema_store_takes_the_sqlalchemy_path(small_store, tmp_path):
+    """A store one revision behind is migrated on use as before (Alembic): the fast path never reads it."""
+    import shutil
+
+    from alembic import command
+
+    from kbase.store import engine as kdb
+
+    url, _, _ = small_store
+    shutil.copy(url.removeprefix("sqlite:///"), tmp_path / "old.db")
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    eng = kdb.make_engine(old)
+    cfg = kdb.alembic_config(old)
+    with eng.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "-1")
+    eng.dispose()
+    rc, heavy = loaded("list", "--db", old, cwd=tmp_path)
+    assert rc == 0 and {"sqlalchemy", "alembic"} <= heavy
+    rc, heavy = loaded("list", "--db", old, cwd=tmp_path)  # now at the head: the fast path again
+    assert rc == 0 and not heavy & STORE_STACK
+
+
+def test_show_of_a_revision_takes_the_sqlalchemy_path(small_store):
+    """Only ``show @ID`` has a fast path; a git revision is resolved as before."""
     url, _, root = small_store
-    rc, heavy = loaded("show", "@1", "--db", url, cwd=root)
-    assert rc == 0 and "pandas" in heavy
+    rc, heavy = loaded("show", "HEAD", "--db", url, cwd=root)
+    assert rc == 2 and "sqlalchemy" in heavy

@@ -9,12 +9,13 @@ Two share denominators, both always labelled:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from kbase.analysis import classify
+from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
 
 # Shape thresholds (of total kernel time).
@@ -25,74 +26,6 @@ FLAT_TOP5 = 0.40
 FRAGMENTED_AVG_NS = 10_000
 FRAGMENTED_PER_ITER = 500
 FRAGMENTED_COUNT = 10_000
-
-COLUMNS = [
-    "name", "short_name", "family", "category", "tc", "gpus", "count", "total_ns", "avg_ns",
-    "median_ns", "min_ns", "max_ns", "std_ns", "per_iter_ns", "count_per_iter", "share_window",
-    "share_kernel", "amdahl_ceiling", "fragmented",
-]
-
-
-@dataclass
-class LeaderboardSummary:
-    """The window and the leaderboard as a whole. Times in ns; shares are fractions of the window's
-    GPU time (window length x GPUs), ``*_share_kernel`` of total kernel time."""
-
-    source: str
-    format: str
-    exporter: str
-    gpu_models: list[str]
-    gpus: int
-    window: str  # human description of the window actually used
-    aligned: bool
-    mode: str  # WindowMode
-    marker: str
-    iterations: int
-    iteration_keys: list[int]
-    warmup_skipped: int
-    window_start_ns: int
-    window_end_ns: int
-    window_ns: int
-    window_gpu_ns: int
-    total_kernel_ns: int
-    kernel_ns_per_iter: float | None
-    compute_ns: int
-    communication_ns: int
-    memory_ns: int
-    busy_share: float | None
-    compute_share: float | None
-    communication_share: float | None
-    memory_share: float | None
-    share_denominator: str
-    top1_share_kernel: float
-    top5_share_kernel: float
-    shape: list[str]
-    kernels: int
-    launches: int
-    unattributed_no_launch: int
-    outside_iterations: int
-    step_wall_ns: float | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LeaderboardSummary:
-        """From stored JSON: unknown keys are ignored, missing ones take neutral values (older stores)."""
-        known = {f.name: f for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        for name in known:
-            if name not in values:
-                values[name] = _NEUTRAL.get(name)
-        return cls(**values)
-
-
-# Values for keys an older store's summary lacks.
-_NEUTRAL: dict[str, object] = {
-    "source": "", "format": "", "exporter": "", "gpu_models": [], "gpus": 0, "window": "", "aligned": False,
-    "mode": "whole", "marker": "", "iterations": 0, "iteration_keys": [], "warmup_skipped": 0,
-    "window_start_ns": 0, "window_end_ns": 0, "window_ns": 0, "window_gpu_ns": 0, "total_kernel_ns": 0,
-    "compute_ns": 0, "communication_ns": 0, "memory_ns": 0, "share_denominator": "", "top1_share_kernel": 0.0,
-    "top5_share_kernel": 0.0, "shape": [], "kernels": 0, "launches": 0, "unattributed_no_launch": 0,
-    "outside_iterations": 0,
-}
 
 
 @dataclass

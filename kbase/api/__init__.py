@@ -19,7 +19,9 @@ from __future__ import annotations
 from kbase.api.capture import (
     SnapshotResult,
     StoredLeaderboard,
+    StoredRows,
     baseline,
+    baseline_rows,
     baselines,
     leaderboard,
     read,
@@ -43,7 +45,7 @@ from kbase.api.comparing import (
 from kbase.api.kernels import KernelHistory, find_kernel, history, history_steps, report, steps
 from kbase.settings import Settings
 
-__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
-           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
-           "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke", "snapshot", "steps", "stored_top",
-           "top", "window"]
+__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "StoredRows",
+           "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare", "find_kernel", "gate",
+           "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke",
+           "snapshot", "steps", "stored_top", "top", "window"]

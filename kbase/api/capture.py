@@ -17,12 +17,16 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
     from kbase.readers.profile import Profile
+    from kbase.render.board import LeaderboardRows
     from kbase.store.engine import Store
     from kbase.store.models import Baseline
+    from kbase.store.sqlite_read import BaselineRecord
+
+    AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only SQLite path's record of it
 
 
 
-from kbase.api.common import Progress, _store
+from kbase.api.common import Progress, _fast_read, _store
 
 # ------------------------------------------------------------------------------------------ stages
 
@@ -136,15 +140,22 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
 
 
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
-              commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> list[Baseline]:
-    """Stored baselines, newest first (of ``workload`` when given)."""
+              commit: str | None = None, limit: int | None = 50,
+              store: Store | None = None) -> list[Baseline] | list[BaselineRecord]:
+    """Stored baselines, newest first (of ``workload`` when given): ``Baseline`` models, or (read from a
+    SQLite store at the head schema without SQLAlchemy) read-only ``BaselineRecord``s with the same fields."""
     from kbase.errors import SettingsError
-    from kbase.store.engine import NoStoreError
-    from kbase.store.queries import list_baselines
 
     settings = settings or Settings.load()
     if limit is not None and not 0 <= limit <= 2**62:
         raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
+    fast = _fast_read(settings, store, lambda rd: rd.list_baselines(workload=workload, branch=branch,
+                                                                     commit_prefix=commit, limit=limit))
+    if fast is not None:
+        return fast
+    from kbase.store.engine import NoStoreError
+    from kbase.store.queries import list_baselines
+
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
         return list_baselines(st.engine, workload=workload, branch=branch, commit_prefix=commit, limit=limit)
     return []
@@ -167,6 +178,33 @@ def baseline(ref: str, settings: Settings | None = None, *, store: Store | None 
                              repo=settings.repo)
         assert b.id is not None
         return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
+
+
+@dataclass
+class StoredRows:
+    baseline: AnyBaseline
+    leaderboard: LeaderboardRows
+
+
+def baseline_rows(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredRows:
+    """``baseline(ref)`` as the renderers take it (``render.board.LeaderboardRows``): an ``@ID`` in a SQLite
+    store at the head schema is read without SQLAlchemy or pandas (``kbase show``); anything else (a
+    revision, a missing id, another store) goes through ``baseline``."""
+    settings = settings or Settings.load()
+    token = ref[1:] if ref.startswith("@") else ""
+    if token.isdigit() and token.isascii():
+
+        def read(rd):
+            b = rd.get_baseline(int(token))
+            return None if b is None else StoredRows(baseline=b, leaderboard=rd.leaderboard(b))
+
+        fast = _fast_read(settings, store, read)
+        if fast is not None:
+            return fast
+    from kbase.render.board import board_of
+
+    stored = baseline(ref, settings, store=store)
+    return StoredRows(baseline=stored.baseline, leaderboard=board_of(stored.leaderboard))
 
 
 def remove(baseline_id: int, settings: Settings | None = None, *,

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
 
     from kbase.store.engine import Store
+    from kbase.store.sqlite_read import SqliteReader
+
+T = TypeVar("T")
 
 Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a large export streams
 
@@ -31,3 +35,15 @@ def _store(settings: Settings, store: Store | None, readonly: bool = False) -> I
         opened.close()
 
 
+
+
+def _fast_read(settings: Settings, store: Store | None, fn: Callable[[SqliteReader], T]) -> T | None:
+    """``fn`` on the read-only SQLite path (``store.sqlite_read``: no SQLAlchemy, no pandas) when no store
+    was given and that path applies to the settings' store; None otherwise — then the caller opens the
+    store as usual, which reports any problem in its own words. ``KBASE_NO_FAST_READ=1`` turns the path off
+    (tests compare both paths' output; a suspected difference can be checked)."""
+    if store is not None or os.environ.get("KBASE_NO_FAST_READ", "") not in ("", "0"):
+        return None
+    from kbase.store.sqlite_read import read_only
+
+    return read_only(settings.store_url(), settings.busy_timeout_s, fn)

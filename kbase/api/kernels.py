@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 
-from kbase.api.common import _store
+from kbase.api.common import _fast_read, _store
 
 
 @dataclass
@@ -46,9 +46,21 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
             branch: str | None = None, store: Store | None = None) -> KernelHistory:
     """One kernel (any name ``find_kernel`` accepts) across every stored baseline, oldest first (of
     ``workload`` / ``branch`` when given)."""
+    settings = settings or Settings.load()
+
+    def read(rd):  # the read-only SQLite path: the same two queries without SQLAlchemy
+        from kbase.analysis.lookup import find_kernel as lookup
+
+        names, shorts = rd.kernel_names(workload)
+        k = lookup(kernel, names, shorts)
+        return KernelHistory(query=kernel, name=k.name, short_name=k.short,
+                             rows=rd.kernel_history_rows(k.name, workload, branch))
+
+    fast = _fast_read(settings, store, read)
+    if fast is not None:
+        return fast
     from kbase.store.queries import kernel_history_rows
 
-    settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
         name, short = find_kernel(kernel, settings, workload=workload, store=st)
         rows = kernel_history_rows(st.engine, name, workload, branch).records()

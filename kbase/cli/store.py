@@ -33,6 +33,7 @@ from kbase.errors import InputError
 
 if TYPE_CHECKING:
     from kbase.store.models import Baseline
+    from kbase.store.sqlite_read import BaselineRecord
 
 db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(db_app, name="db")
@@ -85,7 +86,7 @@ def snapshot(
                      full_names=full_names)
 
 
-def baseline_dict(b: Baseline) -> dict[str, Any]:
+def baseline_dict(b: Baseline | BaselineRecord) -> dict[str, Any]:
     return {
         "id": b.id, "created_at": b.created_at.isoformat() if b.created_at else None, "workload": b.workload,
         "commit": b.commit, "commit_date": b.commit_date.isoformat() if b.commit_date else None,
@@ -98,7 +99,7 @@ def baseline_dict(b: Baseline) -> dict[str, Any]:
     }
 
 
-def kernel_per_iter(b: Baseline) -> float | None:
+def kernel_per_iter(b: Baseline | BaselineRecord) -> float | None:
     """Kernel time per iteration per GPU (the unit of ``diff``), or None for a window without iterations."""
     if not b.iterations_used or not b.gpu_count:
         return None
@@ -167,7 +168,7 @@ def show(
 
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    stored = kbase.baseline(ref, settings)
+    stored = kbase.baseline_rows(ref, settings)  # @ID on a SQLite store: no SQLAlchemy, no pandas
     b = stored.baseline
     emit_leaderboard(stored.leaderboard, fmt, default_limit(fmt, limit),
                      title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})", extra={"baseline": baseline_dict(b)},

@@ -27,7 +27,7 @@ from kbase.cli.app import (
 from kbase.enums import LeaderboardFormat
 
 if TYPE_CHECKING:
-    from kbase.analysis.leaderboard import Leaderboard
+    from kbase.render.board import AnyLeaderboard
 
 
 @app.command()
@@ -58,22 +58,24 @@ def top(
     emit_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
 
 
-def quiet_line(lb: Leaderboard) -> str:
+def quiet_line(lb: AnyLeaderboard) -> str:
     """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
+    from kbase.render.board import board_of
     from kbase.render.layout import inert
     from kbase.render.units import fmt_ns, fmt_pct
 
-    s = lb.summary
-    top = lb.table.iloc[0] if len(lb.table) else None
+    board = board_of(lb)
+    s, rows = board.summary, board.rows
+    top = rows[0] if rows else None
     per_iter = fmt_ns(s.kernel_ns_per_iter) + " kernel time per iteration per GPU" if s.kernel_ns_per_iter is not None \
-        else f"{fmt_ns(float(lb.table['total_ns'].sum()))} kernel time in the window"
-    head = f"{len(lb.table)} kernels, {per_iter}"
+        else f"{fmt_ns(float(sum(r['total_ns'] for r in rows)))} kernel time in the window"
+    head = f"{len(rows)} kernels, {per_iter}"
     if top is not None:
         head += f"; top: {inert(str(top['short_name']))} {fmt_pct(top['share_kernel'])}"
     return head
 
 
-def emit_leaderboard(lb: Leaderboard, fmt: str, limit: int | None, title: str = "Kernel leaderboard",
+def emit_leaderboard(lb: AnyLeaderboard, fmt: str, limit: int | None, title: str = "Kernel leaderboard",
                      extra: dict[str, Any] | None = None, wide: bool = False, full_names: bool = False,
                      quiet: bool = False) -> None:
     from kbase.render import leaderboard as render

@@ -63,35 +63,22 @@ def _measures(**metrics) -> dict:
     return {k: m for k, m in metrics.items() if m is not None}
 
 
-def _sample_bounds(lb) -> dict[str, tuple[float, float]]:
-    """Per kernel: (min, max) of its time per iteration per GPU over the window's iterations."""
-    s = getattr(lb, "samples", None)
-    summary = lb.summary
-    if s is None or not len(s) or not summary.aligned:
-        return {}
-    gpus = max(int(summary.gpus or 1), 1)
-    keys = [int(k) for k in summary.iteration_keys]
-    per = s.groupby(["name", "iteration"])["total_ns"].sum().unstack(fill_value=0.0)
-    per = per.reindex(columns=keys, fill_value=0.0) if keys else per
-    return {name: (float(lo) / gpus, float(hi) / gpus)
-            for name, lo, hi in zip(per.index, per.min(axis=1), per.max(axis=1))}
-
-
 def bmf_from_leaderboard(lb, workload: str, limit: int = 50) -> dict:
-    """BMF for one leaderboard (``kbase.analysis.leaderboard.Leaderboard``: ``table``, ``summary``,
-    ``samples``): its top ``limit`` kernels (bounds: the lowest and highest iteration) and the total."""
-    bounds = _sample_bounds(lb)
+    """BMF for one leaderboard (a ``Leaderboard`` or its rows, ``render.board``): its top ``limit`` kernels
+    (bounds: the lowest and highest iteration) and the total."""
+    from kbase.render.board import board_of
+
+    b = board_of(lb)
+    bounds = b.bounds()
     out: dict[str, dict] = {}
-    t = lb.table.head(limit) if limit else lb.table
-    for name, per_iter, launches, avg in zip(t["name"].tolist(), t["per_iter_ns"].tolist(),
-                                              t["count_per_iter"].tolist(), t["avg_ns"].tolist()):
+    for r in b.rows[:limit] if limit else b.rows:
+        name, per_iter, launches, avg = r["name"], r["per_iter_ns"], r["count_per_iter"], r["avg_ns"]
         lo, hi = bounds.get(name, (None, None))
         m = _measures(**{MEASURE_TIME: _metric(per_iter, lo, hi), MEASURE_LAUNCHES: _metric(launches),
                          MEASURE_PER_LAUNCH: _metric(avg)})
         if m:
             out[benchmark_name(workload, name)] = m
-    s = lb.summary
-    total = _metric(s.kernel_ns_per_iter)
+    total = _metric(b.summary.kernel_ns_per_iter)
     if total is not None:
         out[benchmark_name(workload, "(all kernels)")] = {MEASURE_TIME: total}
     return out
@@ -124,12 +111,14 @@ def _diff_rows(doc: dict, limit: int) -> list[dict]:
 
 def gab_from_leaderboard(lb, workload: str, limit: int = 30) -> list[dict]:
     """github-action-benchmark ``customSmallerIsBetter`` entries for one leaderboard."""
-    bounds = _sample_bounds(lb)
+    from kbase.render.board import board_of
+
+    b = board_of(lb)
+    bounds = b.bounds()
     out = []
-    t = lb.table.head(limit) if limit else lb.table
-    for name, short, cat, tc, per_iter, launches, avg in zip(
-            *(t[c].tolist() for c in ("name", "short_name", "category", "tc", "per_iter_ns", "count_per_iter",
-                                      "avg_ns"))):
+    for r in b.rows[:limit] if limit else b.rows:
+        name, short, cat, tc, per_iter, launches, avg = (r[c] for c in ("name", "short_name", "category", "tc",
+                                                                         "per_iter_ns", "count_per_iter", "avg_ns"))
         v = _finite(per_iter)
         if v is None:
             continue
@@ -139,7 +128,7 @@ def gab_from_leaderboard(lb, workload: str, limit: int = 30) -> list[dict]:
         if lo is not None and hi is not None:
             entry["range"] = f"± {(hi - lo) / 2:.0f}"
         out.append(entry)
-    total = _finite(lb.summary.kernel_ns_per_iter)
+    total = _finite(b.summary.kernel_ns_per_iter)
     if total is not None:
         out.append({"name": benchmark_name(workload, "(all kernels)", 256), "unit": "ns/iter/GPU", "value": total})
     return out

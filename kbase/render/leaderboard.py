@@ -9,42 +9,42 @@ import io
 import math
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
+from kbase.render.board import AnyLeaderboard, LeaderboardRows, board_of, records  # noqa: F401 - records re-exported
 from kbase.render.layout import Column
 from kbase.render.safe import md_text
 from kbase.render.units import fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
-    from kbase.analysis.leaderboard import Leaderboard, LeaderboardSummary
+    import pandas as pd
+
+    from kbase.analysis.summary import LeaderboardSummary
+
+# Renderers take a leaderboard as rows (``render.board``): a computed Leaderboard is converted at the
+# boundary, a stored one comes as rows from the store, so ``kbase show`` never needs pandas.
 
 LEADERBOARD_SCHEMA = "kbase.leaderboard/1"
 
 
-def records(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as dicts of Python scalars (NaN stays NaN: cells show "-", JSON writes null)."""
-    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
+def cut(rows: list[dict[str, Any]], limit: int | None) -> tuple[list[dict[str, Any]], int]:
+    if limit is None or limit <= 0 or len(rows) <= limit:
+        return rows, 0
+    return rows[:limit], len(rows) - limit
 
 
-def cut(table: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
-    if limit is None or limit <= 0 or len(table) <= limit:
-        return table, 0
-    return table.head(limit), len(table) - limit
-
-
-def leaderboard_json(lb: Leaderboard, limit: int | None = None, extra: dict[str, Any] | None = None) -> str:
-    shown, omitted = cut(lb.table, limit)
+def leaderboard_json(lb: AnyLeaderboard, limit: int | None = None, extra: dict[str, Any] | None = None) -> str:
+    b = board_of(lb)
+    shown, omitted = cut(b.rows, limit)
     doc = {
         "schema": LEADERBOARD_SCHEMA,
         **(extra or {}),
-        "summary": lb.summary,
-        "notes": lb.notes,
+        "summary": b.summary,
+        "notes": b.notes,
         "truncated": omitted > 0,
         "omitted": omitted,
-        "kernels": records(shown),
+        "kernels": shown,
     }
     return jsonable.dumps(doc)
 
@@ -67,9 +67,33 @@ def to_csv(df: pd.DataFrame) -> str:
     return buf.getvalue()
 
 
-def leaderboard_csv(lb, limit: int | None = None) -> str:
-    shown, _ = cut(lb.table, limit)
-    return to_csv(shown)
+def rows_csv(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    """``to_csv`` of rows, byte for byte as pandas writes the same table (floats as ``repr``, NaN and
+    None empty, text through ``csv_text``; every field quoted when a text holds a carriage return)."""
+    import csv
+
+    from kbase.render.safe import csv_text
+
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        if isinstance(v, str):
+            return csv_text(v)
+        return repr(v) if isinstance(v, float) else str(v)
+
+    cells = [[cell(r.get(c)) for c in columns] for r in rows]
+    has_cr = any("\r" in v for row in cells for v in row)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
+    w.writerow(columns)
+    w.writerows(cells)
+    return buf.getvalue()
+
+
+def leaderboard_csv(lb: AnyLeaderboard, limit: int | None = None) -> str:
+    b = board_of(lb)
+    shown, _ = cut(b.rows, limit)
+    return rows_csv(b.columns, shown)
 
 
 def _summary_lines(s: LeaderboardSummary) -> list[str]:
@@ -150,43 +174,45 @@ def row_cells(r: dict, rank: int, display: str) -> dict[str, str]:
     return cells
 
 
-def _rows(lb: Leaderboard, shown: pd.DataFrame, full_names: bool) -> list[dict[str, str]]:
+def _rows(b: LeaderboardRows, shown: list[dict[str, Any]], full_names: bool) -> list[dict[str, str]]:
     """The shown rows' cells; short names that collide anywhere in the leaderboard are told apart."""
-    t = lb.table
-    names = display_names(list(t["name"]), list(t["short_name"]), full=full_names)
-    by_name = dict(zip(t["name"], names))
-    return [row_cells(r, i, by_name.get(r["name"], r["short_name"])) for i, r in enumerate(records(shown), 1)]
+    all_names = [r["name"] for r in b.rows]
+    names = display_names(all_names, [r["short_name"] for r in b.rows], full=full_names)
+    by_name = dict(zip(all_names, names))
+    return [row_cells(r, i, by_name.get(r["name"], r["short_name"])) for i, r in enumerate(shown, 1)]
 
 
 def _columns(per_gpu: bool) -> list[Column]:
     return [c for c in COLUMNS if per_gpu or c.key != "gpu"]
 
 
-def leaderboard_md(lb: Leaderboard, limit: int | None = 20, full_names: bool = False) -> str:
-    shown, omitted = cut(lb.table, limit)
-    cols = _columns("gpu" in shown.columns)
-    out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(lb.summary) + lb.notes]
+def leaderboard_md(lb: AnyLeaderboard, limit: int | None = 20, full_names: bool = False) -> str:
+    b = board_of(lb)
+    shown, omitted = cut(b.rows, limit)
+    cols = _columns("gpu" in b.columns)
+    out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(b.summary) + b.notes]
     out.append("")
     out.append("| " + " | ".join(c.header for c in cols) + " |")
     out.append("|" + "---|" * len(cols))
-    for cells in _rows(lb, shown, full_names):
+    for cells in _rows(b, shown, full_names):
         out.append("| " + " | ".join(md_text(cells.get(c.key, "")) for c in cols) + " |")
     if omitted:
         out.append(f"\n_{omitted} more kernel(s) not shown (truncated; use --limit 0 for all)._")
     return "\n".join(out) + "\n"
 
 
-def print_leaderboard(lb: Leaderboard, console: Any, limit: int | None = 20, title: str = "Kernel leaderboard",
+def print_leaderboard(lb: AnyLeaderboard, console: Any, limit: int | None = 20, title: str = "Kernel leaderboard",
                       wide: bool = False, full_names: bool = False) -> None:
     """The summary lines and the table, fitted to the console's width (``wide``: every column)."""
     from kbase.render.layout import print_table
 
-    shown, omitted = cut(lb.table, limit)
-    for line in _summary_lines(lb.summary):
+    b = board_of(lb)
+    shown, omitted = cut(b.rows, limit)
+    for line in _summary_lines(b.summary):
         console.print(line, highlight=False, markup=False)
-    for note in lb.notes:
+    for note in b.notes:
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
-    print_table(console, _columns("gpu" in shown.columns), _rows(lb, shown, full_names), wide=wide, title=title)
+    print_table(console, _columns("gpu" in b.columns), _rows(b, shown, full_names), wide=wide, title=title)
     if omitted:
         console.print(f"truncated: {omitted} more kernel(s) not shown (--limit 0 for all)", highlight=False)
     console.print("TC: ✓ tensor cores  - not eligible  ⚠ matmul/conv without a tensor-core path", style="dim",

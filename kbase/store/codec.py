@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.jsonable import clean
 from kbase.store.models import Baseline
+from kbase.store.schema_names import name_hash  # noqa: F401 - re-exported (its home before)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
-
-
-def name_hash(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
 from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
+from kbase.store.schema_names import HEAD_REVISION
 from kbase.store.urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
     from kbase.settings import Settings
 
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
-# The newest migration in migrations/versions (a test keeps it equal to Alembic's head). A store
-# already at this revision is opened without importing Alembic (~0.3 s of every command).
-HEAD_REVISION = "0007"
 
 
 def migrations_dir() -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbase.errors import StoreError
+from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES
 from kbase.store.urls import mask_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -57,18 +58,15 @@ def check_sqlite_file(path: Path) -> None:
 
 
 def _own_tables() -> set[str]:
-    """kbase's tables (the models in one place) and Alembic's version table."""
-    from sqlmodel import SQLModel
-
-    import kbase.store.models  # noqa: F401 - registers the tables on SQLModel.metadata
-
-    return set(SQLModel.metadata.tables) | {"alembic_version"}
+    """kbase's tables and Alembic's version table (``schema_names``; a test keeps the set equal to the
+    models' ``SQLModel.metadata``)."""
+    return set(OWN_TABLES)
 
 
 def _refuse_foreign(where: str, tables: set[str]) -> None:
     # Only kbase's own tables (some of them: another process may be creating this store right now) is a
     # kbase store; any other table is somebody else's database.
-    if tables - _own_tables() - {"sqlite_sequence", "sqlite_stat1"}:
+    if tables - _own_tables() - SQLITE_INTERNAL_TABLES:
         shown = ", ".join(sorted(tables)[:4]) + (", …" if len(tables) > 4 else "")
         raise StoreError(f"store {where}: holds tables that are not a kbase store ({shown}); refusing to use it as "
                          "the store, nothing was changed")

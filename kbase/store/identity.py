@@ -62,7 +62,7 @@ def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
     (a store at another schema revision, or one that cannot be read: None)."""
     import sqlite3
 
-    from kbase.store.engine import HEAD_REVISION
+    from kbase.store.schema_names import HEAD_REVISION
 
     try:
         conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)

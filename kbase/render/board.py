@@ -1,0 +1,83 @@
+"""A leaderboard as every renderer takes it: plain rows (dicts of Python scalars), the summary and the notes.
+
+A leaderboard computed from a profile (``analysis.leaderboard.Leaderboard``, a DataFrame) is turned into
+rows here, at the renderers' boundary (``board_of``); a stored one is read as rows directly by the
+read-only SQLite path (``store.sqlite_read``), so ``kbase show`` renders without pandas. One renderer
+serves both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from kbase.analysis.summary import LeaderboardSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbase.analysis.leaderboard import Leaderboard
+
+Bounds = dict[str, tuple[float, float]]
+
+
+def _no_bounds() -> Bounds:
+    return {}
+
+
+@dataclass
+class LeaderboardRows:
+    columns: list[str]  # COLUMNS (plus "gpu" first in a per-GPU view)
+    rows: list[dict[str, Any]]  # sorted by total_ns desc; NaN stays NaN (cells "-", JSON null)
+    summary: LeaderboardSummary
+    notes: list[str] = field(default_factory=list)
+    # Per kernel: (lowest, highest) time per iteration per GPU over the window's iterations (BMF bounds);
+    # a function, since only the interop formats need it and it costs a pass over the samples.
+    bounds: Callable[[], Bounds] = _no_bounds
+
+
+AnyLeaderboard = Union["Leaderboard", LeaderboardRows]
+
+
+def records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts of Python scalars (NaN stays NaN: cells show "-", JSON writes null)."""
+    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
+
+
+def board_of(lb: AnyLeaderboard) -> LeaderboardRows:
+    """The rows of ``lb`` (a computed ``Leaderboard`` is converted; rows are returned as they are)."""
+    if isinstance(lb, LeaderboardRows):
+        return lb
+    return LeaderboardRows(columns=[str(c) for c in lb.table.columns], rows=records(lb.table), summary=lb.summary,
+                           notes=lb.notes, bounds=lambda: sample_bounds(lb))
+
+
+def sample_bounds(lb: Leaderboard) -> Bounds:
+    """Per kernel: (min, max) of its time per iteration per GPU over the window's iterations."""
+    s = getattr(lb, "samples", None)
+    summary = lb.summary
+    if s is None or not len(s) or not summary.aligned:
+        return {}
+    gpus = max(int(summary.gpus or 1), 1)
+    keys = [int(k) for k in summary.iteration_keys]
+    per = s.groupby(["name", "iteration"])["total_ns"].sum().unstack(fill_value=0.0)
+    per = per.reindex(columns=keys, fill_value=0.0) if keys else per
+    return {name: (float(lo) / gpus, float(hi) / gpus)
+            for name, lo, hi in zip(per.index, per.min(axis=1), per.max(axis=1))}
+
+
+def bounds_from_samples(samples: dict[str, dict[int, float]], summary: LeaderboardSummary) -> Bounds:
+    """``sample_bounds`` of stored samples given as {name: {iteration: ns summed over GPUs}} (iterations
+    with launches only): a missing iteration counts 0, as the DataFrame path's ``unstack`` fills it."""
+    if not samples or not summary.aligned:
+        return {}
+    gpus = max(int(summary.gpus or 1), 1)
+    keys = [int(k) for k in summary.iteration_keys] or sorted({it for per in samples.values() for it in per})
+    out: Bounds = {}
+    for name in sorted(samples):  # groupby's order
+        per = samples[name]
+        values = [per.get(k, 0.0) for k in keys]
+        if values:
+            out[name] = (float(min(values)) / gpus, float(max(values)) / gpus)
+    return out

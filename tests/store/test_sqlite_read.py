@@ -1,0 +1,226 @@
+"""Issue 15: ``kbase list``, ``show @ID`` and ``history`` read a SQLite store at the head schema through
+``kbase.store.sqlite_read`` (the standard library's sqlite3: no SQLAlchemy, no pandas). Both paths must
+give the same answers: the records, the leaderboard rows and every output format, byte for byte; every
+other store (old schema, foreign, missing) goes through the SQLAlchemy path with its own messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import kbase
+from kbase.store.sqlite_read import BASELINE_FIELDS, BaselineRecord, open_reader
+from tests.conftest import run_kbase
+
+
+def _fill(url: str) -> list[str]:
+    """Two workloads of bulk baselines, then edits that put every odd value in: NULLs, booleans set,
+    tags, a formula-like and quoted kernel name, a baseline without kernels."""
+    from kbase.store import open_store
+    from kbase.synth.history import write_bulk_history
+
+    st = open_store(url)
+    try:
+        write_bulk_history(st.engine, 5, workload="bulk", n_kernels=12, iterations=6)
+        write_bulk_history(st.engine, 3, workload="other", n_kernels=8, iterations=4, seed=3)
+    finally:
+        st.close()
+    path = url.removeprefix("sqlite:///")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE baseline SET commit_date = NULL, dirty = 1, detached = 1, branch = '', "
+                     "tags = '[\"nightly\",\"a,b\"]', step_wall_ns = 1234.5, note = 'n' WHERE id = 2")
+        conn.execute("UPDATE baseline SET created_at = '2026-01-05 09:00:00.000000+00:00' WHERE id = 3")
+        conn.execute("UPDATE baseline SET aligned = 0 WHERE id = 4")
+        conn.execute("UPDATE baseline_kernel SET per_iter_ns = NULL, count_per_iter = NULL, amdahl_ceiling = NULL, "
+                     "share_window = NULL, fragmented = 1 WHERE baseline_id = 2 AND rank IN (2, 5)")
+        conn.execute("UPDATE baseline_kernel SET share_kernel = NULL WHERE baseline_id = 4")
+        conn.execute("UPDATE baseline_kernel SET iter_ns = NULL, iter_count = NULL WHERE baseline_id = 2 AND rank = 3")
+        conn.execute("UPDATE kernel_name SET name = '=cmd|\"x\", y' || char(13) || 'z', short_name = '=cmd' "
+                     "WHERE id = (SELECT name_id FROM baseline_kernel WHERE baseline_id = 5 AND rank = 4)")
+        conn.execute("DELETE FROM baseline_kernel WHERE baseline_id = 7")
+    names = [r[0] for r in conn.execute("SELECT name FROM kernel_name ORDER BY id LIMIT 3")]
+    conn.close()
+    return names
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> tuple[str, list[str], Path]:
+    root = tmp_path_factory.mktemp("fastread")
+    url = f"sqlite:///{root / 'kb.db'}"
+    return url, _fill(url), root
+
+
+def _same(a, b) -> bool:
+    """Equal values of equal types (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def _as_dict(b) -> dict:
+    return {f: getattr(b, f) for f in BASELINE_FIELDS}
+
+
+def test_record_fields_are_the_models_columns():
+    from kbase.store.models import BASELINE
+
+    assert list(BASELINE_FIELDS) == [c.name for c in BASELINE.columns]
+    from kbase.store import sqlite_read
+
+    for sql in (sqlite_read._GET_BASELINE, sqlite_read._LIST_BASELINES):
+        assert sql.startswith("SELECT " + ", ".join(f'"{f}"' for f in BASELINE_FIELDS) + " FROM baseline ")
+    assert dataclasses.is_dataclass(BaselineRecord)
+
+
+def test_schema_names_match_the_models():
+    from sqlmodel import SQLModel
+
+    import kbase.store.models  # noqa: F401 - registers the tables
+    from kbase.store.schema_names import OWN_TABLES
+
+    assert set(SQLModel.metadata.tables) | {"alembic_version"} == set(OWN_TABLES)
+
+
+@pytest.mark.parametrize("query", [{}, {"workload": "other"}, {"branch": "main"}, {"limit": 2}, {"commit": "a"},
+                                   {"commit": "%"}, {"workload": "nope"}])
+def test_list_records_equal_the_models(store, query):
+    from kbase.store import open_store
+
+    url, _, _ = store
+    settings = kbase.Settings.load(db=url)
+    fast = kbase.baselines(settings, **query)
+    with open_store(url) as st:
+        slow = kbase.baselines(settings, store=st, **query)
+    assert all(isinstance(b, BaselineRecord) for b in fast)
+    assert len(fast) == len(slow)
+    for f, s in zip(fast, slow):
+        df, ds = _as_dict(f), _as_dict(s)
+        assert all(_same(df[k], ds[k]) for k in BASELINE_FIELDS), [(k, df[k], ds[k]) for k in BASELINE_FIELDS
+                                                                    if not _same(df[k], ds[k])]
+        assert f.created_at.utcoffset() is not None and f.created_at.tzinfo is not None
+
+
+@pytest.mark.parametrize("bid", [1, 2, 3, 4, 5, 7])
+def test_show_rows_equal_the_dataframe_path(store, bid):
+    from kbase.store import open_store
+
+    url, _, _ = store
+    settings = kbase.Settings.load(db=url)
+    fast = kbase.baseline_rows(f"@{bid}", settings)
+    assert isinstance(fast.baseline, BaselineRecord)
+    with open_store(url) as st:
+        slow = kbase.baseline_rows(f"@{bid}", settings, store=st)
+    a, b = fast.leaderboard, slow.leaderboard
+    assert a.columns == b.columns and a.summary == b.summary and a.notes == b.notes
+    assert len(a.rows) == len(b.rows)
+    for ra, rb in zip(a.rows, b.rows):
+        assert list(ra) == list(rb)
+        assert all(_same(ra[k], rb[k]) for k in ra), [(k, ra[k], rb[k]) for k in ra if not _same(ra[k], rb[k])]
+    assert a.bounds() == b.bounds()
+
+
+def test_rows_csv_is_pandas_to_csv(store):
+    """The leaderboard CSV no longer goes through pandas: the same bytes as ``to_csv`` of the table."""
+    from kbase.render.leaderboard import leaderboard_csv, to_csv
+    from kbase.store import open_store, queries
+
+    url, _, _ = store
+    with open_store(url) as st:
+        for bid in (2, 4, 5, 7):
+            lb = queries.load_leaderboard(st.engine, bid)
+            for limit in (None, 3):
+                assert leaderboard_csv(lb, limit) == to_csv(lb.table.head(limit) if limit else lb.table)
+
+
+SHOW_ARGS = [["-f", f] for f in ("table", "json", "csv", "md", "bmf", "github-benchmark")] + [
+    ["-q"], ["--wide", "-n", "0"], ["--full-names", "-f", "md", "-n", "0"], ["-f", "json", "-n", "2"]]
+
+
+@pytest.mark.parametrize("bid", [2, 4, 5, 7])
+@pytest.mark.parametrize("args", SHOW_ARGS, ids=lambda a: " ".join(a))
+def test_show_output_is_byte_identical(store, monkeypatch, bid, args):
+    url, _, _ = store
+    fast = run_kbase("show", f"@{bid}", "--db", url, *args)
+    monkeypatch.setenv("KBASE_NO_FAST_READ", "1")
+    slow = run_kbase("show", f"@{bid}", "--db", url, *args)
+    assert fast.rc == 0, fast
+    assert (fast.rc, fast.stdout, fast.stderr) == (slow.rc, slow.stdout, slow.stderr)
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "-f", "json"], ["list", "-q"], ["list", "--wide", "-n", "0"],
+                                  ["list", "--commit", "A"], ["history", "{0}"], ["history", "{1}", "-f", "json"],
+                                  ["history", "{2}", "-f", "csv"], ["history", "{0}", "--name", "other"],
+                                  ["history", "no-such-kernel"], ["show", "@99"], ["show", "@x"]])
+def test_list_and_history_output_is_byte_identical(store, monkeypatch, args):
+    url, names, _ = store
+    argv = [a.format(*names) for a in args]
+    fast = run_kbase(*argv, "--db", url)
+    monkeypatch.setenv("KBASE_NO_FAST_READ", "1")
+    slow = run_kbase(*argv, "--db", url)
+    assert (fast.rc, fast.stdout, fast.stderr) == (slow.rc, slow.stdout, slow.stderr)
+
+
+def _old_schema_copy(url: str, dest: Path) -> str:
+    """A copy of the store downgraded one revision (what an older kbase left)."""
+    from alembic import command
+
+    from kbase.store import engine as kdb
+
+    shutil.copy(url.removeprefix("sqlite:///"), dest)
+    old = f"sqlite:///{dest}"
+    eng = kdb.make_engine(old)
+    cfg = kdb.alembic_config(old)
+    with eng.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "-1")
+    eng.dispose()
+    return old
+
+
+def test_the_fast_path_reads_only_head_schema_kbase_stores(store, tmp_path):
+    url, _, _ = store
+    assert open_reader(url) is not None
+    old = _old_schema_copy(url, tmp_path / "old.db")
+    foreign = tmp_path / "foreign.db"
+    shutil.copy(url.removeprefix("sqlite:///"), foreign)
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    (tmp_path / "text.db").write_text("not a database")
+    for other in (old, f"sqlite:///{foreign}", f"sqlite:///{tmp_path / 'text.db'}", f"sqlite:///{tmp_path / 'no.db'}",
+                  "sqlite://", f"sqlite:///{tmp_path}", url + "?mode=ro", "postgresql+psycopg://u@h/db"):
+        assert open_reader(other) is None, other
+    assert not (tmp_path / "no.db").exists()
+
+
+@pytest.mark.parametrize("args", [["list"], ["show", "@2", "-f", "json"], ["history", "{0}", "-f", "csv"]])
+def test_fallback_cases_answer_as_before(store, tmp_path, monkeypatch, args):
+    """An old schema (migrated on use), a foreign database and a missing store: the SQLAlchemy path's
+    answers and messages, the same whether the fast path is on or off."""
+    url, names, _ = store
+    argv = [a.format(*names) for a in args]
+    results = []
+    for flag in ("", "1"):
+        monkeypatch.setenv("KBASE_NO_FAST_READ", flag)
+        d = tmp_path / f"run{flag or 0}"
+        d.mkdir()
+        old = _old_schema_copy(url, d / "old.db")
+        foreign = d / "foreign.db"
+        with sqlite3.connect(foreign) as conn:
+            conn.execute("CREATE TABLE notes (x)")
+        got = []
+        for db in (old, f"sqlite:///{foreign}", f"sqlite:///{d / 'missing.db'}"):
+            r = run_kbase(*argv, "--db", db)
+            got.append((r.rc, r.stdout, r.stderr.replace(str(d), "DIR")))
+        assert not (d / "missing.db").exists()
+        results.append(got)
+    assert results[0] == results[1]
+    assert results[0][1][0] == 2 and "not a kbase store" in results[0][1][2]
