@@ -212,6 +212,7 @@ def history(
     name: NameOpt = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
+    limit: LimitOpt = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
     wide: WideOpt = False,
@@ -226,11 +227,11 @@ def history(
     h = kbase.history(kernel, settings, workload=name, branch=branch)
     found = kbase.history_steps(h)
     if fmt == HistoryFormat.JSON:
-        sys.stdout.write(render.history_json(h, name, branch, found) + "\n")
+        sys.stdout.write(render.history_json(h, name, branch, found, default_limit(fmt, limit)) + "\n")
     elif fmt == HistoryFormat.CSV:
-        sys.stdout.write(render.history_csv(h, found))
+        sys.stdout.write(render.history_csv(h, found, default_limit(fmt, limit)))
     else:
-        render.print_history(h, console(), wide=wide, quiet=quiet)
+        render.print_history(h, console(), wide=wide, quiet=quiet, limit=default_limit(fmt, limit))
         if not quiet:
             from kbase.render.steps import print_kernel_steps
 

@@ -152,18 +152,18 @@ class KernelStep:
 
 
 def commit_levels(levels: np.ndarray, commits: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Columns (one per baseline, in line order) averaged per commit, commits in first-seen order."""
-    order: list[str] = []
-    for c in commits:
-        if c not in order:
-            order.append(c)
-    out = np.full((levels.shape[0], len(order)), np.nan)
-    for j, c in enumerate(order):
-        cols = [i for i, x in enumerate(commits) if x == c]
-        block = levels[:, cols]
-        have = np.isfinite(block).any(axis=1)
-        out[have, j] = np.nanmean(block[have], axis=1)
-    return out, order
+    """Columns (one per baseline, in line order) averaged per commit, commits in first-seen order.
+    One pass (a 10,000-baseline history has up to 10,000 commits: no per-commit scan)."""
+    index: dict[str, int] = {}
+    col = np.fromiter((index.setdefault(c, len(index)) for c in commits), dtype=np.int64, count=len(commits))
+    finite = np.isfinite(levels)
+    sums = np.zeros((len(index), levels.shape[0]))
+    counts = np.zeros((len(index), levels.shape[0]))
+    np.add.at(sums, col, np.where(finite, levels, 0.0).T)
+    np.add.at(counts, col, finite.T.astype(np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(counts > 0, sums / counts, np.nan).T
+    return np.ascontiguousarray(out), list(index)
 
 
 def series_steps(values: np.ndarray, commits: list[str], *, min_rel: float = MIN_STEP_REL) -> list[tuple]:

@@ -92,8 +92,10 @@ def row_cells(r: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: bool = False) -> list[dict[str, Any]]:
-    """Heading, sparklines and the table; returns the rows with their changes (for a caller's sections)."""
+def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: bool = False,
+                  limit: int | None = None) -> list[dict[str, Any]]:
+    """Heading, sparklines (every baseline) and the table (the newest ``limit`` rows; None: all); returns
+    the rows with their changes (for a caller's sections)."""
     rows = with_changes(h.rows)
     label = inert(f"{h.short_name} {short_id(h.name)}")
     if quiet:
@@ -102,24 +104,26 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
             f"({fmt_delta_pct(last['change_pct'])})"
         console.print(f"{label}: {len(rows)} baseline(s){tail}", highlight=False, markup=False, soft_wrap=True)
         return rows
-    console.print(f"kernel: {label}", highlight=False, markup=False)
+    console.print(f"kernel: {label}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     if h.name != h.short_name:
         console.print(f"full name: {inert(h.name)}", highlight=False, markup=False, style="dim", overflow="ellipsis",
                       no_wrap=True)
     for line in spark_lines(rows):
         console.print(line, highlight=False, markup=False)
-    print_table(console, COLUMNS, [row_cells(r) for r in rows], wide=wide,
-                title=f"{len(rows)} baseline(s) with this kernel (oldest first)")
+    shown = rows[-limit:] if limit and len(rows) > limit else rows
+    title = (f"{len(rows)} baseline(s) with this kernel (oldest first)" if len(shown) == len(rows) else
+             f"the newest {len(shown)} of {len(rows):,} baselines with this kernel (oldest first; -n 0: all)")
+    print_table(console, COLUMNS, [row_cells(r) for r in shown], wide=wide, title=title)
     return rows
 
 
 def history_doc(h: KernelHistory, workload: str | None = None, branch: str | None = None,
-                steps: list[KernelStep] | None = None) -> dict[str, Any]:
+                steps: list[KernelStep] | None = None, limit: int | None = None) -> dict[str, Any]:
     """``steps``: the kernel's detected steps and creeps (None: not computed, its baselines span several
-    workloads or branches; ``steps_note`` says so)."""
+    workloads or branches; ``steps_note`` says so). ``limit``: only the newest baselines."""
     from kbase.render.steps import step_dict
 
-    recs = with_changes(h.rows)
+    recs = _newest(with_changes(h.rows), limit)
     for r in recs:
         r["created_at"] = r["created_at"].isoformat() if hasattr(r["created_at"], "isoformat") else r["created_at"]
     found = None if steps is None else [{k: _finite(v) for k, v in step_dict(s).items()} for s in steps]
@@ -135,15 +139,28 @@ def _finite(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
+def _newest(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    return rows[-limit:] if limit and len(rows) > limit else rows
+
+
 def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None,
-                 steps: list[KernelStep] | None = None) -> str:
-    """Strict JSON. json's C encoder first (plain rows: ints, floats, text); the value-by-value cleaner
-    only when that refuses something (NaN, a lone surrogate): 2-3x faster at 10,000 baselines."""
+                 steps: list[KernelStep] | None = None, limit: int | None = None) -> str:
+    """Strict JSON, one baseline per line. json's C encoder (any ``indent`` switches CPython to the
+    pure-Python encoder: 0.25 s at 10,000 baselines), each top-level value and each baseline encoded
+    on its own; the value-by-value cleaner only when that refuses something (NaN, a lone surrogate)."""
     import json
 
-    doc = history_doc(h, workload, branch, steps)
+    doc = history_doc(h, workload, branch, steps, limit)
+    enc = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(", ", ": ")).encode
     try:
-        text = json.dumps(doc, allow_nan=False, ensure_ascii=False, indent=1)
+        parts = []
+        for key, value in doc.items():
+            if key == "baselines" and value:
+                body = ",\n  ".join(enc(r) for r in value)
+                parts.append(f' {enc(key)}: [\n  {body}\n ]')
+            else:
+                parts.append(f" {enc(key)}: {enc(value)}")
+        text = "{\n" + ",\n".join(parts) + "\n}"
         text.encode("utf-8")
         return text
     except (ValueError, TypeError, UnicodeEncodeError):
@@ -167,13 +184,13 @@ def step_marks(rows: list[dict[str, Any]], steps: list[KernelStep] | None) -> li
     return ["; ".join(m) for m in marks]
 
 
-def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None) -> str:
+def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None, limit: int | None = None) -> str:
     """One row per baseline; the ``step`` column marks where detected steps and creeps land (empty when
     none, or when steps were not computed)."""
     import csv
     import io
 
-    rows = with_changes(h.rows)
+    rows = _newest(with_changes(h.rows), limit)
     marks = step_marks(rows, steps)
     rows = [{**r, "step": m} for r, m in zip(rows, marks)]
     buf = io.StringIO()

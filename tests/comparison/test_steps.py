@@ -158,3 +158,35 @@ def test_history_noise_follows_the_named_base_line(hist):
     assert r.rc == 0, r
     notes = json.loads(r.stdout)["notes"]
     assert any("no-such-branch is not a revision" in n for n in notes) and any("before side's" in n for n in notes)
+
+
+def test_commit_levels_is_the_per_commit_mean_of_finite_levels():
+    from kbase.comparison.changepoints import commit_levels
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        n, k = int(rng.integers(0, 80)), int(rng.integers(1, 4))
+        commits = [f"c{int(x)}" for x in rng.integers(0, max(1, n // 3 + 1), n)]
+        levels = rng.normal(100, 5, (k, n))
+        levels[rng.random((k, n)) < 0.25] = np.nan
+        got, order = commit_levels(levels, commits)
+        assert order == list(dict.fromkeys(commits))
+        for j, c in enumerate(order):
+            block = levels[:, [i for i, x in enumerate(commits) if x == c]]
+            for row in range(k):
+                finite = block[row][np.isfinite(block[row])]
+                want = finite.mean() if len(finite) else np.nan
+                assert np.isclose(got[row, j], want, equal_nan=True)
+
+
+def test_history_table_shows_the_newest_rows_and_json_one_baseline_per_line(hist):
+    h, kernel = hist
+    base = ("history", kernel, "--db", h.db_url, "--repo", h.repo, "--name", h.workload)
+    r = kb(*base, "-n", "3")
+    assert r.rc == 0 and "the newest 3 of 14 baselines" in r.stdout, r
+    assert f"@{h.baseline_ids[-1]}" in r.stdout and f"@{h.baseline_ids[0]} " not in r.stdout
+    r = kb(*base, "-n", "2", "--format", "json")
+    doc = json.loads(r.stdout)
+    assert [b["id"] for b in doc["baselines"]] == h.baseline_ids[-2:] and doc["steps"], doc
+    lines = r.stdout.splitlines()
+    assert sum(line.startswith('  {"id": ') for line in lines) == 2
