@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
            "StoredRows", "__version__", "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare",
            "find_kernel", "gate", "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove",
-           "report", "revoke", "snapshot", "steps", "top", "window"]
+           "report", "revoke", "snapshot", "steps", "top", "top_rows", "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         snapshot,
         steps,
         top,
+        top_rows,
         window,
     )
 

@@ -29,6 +29,7 @@ from kbase.api.capture import (
     snapshot,
     stored_top,
     top,
+    top_rows,
     window,
 )
 from kbase.api.common import Progress, _store  # noqa: F401 - _store: an open-or-given store, for tests
@@ -48,4 +49,4 @@ from kbase.settings import Settings
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "StoredRows",
            "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare", "find_kernel", "gate",
            "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke",
-           "snapshot", "steps", "stored_top", "top", "window"]
+           "snapshot", "steps", "stored_top", "top", "top_rows", "window"]

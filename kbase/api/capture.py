@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kbase.store.sqlite_read import BaselineRecord
 
     AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only SQLite path's record of it
+    AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``render.board``)
 
 
 
@@ -72,6 +73,23 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
         if stored is not None:
             return stored
     return leaderboard(window(read(path, settings, progress=progress), settings), per_gpu=per_gpu, sketches=sketches)
+
+
+def top_rows(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
+             progress: Progress | None = None, from_store: bool = True) -> AnyLeaderboard:
+    """``top`` as the renderers take it: when this very file is stored at the current commit with the same
+    window, its stored rows (from a SQLite store at the head schema without SQLAlchemy or pandas:
+    ``kbase top`` of a stored file answers at once); else ``top``'s leaderboard."""
+    settings = settings or Settings.load()
+    path = _profile_path(profile, settings)
+    if from_store and not per_gpu:
+        from kbase.store.identity import stored_rows_of
+
+        decided, rows = stored_rows_of(path, settings)
+        if rows is not None:
+            return rows
+        from_store = not decided  # the fast path looked already: no second identity check
+    return top(path, settings, per_gpu=per_gpu, progress=progress, from_store=from_store)
 
 
 def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderboard | None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbase.errors import InputError
-from kbase.readers.profile import Profile
+
+if TYPE_CHECKING:  # the profile module loads pandas: not for ``readers.source`` (kbase top from the store)
+    from kbase.readers.profile import Profile
 
 Progress = Callable[[int, int], None]  # (rows read now, rows in all)
 

@@ -12,29 +12,82 @@ from kbase.errors import InputError
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.render.board import LeaderboardRows
     from kbase.settings import Settings
 
 
-def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | None:
-    """The stored leaderboard of ``profile`` (with a note saying where it came from), or None when the
-    store holds no such baseline, does not exist, or cannot be read at this schema. Never creates,
-    migrates or writes a store."""
+def _identity_key(profile: Path, settings: Settings) -> tuple | None:
+    """(HEAD, probe, size, mtime, window, kbase version) of ``profile``, or None (no repository, an
+    unreadable file: the reader reports it in its own words)."""
     from kbase import __version__
     from kbase.readers.source import source_identity
-    from kbase.store.engine import sqlite_path
 
-    url = settings.store_url()
-    db_file = sqlite_path(url)
-    if db_file is not None and not db_file.is_file():
-        return None  # no store here: never create one for a read
     head = head_commit(settings.repo)
     if head is None:
         return None
     try:
         ident = source_identity(profile)
     except (OSError, InputError):
-        return None  # the reader reports an unreadable file in its own words
-    key = (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
+        return None
+    return (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
+
+
+def _note(baseline_id: int, head: str) -> str:
+    return (f"from the store: baseline @{baseline_id} holds this file (same size, mtime and first/last 64 KiB) "
+            f"at the current commit {head[:12]} with the same window; the file itself was not read")
+
+
+def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, LeaderboardRows | None]:
+    """``stored_leaderboard_of`` as rows, read from a SQLite store at the head schema by Python's sqlite3
+    (``store.sqlite_read``: no SQLAlchemy, no pandas): ``kbase top FILE`` of a stored file answers in the
+    time of the identity check and one query. (decided, rows): ``decided`` when this path could answer
+    (no store file, no repository, or a head-schema SQLite store: found or not); otherwise the caller
+    asks ``stored_leaderboard_of`` (PostgreSQL, another schema)."""
+    import os
+
+    from kbase.store.sqlite_read import read_only
+    from kbase.store.urls import sqlite_path
+
+    url = settings.store_url()
+    db_file = sqlite_path(url)
+    if db_file is None or os.environ.get("KBASE_NO_FAST_READ", "") not in ("", "0"):
+        return False, None
+    if not db_file.is_file():
+        return True, None  # no store here: never create one for a read
+    key = _identity_key(profile, settings)
+    if key is None:
+        return True, None
+    if not _at_head(db_file):
+        return False, None
+    found = _sqlite_lookup(db_file, key)
+    if found is None:
+        return True, None
+
+    def rows(rd):
+        b = rd.get_baseline(found)
+        return None if b is None else rd.leaderboard(b)
+
+    board = read_only(url, settings.busy_timeout_s, rows)
+    if board is None:
+        return False, None  # not readable on this path: the store stack decides
+    board.notes.append(_note(found, key[0]))
+    return True, board
+
+
+def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | None:
+    """The stored leaderboard of ``profile`` (with a note saying where it came from), or None when the
+    store holds no such baseline, does not exist, or cannot be read at this schema. Never creates,
+    migrates or writes a store."""
+    from kbase.store.engine import sqlite_path
+
+    url = settings.store_url()
+    db_file = sqlite_path(url)
+    if db_file is not None and not db_file.is_file():
+        return None  # no store here: never create one for a read
+    key = _identity_key(profile, settings)
+    if key is None:
+        return None
+    head, probe, size, mtime_ns, wkey, version = key
     if db_file is not None and _sqlite_lookup(db_file, key) is None:
         return None  # the common miss costs one SQLite query, not the store stack's imports (~0.3 s)
     from sqlalchemy.exc import SQLAlchemyError
@@ -45,16 +98,39 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
 
     try:
         with open_store(settings, migrate=False) as st:
-            b = find_by_identity(st.engine, head, ident.size, ident.mtime_ns, ident.probe, settings.window.key(),
-                                 __version__)
+            b = find_by_identity(st.engine, head, size, mtime_ns, probe, wkey, version)
             if b is None or b.id is None:
                 return None
             lb = load_leaderboard(st.engine, b.id)
     except (KbaseError, SQLAlchemyError):
         return None  # an older or unreadable store: the file is read as usual
-    lb.notes.append(f"from the store: baseline @{b.id} holds this file (same size, mtime and first/last 64 KiB) "
-                    f"at the current commit {head[:12]} with the same window; the file itself was not read")
+    lb.notes.append(_note(b.id, head))
     return lb
+
+
+def _connect_ro(db_file: Path):
+    import sqlite3
+
+    return sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+
+
+def _at_head(db_file: Path) -> bool:
+    """The store file is at this kbase's head schema revision (read-only; False when unreadable)."""
+    import sqlite3
+
+    from kbase.store.schema_names import HEAD_REVISION
+
+    try:
+        conn = _connect_ro(db_file)
+    except (sqlite3.Error, ValueError):
+        return False
+    try:
+        rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return rev is not None and rev[0] == HEAD_REVISION
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
@@ -65,7 +141,7 @@ def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
     from kbase.store.schema_names import HEAD_REVISION
 
     try:
-        conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        conn = _connect_ro(db_file)
     except (sqlite3.Error, ValueError):
         return None
     try:
