@@ -64,18 +64,29 @@ def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: boo
 
 
 def compare(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
-            base_ref: str | None = None, strict: bool = False, store: Store | None = None) -> Comparison:
-    """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration."""
+            base_ref: str | None = None, strict: bool = False, history_ref: str | None = None,
+            store: Store | None = None) -> Comparison:
+    """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration. History noise
+    comes from the first-parent line of ``history_ref`` (an unknown revision: ``UnknownRevisionError``),
+    else ``base_ref``, else the policy's ``history_ref`` (unknown: a note), else the before side."""
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before=before or "HEAD~1")
-    return _compare(a, b, settings, notes, strict, store, base_ref)
+    return _compare(a, b, settings, notes, strict, store, base_ref, history_ref)
 
 
 def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None,
-             base_ref: str | None = None) -> Comparison:
+             base_ref: str | None = None, history_ref: str | None = None) -> Comparison:
     from kbase.comparison.diff import compute_diff
     from kbase.comparison.history import noise_from_history
 
+    if history_ref:  # asked for by name: a revision that is not there is the caller's error, not a note
+        from kbase.errors import UnknownRevisionError
+        from kbase.gitrepo import open_repo, resolve_commit
+
+        try:
+            resolve_commit(open_repo(settings.repo), history_ref)
+        except UnknownRevisionError as exc:
+            raise InputError(exc.message, field="history_ref", value=history_ref) from None
     with contextlib.ExitStack() as stack:
         opened: list[Store] = [store] if store is not None else []
 
@@ -87,7 +98,7 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
         first = _resolve(a, settings, get_store, strict)
         second = _resolve(b, settings, get_store, strict)
         _check_distinct(a, b, first, second)
-        line_ref = base_ref or settings.policy.history_ref or None  # the base branch's line, when named
+        line_ref = history_ref or base_ref or settings.policy.history_ref or None  # the base branch's line
         noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second,
                                         line_ref) if first.baseline_ids else (None, [])
         result = compute_diff(first.side, second.side, settings.policy, history=noise)
@@ -116,7 +127,8 @@ class GateResult:
 
 def gate(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
          base_ref: str | None = None, strict: bool = False, allow_incomparable: bool = False,
-         warn_only: bool = False, today: date | None = None, store: Store | None = None) -> GateResult:
+         warn_only: bool = False, today: date | None = None, history_ref: str | None = None,
+         store: Store | None = None) -> GateResult:
     """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range."""
     from kbase.comparison.gate import active_acceptances, decide
 
@@ -126,7 +138,7 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
         st = store
         if st is None and not all(_is_profile(x) for x in (a, b)):
             st = stack.enter_context(_store(settings, None, readonly=True))
-        comparison = _compare(a, b, settings, notes, strict, st, base_ref)
+        comparison = _compare(a, b, settings, notes, strict, st, base_ref, history_ref)
         accepted: list[Acceptance] = []
         if st is not None and comparison.after.commit:
             from kbase.store.queries import list_acceptances

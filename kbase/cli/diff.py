@@ -40,8 +40,8 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision
 BaseRefOpt = Annotated[str | None, typer.Option(
     "--base-ref", help="Compare against the merge-base with this ref (pull requests).")]
 HistoryRefOpt = Annotated[str | None, typer.Option(
-    "--history-ref", help="History noise from this branch's first-parent line (default: [tool.kbase.gate] "
-    "history_ref, else --base-ref, else the before side's line).")]
+    "--history-ref", help="History noise from this branch's first-parent line (default: --base-ref, else "
+    "[tool.kbase.gate] history_ref, else the before side's line).")]
 DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md, csv, bmf or github-benchmark.")]
 
 
@@ -68,8 +68,8 @@ def diff(
     from kbase.render import diff as render_diff
 
     fmt = check_choice(fmt, DiffFormat)
-    settings = make_settings(repo=repo, db=db, name=name, window=window, policy={"history_ref": history_ref})
-    comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict)
+    settings = make_settings(repo=repo, db=db, name=name, window=window)
+    comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict, history_ref=history_ref)
     _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet)
 
 
@@ -148,7 +148,7 @@ def gate(
 
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
-              "fpr": fpr, "history_ref": history_ref}
+              "fpr": fpr}
     settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
     if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it
         policy["ignore"] = [kbase.kernel_pattern(p, settings) if p.startswith("#") else p for p in ignore]
@@ -167,7 +167,7 @@ def gate(
         check_writable(path, field)  # before any work: a bad path never follows a printed verdict
     try:
         result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
-                            warn_only=warn_only)
+                            warn_only=warn_only, history_ref=history_ref)
     except (NoBaselineError, NoStoreError, UnknownRevisionError) as exc:
         if if_no_baseline != NoBaselinePolicy.PASS or not _nothing_to_compare(exc, a, b):
             raise

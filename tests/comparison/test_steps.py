@@ -152,12 +152,19 @@ def test_history_noise_follows_the_named_base_line(hist):
            h.workload, "--format", "json")
     doc = json.loads(r.stdout)
     assert any(f"9 past baselines on {h.commits[8]}'s" in n for n in doc["notes"]), doc["notes"]
-    # an unknown ref is said, and the before side's line used
-    r = kb("diff", h.commits[12], h.commits[13], "--history-ref", "no-such-branch", "--db", h.db_url, "--repo",
-           h.repo, "--name", h.workload, "--format", "json")
-    assert r.rc == 0, r
-    notes = json.loads(r.stdout)["notes"]
+    # an unknown ref in the policy is said, and the before side's line used; asked for by flag: exit 2
+    s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload, policy={"history_ref": "no-such-branch"})
+    notes = kbase.compare(h.commits[12], h.commits[13], s).notes
     assert any("no-such-branch is not a revision" in n for n in notes) and any("before side's" in n for n in notes)
+    for cmd in ("diff", "gate"):
+        r = kb(cmd, h.commits[12], h.commits[13], "--history-ref", "no-such-branch", "--db", h.db_url, "--repo",
+               h.repo, "--name", h.workload, "--format", "json")
+        assert r.rc == 2 and r.stdout == "" and "--history-ref" in r.stderr and "no-such-branch" in r.stderr, r
+        assert len(r.stderr.strip().splitlines()) == 1, r
+    # the flag wins over --base-ref
+    r = kb("gate", h.commits[13], "--base-ref", h.commits[8], "--history-ref", h.commits[4], "--db", h.db_url,
+           "--repo", h.repo, "--name", h.workload, "--format", "json")
+    assert any(f"5 past baselines on {h.commits[4]}'s" in n for n in json.loads(r.stdout)["notes"]), r
 
 
 def test_commit_levels_is_the_per_commit_mean_of_finite_levels():
