@@ -134,3 +134,17 @@ def test_show_of_a_revision_takes_the_sqlalchemy_path(small_store):
     url, _, root = small_store
     rc, heavy = loaded("show", "HEAD", "--db", url, cwd=root)
     assert rc == 2 and "sqlalchemy" in heavy
+
+
+@pytest.mark.parametrize("args", [("diff", "@1", "@2"), ("diff", "@2", "@5", "--format", "json"), ("gate", "@1", "@2"),
+                                  ("gate", "@4", "@5", "--format", "md")])
+def test_stored_diff_and_gate_load_no_store_stack(small_store, args):
+    """On a SQLite store at the head schema, ``diff`` / ``gate`` of stored baselines read through
+    ``store.sqlite_read``: SQLAlchemy, SQLModel and Alembic (~0.4 s) are never loaded (pandas is: the
+    comparison is pandas-based)."""
+    url, _, root = small_store
+    rc, heavy = loaded(*args, "--db", url, "--name", "bulk", cwd=root)
+    assert rc in (0, 1)
+    assert not heavy & STORE_STACK, f"kbase {' '.join(args)} loaded {sorted(heavy & STORE_STACK)}"
+    rc, slow = loaded(*args, "--db", url, "--name", "bulk", cwd=root, env={"KBASE_NO_FAST_READ": "1"})
+    assert rc in (0, 1) and "sqlalchemy" in slow

@@ -18,11 +18,13 @@ if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
     from kbase.store.engine import Store
     from kbase.store.models import Acceptance
+    from kbase.store.reader import StoreReader
+    from kbase.store.records import AcceptanceRecord
 
 
 
 from kbase.api.capture import top
-from kbase.api.common import _store
+from kbase.api.common import _fast_read, _store
 from kbase.api.kernels import find_kernel
 
 # ------------------------------------------------------------------------------------------ compare
@@ -49,7 +51,7 @@ def _pair(before: str | None, after: str | None, settings: Settings, base_ref: s
     return before, after or "HEAD", []
 
 
-def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: bool) -> Resolved:
+def _resolve(text: str, settings: Settings, st: Callable[[], StoreReader], strict: bool) -> Resolved:
     from kbase.comparison.resolve import RefKind, Resolved, parse_ref, resolve_stored
     from kbase.comparison.side import SideMeta, side_from_leaderboards
 
@@ -60,15 +62,15 @@ def _resolve(text: str, settings: Settings, st: Callable[[], Store], strict: boo
                         gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
         label = f"{text} (profile, not stored)"
         return Resolved(side=side_from_leaderboards([lb], label, meta), commit=None, label=label)
-    return resolve_stored(ref, st().engine, workload=settings.workload, repo=settings.repo, strict=strict)
+    return resolve_stored(ref, st(), workload=settings.workload, repo=settings.repo, strict=strict)
 
 
 def compare(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
             base_ref: str | None = None, strict: bool = False, history_ref: str | None = None,
             store: Store | None = None) -> Comparison:
     """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration. History noise
-    comes from the first-parent line of ``history_ref`` (an unknown revision: ``UnknownRevisionError``),
-    else ``base_ref``, else the policy's ``history_ref`` (unknown: a note), else the before side."""
+    comes from the first-parent line of ``history_ref`` (an unknown revision: an ``InputError``), else
+    ``base_ref``, else the policy's ``history_ref`` (unknown: a note), else the before side."""
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before=before or "HEAD~1")
     return _compare(a, b, settings, notes, strict, store, base_ref, history_ref)
@@ -76,6 +78,28 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
 
 def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None,
              base_ref: str | None = None, history_ref: str | None = None) -> Comparison:
+    if store is None and _reads_store(a, b):
+        fast = _fast_read(settings, None,
+                          lambda rd: _compare_on(a, b, settings, notes, strict, lambda: rd, base_ref, history_ref))
+        if fast is not None:
+            return fast
+    from kbase.store.reader import as_reader
+
+    with contextlib.ExitStack() as stack:
+        opened: list[Store] = [store] if store is not None else []
+
+        def get_reader() -> StoreReader:
+            if not opened:
+                opened.append(stack.enter_context(_store(settings, None, readonly=True)))
+            return as_reader(opened[0].engine)
+
+        return _compare_on(a, b, settings, notes, strict, get_reader, base_ref, history_ref)
+
+
+def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool, reader: Callable[[], StoreReader],
+                base_ref: str | None, history_ref: str | None = None) -> Comparison:
+    """The comparison, reading the store (when a side is stored) through ``reader()``: the SQLAlchemy
+    queries or the read-only SQLite path, which answer alike."""
     from kbase.comparison.diff import compute_diff
     from kbase.comparison.history import noise_from_history
 
@@ -87,23 +111,24 @@ def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
             resolve_commit(open_repo(settings.repo), history_ref)
         except UnknownRevisionError as exc:
             raise InputError(exc.message, field="history_ref", value=history_ref) from None
-    with contextlib.ExitStack() as stack:
-        opened: list[Store] = [store] if store is not None else []
 
-        def get_store() -> Store:
-            if not opened:
-                opened.append(stack.enter_context(_store(settings, None, readonly=True)))
-            return opened[0]
+    first = _resolve(a, settings, reader, strict)
+    second = _resolve(b, settings, reader, strict)
+    _check_distinct(a, b, first, second)
+    line_ref = history_ref or base_ref or settings.policy.history_ref or None  # the base branch's line
+    noise, why = noise_from_history(reader(), settings.policy, settings.repo, first, second,
+                                    line_ref) if first.baseline_ids else (None, [])
+    result = compute_diff(first.side, second.side, settings.policy, history=noise)
+    return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes + why)
 
-        first = _resolve(a, settings, get_store, strict)
-        second = _resolve(b, settings, get_store, strict)
-        _check_distinct(a, b, first, second)
-        line_ref = history_ref or base_ref or settings.policy.history_ref or None  # the base branch's line
-        noise, why = noise_from_history(get_store().engine, settings.policy, settings.repo, first, second,
-                                        line_ref) if first.baseline_ids else (None, [])
-        result = compute_diff(first.side, second.side, settings.policy, history=noise)
-        return Comparison(result=result, before=first, after=second,
-                          notes=notes + first.notes + second.notes + why)
+
+def _reads_store(a: str, b: str) -> bool:
+    """Whether a side may be stored (not both profiles): only then is the read-only path worth opening. A
+    malformed reference counts as stored: resolving it reports the error, in its usual order."""
+    try:
+        return not all(_is_profile(x) for x in (a, b))
+    except InputError:
+        return True
 
 
 def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
@@ -130,21 +155,47 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
          warn_only: bool = False, today: date | None = None, history_ref: str | None = None,
          store: Store | None = None) -> GateResult:
     """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range."""
-    from kbase.comparison.gate import active_acceptances, decide
-
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before="HEAD~1")
+    if store is None and not all(_is_profile(x) for x in (a, b)):
+        def on(rd: StoreReader) -> GateResult:
+            return _gate_on(a, b, settings, notes, strict, lambda: rd, base_ref, allow_incomparable, warn_only, today,
+                            history_ref)
+
+        fast = _fast_read(settings, None, on)
+        if fast is not None:
+            return fast
     with contextlib.ExitStack() as stack:
         st = store
         if st is None and not all(_is_profile(x) for x in (a, b)):
             st = stack.enter_context(_store(settings, None, readonly=True))
-        comparison = _compare(a, b, settings, notes, strict, st, base_ref, history_ref)
-        accepted: list[Acceptance] = []
-        if st is not None and comparison.after.commit:
-            from kbase.store.queries import list_acceptances
+        if st is None:  # two profiles: no store read
+            comparison = _compare(a, b, settings, notes, strict, None, base_ref, history_ref)
+            return _decide(comparison, [], allow_incomparable, warn_only)
+        from kbase.store.reader import as_reader
 
-            accepted = active_acceptances(list_acceptances(st.engine, comparison.after.side.meta.workload),
-                                          today=today, in_range=_range_check(settings, comparison))
+        reader = as_reader(st.engine)
+        return _gate_on(a, b, settings, notes, strict, lambda: reader, base_ref, allow_incomparable, warn_only, today,
+                        history_ref)
+
+
+def _gate_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool, reader: Callable[[], StoreReader],
+             base_ref: str | None, allow_incomparable: bool, warn_only: bool, today: date | None,
+             history_ref: str | None = None) -> GateResult:
+    from kbase.comparison.gate import active_acceptances
+
+    comparison = _compare_on(a, b, settings, notes, strict, reader, base_ref, history_ref)
+    accepted: list[Acceptance | AcceptanceRecord] = []
+    if comparison.after.commit:
+        accepted = active_acceptances(reader().list_acceptances(comparison.after.side.meta.workload), today=today,
+                                      in_range=_range_check(settings, comparison))
+    return _decide(comparison, accepted, allow_incomparable, warn_only)
+
+
+def _decide(comparison: Comparison, accepted: list[Acceptance | AcceptanceRecord], allow_incomparable: bool,
+            warn_only: bool) -> GateResult:
+    from kbase.comparison.gate import decide
+
     verdict = decide(comparison.result, accepted, allow_incomparable=allow_incomparable, warn_only=warn_only)
     return GateResult(comparison=comparison, verdict=verdict)
 

@@ -21,6 +21,10 @@ from kbase.enums import Confidence, ExitCode, GateStatus, KernelClass, NewKernel
 
 if TYPE_CHECKING:
     from kbase.store.models import Acceptance
+    from kbase.store.records import AcceptanceRecord
+
+    # a stored acceptance: the SQLModel row, or its record from the read-only SQLite path (same fields)
+    AnyAcceptance = Acceptance | AcceptanceRecord
 
 PASS, REGRESSION, INCOMPARABLE = ExitCode.OK, ExitCode.REGRESSION, ExitCode.USAGE
 TOTAL_KERNEL_TIME = "(total kernel time per iteration)"
@@ -70,8 +74,8 @@ class Verdict:
     mismatches: list[str] = field(default_factory=list)  # why the sides are incomparable
 
 
-def active_acceptances(acceptances: Iterable[Acceptance], today: date | None = None,
-                       in_range: Callable[[str], bool] | None = None) -> list[Acceptance]:
+def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None = None,
+                       in_range: Callable[[str], bool] | None = None) -> list[AnyAcceptance]:
     """Acceptances not expired whose commit lies in the compared range (``in_range(commit)``)."""
     today = today or date.today()
     return [a for a in acceptances
@@ -84,7 +88,7 @@ def _finding(kind: FindingKind, r: dict) -> Finding:
                    before=r["before"], after=r["after"], p_value=r["p_value"])
 
 
-def decide(result: DiffResult, acceptances: Sequence[Acceptance] = (), allow_incomparable: bool = False,
+def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
     v = Verdict(code=PASS, status=GateStatus.PASS)
     # A candidate that measured nothing has nothing to pass with: --allow-incomparable does not apply.

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from kbase.comparison.policy import Policy
     from kbase.comparison.resolve import Resolved
+    from kbase.store.reader import StoreReader
 
 
 def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list[str] | None:
@@ -32,17 +33,18 @@ def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list
         return None
 
 
-def noise_from_history(engine: Engine, policy: Policy, repo: Path | None, first: Resolved, second: Resolved,
-                       line_ref: str | None = None) -> tuple[pd.Series | None, list[str]]:
+def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path | None, first: Resolved,
+                       second: Resolved, line_ref: str | None = None) -> tuple[pd.Series | None, list[str]]:
     """Per kernel run-to-run sd from the last ``history_baselines`` comparable baselines on the first-parent
     line of ``line_ref`` (the base branch: ``--base-ref`` or ``history_ref``) or else of the before side
     (the after side's own baselines left out), when at least ``min_history`` exist; ``attrs["df"]``: its
-    degrees of freedom (a MAD-based sd: about 40% of the levels')."""
-    from kbase.store.queries import get_baseline, kernel_levels, line_baselines
+    degrees of freedom (a MAD-based sd: about 40% of the levels'). ``source``: as ``resolve_stored``'s."""
+    from kbase.store.reader import as_reader
 
     if not first.baseline_ids:
         return None, []
-    newest = get_baseline(engine, max(first.baseline_ids))
+    reader = as_reader(source)
+    newest = reader.baseline(max(first.baseline_ids))
     notes: list[str] = []
     depth = 10 * policy.history_baselines
     commits = first_parent_line(repo, line_ref, depth) if line_ref else None
@@ -52,12 +54,12 @@ def noise_from_history(engine: Engine, policy: Policy, repo: Path | None, first:
     if commits is None:
         commits = first_parent_line(repo, first.commit, depth)
         where = "the before side's first-parent line" if commits is not None else "creation order (no repository)"
-    past = [b for b in line_baselines(engine, newest.workload, fingerprint=newest.fingerprint, commits=commits,
-                                      before_id=None if commits else newest.id, limit=policy.history_baselines)
+    past = [b for b in reader.line_baselines(newest.workload, fingerprint=newest.fingerprint, commits=commits,
+                                             before_id=None if commits else newest.id, limit=policy.history_baselines)
             if b.id not in set(second.baseline_ids)]
     if len(past) < policy.min_history:
         return None, notes
-    levels = kernel_levels(engine, [b.id for b in past if b.id is not None])
+    levels = reader.kernel_levels([b.id for b in past if b.id is not None])
     sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
     sd.attrs["df"] = max(0.4 * (len(past) - 1), 2.0)
     return sd, notes + [f"history noise: {len(past)} past baselines on {where} "

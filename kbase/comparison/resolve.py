@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
     from kbase.comparison.side import Side, SideMeta
     from kbase.store.models import Baseline
+    from kbase.store.reader import StoreReader
+    from kbase.store.records import BaselineRecord
 
 
 class RefKind(StrEnum):
@@ -69,7 +72,7 @@ class Resolved:
     label: str = ""
 
 
-def side_meta(bs: list[Baseline]) -> SideMeta:
+def side_meta(bs: Sequence[Baseline | BaselineRecord]) -> SideMeta:
     from kbase.comparison.side import SideMeta
 
     b = bs[-1]
@@ -77,18 +80,19 @@ def side_meta(bs: list[Baseline]) -> SideMeta:
                     commit=b.commit, baselines=tuple(x.id for x in bs if x.id is not None))
 
 
-def distinct_captures(bs: list[Baseline]) -> list[Baseline]:
+def distinct_captures(bs: Sequence[Baseline | BaselineRecord]) -> list[Baseline | BaselineRecord]:
     """One baseline per capture: the same file (sha256) with the same window stored twice (``--force``)
     is one sample, not two. The newest copy is kept."""
-    seen: dict[tuple[str, str], Baseline] = {}
+    seen: dict[tuple[str, str], Baseline | BaselineRecord] = {}
     for b in bs:
         seen[(b.source_sha256, b.window_spec)] = b
     return sorted(seen.values(), key=lambda b: b.id or 0)
 
 
-def _from_baselines(engine: Engine, bs: list[Baseline], label: str, notes: list[str]) -> Resolved:
+def _from_baselines(reader: StoreReader, bs: Sequence[Baseline | BaselineRecord], label: str,
+                    notes: list[str]) -> Resolved:
     from kbase.comparison.side import side_from_leaderboards
-    from kbase.store.queries import load_leaderboard
+    from kbase.store.reader import load_leaderboard
 
     newest = bs[-1]
     same = [b for b in bs if b.fingerprint == newest.fingerprint]
@@ -100,27 +104,29 @@ def _from_baselines(engine: Engine, bs: list[Baseline], label: str, notes: list[
         notes.append(f"{label}: {len(same) - len(unique)} re-stored copy(ies) of the same capture not pooled twice")
     if len(unique) > 1:
         notes.append(f"{label}: pooled {len(unique)} repeat captures ({', '.join(f'@{b.id}' for b in unique)})")
-    lbs = [load_leaderboard(engine, b.id) for b in unique if b.id is not None]
+    lbs = [load_leaderboard(reader, b) for b in unique if b.id is not None]
     side = side_from_leaderboards(lbs, label, side_meta(unique))
     return Resolved(side=side, commit=newest.commit, baseline_ids=[b.id for b in unique if b.id is not None],
                     notes=notes, label=label)
 
 
-def resolve_stored(ref: Ref, engine: Engine, *, workload: str, repo: Path | None = None,
+def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, repo: Path | None = None,
                    strict: bool = False) -> Resolved:
-    """One side of a diff from the store: a baseline id, or a git revision's baselines."""
-    from kbase.store.queries import baselines_at, get_baseline
+    """One side of a diff from the store (an Engine, or a ``StoreReader``: the read-only SQLite path): a
+    baseline id, or a git revision's baselines."""
+    from kbase.store.reader import as_reader
 
+    reader = as_reader(source)
     if ref.kind == RefKind.BASELINE:
         assert ref.baseline_id is not None
-        b = get_baseline(engine, ref.baseline_id)
-        return _from_baselines(engine, [b], f"@{b.id} ({b.commit[:12]})", [])
+        b = reader.baseline(ref.baseline_id)
+        return _from_baselines(reader, [b], f"@{b.id} ({b.commit[:12]})", [])
     from kbase.gitrepo import first_parents, open_repo, resolve_commit
 
     repo_obj = open_repo(repo)
     commit = resolve_commit(repo_obj, ref.text).hexsha
     chain = first_parents(repo_obj, commit, ANCESTRY_LIMIT)
-    found = baselines_at(engine, workload, chain)
+    found = reader.baselines_at(workload, chain)
     for skipped, c in enumerate(chain):
         if c in found:
             notes = []
@@ -131,7 +137,7 @@ def resolve_stored(ref: Ref, engine: Engine, *, workload: str, repo: Path | None
                                           f"{skipped} commit(s) back)", field="strict", value=True)
                 notes.append(f"{ref.text}: no baseline at {commit[:12]}; using {c[:12]} ({skipped} commit(s) back on "
                              "first-parent history)")
-            return _from_baselines(engine, found[c], f"{ref.text} ({c[:12]})", notes)
+            return _from_baselines(reader, found[c], f"{ref.text} ({c[:12]})", notes)
     raise NoBaselineError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}) or its "
                      f"{len(chain) - 1} first-parent ancestor(s); run kbase snapshot there first")
 

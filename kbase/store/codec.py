@@ -15,7 +15,6 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from kbase.jsonable import clean
-from kbase.store.models import Baseline
 from kbase.store.schema_names import name_hash  # noqa: F401 - re-exported (its home before)
 
 if TYPE_CHECKING:
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
+    from kbase.store.models import Baseline
+    from kbase.store.records import BaselineRecord
 
 
 def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str) -> str:
@@ -138,6 +139,7 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
                  tags: list[str] | None = None, note: str = "") -> Baseline:
     """The ``Baseline`` row (not yet saved) of a leaderboard taken at ``commit``."""
     from kbase import __version__
+    from kbase.store.models import Baseline  # here: reading a stored leaderboard needs no SQLModel
 
     s = lb.summary
     models = ",".join(s.gpu_models)
@@ -181,8 +183,9 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
     )
 
 
-def leaderboard_from_rows(b: Baseline, k: pd.DataFrame) -> Leaderboard:
-    """The stored Leaderboard of baseline ``b`` from its kernel rows ``k`` (joined with their names)."""
+def leaderboard_from_rows(b: Baseline | BaselineRecord, k: pd.DataFrame) -> Leaderboard:
+    """The stored Leaderboard of baseline ``b`` (a model or its ``sqlite_read`` record: only its summary and
+    iteration keys are read) from its kernel rows ``k`` (joined with their names)."""
     from kbase.analysis.leaderboard import COLUMNS, Leaderboard, LeaderboardSummary
     from kbase.comparison import sketch
 

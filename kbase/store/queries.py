@@ -14,6 +14,7 @@ from sqlalchemy import Select, delete, func, or_, select
 from kbase.errors import InputError, KbaseError, StoreError
 from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
 from kbase.store.engine import write_transaction
+from kbase.store.frames import kernels_frame, levels_frame
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
@@ -214,12 +215,10 @@ def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
         .where(bk.c.baseline_id.in_(baseline_ids))
         .order_by(bk.c.baseline_id, bk.c.rank)
     )
-    import pandas as pd  # here, not at the top: list/history/db never load pandas
-
     with engine.connect() as conn:
         res = conn.execute(q)
         # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
-        return pd.DataFrame([tuple(r) for r in res.fetchall()], columns=list(res.keys()))
+        return kernels_frame([tuple(r) for r in res.fetchall()], list(res.keys()))
 
 
 def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
@@ -353,8 +352,31 @@ def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
             q = (select(bk.c.baseline_id, kn.c.name, kn.c.short_name, bk.c.per_iter_ns)
                  .join(kn, kn.c.id == bk.c.name_id).where(bk.c.baseline_id.in_(baseline_ids[i : i + _NAME_CHUNK])))
             rows += [tuple(r) for r in conn.execute(q).fetchall()]
-    df = pd.DataFrame(rows, columns=["baseline_id", "name", "short_name", "per_iter_ns"])
-    wide = df.pivot_table(index="name", columns="baseline_id", values="per_iter_ns", aggfunc="sum")
-    wide = wide.reindex(columns=baseline_ids).astype(float)
-    wide.attrs["short_name"] = df.drop_duplicates("name").set_index("name")["short_name"].to_dict()
-    return wide
+    return levels_frame(rows, baseline_ids)
+
+
+class EngineReader:
+    """``reader.StoreReader`` over these queries (any store SQLAlchemy opens)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def baseline(self, baseline_id: int) -> Baseline:
+        return get_baseline(self.engine, baseline_id)
+
+    def baselines_at(self, workload: str, commits: list[str]) -> dict[str, list[Baseline]]:
+        return baselines_at(self.engine, workload, commits)
+
+    def line_baselines(self, workload: str, *, fingerprint: str | None = None, commits: list[str] | None = None,
+                       before_id: int | None = None, limit: int = 20) -> list[Baseline]:
+        return line_baselines(self.engine, workload, fingerprint=fingerprint, commits=commits, before_id=before_id,
+                              limit=limit)
+
+    def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
+        return load_kernels(self.engine, baseline_ids)
+
+    def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
+        return kernel_levels(self.engine, baseline_ids)
+
+    def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[Acceptance]:
+        return list_acceptances(self.engine, workload, active_on)

@@ -1,4 +1,5 @@
-"""The read-only SQLite path: ``kbase list``, ``show @ID`` and ``history`` on Python's own ``sqlite3``.
+"""The read-only SQLite path: ``kbase list``, ``show @ID``, ``history``, and the store reads of ``diff`` and
+``gate`` (``reader.StoreReader``) on Python's own ``sqlite3``.
 
 Why: importing SQLAlchemy and SQLModel costs ~0.4-0.6 s (pandas another ~0.6 s), more than the whole
 answer of these commands on a store of 10,000 baselines. SQLModel and Alembic stay the schema's source of
@@ -17,115 +18,67 @@ import sqlite3
 import sys
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from datetime import UTC, datetime
+from datetime import date
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kbase.errors import InputError
 from kbase.store.guard import _sqlite_tables
+from kbase.store.records import (  # noqa: F401 - BASELINE_FIELDS, Unreadable: re-exported (their home before)
+    BASELINE_FIELDS,
+    AcceptanceRecord,
+    BaselineRecord,
+    Unreadable,
+    acceptance_record,
+    baseline_record,
+    utc_datetime,
+)
 from kbase.store.schema_names import HEAD_REVISION, OWN_TABLES, SQLITE_INTERNAL_TABLES, name_hash
 from kbase.store.urls import sqlite_path
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kbase.render.board import LeaderboardRows
 
 T = TypeVar("T")
 
 
-class Unreadable(Exception):
-    """A stored value this path does not read as SQLAlchemy would: the caller falls back to that path."""
-
-
-@dataclass(frozen=True)
-class BaselineRecord:
-    """One ``baseline`` row, field for field as ``kbase.store.models.Baseline`` (a test keeps the names
-    equal), read-only. Datetimes are aware UTC, as ``UTCDateTime`` returns them."""
-
-    id: int | None
-    created_at: datetime
-    workload: str
-    commit: str
-    commit_date: datetime | None
-    branch: str
-    detached: bool
-    dirty: bool
-    source_name: str
-    source_sha256: str
-    source_size: int
-    source_format: str
-    source_mtime_ns: int | None
-    source_probe: str | None
-    exporter_version: str
-    gpu_models: str
-    gpu_count: int
-    host: str
-    window_spec: str
-    window_desc: str
-    marker: str
-    aligned: bool
-    warmup_skipped: int
-    iterations_used: int
-    iteration_keys: str
-    window_ns: int
-    window_gpu_ns: int
-    total_kernel_ns: int
-    compute_ns: int
-    communication_ns: int
-    memory_ns: int
-    step_wall_ns: float | None
-    fingerprint: str
-    summary_json: str
-    kbase_version: str
-    capture_copy: int
-    tags: str
-    note: str
-
-
-BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))
-_DATETIMES = ("created_at", "commit_date")
-_BOOLS = ("detached", "dirty", "aligned")
-# Literal SQL (none is built at run time; every value is a bound parameter); a test keeps the column
-# lists equal to BASELINE_FIELDS.
-_GET_BASELINE = (
+# Literal SQL (none is built at run time; every value is a bound parameter, a list of ids or commits one
+# JSON array read by ``json_each``); tests keep the column lists equal to the models'.
+_SELECT_BASELINE = (
     'SELECT "id", "created_at", "workload", "commit", "commit_date", "branch", "detached", "dirty", '
     '"source_name", "source_sha256", "source_size", "source_format", "source_mtime_ns", "source_probe", '
     '"exporter_version", "gpu_models", "gpu_count", "host", "window_spec", "window_desc", "marker", '
     '"aligned", "warmup_skipped", "iterations_used", "iteration_keys", "window_ns", "window_gpu_ns", '
     '"total_kernel_ns", "compute_ns", "communication_ns", "memory_ns", "step_wall_ns", "fingerprint", '
-    '"summary_json", "kbase_version", "capture_copy", "tags", "note" FROM baseline WHERE id = ?'
+    '"summary_json", "kbase_version", "capture_copy", "tags", "note" FROM baseline '
 )
+_GET_BASELINE = _SELECT_BASELINE + "WHERE id = ?"
 _LIST_BASELINES = (
-    'SELECT "id", "created_at", "workload", "commit", "commit_date", "branch", "detached", "dirty", '
-    '"source_name", "source_sha256", "source_size", "source_format", "source_mtime_ns", "source_probe", '
-    '"exporter_version", "gpu_models", "gpu_count", "host", "window_spec", "window_desc", "marker", '
-    '"aligned", "warmup_skipped", "iterations_used", "iteration_keys", "window_ns", "window_gpu_ns", '
-    '"total_kernel_ns", "compute_ns", "communication_ns", "memory_ns", "step_wall_ns", "fingerprint", '
-    '"summary_json", "kbase_version", "capture_copy", "tags", "note" FROM baseline WHERE (? = 0 OR '
-    'workload = ?) AND (? = 0 OR branch = ?) AND (? = 0 OR "commit" LIKE ? ESCAPE \'/\') ORDER BY '
-    'created_at DESC, id DESC LIMIT ?'
+    _SELECT_BASELINE + "WHERE (? = 0 OR workload = ?) AND (? = 0 OR branch = ?) AND (? = 0 OR \"commit\" LIKE ? "
+    "ESCAPE '/') ORDER BY created_at DESC, id DESC LIMIT ?"
 )
-
-
-def utc_datetime(value: Any) -> datetime | None:
-    """A stored datetime as SQLAlchemy's SQLite DATETIME (``fromisoformat``) and SQLModel's ``UTCDateTime``
-    (naive means UTC) return it."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise Unreadable(f"datetime stored as {type(value).__name__}")
-    try:
-        dt = datetime.fromisoformat(value)
-    except ValueError:
-        raise Unreadable(f"datetime {value!r}") from None
-    return dt.replace(tzinfo=UTC) if dt.utcoffset() is None else dt.astimezone(UTC)
-
-
-def _record(row: tuple) -> BaselineRecord:
-    values = dict(zip(BASELINE_FIELDS, row))
-    for k in _DATETIMES:
-        values[k] = utc_datetime(values[k])
-    for k in _BOOLS:
-        values[k] = None if values[k] is None else bool(values[k])
-    return BaselineRecord(**values)
+_BASELINES_AT = _SELECT_BASELINE + 'WHERE workload = ? AND "commit" IN (SELECT value FROM json_each(?)) ORDER BY id'
+_LINE_WHERE = "WHERE workload = ? AND (? = 0 OR fingerprint = ?) AND (? = 0 OR id <= ?) "
+_LINE_AT = _SELECT_BASELINE + _LINE_WHERE + 'AND "commit" IN (SELECT value FROM json_each(?))'
+_LINE_NEWEST = _SELECT_BASELINE + _LINE_WHERE + "ORDER BY created_at DESC, id DESC LIMIT ?"
+# ``frames.KERNEL_COLUMNS``, in order
+_LOAD_KERNELS = (
+    "SELECT bk.id, bk.baseline_id, bk.name_id, bk.rank, bk.gpus, bk.count, bk.total_ns, bk.avg_ns, bk.median_ns, "
+    "bk.min_ns, bk.max_ns, bk.std_ns, bk.per_iter_ns, bk.count_per_iter, bk.share_window, bk.share_kernel, "
+    "bk.amdahl_ceiling, bk.fragmented, bk.iter_ns, bk.iter_count, bk.launch_sketch, kn.name, kn.family, "
+    "kn.short_name, kn.category, kn.tc FROM baseline_kernel bk JOIN kernel_name kn ON kn.id = bk.name_id "
+    "WHERE bk.baseline_id IN (SELECT value FROM json_each(?)) ORDER BY bk.baseline_id, bk.rank"
+)
+_FRAGMENTED = 17  # the one Boolean column of _LOAD_KERNELS: SQLAlchemy returns bool, sqlite3 0/1
+_KERNEL_LEVELS = (
+    "SELECT bk.baseline_id, kn.name, kn.short_name, bk.per_iter_ns FROM baseline_kernel bk JOIN kernel_name kn "
+    "ON kn.id = bk.name_id WHERE bk.baseline_id IN (SELECT value FROM json_each(?))"
+)
+_ACCEPTANCES = (
+    'SELECT "id", "workload", "pattern", "commit", "reason", "author", "created_at", "expires" FROM acceptance '
+    "WHERE (? = 0 OR workload = ?) AND (? = 0 OR expires IS NULL OR expires >= ?) ORDER BY id"
+)
 
 
 def _float(v: Any) -> float:
@@ -159,11 +112,11 @@ class SqliteReader:
         escaped = (commit_prefix or "").lower().replace("/", "//").replace("%", "/%").replace("_", "/_")
         args = [bool(workload), workload or "", bool(branch), branch or "", bool(commit_prefix), escaped + "%",
                 limit or -1]
-        return [_record(r) for r in self.conn.execute(_LIST_BASELINES, args).fetchall()]
+        return [baseline_record(r) for r in self.conn.execute(_LIST_BASELINES, args).fetchall()]
 
     def get_baseline(self, baseline_id: int) -> BaselineRecord | None:
         row = self.conn.execute(_GET_BASELINE, (baseline_id,)).fetchone()
-        return _record(row) if row is not None else None
+        return baseline_record(row) if row is not None else None
 
     def kernel_names(self, workload: str | None = None) -> tuple[list[str], list[str]]:
         if workload:
@@ -231,6 +184,58 @@ class SqliteReader:
             return bounds_from_samples(_samples(blobs, keys), lb_summary)
 
         return LeaderboardRows(columns=list(COLUMNS), rows=rows, summary=lb_summary, notes=notes, bounds=bounds)
+
+
+    # The reads of ``diff`` and ``gate`` (``reader.StoreReader``), each as the ``queries`` function of that name.
+
+    def baseline(self, baseline_id: int) -> BaselineRecord:
+        found = self.get_baseline(baseline_id)
+        if found is None:
+            raise InputError("no such baseline in the store", field="ref", value=f"@{baseline_id}")
+        return found
+
+    def baselines_at(self, workload: str, commits: list[str]) -> dict[str, list[BaselineRecord]]:
+        out: dict[str, list[BaselineRecord]] = {}
+        if not commits:
+            return out
+        for row in self.conn.execute(_BASELINES_AT, (workload, json.dumps(commits))).fetchall():
+            b = baseline_record(row)
+            out.setdefault(b.commit, []).append(b)
+        return out
+
+    def line_baselines(self, workload: str, *, fingerprint: str | None = None, commits: list[str] | None = None,
+                       before_id: int | None = None, limit: int = 20) -> list[BaselineRecord]:
+        args: list[Any] = [workload, bool(fingerprint), fingerprint or "", before_id is not None, before_id or 0]
+        if commits is not None:
+            if not commits:
+                return []
+            pos = {c: i for i, c in enumerate(commits)}
+            found = [baseline_record(r) for r in self.conn.execute(_LINE_AT, [*args, json.dumps(commits)]).fetchall()]
+            found.sort(key=lambda b: (-pos[b.commit], b.created_at, b.id or 0))
+            return found[-limit:] if limit else found
+        newest = [baseline_record(r) for r in self.conn.execute(_LINE_NEWEST, [*args, limit]).fetchall()]
+        return newest[::-1]
+
+    def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
+        from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
+
+        rows = self.conn.execute(_LOAD_KERNELS, (json.dumps(baseline_ids),)).fetchall()
+        i = _FRAGMENTED
+        rows = [r if r[i] is None else (*r[:i], bool(r[i]), *r[i + 1:]) for r in rows]
+        return kernels_frame(rows, list(KERNEL_COLUMNS))
+
+    def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
+        import pandas as pd
+
+        from kbase.store.frames import levels_frame
+
+        if not baseline_ids:
+            return pd.DataFrame()
+        return levels_frame(self.conn.execute(_KERNEL_LEVELS, (json.dumps(baseline_ids),)).fetchall(), baseline_ids)
+
+    def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[AcceptanceRecord]:
+        args = (bool(workload), workload or "", active_on is not None, active_on.isoformat() if active_on else "")
+        return [acceptance_record(r) for r in self.conn.execute(_ACCEPTANCES, args).fetchall()]
 
 
 def _samples(blobs: list[tuple[str, Any, Any]], keys: list[int]) -> dict[str, dict[int, float]]:

@@ -224,3 +224,113 @@ def test_fallback_cases_answer_as_before(store, tmp_path, monkeypatch, args):
         results.append(got)
     assert results[0] == results[1]
     assert results[0][1][0] == 2 and "not a kbase store" in results[0][1][2]
+
+
+# ------------------------------------------------------------------ the reads of diff and gate (StoreReader)
+
+
+def test_compare_read_columns_are_the_models():
+    from kbase.store.frames import KERNEL_COLUMNS
+    from kbase.store.models import ACCEPTANCE, BASELINE_KERNEL
+    from kbase.store.records import ACCEPTANCE_FIELDS, AcceptanceRecord
+
+    assert list(KERNEL_COLUMNS) == [c.name for c in BASELINE_KERNEL.columns] + [
+        "name", "family", "short_name", "category", "tc"]
+    assert list(ACCEPTANCE_FIELDS) == [c.name for c in ACCEPTANCE.columns]
+    assert dataclasses.is_dataclass(AcceptanceRecord)
+
+
+@pytest.fixture
+def both_readers(store, tmp_path):
+    """The read-only reader and the SQLAlchemy one over a copy of the store holding acceptances."""
+    from datetime import date
+
+    from kbase.store import open_store
+    from kbase.store.models import Acceptance
+    from kbase.store.queries import EngineReader, add_acceptance
+
+    url, _, _ = store
+    shutil.copy(url.removeprefix("sqlite:///"), tmp_path / "acc.db")
+    copy = f"sqlite:///{tmp_path / 'acc.db'}"
+    st = open_store(copy)
+    for pattern, wl, exp in (("*gemm*", "bulk", None), ("/nccl/", "bulk", date(2020, 1, 2)),
+                             ("x", "other", date(2999, 1, 1))):
+        add_acceptance(st.engine, Acceptance(workload=wl, pattern=pattern, commit="c" * 40, reason="known",
+                                             author="a", expires=exp))
+    fast = open_reader(copy)
+    assert fast is not None
+    try:
+        yield fast, EngineReader(st.engine)
+    finally:
+        fast.close()
+        st.close()
+
+
+def _same_records(fast, slow, names) -> None:
+    assert len(fast) == len(slow)
+    for f, s in zip(fast, slow):
+        assert all(_same(getattr(f, k), getattr(s, k)) for k in names), [
+            (k, getattr(f, k), getattr(s, k)) for k in names if not _same(getattr(f, k), getattr(s, k))]
+
+
+def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
+    """Every read of diff/gate gives the same values (types included) on both paths: records field for field,
+    the kernel frames column for column with the same dtypes."""
+    from datetime import date
+
+    import pandas as pd
+
+    from kbase.errors import InputError
+    from kbase.store.records import ACCEPTANCE_FIELDS
+
+    fast, slow = both_readers
+    for bid in (1, 2, 4, 5, 7):
+        _same_records([fast.baseline(bid)], [slow.baseline(bid)], BASELINE_FIELDS)
+    for reader in (fast, slow):
+        with pytest.raises(InputError, match="no such baseline"):
+            reader.baseline(99)
+    commits = [b.commit for b in fast.list_baselines()]
+    for wl, cs in (("bulk", commits), ("other", commits[:4]), ("bulk", []), ("nope", commits)):
+        f, s = fast.baselines_at(wl, cs), slow.baselines_at(wl, cs)
+        assert list(f) == list(s)
+        for c in f:
+            _same_records(f[c], s[c], BASELINE_FIELDS)
+    fp = fast.baseline(3).fingerprint
+    for kw in ({}, {"fingerprint": fp}, {"limit": 2}, {"before_id": 3}, {"commits": commits[::-1], "limit": 3},
+               {"commits": commits[1:], "fingerprint": fp, "before_id": 8}, {"commits": []}, {"limit": 0},
+               {"commits": commits, "limit": 0}):
+        _same_records(fast.line_baselines("bulk", **kw), slow.line_baselines("bulk", **kw), BASELINE_FIELDS)
+    for ids in ([1], [2], [4, 2], [7], [1, 2, 3, 4, 5, 6, 7, 8], [], [99]):
+        f, s = fast.load_kernels(ids), slow.load_kernels(ids)
+        assert list(f.columns) == list(s.columns) and list(f.dtypes) == list(s.dtypes), (ids, f.dtypes, s.dtypes)
+        pd.testing.assert_frame_equal(f, s, check_exact=True)
+        f, s = fast.kernel_levels(ids), slow.kernel_levels(ids)
+        pd.testing.assert_frame_equal(f, s, check_exact=True)
+        assert f.attrs == s.attrs
+    for kw in ({}, {"workload": "bulk"}, {"workload": "other"}, {"active_on": date(2021, 1, 1)},
+               {"workload": "bulk", "active_on": date(2020, 1, 2)}):
+        _same_records(fast.list_acceptances(**kw), slow.list_acceptances(**kw), ACCEPTANCE_FIELDS)
+    assert len(fast.list_acceptances()) == 3
+
+
+@pytest.mark.parametrize("bid", [2, 4, 5, 7])
+def test_stored_leaderboard_from_a_record(store, bid):
+    """``codec.leaderboard_from_rows`` of a record equals the SQLAlchemy path's leaderboard."""
+    import pandas as pd
+
+    from kbase.store import open_store, queries
+    from kbase.store.reader import load_leaderboard
+
+    url, _, _ = store
+    fast = open_reader(url)
+    assert fast is not None
+    try:
+        a = load_leaderboard(fast, fast.baseline(bid))
+    finally:
+        fast.close()
+    with open_store(url) as st:
+        b = queries.load_leaderboard(st.engine, bid)
+    pd.testing.assert_frame_equal(a.table, b.table, check_exact=True)
+    pd.testing.assert_frame_equal(a.samples, b.samples, check_exact=True)
+    assert a.summary == b.summary and a.notes == b.notes and a.sketches.keys() == b.sketches.keys()
+    assert all((a.sketches[k] == b.sketches[k]).all() for k in a.sketches)
