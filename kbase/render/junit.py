@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbase.analysis.names import display_names
 from kbase.comparison.gate import FindingKind, Verdict
 from kbase.enums import GateStatus
 from kbase.render.diff import finding_text, verdict_reasons
@@ -15,11 +16,13 @@ from kbase.render.units import fmt_delta_pct
 def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
     rows = [r for r in doc["kernels"] if r["class"] in ("regressed", "new")]
     failing = {f.name for f in verdict.failing}
+    # kernels sharing a short name are told apart in the message as in the tables (template arguments, #id)
+    labels = display_names([r["name"] for r in rows], [r["short_name"] for r in rows])
     cases = []
-    for r in rows:
+    for r, label in zip(rows, labels):
         body = ""
         if r["name"] in failing:
-            msg = f"{r['short_name']} {r['class']} {fmt_delta_pct(r['delta_pct'])} per iteration; {r['amdahl']}"
+            msg = f"{label} {r['class']} {fmt_delta_pct(r['delta_pct'])} per iteration; {r['amdahl']}"
             body = f"<failure message={xml_attr(msg)}>{xml_text(r['diagnosis'])}</failure>"
         cases.append(f'  <testcase classname="kbase.gate" name={xml_attr(r["name"])}>{body}</testcase>')
     if verdict.status == GateStatus.INCOMPARABLE:
