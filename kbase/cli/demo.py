@@ -34,8 +34,9 @@ def demo(
         root = directory or Path(tmp)
         out.rule("1. generate a 2-GPU Nsight Systems export (real schema) and a git repository")
         run = demo_lib.prepare(root, iterations=iterations)
-        out.print(f"repository {run.repo}\nexports {run.before_export.name}, {run.after_export.name}\n"
-                  f"store {run.db_url}", highlight=False, markup=False)
+        for line in (f"repository {run.repo}", f"exports {run.before_export.name}, {run.after_export.name}",
+                     f"store {run.db_url}"):  # one print each: the console shows a newline inside a text as \n
+            out.print(line, highlight=False, markup=False)
         settings = kbase.Settings.load(repo=run.repo, db=run.db_url, name="demo-train")
         out.rule("2. kbase snapshot at commit 1 (HEAD~1)")
         first = kbase.snapshot(run.before_export, settings)
@@ -54,6 +55,8 @@ def demo(
             out = console()
         line = (f"injected: {run.slowed_kernel[:70]}... made {demo_lib.SLOWDOWN:.2f}x slower per launch -> "
                 f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {result.verdict.code}")
-        out.print(("" if quiet else "\n") + line, highlight=False, markup=False)
+        if not quiet:
+            out.print()  # a blank line; the console writes a newline inside a text as the two characters \n
+        out.print(line, highlight=False, markup=False, soft_wrap=True)  # one line whatever the width
         if directory and not quiet:
             out.print(f"kept in {directory}: try  kbase list --db {run.db_url}", highlight=False, markup=False)

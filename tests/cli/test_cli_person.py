@@ -34,7 +34,14 @@ def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo")
     r = run_kbase("demo", "--dir", str(root))
     assert r.rc == 0, r
-    return {"repo": root / "repo", "db": f"sqlite:///{root / 'kbase.db'}", "root": root}
+    return {"repo": root / "repo", "db": f"sqlite:///{root / 'kbase.db'}", "root": root, "stdout": r.stdout}
+
+
+def test_demo_ends_with_its_finding_on_a_line_of_its_own(demo):
+    lines = demo["stdout"].splitlines()
+    found = [i for i, line in enumerate(lines) if line.startswith("injected: ")]
+    assert len(found) == 1 and "gate exit 1" in lines[found[0]] and lines[found[0] - 1] == "", lines[-5:]
+    assert "\\n" not in demo["stdout"]  # no newline written as the two characters \n
 
 
 @pytest.fixture(scope="module")
