@@ -106,23 +106,29 @@ def test_help_loads_neither_the_store_nor_the_data_stack(tmp_path):
     assert not heavy, f"kbase --help loaded {sorted(heavy)}"
 
 
-def test_old_schema_store_takes_the_sqlalchemy_path(small_store, tmp_path):
-    """A store one revision behind is migrated on use as before (Alembic): the fast path never reads it."""
+def old_schema_copy(url: str, dest: Path) -> str:
+    """A copy of the store downgraded one revision (what an older kbase left)."""
     import shutil
 
     from alembic import command
 
     from kbase.store import engine as kdb
 
-    url, _, _ = small_store
-    shutil.copy(url.removeprefix("sqlite:///"), tmp_path / "old.db")
-    old = f"sqlite:///{tmp_path / 'old.db'}"
+    shutil.copy(url.removeprefix("sqlite:///"), dest)
+    old = f"sqlite:///{dest}"
     eng = kdb.make_engine(old)
     cfg = kdb.alembic_config(old)
     with eng.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "-1")
     eng.dispose()
+    return old
+
+
+def test_old_schema_store_takes_the_sqlalchemy_path(small_store, tmp_path):
+    """A store one revision behind is migrated on use as before (Alembic): the fast path never reads it."""
+    url, _, _ = small_store
+    old = old_schema_copy(url, tmp_path / "old.db")
     rc, heavy = loaded("list", "--db", old, cwd=tmp_path)
     assert rc == 0 and {"sqlalchemy", "alembic"} <= heavy
     rc, heavy = loaded("list", "--db", old, cwd=tmp_path)  # now at the head: the fast path again

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,9 +39,9 @@ def _store(settings: Settings, store: Store | None, readonly: bool = False) -> I
 def _fast_read(settings: Settings, store: Store | None, fn: Callable[[SqliteReader], T]) -> T | None:
     """``fn`` on the read-only SQLite path (``store.sqlite_read``: no SQLAlchemy, no pandas) when no store
     was given and that path applies to the settings' store; None otherwise — then the caller opens the
-    store as usual, which reports any problem in its own words. ``KBASE_NO_FAST_READ=1`` turns the path off
-    (tests compare both paths' output; a suspected difference can be checked)."""
-    if store is not None or os.environ.get("KBASE_NO_FAST_READ", "") not in ("", "0"):
+    store as usual, which reports any problem in its own words (``read_only``: also off with
+    ``KBASE_NO_FAST_READ=1``)."""
+    if store is not None:
         return None
     from kbase.store.sqlite_read import read_only
 

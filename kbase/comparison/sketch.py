@@ -82,13 +82,20 @@ def build_sketches(codes: np.ndarray, start: np.ndarray | None, dur: np.ndarray,
     bounds = np.searchsorted(key, np.arange(n_groups + 1, dtype=np.int64) << 40)  # where each group starts
     gfirst, gcount = bounds[:-1], np.diff(bounds)
     key &= (1 << 40) - 1  # now the durations, in group order, ascending within a group
+    return _fill(out, key, gfirst, gcount)
+
+
+def _fill(out: np.ndarray, durations: np.ndarray, gfirst: np.ndarray, gcount: np.ndarray) -> np.ndarray:
+    """Quantiles (by position), counts and totals of each (kernel, chunk) group into ``out``, from the int64
+    ``durations`` in group order (ascending within a group) and each group's first index and size."""
+    n_groups = len(gcount)
     present = np.flatnonzero(gcount)
     gtotal = np.zeros(n_groups)
-    gtotal[present] = np.add.reduceat(key, gfirst[present]).astype(np.float64)  # exact int64 sums
+    gtotal[present] = np.add.reduceat(durations, gfirst[present]).astype(np.float64)  # exact int64 sums
     pos = gfirst[present, None] + np.minimum((QPOS[None, :] * gcount[present, None]).astype(np.int64),
                                              gcount[present, None] - 1)
     flat = out.reshape(n_groups, WIDTH)
-    flat[present, :QUANTILES] = key[pos].astype(np.float64)
+    flat[present, :QUANTILES] = durations[pos].astype(np.float64)
     flat[:, COUNT] = gcount
     flat[:, TOTAL] = gtotal
     return out
@@ -106,18 +113,8 @@ def _build_sketches_lexsort(out: np.ndarray, c: np.ndarray, dur: np.ndarray, n_n
     group = c * CHUNKS + (np.arange(len(c)) - first[c]) * CHUNKS // count[c]
     dd = np.clip(dur, 0, (1 << 40) - 1).astype(np.int64)
     o2 = np.lexsort((dd, group))
-    g, d = group[o2], dd[o2].astype(np.float64)
-    n_groups = n_names * CHUNKS
-    gcount = np.bincount(g, minlength=n_groups)
-    gfirst = np.concatenate([[0], np.cumsum(gcount)[:-1]])
-    present = np.flatnonzero(gcount)
-    pos = gfirst[present, None] + np.minimum((QPOS[None, :] * gcount[present, None]).astype(np.int64),
-                                             gcount[present, None] - 1)
-    flat = out.reshape(n_groups, WIDTH)
-    flat[present, :QUANTILES] = d[pos]
-    flat[:, COUNT] = gcount
-    flat[:, TOTAL] = np.bincount(g, weights=d, minlength=n_groups)
-    return out
+    gcount = np.bincount(group[o2], minlength=n_names * CHUNKS)
+    return _fill(out, dd[o2], np.concatenate([[0], np.cumsum(gcount)[:-1]]), gcount)
 
 
 def pack(sketch: np.ndarray) -> bytes:

@@ -42,34 +42,31 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     (``store.sqlite_read``: no SQLAlchemy, no pandas): ``kbase top FILE`` of a stored file answers in the
     time of the identity check and one query. (decided, rows): ``decided`` when this path could answer
     (no store file, no repository, or a head-schema SQLite store: found or not); otherwise the caller
-    asks ``stored_leaderboard_of`` (PostgreSQL, another schema)."""
-    import os
-
+    asks ``stored_leaderboard_of`` (PostgreSQL, another schema, ``KBASE_NO_FAST_READ``)."""
     from kbase.store.sqlite_read import read_only
     from kbase.store.urls import sqlite_path
 
     url = settings.store_url()
     db_file = sqlite_path(url)
-    if db_file is None or os.environ.get("KBASE_NO_FAST_READ", "") not in ("", "0"):
+    if db_file is None:
         return False, None
     if not db_file.is_file():
         return True, None  # no store here: never create one for a read
     key = _identity_key(profile, settings)
     if key is None:
         return True, None
-    if not _at_head(db_file):
+
+    def rows(rd) -> list:  # a list: None from read_only means "this path does not apply"
+        found = rd.find_by_identity(*key)
+        b = None if found is None else rd.get_baseline(found)
+        return [] if b is None else [found, rd.leaderboard(b)]
+
+    got = read_only(url, settings.busy_timeout_s, rows)
+    if got is None:
         return False, None
-    found = _sqlite_lookup(db_file, key)
-    if found is None:
+    if not got:
         return True, None
-
-    def rows(rd):
-        b = rd.get_baseline(found)
-        return None if b is None else rd.leaderboard(b)
-
-    board = read_only(url, settings.busy_timeout_s, rows)
-    if board is None:
-        return False, None  # not readable on this path: the store stack decides
+    found, board = got
     board.notes.append(_note(found, key[0]))
     return True, board
 
@@ -108,54 +105,27 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
     return lb
 
 
-def _connect_ro(db_file: Path):
-    import sqlite3
-
-    return sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-
-
-def _at_head(db_file: Path) -> bool:
-    """The store file is at this kbase's head schema revision (read-only; False when unreadable)."""
-    import sqlite3
-
-    from kbase.store.schema_names import HEAD_REVISION
-
-    try:
-        conn = _connect_ro(db_file)
-    except (sqlite3.Error, ValueError):
-        return False
-    try:
-        rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        return rev is not None and rev[0] == HEAD_REVISION
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-
-
 def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
     """The id ``queries.find_by_identity`` would find, by one read-only query through Python's sqlite3
-    (a store at another schema revision, or one that cannot be read: None)."""
+    (a store at another schema revision, or one that cannot be read: None). Whatever
+    ``KBASE_NO_FAST_READ`` says: it spares the store stack's imports on a miss."""
     import sqlite3
 
     from kbase.store.schema_names import HEAD_REVISION
+    from kbase.store.sqlite_read import SqliteReader
 
     try:
-        conn = _connect_ro(db_file)
+        conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
     except (sqlite3.Error, ValueError):
         return None
+    reader = SqliteReader(conn)
     try:
         rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        if rev is None or rev[0] != HEAD_REVISION:
-            return None
-        row = conn.execute('SELECT id FROM baseline WHERE "commit" = ? AND source_probe = ? AND source_size = ? '
-                           "AND source_mtime_ns = ? AND window_spec = ? AND kbase_version = ? "
-                           "ORDER BY id DESC LIMIT 1", key).fetchone()
-        return int(row[0]) if row else None
+        return reader.find_by_identity(*key) if rev is not None and rev[0] == HEAD_REVISION else None
     except sqlite3.Error:
         return None
     finally:
-        conn.close()
+        reader.close()
 
 
 def head_commit(repo: Path | None) -> str | None:

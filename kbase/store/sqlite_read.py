@@ -114,6 +114,15 @@ class SqliteReader:
                 limit or -1]
         return [baseline_record(r) for r in self.conn.execute(_LIST_BASELINES, args).fetchall()]
 
+    def find_by_identity(self, commit: str, probe: str, size: int, mtime_ns: int, window_spec: str,
+                         kbase_version: str) -> int | None:
+        """``queries.find_by_identity``'s id (any workload): the newest baseline of this very file."""
+        row = self.conn.execute('SELECT id FROM baseline WHERE "commit" = ? AND source_probe = ? AND source_size = ? '
+                                "AND source_mtime_ns = ? AND window_spec = ? AND kbase_version = ? "
+                                "ORDER BY id DESC LIMIT 1",
+                                (commit, probe, size, mtime_ns, window_spec, kbase_version)).fetchone()
+        return int(row[0]) if row else None
+
     def get_baseline(self, baseline_id: int) -> BaselineRecord | None:
         row = self.conn.execute(_GET_BASELINE, (baseline_id,)).fetchone()
         return baseline_record(row) if row is not None else None
@@ -285,7 +294,12 @@ def open_reader(url: str, busy_timeout_s: float | None = None) -> SqliteReader |
 
 def read_only(url: str, busy_timeout_s: float | None, fn: Callable[[SqliteReader], T]) -> T | None:
     """``fn(reader)`` on the read-only path, or None when that path does not apply or a read fails (the
-    caller then asks the SQLAlchemy path, which reports the problem as it always has)."""
+    caller then asks the SQLAlchemy path, which reports the problem as it always has).
+    ``KBASE_NO_FAST_READ=1`` turns the path off (tests compare both paths' output)."""
+    import os
+
+    if os.environ.get("KBASE_NO_FAST_READ", "") not in ("", "0"):
+        return None
     reader = open_reader(url, busy_timeout_s)
     if reader is None:
         return None

@@ -62,3 +62,27 @@ def test_pool_averages_quantiles_and_sums_counts():
     b = sketch.build_sketches(np.zeros(16, dtype=np.int64), np.arange(16), np.full(16, 20.0), 1)[0]
     p = sketch.pool([a, b])
     assert np.allclose(p[:, : sketch.QUANTILES], 15.0) and p[:, sketch.COUNT].sum() == 32
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_sketches_built_in_blocks_equal_a_plain_per_chunk_reference(monkeypatch, in_order):
+    """Each (kernel, chunk): the launches at order ``rank * CHUNKS // count`` within their kernel (start
+    order), their durations sorted, quantile q at position floor(q * n). Blocks of 7 launches split
+    every kernel across blocks, as 64K-launch blocks do at scale."""
+    monkeypatch.setattr(sketch, "_BLOCK", 7)
+    rng = np.random.default_rng(5)
+    n, names = 300, 5
+    codes = rng.integers(0, names, n).astype(np.int16)
+    start = np.arange(n) * 10 if in_order else rng.permutation(n) * 10
+    dur = rng.integers(1_000, 90_000, n)
+    got = sketch.build_sketches(codes, start, dur, names)
+    for k in range(names):
+        launches = sorted((int(s), int(d)) for c, s, d in zip(codes, start, dur) if c == k)
+        chunks: list[list[int]] = [[] for _ in range(sketch.CHUNKS)]
+        for rank, (_, d) in enumerate(launches):
+            chunks[rank * sketch.CHUNKS // len(launches)].append(d)
+        for j, ds in enumerate(chunks):
+            ds.sort()
+            assert got[k, j, sketch.COUNT] == len(ds) and got[k, j, sketch.TOTAL] == sum(ds)
+            want = [ds[min(int(q * len(ds)), len(ds) - 1)] for q in sketch.QPOS] if ds else [np.nan] * sketch.QUANTILES
+            assert np.array_equal(got[k, j, : sketch.QUANTILES], want, equal_nan=True)

@@ -17,6 +17,7 @@ import pytest
 import kbase
 from kbase.store.sqlite_read import BASELINE_FIELDS, BaselineRecord, open_reader
 from tests.conftest import run_kbase
+from tests.test_imports import old_schema_copy
 
 
 def _fill(url: str) -> list[str]:
@@ -169,27 +170,10 @@ def test_list_and_history_output_is_byte_identical(store, monkeypatch, args):
     assert (fast.rc, fast.stdout, fast.stderr) == (slow.rc, slow.stdout, slow.stderr)
 
 
-def _old_schema_copy(url: str, dest: Path) -> str:
-    """A copy of the store downgraded one revision (what an older kbase left)."""
-    from alembic import command
-
-    from kbase.store import engine as kdb
-
-    shutil.copy(url.removeprefix("sqlite:///"), dest)
-    old = f"sqlite:///{dest}"
-    eng = kdb.make_engine(old)
-    cfg = kdb.alembic_config(old)
-    with eng.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "-1")
-    eng.dispose()
-    return old
-
-
 def test_the_fast_path_reads_only_head_schema_kbase_stores(store, tmp_path):
     url, _, _ = store
     assert open_reader(url) is not None
-    old = _old_schema_copy(url, tmp_path / "old.db")
+    old = old_schema_copy(url, tmp_path / "old.db")
     foreign = tmp_path / "foreign.db"
     shutil.copy(url.removeprefix("sqlite:///"), foreign)
     with sqlite3.connect(foreign) as conn:
@@ -212,7 +196,7 @@ def test_fallback_cases_answer_as_before(store, tmp_path, monkeypatch, args):
         monkeypatch.setenv("KBASE_NO_FAST_READ", flag)
         d = tmp_path / f"run{flag or 0}"
         d.mkdir()
-        old = _old_schema_copy(url, d / "old.db")
+        old = old_schema_copy(url, d / "old.db")
         foreign = d / "foreign.db"
         with sqlite3.connect(foreign) as conn:
             conn.execute("CREATE TABLE notes (x)")
