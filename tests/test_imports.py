@@ -1,6 +1,6 @@
 """Each command imports only what it uses: the store's reading commands (list, show @ID, history) never
-load pandas or pyarrow (nor numpy, but for history's step detection), nor SQLAlchemy/SQLModel on a SQLite
-store at the head schema, and ``--help`` loads neither the store stack nor the data stack.
+load pandas, pyarrow or numpy (history's step detection is plain Python), nor SQLAlchemy/SQLModel on a
+SQLite store at the head schema, and ``--help`` loads neither the store stack nor the data stack.
 
 Each case runs the real CLI entry point in a fresh interpreter (``kbase.cli.main``, as the ``kbase``
 script does) and then reports which of the heavy modules ended up in ``sys.modules``.
@@ -82,9 +82,7 @@ def test_store_reading_commands_load_neither_the_store_nor_the_data_stack(small_
     argv = [a.format(name=name) for a in args]
     rc, heavy = loaded(*argv, "--db", url, cwd=root)
     assert rc == 0
-    # history (table, JSON and CSV) runs step detection over the kernel's levels: numpy (0.06 s), never pandas
-    allowed = {"numpy"} if args[0] == "history" else set()
-    assert not heavy & (DATA_STACK - allowed), f"kbase {' '.join(args[:1])} loaded {sorted(heavy & DATA_STACK)}"
+    assert not heavy & DATA_STACK, f"kbase {' '.join(args[:1])} loaded {sorted(heavy & DATA_STACK)}"
     assert not heavy & STORE_STACK, f"kbase {' '.join(args[:1])} loaded {sorted(heavy & STORE_STACK)}"
     # the same command on the SQLAlchemy path: the probe does see what a command imports
     rc, slow = loaded(*argv, "--db", url, cwd=root, env={"KBASE_NO_FAST_READ": "1"})

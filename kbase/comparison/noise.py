@@ -27,11 +27,11 @@ from statistics import NormalDist
 import numpy as np
 
 from kbase.comparison import sketch
+from kbase.comparison.levels import level_noise
 from kbase.comparison.stats import t_two_sided_p
 
 POWER_Z = NormalDist().inv_cdf(0.8)
 SOURCES = ("history", "repeat", "launches", "iterations", "assumed")
-_MAD_TO_SD = 1.0 / (0.6745 * math.sqrt(2.0))  # successive differences of iid noise have sd sqrt(2)·sigma
 
 
 @dataclass(frozen=True)
@@ -87,19 +87,6 @@ def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolut
         return None
     floor = resolution_ns / math.sqrt(12.0) / typical / math.sqrt(chunks * sketch.QUANTILES)
     return Estimate(rel=rel, se=max(se, floor), source="launches", n=chunks, df=float(chunks - 1))
-
-
-def level_noise(levels: np.ndarray) -> float:
-    """Relative run-to-run sd of one kernel from its per-run levels (oldest first), robust to steps:
-    median |successive difference| scaled to an sd. NaN with fewer than 3 levels."""
-    x = np.asarray(levels, dtype=float)
-    x = x[np.isfinite(x)]
-    if len(x) < 3:
-        return float("nan")
-    centre = float(np.median(x))
-    if centre <= 0:
-        return float("nan")
-    return float(np.median(np.abs(np.diff(x))) * _MAD_TO_SD / centre)
 
 
 def history_noise(levels: np.ndarray, min_history: int) -> np.ndarray:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
 from kbase.analysis.names import short_id
-from kbase.render.layout import Column, inert, print_table
-from kbase.render.safe import csv_text
+from kbase.render.columns import Column
 from kbase.render.units import fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
@@ -74,6 +73,8 @@ def spark_lines(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
     for r in rows:
         v = r["per_iter_ns"]
         by_workload.setdefault(r["workload"], []).append(float(v) if v is not None else math.nan)
+    from kbase.render.safe import inert
+
     lines = []
     for workload, all_vals in by_workload.items():
         vals = all_vals[-width:]
@@ -96,6 +97,8 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
                   limit: int | None = None) -> list[dict[str, Any]]:
     """Heading, sparklines (every baseline) and the table (the newest ``limit`` rows; None: all); returns
     the rows with their changes (for a caller's sections)."""
+    from kbase.render.layout import inert, print_table  # rich: only for the screen (JSON and CSV never load it)
+
     rows = with_changes(h.rows)
     label = inert(f"{h.short_name} {short_id(h.name)}")
     if quiet:
@@ -189,6 +192,8 @@ def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None, limit: 
     none, or when steps were not computed)."""
     import csv
     import io
+
+    from kbase.render.safe import csv_text
 
     rows = _newest(with_changes(h.rows), limit)
     marks = step_marks(rows, steps)

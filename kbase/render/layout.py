@@ -14,30 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from rich import box
 from rich.cells import cell_len, set_cell_size
 from rich.table import Table
 from rich.text import Text
 
+from kbase.render.columns import Column  # re-exported: the spec lives apart from rich
 from kbase.render.safe import inert
 
 ELLIPSIS = "…"
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    header: str
-    priority: int = 0  # 0: never dropped; larger numbers drop first
-    min_width: int = 3  # a shrinkable column is never cut below this
-    want_width: int | None = None  # columns of larger priority numbers drop before this one is cut below this
-    max_width: int | None = None  # the default view cuts longer cells here (with an ellipsis)
-    justify: Literal["left", "right"] = "right"
-    shrink: bool = False  # may be cut (with an ellipsis) to fit: names and sentences
-    keep_tail: bool = False  # cut in the middle so the end survives (a name's "#a1b2c3" id)
-    tiebreak: str | None = None  # a row key holding an id, appended where cutting makes two cells look alike
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kbase.render.layout import Column, inert, print_table
+from kbase.render.columns import Column
 from kbase.render.units import fmt_ns
 
 if TYPE_CHECKING:
@@ -59,6 +59,8 @@ def _cells(s: KernelStep) -> dict[str, str]:
 
 
 def print_steps(report: StepsReport, console: Any, wide: bool = False) -> None:
+    from kbase.render.layout import inert, print_table
+
     for n in report.notes:
         console.print(f"note: {inert(n)}", highlight=False, markup=False)
     title = (f"{len(report.steps)} step(s) in {report.workload!r} over {report.baselines} baseline(s), "

@@ -54,4 +54,4 @@ def test_kernel_steps_orders_by_effect_and_names_commit_ranges():
 def test_commit_levels_average_repeat_baselines():
     lv = np.array([[1.0, 3.0, 5.0, np.nan]])
     per, order = commit_levels(lv, ["x", "x", "y", "z"])
-    assert order == ["x", "y", "z"] and per[0, 0] == 2.0 and per[0, 1] == 5.0 and np.isnan(per[0, 2])
+    assert order == ["x", "y", "z"] and per[0][0] == 2.0 and per[0][1] == 5.0 and np.isnan(per[0][2])

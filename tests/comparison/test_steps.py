@@ -183,7 +183,7 @@ def test_commit_levels_is_the_per_commit_mean_of_finite_levels():
             for row in range(k):
                 finite = block[row][np.isfinite(block[row])]
                 want = finite.mean() if len(finite) else np.nan
-                assert np.isclose(got[row, j], want, equal_nan=True)
+                assert np.isclose(got[row][j], want, equal_nan=True)
 
 
 def test_history_table_shows_the_newest_rows_and_json_one_baseline_per_line(hist):

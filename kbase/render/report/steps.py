@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from kbase.comparison.changepoints import Creep, series_steps
 from kbase.render.report.model import ReportData, StepMarker
@@ -17,7 +17,7 @@ def find_steps(data: ReportData) -> list[StepMarker]:
     series += [(k.name, k.short_name, k.per_iter_ns) for k in data.kernels]
     out = []
     for name, label, values in series:
-        levels = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+        levels = [math.nan if v is None else float(v) for v in values]
         for found, _frm, first, _to in series_steps(levels, commits):
             kind = "creep" if isinstance(found, Creep) else "step"
             out.append(StepMarker(index=where[first], kernel=name, delta_pct=100.0 * found.rel,
