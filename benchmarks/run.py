@@ -99,7 +99,8 @@ def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: in
     from kbase.synth.history import write_bulk_history
 
     db = out / f"{name}.db"
-    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": HEAD_REVISION, "v": 2}
+    # v3: baselines with summaries and launch sketches (v2 stores compared nothing per iteration)
+    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": HEAD_REVISION, "v": 3}
     side = out / f"{name}.json"
     if db.exists() and fresh(side, want):
         return db

@@ -140,8 +140,9 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                        chunk: int = 2000) -> list[str]:
     """Write ``n_baselines`` baselines (one per commit, synthetic hashes) in bulk; returns the commits.
 
-    ``steps`` apply as in ``generate_history`` (``at`` counts baselines). Per-iteration samples are
-    stored like ``save_leaderboard`` stores them (float32, summed over GPUs).
+    ``steps`` apply as in ``generate_history`` (``at`` counts baselines). Each baseline is stored as
+    ``save_leaderboard`` stores a snapshot: its summary (window, GPUs, iteration keys: what the diff
+    compares per iteration), per-iteration samples (float32, summed over GPUs) and launch sketches.
     """
     from kbase import __version__
     from kbase.analysis import classify
@@ -191,6 +192,8 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                 window_ns = int(kernel_ns / gpus / 0.9)
                 by_cat = {c: float(total[[x == c for x in cats]].sum()) for c in ("compute", "communication", "memory")}
                 when = _T0 + timedelta(hours=b)
+                summary = _bulk_summary(total, by_cat, window_ns, gpus, models, keys, int(cnt.sum()))
+                sketches = _bulk_sketches(rng, total, cnt.sum(axis=1), mean * factors[b])
                 base_rows.append(Baseline(
                     id=first_id + b, created_at=when, workload=workload, commit=commits[b], commit_date=when,
                     branch="main", source_name="train.sqlite",
@@ -200,7 +203,7 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                     warmup_skipped=1, iterations_used=iterations, iteration_keys=json.dumps(keys), window_ns=window_ns,
                     window_gpu_ns=window_ns * gpus, total_kernel_ns=int(kernel_ns), compute_ns=int(by_cat["compute"]),
                     communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]), fingerprint=fp,
-                    kbase_version=__version__).model_dump())
+                    summary_json=summary, kbase_version=__version__).model_dump())
                 order = np.argsort(-total, kind="stable")
                 units = iterations * gpus
                 for rank, k in enumerate(order, 1):
@@ -214,7 +217,50 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                         "count_per_iter": count / units, "share_window": share,
                         "share_kernel": float(total[k] / kernel_ns),
                         "amdahl_ceiling": 1 / (1 - share) if share < 1 else None, "fragmented": False,
-                        "iter_ns": per[k].astype("<f4").tobytes(), "iter_count": cnt[k].astype("<f4").tobytes()})
+                        "iter_ns": per[k].astype("<f4").tobytes(), "iter_count": cnt[k].astype("<f4").tobytes(),
+                        "launch_sketch": sketches[k].astype("<f4").tobytes()})
             conn.execute(bt.insert(), base_rows)
             conn.execute(bk.insert(), kernel_rows)
     return commits
+
+
+def _bulk_summary(total: np.ndarray, by_cat: dict[str, float], window_ns: int, gpus: int, models: str,
+                  keys: list[int], launches: int) -> str:
+    """The stored summary JSON of one bulk baseline, as ``codec`` writes a snapshot's."""
+    from kbase import jsonable
+    from kbase.analysis.summary import LeaderboardSummary
+    from kbase.enums import WindowMode
+
+    kernel_ns, gpu_ns, n = float(total.sum()), window_ns * gpus, len(keys)
+    shares = np.sort(total)[::-1] / kernel_ns if kernel_ns else np.zeros(0)
+    s = LeaderboardSummary(
+        source="train.sqlite", format="nsys-sqlite", exporter="synthetic", gpu_models=[models], gpus=gpus,
+        window=f"iterations {keys[0]}..{keys[-1]}" if keys else "", aligned=True, mode=WindowMode.ITERATIONS.value,
+        marker="ProfilerStep#N", iterations=n, iteration_keys=keys, warmup_skipped=1, window_start_ns=0,
+        window_end_ns=window_ns, window_ns=window_ns, window_gpu_ns=gpu_ns, total_kernel_ns=int(kernel_ns),
+        kernel_ns_per_iter=kernel_ns / (n * gpus) if n else None, compute_ns=int(by_cat["compute"]),
+        communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]),
+        busy_share=kernel_ns / gpu_ns, compute_share=by_cat["compute"] / gpu_ns,
+        communication_share=by_cat["communication"] / gpu_ns, memory_share=by_cat["memory"] / gpu_ns,
+        share_denominator=f"window {window_ns / 1e9:.6f} s x {gpus} GPU(s) = {gpu_ns / 1e9:.6f} GPU-s",
+        top1_share_kernel=float(shares[0]) if len(shares) else 0.0, top5_share_kernel=float(shares[:5].sum()),
+        shape=["balanced"], kernels=len(total), launches=launches, unattributed_no_launch=0, outside_iterations=0,
+        step_wall_ns=window_ns / n if n else None)
+    return json.dumps(jsonable.clean({**jsonable.clean(s), "notes": []}), allow_nan=False)
+
+
+def _bulk_sketches(rng: np.random.Generator, total: np.ndarray, launches: np.ndarray,
+                   mean_ns: np.ndarray) -> np.ndarray:
+    """(kernels, CHUNKS, WIDTH) launch sketches: each chunk's launch durations spread 2% around the
+    kernel's mean with 0.5% chunk-to-chunk jitter; launches and time split evenly over the chunks."""
+    from statistics import NormalDist
+
+    from kbase.comparison import sketch
+
+    z = np.array([NormalDist().inv_cdf(q) for q in sketch.QPOS])
+    level = mean_ns[:, None] * (1 + 0.005 * rng.standard_normal((len(total), sketch.CHUNKS)))
+    out = np.empty((len(total), sketch.CHUNKS, sketch.WIDTH))
+    out[:, :, : sketch.QUANTILES] = level[:, :, None] * (1 + 0.02 * z)[None, None, :]
+    out[:, :, sketch.COUNT] = (launches / sketch.CHUNKS)[:, None]
+    out[:, :, sketch.TOTAL] = (total / sketch.CHUNKS)[:, None]
+    return out
