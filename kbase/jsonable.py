@@ -45,13 +45,42 @@ def clean(value: Any) -> Any:
 
 def dumps(value: Any, indent: int | None = 2) -> str:
     """Strict JSON text (``allow_nan=False`` proves no NaN slipped through). UTF-8 as is, except
-    that a name with a lone surrogate (not encodable) turns the document into ASCII escapes."""
-    doc = clean(value)
-    text = json.dumps(doc, indent=indent, ensure_ascii=False, allow_nan=False)
+    that a name with a lone surrogate (not encodable) turns the document into ASCII escapes.
+
+    Indented, with one exception: a list of records (dicts) holds one record per line. Each record
+    goes through json's C encoder (any ``indent`` switches CPython to the pure-Python one: 75 ms for a
+    2,000-kernel diff, 0.25 s for a 10,000-baseline history). A value already made of JSON types is
+    encoded as it is; ``clean`` runs only when the encoder refuses something (NaN, numpy, dataclasses)."""
+    try:
+        text = _encode(value, indent, ascii_only=False)
+    except (ValueError, TypeError):
+        value = clean(value)
+        text = _encode(value, indent, ascii_only=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(doc, indent=indent, ensure_ascii=True, allow_nan=False)
-    from kbase.render.safe import json_safe  # DEL, C1 and bidi controls as \uXXXX: inert on a terminal
+        text = _encode(value, indent, ascii_only=True)
+    from kbase.render.safe import json_safe  # DEL, C1 and bidi controls as \\uXXXX: inert on a terminal
 
     return json_safe(text)
+
+
+def _encode(value: Any, indent: int | None, ascii_only: bool) -> str:
+    enc = json.JSONEncoder(ensure_ascii=ascii_only, allow_nan=False, separators=(", ", ": ")).encode
+    if indent is None:
+        return json.JSONEncoder(ensure_ascii=ascii_only, allow_nan=False).encode(value)
+    return _pretty(value, enc, " " * indent, 0)
+
+
+def _pretty(value: Any, enc: Any, step: str, level: int) -> str:
+    inner, outer = step * (level + 1), step * level
+    if isinstance(value, dict) and value:
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("a key that is not a string")  # -> ``clean`` names it as json would
+        items = [f"{inner}{enc(k)}: {_pretty(v, enc, step, level + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + outer + "}"
+    if isinstance(value, (list, tuple)) and value:
+        if all(isinstance(v, dict) for v in value):  # records: one a line
+            return "[\n" + ",\n".join(inner + enc(v) for v in value) + "\n" + outer + "]"
+        return "[\n" + ",\n".join(inner + _pretty(v, enc, step, level + 1) for v in value) + "\n" + outer + "]"
+    return enc(value)

@@ -61,16 +61,27 @@ class KernelDecision:
 
 def iteration_estimate(before: np.ndarray, after: np.ndarray, min_samples: int = 3) -> Estimate | None:
     """Mean change and its standard error from per-iteration samples of each side."""
-    nb, na = len(before), len(after)
+    return iteration_estimates(np.asarray(before, float)[None], np.asarray(after, float)[None], min_samples)[0]
+
+
+def iteration_estimates(before: np.ndarray, after: np.ndarray, min_samples: int = 3) -> list[Estimate | None]:
+    """``iteration_estimate`` of every row pair (kernels x iterations of each side) at once: a
+    per-kernel loop of numpy calls cost ~0.1 s at 2,000 kernels."""
+    nb, na = before.shape[1], after.shape[1]
     if nb < min_samples or na < min_samples:
-        return None
-    mb, ma = float(np.mean(before)), float(np.mean(after))
-    if mb <= 0:
-        return None
-    vb, va = float(np.var(before, ddof=1)) / nb, float(np.var(after, ddof=1)) / na
-    se = math.sqrt(vb + va) / mb
-    df = (vb + va) ** 2 / (vb * vb / (nb - 1) + va * va / (na - 1)) if vb + va > 0 else math.inf  # Welch
-    return Estimate(rel=ma / mb - 1.0, se=se, source="iterations", n=min(nb, na), df=df)
+        return [None] * len(before)
+    mb, ma = before.mean(axis=1), after.mean(axis=1)
+    vb, va = before.var(axis=1, ddof=1) / nb, after.var(axis=1, ddof=1) / na
+    out: list[Estimate | None] = []
+    for b_mean, a_mean, b_var, a_var in zip(mb.tolist(), ma.tolist(), vb.tolist(), va.tolist()):
+        if b_mean <= 0:
+            out.append(None)
+            continue
+        v = b_var + a_var
+        df = v * v / (b_var * b_var / (nb - 1) + a_var * a_var / (na - 1)) if v > 0 else math.inf  # Welch
+        out.append(Estimate(rel=a_mean / b_mean - 1.0, se=math.sqrt(v) / b_mean, source="iterations",
+                            n=min(nb, na), df=df))
+    return out
 
 
 def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolution_ns: float = 0.0) -> Estimate | None:
@@ -78,15 +89,24 @@ def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolut
     the standard error from below (quantiles of microsecond-rounded durations)."""
     if before is None or after is None:
         return None
-    rel, se, chunks = sketch.compare(before, after)
-    if not math.isfinite(rel):
-        return None
-    q = before[:, : sketch.QUANTILES]
-    typical = float(np.nanmean(q)) if np.isfinite(q).any() else 0.0
-    if typical <= 0:
-        return None
-    floor = resolution_ns / math.sqrt(12.0) / typical / math.sqrt(chunks * sketch.QUANTILES)
-    return Estimate(rel=rel, se=max(se, floor), source="launches", n=chunks, df=float(chunks - 1))
+    return launch_estimates(before[None], after[None], resolution_ns)[0]
+
+
+def launch_estimates(before: np.ndarray, after: np.ndarray, resolution_ns: float = 0.0) -> list[Estimate | None]:
+    """``launch_estimate`` of every kernel's sketches ((k, CHUNKS, WIDTH) each side) at once."""
+    rel, se, chunks = sketch.compare_many(before, after)
+    q = before[:, :, : sketch.QUANTILES].reshape(len(before), -1)
+    have = np.isfinite(q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        typical = np.where(have, q, 0.0).sum(axis=1) / have.sum(axis=1)
+    out: list[Estimate | None] = []
+    for r, s, c, t in zip(rel.tolist(), se.tolist(), chunks.tolist(), typical.tolist()):
+        if not math.isfinite(r) or not t > 0:
+            out.append(None)
+            continue
+        floor = resolution_ns / math.sqrt(12.0) / t / math.sqrt(c * sketch.QUANTILES)
+        out.append(Estimate(rel=r, se=max(s, floor), source="launches", n=c, df=float(c - 1)))
+    return out
 
 
 def history_noise(levels: np.ndarray, min_history: int) -> np.ndarray:
@@ -131,6 +151,7 @@ def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: tuple[st
     return Estimate(rel=best.rel, se=math.sqrt(var + floor), source=best.source, n=best.n, df=df)
 
 
+@lru_cache(maxsize=256)
 def z_threshold(fpr: float, tested: int) -> float:
     """Two-sided z threshold for a false-positive rate ``fpr`` per comparison over ``tested`` kernels."""
     return NormalDist().inv_cdf(1.0 - fpr / (2.0 * max(tested, 1)))

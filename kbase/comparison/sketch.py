@@ -153,14 +153,25 @@ def chunk_ratios(before: np.ndarray, after: np.ndarray) -> np.ndarray:
 
 def compare(before: np.ndarray, after: np.ndarray) -> tuple[float, float, int]:
     """(relative change, its standard error, chunks used) of matched quantiles of one kernel."""
+    rel, se, chunks = compare_many(before[None], after[None])
+    return float(rel[0]), float(se[0]), int(chunks[0])
+
+
+def compare_many(before: np.ndarray, after: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``compare`` of every kernel at once: (k, CHUNKS, WIDTH) sketches -> k changes, standard errors
+    and chunk counts (NaN change and error where fewer than 3 chunks match)."""
     r = chunk_ratios(before, after)
-    r = r[~np.isnan(r)]
-    if len(r) < 3:
-        return float("nan"), float("nan"), int(len(r))
+    ok = ~np.isnan(r)
+    n = ok.sum(axis=-1)
     # the chunks are independent runs of the kernel's launches: their mean ratio and its standard error
     # (Student's t with chunks - 1 degrees of freedom; a median/MAD version flagged 1 kernel in 140 of
     # pure noise with few launches per chunk, 14x the target rate)
-    return float(r.mean()), float(r.std(ddof=1)) / float(np.sqrt(len(r))), int(len(r))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(ok, r, 0.0).sum(axis=-1) / n
+        dev = np.where(ok, r - mean[..., None], 0.0)
+        se = np.sqrt((dev * dev).sum(axis=-1) / (n - 1)) / np.sqrt(n)
+    enough = n >= 3
+    return np.where(enough, mean, np.nan), np.where(enough, se, np.nan), n
 
 
 def window_sketches(window: Window) -> dict[str, np.ndarray]:

@@ -123,9 +123,9 @@ def describe_side(r: Resolved) -> dict[str, Any]:
 
 
 def _num(x: Any) -> Any:
-    """Infinite Δ% (a kernel from zero) is written "inf" (a string: JSON has no infinity)."""
-    if isinstance(x, float) and math.isinf(x):
-        return "inf" if x > 0 else "-inf"
+    """Infinite Δ% (a kernel from zero) is written "inf" (a string: JSON has no infinity); NaN is null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if x != x else "inf" if x > 0 else "-inf"
     return x
 
 
@@ -140,7 +140,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         row["diagnosis"] = diagnosis(r)
         row["amdahl"] = amdahl_text(r)
         kernels.append(row)
-    doc: dict[str, Any] = {
+    doc: dict[str, Any] = jsonable.clean({
         "schema": DIFF_SCHEMA,
         "version": 2,
         "unit": result.totals.unit,
@@ -152,11 +152,11 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         "totals": {k: v for k, v in jsonable.clean(result.totals).items() if v is not None},
         "counts": counts,
         "policy": result.policy.as_dict(),
-        "kernels": kernels,
-    }
+    })
+    doc["kernels"] = kernels  # plain values already (``records``, ``_num``): not walked again, 2,000 x 40 of them
     if verdict is not None:
-        doc["verdict"] = verdict_dict(verdict)
-    return jsonable.clean(doc)
+        doc["verdict"] = jsonable.clean(verdict_dict(verdict))
+    return doc
 
 
 def diff_json(doc: dict[str, Any]) -> str:

@@ -148,26 +148,8 @@ def _newest(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any
 
 def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None,
                  steps: list[KernelStep] | None = None, limit: int | None = None) -> str:
-    """Strict JSON, one baseline per line. json's C encoder (any ``indent`` switches CPython to the
-    pure-Python encoder: 0.25 s at 10,000 baselines), each top-level value and each baseline encoded
-    on its own; the value-by-value cleaner only when that refuses something (NaN, a lone surrogate)."""
-    import json
-
-    doc = history_doc(h, workload, branch, steps, limit)
-    enc = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(", ", ": ")).encode
-    try:
-        parts = []
-        for key, value in doc.items():
-            if key == "baselines" and value:
-                body = ",\n  ".join(enc(r) for r in value)
-                parts.append(f' {enc(key)}: [\n  {body}\n ]')
-            else:
-                parts.append(f" {enc(key)}: {enc(value)}")
-        text = "{\n" + ",\n".join(parts) + "\n}"
-        text.encode("utf-8")
-        return text
-    except (ValueError, TypeError, UnicodeEncodeError):
-        return jsonable.dumps(doc)
+    """Strict JSON, one baseline per line (``jsonable.dumps``)."""
+    return jsonable.dumps(history_doc(h, workload, branch, steps, limit))
 
 
 def step_marks(rows: list[dict[str, Any]], steps: list[KernelStep] | None) -> list[str]:

@@ -196,4 +196,4 @@ def test_history_table_shows_the_newest_rows_and_json_one_baseline_per_line(hist
     doc = json.loads(r.stdout)
     assert [b["id"] for b in doc["baselines"]] == h.baseline_ids[-2:] and doc["steps"], doc
     lines = r.stdout.splitlines()
-    assert sum(line.startswith('  {"id": ') for line in lines) == 2
+    assert sum(line.startswith('    {"id": ') for line in lines) == 2
