@@ -33,7 +33,21 @@ _BLOCK = 1 << 16  # launches per block while building the sort key
 
 def build_sketches(codes: np.ndarray, start: np.ndarray | None, dur: np.ndarray, n_names: int) -> np.ndarray:
     """(n_names, CHUNKS, WIDTH) float64 sketches; NaN quantiles (and 0 counts) where a chunk is empty.
-    ``start`` None: the launches are already in start order.
+    ``start`` None: the launches are already in start order."""
+    return sketches_in_order(codes, start_order(start), dur, n_names)
+
+
+def start_order(start: np.ndarray | None) -> np.ndarray | None:
+    """The launches' stable start order, None when they are in it already. int32 when it fits: it is
+    alive while the sort key is built (the peak), the start times need not be."""
+    if start is None or _sorted(start):
+        return None
+    order = np.argsort(start, kind="stable")
+    return order.astype(np.int32) if len(order) < 1 << 31 else order
+
+
+def sketches_in_order(codes: np.ndarray, by_start: np.ndarray | None, dur: np.ndarray, n_names: int) -> np.ndarray:
+    """:func:`build_sketches` given the start order (:func:`start_order`; None: the launches are in it).
 
     Vectorised: each launch's order within its kernel (start order) gives its chunk; one in-place sort
     of a (kernel, chunk, duration) key gives every chunk's durations in order; quantiles are positions.
@@ -46,7 +60,6 @@ def build_sketches(codes: np.ndarray, start: np.ndarray | None, dur: np.ndarray,
     n = len(codes)
     if not n:
         return out
-    by_start = None if start is None or _sorted(start) else np.argsort(start, kind="stable")
     if n_names * CHUNKS >= (1 << 23):  # the key below has 23 bits for the group: a million names do not fit
         order = np.argsort(codes if by_start is None else codes[by_start], kind="stable")
         order = order if by_start is None else by_start[order]
@@ -181,11 +194,9 @@ def window_sketches(window: Window) -> dict[str, np.ndarray]:
     start = window.column("start")
     dur = window.column("end")
     dur -= start  # in place: the window's columns are copies (one 10M-launch array less at the peak)
-    if _sorted(start):  # readers give launches in start order: the start times need not stay in memory
-        del start
-        sk = build_sketches(codes, None, dur, len(categories))
-    else:
-        sk = build_sketches(codes, start, dur, len(categories))
+    by_start = start_order(start)
+    del start  # only its order is needed from here on
+    sk = sketches_in_order(codes, by_start, dur, len(categories))
     present = np.flatnonzero(sk[:, :, COUNT].sum(axis=1))  # kernels with launches in the window
     names = np.asarray(categories, dtype=object)
     return {str(names[i]): sk[i] for i in present}

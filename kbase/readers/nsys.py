@@ -169,11 +169,12 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         strict_rexprs = runtime_exprs(rcols, strict=True)
         rf = pool.submit(_runtime_sorted, db, [rexprs, strict_rexprs]) if rexprs and strict_rexprs else None
         columns = kf.result()
+        del kf  # the future holds the list too: gpu_key and name_key must die with it below
         if len(columns[0]) == 0:
             raise InputError(f"{label}: the export's kernel table is empty (no GPU kernels were captured)")
         flaw_counts = functools.partial(kernel_flaw_counts, conn, kcols, stop_ns)
         start, end, gpu_key, launch_key, name_key = _valid_rows(label, columns, flaw_counts, extra)
-        del columns
+        columns.clear()
         # Narrow the per-kernel keys to int32 codes while the runtime table is still being read.
         # hash-factorize (no 10M-element sort), then renumber the few pairs in sorted order
         gcodes, gkeys = pd.factorize(gpu_key)
@@ -187,8 +188,10 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         del name_key
         runtime = rf.result() if rf is not None else None
 
-    launch_tid, launch_start = _match_launches(launch_key, runtime)
-    del launch_key, runtime
+    rows = _launch_rows(launch_key, runtime)
+    del launch_key
+    launch_tid, launch_start = _gather_launches(rows, runtime)
+    del rows, runtime
 
     # GPU index: one per (process, device) pair, in a stable order.
     models = gpu_models(conn, tables)
@@ -251,7 +254,7 @@ def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict
     n_rows = len(start)
     bad = start < 0
     # Rows without a process id would make a phantom GPU of "process 0" — unless no row has one.
-    no_pid = (gpu_key >> 8) >= NULL_PID
+    no_pid = gpu_key >= NULL_PID << 8  # (gpu_key >> 8) >= NULL_PID, without an int64 temporary
     n_no_pid = int(np.count_nonzero(no_pid & ~bad))
     if n_no_pid == int(np.count_nonzero(~bad)):
         gpu_key &= 0xFF  # no valid row names its process: one process, as in exports without globalPid
@@ -289,25 +292,45 @@ def _runtime_sorted(path: Path, exprs: list[list[str]]) -> list[np.ndarray]:
     return [r_key, r_tid, r_start]
 
 
-def _match_launches(k_key: np.ndarray, runtime: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
-    """For each kernel, the thread and CPU start of its runtime launch call (-1 when absent).
+def _launch_rows(k_key: np.ndarray, runtime: list[np.ndarray] | None) -> np.ndarray:
+    """For each kernel, the index of its runtime launch call in ``runtime`` (-1 when absent).
+    Releases ``runtime``'s key column (the list keeps tid and start for :func:`_gather_launches`).
 
     A sorted-key join in numpy: key = pid << 32 | correlationId on both sides; ``runtime`` comes
-    sorted by key from :func:`_runtime_sorted`.
+    sorted by key from :func:`_runtime_sorted`. An index (int32 when the table allows) rather than
+    the two int64 results at once: both sides' keys are freed before those are gathered.
     """
     n = len(k_key)
     if runtime is None or len(runtime[0]) == 0:
-        return np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-    r_key, r_tid, r_start = runtime
-    runtime.clear()  # drop the caller's references: they are freed when this returns
-    tid_out = np.full(n, -1, dtype=np.int64)
-    start_out = np.full(n, -1, dtype=np.int64)
+        return np.full(n, -1, dtype=np.int32)
+    r_key = runtime[0]
+    runtime[0] = np.empty(0, dtype=np.int64)  # drop the list's reference: the keys are freed on return
     last = len(r_key) - 1
+    rows = np.empty(n, dtype=np.int32 if last < 1 << 31 else np.int64)
     for lo in range(0, n, 1 << 20):  # chunked: no full-length temporaries at the reader's peak
         k = k_key[lo : lo + (1 << 20)]
         pos = np.minimum(np.searchsorted(r_key, k), last)
-        hit = (r_key[pos] == k) & (k >= 0)
-        pos = pos[hit]
-        tid_out[lo : lo + len(k)][hit] = r_tid[pos]
-        start_out[lo : lo + len(k)][hit] = r_start[pos]
-    return tid_out, start_out
+        pos[(r_key[pos] != k) | (k < 0)] = -1
+        rows[lo : lo + len(k)] = pos
+    return rows
+
+
+def _gather_launches(rows: np.ndarray, runtime: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The thread and CPU start of each kernel's launch call (-1 when absent) at :func:`_launch_rows`'s
+    ``rows``; each runtime column is released once gathered (``runtime`` is emptied)."""
+    if not runtime or not len(runtime[1]):
+        return np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
+    out = []
+    for i in (1, 2):
+        col = runtime[i]
+        runtime[i] = np.empty(0, dtype=np.int64)  # (not a view: that would keep the column alive)
+        got = np.empty(len(rows), dtype=np.int64)
+        for lo in range(0, len(rows), 1 << 20):
+            r = rows[lo : lo + (1 << 20)]
+            v = col[r]
+            v[r < 0] = -1
+            got[lo : lo + len(r)] = v
+        del col  # the last reference: freed before the next column is gathered
+        out.append(got)
+    runtime.clear()
+    return out[0], out[1]
