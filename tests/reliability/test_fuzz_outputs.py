@@ -112,6 +112,7 @@ def names_of(doc: dict) -> set[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(a=HOSTILE, b=HOSTILE)
 @example(a="\U0010f11fr\x02\x00<b>\xaan\U00034c43", b='\n\x1b[2JHr\U00094ddb"J\xa3')  # NUL: shown as U+FFFD
+@example(a="\u202eevil\x7f", b="\x9b[31m\u2066")  # a bidi override, DEL, C1: escaped in JSON too
 def test_hostile_names_are_inert_in_every_format(base_export, tmp_path_factory, monkeypatch, a, b):
     d = tmp_path_factory.mktemp("ex")
     names = [f"k0{a}", f"k1{b}"]
@@ -162,6 +163,11 @@ def test_hostile_names_are_inert_in_every_format(base_export, tmp_path_factory, 
             assert not RAW_CONTROL.search(r.stdout.replace("\n", ""))
         else:
             check_markdown(r.stdout)
+    for name in sorted(full):  # one kernel's history (its JSON has its own one-baseline-a-line layout)
+        r = kb("history", name, "--db", db, "--format", "json")
+        assert r.rc == 0, r
+        assert json.loads(r.stdout)["kernel"]["name"] == name
+        assert not RAW_CONTROL.search(r.stdout.replace("\n", ""))
 
     from kbase.comparison.gate import decide  # noqa: F401 - the comment renders the same verdict dict
     from kbase.render.comment import comment_markdown
