@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from datetime import date, datetime
 from enum import Enum
 from pathlib import Path
@@ -56,13 +57,25 @@ def dumps(value: Any, indent: int | None = 2) -> str:
     except (ValueError, TypeError):
         value = clean(value)
         text = _encode(value, indent, ascii_only=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = _encode(value, indent, ascii_only=True)
-    from kbase.render.safe import json_safe  # DEL, C1 and bidi controls as \\uXXXX: inert on a terminal
-
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _encode(value, indent, ascii_only=True)
     return json_safe(text)
+
+
+# What json.dumps(ensure_ascii=False) leaves raw in strings (it escapes C0 itself; C0 outside strings is layout).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff\ud800-\udfff]")
+
+
+def json_safe(text: str) -> str:
+    """JSON text (from ``json.dumps``) with the characters ``render.safe.inert`` escapes written as
+    ``\\uXXXX`` (DEL, C1, bidi controls): they only occur inside strings there, so the document means the
+    same and prints inert on a terminal."""
+    if text.isascii() and "\x7f" not in text:  # nothing to escape (a C-speed scan, not the regex)
+        return text
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _encode(value: Any, indent: int | None, ascii_only: bool) -> str:

@@ -24,6 +24,8 @@ from xml.sax.saxutils import quoteattr as _xml_quoteattr
 from rich.console import Console
 from rich.markup import escape as _markup_escape
 
+from kbase.jsonable import json_safe  # re-exported: it lives with the JSON writer, apart from rich
+
 __all__ = ["SafeConsole", "csv_text", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_text"]
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -31,8 +33,6 @@ _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff"
                      "\ud800-\udfff]")
 
-# What json.dumps(ensure_ascii=False) leaves raw in strings (it escapes C0 itself; C0 outside strings is layout).
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff\ud800-\udfff]")
 
 
 def _escape_char(m: re.Match[str]) -> str:
@@ -92,12 +92,6 @@ def xml_text(text: object) -> str:
 def xml_attr(text: object) -> str:
     """A quoted XML attribute value (quotes included)."""
     return _xml_quoteattr(inert(text))
-
-
-def json_safe(text: str) -> str:
-    """JSON text (from ``json.dumps``) with the characters ``inert`` escapes written as ``\\uXXXX``: they
-    only occur inside strings there, so the document means the same and prints inert on a terminal."""
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class SafeConsole(Console):
