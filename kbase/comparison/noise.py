@@ -28,7 +28,7 @@ import numpy as np
 
 from kbase.comparison import sketch
 from kbase.comparison.levels import level_noise
-from kbase.comparison.stats import t_two_sided_p
+from kbase.comparison.stats import t_two_sided_p, t_two_sided_quantile
 
 POWER_Z = NormalDist().inv_cdf(0.8)
 SOURCES = ("history", "repeat", "launches", "iterations", "assumed")
@@ -160,18 +160,7 @@ def z_threshold(fpr: float, tested: int) -> float:
 @lru_cache(maxsize=4096)
 def _t_quantile(p_two_sided: float, df_key: float) -> float:
     z = NormalDist().inv_cdf(1.0 - p_two_sided / 2.0)
-    if math.isinf(df_key):
-        return z
-    lo, hi = z, z * 4 + 50
-    while t_two_sided_p(hi, df_key) > p_two_sided:
-        hi *= 2
-    for _ in range(60):  # bisection on the tail probability
-        mid = (lo + hi) / 2
-        if t_two_sided_p(mid, df_key) > p_two_sided:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return z if math.isinf(df_key) else t_two_sided_quantile(p_two_sided, df_key, z)
 
 
 def t_threshold(p_two_sided: float, df: float) -> float:

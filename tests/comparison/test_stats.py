@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from kbase.comparison.stats import EXACT_MAX, mann_whitney_p, t_two_sided_p, welch_p
+from kbase.comparison.stats import EXACT_MAX, mann_whitney_p, t_two_sided_p, t_two_sided_quantile, welch_p
 
 sps = pytest.importorskip("scipy.stats")
 
@@ -137,3 +137,18 @@ def test_welch_degenerate_inputs():
     assert welch_p(10, 10.0, 0.0, 10, 10.0, 0.0) == 1.0  # constant and equal
     assert welch_p(10, 10.0, 0.0, 10, 11.0, 0.0) == 0.0  # constant and different
     assert t_two_sided_p(float("inf"), 10) == 0.0
+
+
+@pytest.mark.parametrize("df", [1.0, 1.5, 2.0, 3.0, 4.5, 7.0, 12.0, 30.0, 99.0, 600.0])
+def test_t_quantile_has_the_asked_tail(df):
+    """The threshold the diff uses: its two-sided tail is p to 1e-9, from p = 0.5 down to 1e-10."""
+    from statistics import NormalDist
+
+    for p in (0.5, 0.05, 1e-3, 2.5e-4, 1e-6, 1e-10):
+        z = NormalDist().inv_cdf(1 - p / 2)
+        q = t_two_sided_quantile(p, df, z)
+        assert q >= z - 1e-12
+        assert t_two_sided_p(q, df) == pytest.approx(p, rel=1e-9), (p, df, q)
+    # textbook values (two-sided 5% and 1%)
+    assert t_two_sided_quantile(0.05, 10.0, 1.959964) == pytest.approx(2.228139, abs=1e-6)
+    assert t_two_sided_quantile(0.01, 3.0, 2.575829) == pytest.approx(5.840909, abs=1e-6)
