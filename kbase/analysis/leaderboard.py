@@ -168,7 +168,7 @@ def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, categories) -> 
             total += np.bincount(group, weights=dur[sl][inside], minlength=n)
     g = np.nonzero(count)[0]
     names = np.asarray(categories, dtype=object)
-    return pd.DataFrame({"name": names[g // max(len(keys), 1)],
+    return pd.DataFrame({"name": pd.Series(names[g // max(len(keys), 1)], dtype=object),  # no Arrow copy per sample
                          "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),
                          "count": count[g], "total_ns": np.rint(total[g]).astype(np.int64)})
 
