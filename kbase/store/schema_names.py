@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # The newest migration in migrations/versions. A store already at this revision is opened without
 # importing Alembic (~0.3 s of every command), and only then read through ``sqlite_read``.
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 
 # kbase's own tables (``kbase.store.models``) and Alembic's version table.
 OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernel", "acceptance", "alembic_version"})

@@ -141,13 +141,9 @@ class SqliteReader:
         """``queries.kernel_history_rows(...).records()``: one kernel across baselines, oldest first."""
         cols = ["id", "commit", "created_at", "workload", "branch", "count", "total_ns", "avg_ns", "per_iter_ns",
                 "share_window"]
-        sql = ('SELECT b.id, b."commit", b.created_at, b.workload, b.branch, bk.count, bk.total_ns, bk.avg_ns, '
-               "bk.per_iter_ns, bk.share_window FROM baseline b JOIN baseline_kernel bk ON bk.baseline_id = b.id "
-               "JOIN kernel_name kn ON kn.id = bk.name_id WHERE kn.name_hash = ? AND (? = 0 OR b.workload = ?) "
-               "AND (? = 0 OR b.branch = ?) ORDER BY b.created_at, b.id")
         args = [name_hash(name), bool(workload), workload or "", bool(branch), branch or ""]
         out = []
-        for r in self.conn.execute(sql, args).fetchall():
+        for r in self.conn.execute(KERNEL_HISTORY_SQL, args).fetchall():
             rec = dict(zip(cols, r))
             rec["created_at"] = utc_datetime(rec["created_at"])
             out.append(rec)
@@ -245,6 +241,14 @@ class SqliteReader:
     def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[AcceptanceRecord]:
         args = (bool(workload), workload or "", active_on is not None, active_on.isoformat() if active_on else "")
         return [acceptance_record(r) for r in self.conn.execute(_ACCEPTANCES, args).fetchall()]
+
+
+# One kernel across baselines: the kernel rows come from ``ix_baseline_kernel_history`` alone (0008).
+KERNEL_HISTORY_SQL = (
+    'SELECT b.id, b."commit", b.created_at, b.workload, b.branch, bk.count, bk.total_ns, bk.avg_ns, bk.per_iter_ns, '
+    "bk.share_window FROM baseline b JOIN baseline_kernel bk ON bk.baseline_id = b.id "
+    "JOIN kernel_name kn ON kn.id = bk.name_id WHERE kn.name_hash = ? AND (? = 0 OR b.workload = ?) "
+    "AND (? = 0 OR b.branch = ?) ORDER BY b.created_at, b.id")
 
 
 def _samples(blobs: list[tuple[str, Any, Any]], keys: list[int]) -> dict[str, dict[int, float]]:

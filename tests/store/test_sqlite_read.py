@@ -170,6 +170,18 @@ def test_list_and_history_output_is_byte_identical(store, monkeypatch, args):
     assert (fast.rc, fast.stdout, fast.stderr) == (slow.rc, slow.stdout, slow.stderr)
 
 
+def test_kernel_history_reads_kernel_rows_from_the_index_alone(store):
+    """``kbase history`` over 10,000 baselines: one index range (0008), not a page read per baseline."""
+    from kbase.store.sqlite_read import KERNEL_HISTORY_SQL
+
+    conn = sqlite3.connect(store[0].removeprefix("sqlite:///"))
+    try:
+        plan = " | ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + KERNEL_HISTORY_SQL, ["x", 0, "", 0, ""]))
+    finally:
+        conn.close()
+    assert "bk USING COVERING INDEX ix_baseline_kernel_history" in plan, plan
+
+
 def test_the_fast_path_reads_only_head_schema_kbase_stores(store, tmp_path):
     url, _, _ = store
     assert open_reader(url) is not None

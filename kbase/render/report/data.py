@@ -13,7 +13,7 @@ Kept apart from the HTML so the query layer can change without touching the rend
 Queries (three, whatever the size of the store): the workload's baselines; the kernel rows of up to
 ``SAMPLE_COMMITS`` evenly spaced commits, to pick the top kernels (a kernel that was large at any time
 in the history counts, not only at HEAD); the rows of those top kernels over every baseline (the
-``ix_baseline_kernel_name`` index serves it). Repeat captures at one commit are pooled as
+``ix_baseline_kernel_history`` index serves it). Repeat captures at one commit are pooled as
 ``kbase diff`` pools them: only those with the fingerprint of the newest one, times summed over
 their iterations x GPUs.
 """
