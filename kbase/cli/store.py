@@ -225,7 +225,8 @@ def history(
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
     h = kbase.history(kernel, settings, workload=name, branch=branch)
-    found = kbase.history_steps(h)
+    quiet_table = quiet and fmt not in (HistoryFormat.JSON, HistoryFormat.CSV)
+    found = None if quiet_table else kbase.history_steps(h)  # the one-line answer shows no steps
     if fmt == HistoryFormat.JSON:
         sys.stdout.write(render.history_json(h, name, branch, found, default_limit(fmt, limit)) + "\n")
     elif fmt == HistoryFormat.CSV:
