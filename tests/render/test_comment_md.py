@@ -95,3 +95,15 @@ def test_two_changed_kernels_with_one_short_name_are_told_apart(demo_doc):
     for t in twins:
         assert short_id(t["name"]) in fold, fold
     assert md_text("elementwise_kernel<2, Fill<float>>") in fold, fold
+
+
+def test_diff_doc_is_made_of_json_values_only(demo_doc):
+    """``diff_doc`` cleans all but its kernel rows, which ``records`` and ``_num`` make plain (they are not
+    walked a second time): the document equals its cleaned copy and encodes as strict JSON."""
+    import json
+
+    from kbase import jsonable
+
+    assert jsonable.clean(demo_doc) == demo_doc
+    json.dumps(demo_doc, allow_nan=False)
+    assert all(type(v) in (str, int, float, bool, type(None)) for k in demo_doc["kernels"] for v in k.values())
