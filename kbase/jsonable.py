@@ -80,9 +80,7 @@ def json_safe(text: str) -> str:
 
 def _encode(value: Any, indent: int | None, ascii_only: bool) -> str:
     enc = json.JSONEncoder(ensure_ascii=ascii_only, allow_nan=False, separators=(", ", ": ")).encode
-    if indent is None:
-        return json.JSONEncoder(ensure_ascii=ascii_only, allow_nan=False).encode(value)
-    return _pretty(value, enc, " " * indent, 0)
+    return enc(value) if indent is None else _pretty(value, enc, " " * indent, 0)
 
 
 def _pretty(value: Any, enc: Any, step: str, level: int) -> str:

@@ -97,7 +97,8 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
                   limit: int | None = None) -> list[dict[str, Any]]:
     """Heading, sparklines (every baseline) and the table (the newest ``limit`` rows; None: all); returns
     the rows with their changes (for a caller's sections)."""
-    from kbase.render.layout import inert, print_table  # rich: only for the screen (JSON and CSV never load it)
+    from kbase.render.layout import print_table  # rich: only for the screen (JSON and CSV never load it)
+    from kbase.render.safe import inert
 
     rows = with_changes(h.rows)
     label = inert(f"{h.short_name} {short_id(h.name)}")
