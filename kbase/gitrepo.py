@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,18 +24,30 @@ class CommitInfo:
 
 
 def open_repo(path: Path | None = None):
-    import git
-
     where = (path or Path.cwd()).resolve()
     if not where.exists():
         raise InputError(f"--repo {where}: no such directory")
+    not_a_repo = InputError(f"{where}: not a git repository (run inside one, pass --repo PATH, or use --no-git "
+                            "--rev FULLHASH for a profile made elsewhere)")
+    if not _may_hold_repo(where):
+        raise not_a_repo  # without importing GitPython (~0.1 s): a stored diff outside a repository needs none
+    import git
+
     try:
         return git.Repo(where, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise InputError(
-            f"{where}: not a git repository (run inside one, pass --repo PATH, or use --no-git --rev "
-            "FULLHASH for a profile made elsewhere)"
-        ) from None
+        raise not_a_repo from None
+
+
+def _may_hold_repo(where: Path) -> bool:
+    """Whether ``where`` or a parent has ``.git`` or is a git directory itself (a bare repository), as
+    GitPython's parent search looks; ``GIT_DIR`` set: always (GitPython decides)."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    for p in (where, *where.parents):
+        if (p / ".git").exists() or ((p / "HEAD").is_file() and (p / "objects").is_dir()):
+            return True
+    return False
 
 
 def refused_by_git(repo) -> None:

@@ -1,6 +1,7 @@
 """Each command imports only what it uses: the store's reading commands (list, show @ID, history) never
 load pandas, pyarrow or numpy (history's step detection is plain Python), nor SQLAlchemy/SQLModel on a
-SQLite store at the head schema, and ``--help`` loads neither the store stack nor the data stack.
+SQLite store at the head schema, ``--help`` loads neither the store stack nor the data stack, JSON / CSV /
+Markdown outputs never load the terminal stack (rich), and outside a git repository no command loads GitPython.
 
 Each case runs the real CLI entry point in a fresh interpreter (``kbase.cli.main``, as the ``kbase``
 script does) and then reports which of the heavy modules ended up in ``sys.modules``.
@@ -33,12 +34,13 @@ sys.stderr.write("\\nMODULES " + json.dumps({"rc": rc, "heavy": [m for m in watc
 """
 
 
-def loaded(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
+def loaded(*args: str, cwd: Path, env: dict[str, str] | None = None, watch: tuple[str, ...] = HEAVY
+           ) -> tuple[int, set[str]]:
     """(exit code, heavy modules loaded) of ``kbase ARGS`` run in a fresh interpreter."""
     import os
 
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, **(env or {})}
-    p = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args)), json.dumps(HEAVY)], cwd=cwd, env=env,
+    p = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args)), json.dumps(watch)], cwd=cwd, env=env,
                        capture_output=True, text=True, timeout=120)
     tail = p.stderr.rsplit("\nMODULES ", 1)
     assert len(tail) == 2, p.stderr[-2000:]
@@ -150,5 +152,24 @@ def test_stored_diff_and_gate_load_no_store_stack(small_store, args):
     rc, heavy = loaded(*args, "--db", url, "--name", "bulk", cwd=root)
     assert rc in (0, 1)
     assert not heavy & STORE_STACK, f"kbase {' '.join(args)} loaded {sorted(heavy & STORE_STACK)}"
+    assert "git" not in heavy, "outside a git repository GitPython is not imported (history in creation order)"
     rc, slow = loaded(*args, "--db", url, "--name", "bulk", cwd=root, env={"KBASE_NO_FAST_READ": "1"})
     assert rc in (0, 1) and "sqlalchemy" in slow
+
+
+MACHINE_FORMATS = [(("diff", "@1", "@2"), f) for f in ("json", "csv", "md")] + [
+    (("gate", "@4", "@5"), f) for f in ("json", "md")] + [(("list",), "json")] + [
+    (("show", "@1"), f) for f in ("json", "csv", "md")] + [(("history", "{name}"), f) for f in ("json", "csv")]
+
+
+@pytest.mark.parametrize(("args", "fmt"), MACHINE_FORMATS)
+def test_machine_readable_outputs_do_not_load_rich(small_store, args, fmt):
+    """JSON, CSV and Markdown go through ``render.safe`` and the writers, never the terminal stack (rich:
+    ~35 ms); the screen table does load it (the probe sees it)."""
+    url, name, root = small_store
+    argv = [a.format(name=name) for a in args] + ["--db", url] + (["--name", "bulk"] if args[0] in ("diff", "gate")
+                                                                  else [])
+    rc, heavy = loaded(*argv, "--format", fmt, cwd=root, watch=("rich",))
+    assert rc in (0, 1) and "rich" not in heavy, f"kbase {args[0]} --format {fmt}: exit {rc}, loaded {heavy}"
+    rc, heavy = loaded(*argv, cwd=root, watch=("rich",))
+    assert rc in (0, 1) and "rich" in heavy

@@ -200,7 +200,7 @@ def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int |
 
 def console(stderr: bool = False) -> Any:
     """A Rich console that shows every string as data: no markup, control characters escaped."""
-    from kbase.render.safe import SafeConsole as Console
+    from kbase.render.console import SafeConsole as Console
 
     stream = sys.stderr if stderr else sys.stdout
     # Piped output (CI logs, files) is not limited to 80 columns unless COLUMNS says so; a terminal's

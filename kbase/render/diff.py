@@ -16,7 +16,7 @@ from kbase.analysis.names import display_names, short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import Finding, FindingKind, Verdict
 from kbase.enums import GateStatus, KernelClass
-from kbase.render.layout import Column, print_table
+from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
 from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
@@ -289,6 +289,8 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
 def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None,
                wide: bool = False, full_names: bool = False) -> None:
     """Head lines, the table fitted to the console's width (``wide``: every column) and the verdict."""
+    from kbase.render.layout import print_table  # rich: only for the screen
+
     for line in _head_lines(doc):
         style = "bold red" if line.startswith("INCOMPARABLE") else None
         console.print(line, style=style, highlight=False, markup=False)

@@ -13,7 +13,7 @@ from kbase import jsonable
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
 from kbase.render.board import AnyLeaderboard, LeaderboardRows, board_of, records  # noqa: F401 - records re-exported
-from kbase.render.layout import Column
+from kbase.render.columns import Column
 from kbase.render.safe import md_text
 from kbase.render.units import fmt_ns, fmt_pct
 
