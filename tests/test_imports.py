@@ -1,6 +1,6 @@
 """Each command imports only what it uses: the store's reading commands (list, show @ID, history) never
 load pandas, pyarrow or numpy (history's step detection is plain Python), nor SQLAlchemy/SQLModel on a
-SQLite store at the head schema, ``--help`` loads neither the store stack nor the data stack, JSON / CSV /
+SQLite store at the head schema, a diff or gate of stored baselines loads no pandas or pyarrow, ``--help`` loads neither the store stack nor the data stack, JSON / CSV /
 Markdown outputs never load the terminal stack (rich), and outside a git repository no command loads GitPython.
 
 Each case runs the real CLI entry point in a fresh interpreter (``kbase.cli.main``, as the ``kbase``
@@ -146,12 +146,13 @@ def test_show_of_a_revision_takes_the_sqlalchemy_path(small_store):
                                   ("gate", "@4", "@5", "--format", "md")])
 def test_stored_diff_and_gate_load_no_store_stack(small_store, args):
     """On a SQLite store at the head schema, ``diff`` / ``gate`` of stored baselines read through
-    ``store.sqlite_read``: SQLAlchemy, SQLModel and Alembic (~0.4 s) are never loaded (pandas is: the
-    comparison is pandas-based)."""
+    ``store.sqlite_read``: SQLAlchemy, SQLModel and Alembic (~0.4 s) are never loaded, and the comparison
+    is numpy only: no pandas or pyarrow (~0.3 s)."""
     url, _, root = small_store
     rc, heavy = loaded(*args, "--db", url, "--name", "bulk", cwd=root)
     assert rc in (0, 1)
     assert not heavy & STORE_STACK, f"kbase {' '.join(args)} loaded {sorted(heavy & STORE_STACK)}"
+    assert not heavy & {"pandas", "pyarrow"}, f"kbase {' '.join(args)} loaded {sorted(heavy & {'pandas', 'pyarrow'})}"
     assert "git" not in heavy, "outside a git repository GitPython is not imported (history in creation order)"
     rc, slow = loaded(*args, "--db", url, "--name", "bulk", cwd=root, env={"KBASE_NO_FAST_READ": "1"})
     assert rc in (0, 1) and "sqlalchemy" in slow

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kbase.analysis import classify
+from kbase.analysis.amdahl import amdahl  # noqa: F401 - re-exported (its home before)
 from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
 
@@ -35,13 +36,6 @@ class Leaderboard:
     samples: pd.DataFrame  # name, iteration, count, total_ns (summed over GPUs)
     notes: list[str] = field(default_factory=list)
     sketches: dict[str, np.ndarray] = field(default_factory=dict)  # name -> launch sketch (comparison.sketch)
-
-
-def amdahl(p: float, s: float = float("inf")) -> float:
-    """Whole-run speed-up when a part with share p runs s× faster."""
-    if p >= 1:
-        return float("inf")
-    return 1.0 / (1.0 - p + (p / s if s != float("inf") else 0.0))
 
 
 def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:

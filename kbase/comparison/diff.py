@@ -1,8 +1,9 @@
 """Stage 5 — diff two sides per aligned iteration, as column arithmetic.
 
-Kernels are matched with merges (full name first, then the family key where it pairs one-to-one),
-every figure is a vectorised column, classes are vectorised selects, and only the significance tests
-run per kernel. Sentences (diagnosis, Amdahl text, gate reasons) are the renderer's job.
+Kernels are matched by full name, then by family key where it pairs one-to-one; every figure is a
+numpy column, classes are vectorised selects, and only the significance tests run per kernel.
+Sentences (diagnosis, Amdahl text, gate reasons) are the renderer's job. No pandas: a diff of stored
+baselines never imports it (``DiffResult.rows`` builds a DataFrame on demand for the Python API).
 
 Noise model (see README "Noise model" and ``comparison.noise``): each matched kernel's change is tested
 against its own noise — run-to-run spread from history or repeat captures when the store has them,
@@ -16,9 +17,10 @@ low-confidence and never called a regression. Library algorithm swaps are report
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from kbase.comparison.noise import (
     SOURCES,
@@ -31,9 +33,14 @@ from kbase.comparison.noise import (
     z_threshold,
 )
 from kbase.comparison.policy import THRESHOLD_KEYS, Policy
-from kbase.comparison.side import Side, Unit
+from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbase.comparison.history import HistoryNoise
 
 DIFF_SCHEMA = "kbase.diff/2"
 CLASSES = tuple(KernelClass)
@@ -78,11 +85,26 @@ class DiffTotals:
 class DiffResult:
     before: Side
     after: Side
-    rows: pd.DataFrame  # ROW_COLUMNS, regressions first, then by |effect on the iteration|
+    table: dict[str, np.ndarray]  # ROW_COLUMNS as arrays, regressions first, then by |effect on the iteration|
     totals: DiffTotals
     mismatches: list[str]
     policy: Policy
     notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.table["name"])
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as dicts of Python scalars (NaN stays NaN), in order."""
+        cols = [self.table[c].tolist() for c in ROW_COLUMNS]
+        return [dict(zip(ROW_COLUMNS, values)) for values in zip(*cols)]
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """The rows as a DataFrame (ROW_COLUMNS), for the Python API and pandas-based renderers."""
+        import pandas as pd
+
+        return pd.DataFrame({c: self.table[c] for c in ROW_COLUMNS}, columns=ROW_COLUMNS)
 
 
 def comparability(before: Side, after: Side, policy: Policy) -> list[str]:
@@ -96,118 +118,138 @@ def comparability(before: Side, after: Side, policy: Policy) -> list[str]:
     if before.aligned != after.aligned:
         # per iteration on one side, per second of window on the other: no common unit
         out.append(f"iteration alignment differs: {before.unit} vs {after.unit} (one side has no iteration marker)")
-    if after.kernels.empty or not after.totals.kernel:
+    if not len(after.kernels) or not after.totals.kernel:
         out.append(NO_KERNELS)
     elif before.aligned and after.aligned and after.n_units < policy.min_iteration_ratio * before.n_units:
         out.append(f"candidate has far fewer iterations ({after.n_units:g}) than the baseline ({before.n_units:g})")
     return out
 
 
-def match_kernels(bk: pd.DataFrame, ak: pd.DataFrame) -> pd.DataFrame:
-    """Pairs (name_before, name_after, match): by full name, then by family key where the family has
-    exactly one unmatched kernel on each side; the rest are gone (before only) or new (after only)."""
-    b = pd.DataFrame({"name_before": bk.index.to_numpy(object), "family": bk["family"].to_numpy(object)})
-    a = pd.DataFrame({"name_after": ak.index.to_numpy(object), "family": ak["family"].to_numpy(object)})
-    by_name = b.merge(a, left_on="name_before", right_on="name_after", how="outer", suffixes=("", "_a"))
-    both = by_name["name_before"].notna() & by_name["name_after"].notna()
-    named = by_name.loc[both, ["name_before", "name_after"]].assign(match=Match.NAME.value)
-    rest_b = b[~b["name_before"].isin(named["name_before"])]
-    rest_a = a[~a["name_after"].isin(named["name_after"])]
-    single_b = rest_b[~rest_b["family"].duplicated(keep=False)]
-    single_a = rest_a[~rest_a["family"].duplicated(keep=False)]
-    fam = single_b.merge(single_a, on="family")[["name_before", "name_after"]].assign(match=Match.FAMILY.value)
-    gone = rest_b.loc[~rest_b["name_before"].isin(fam["name_before"]), ["name_before"]].assign(
-        name_after=None, match=Match.GONE.value)
-    new = rest_a.loc[~rest_a["name_after"].isin(fam["name_after"]), ["name_after"]].assign(
-        name_before=None, match=Match.NEW.value)
-    return pd.concat([named, fam, gone, new], ignore_index=True)[["name_before", "name_after", "match"]]
+def match_kernels(bk: KernelTable, ak: KernelTable) -> list[tuple[str | None, str | None, str]]:
+    """Pairs (name_before, name_after, match): by full name (in name order), then by family key where
+    the family has exactly one unmatched kernel on each side; the rest are gone (before only) or new
+    (after only)."""
+    b_names, a_names = bk.index.tolist(), ak.index.tolist()
+    in_a = set(a_names)
+    named = sorted(n for n in b_names if n in in_a)
+    both = set(named)
+    rest_b = [(n, _key(f)) for n, f in zip(b_names, bk["family"].tolist()) if n not in both]
+    rest_a = [(n, _key(f)) for n, f in zip(a_names, ak["family"].tolist()) if n not in both]
+    single_a = _single_family(rest_a)
+    fam = [(n, single_a[f]) for n, f in rest_b if f in _single_family(rest_b) and f in single_a]
+    paired_b, paired_a = {p[0] for p in fam}, {p[1] for p in fam}
+    return ([(n, n, Match.NAME.value) for n in named] + [(x, y, Match.FAMILY.value) for x, y in fam]
+            + [(n, None, Match.GONE.value) for n, _ in rest_b if n not in paired_b]
+            + [(None, n, Match.NEW.value) for n, _ in rest_a if n not in paired_a])
 
 
-def _side_columns(k: pd.DataFrame, names: pd.Series, suffix: str) -> pd.DataFrame:
-    """The side's per-kernel columns for ``names``, row by row (NaN where the kernel is absent)."""
-    pos = k.index.get_indexer(pd.Index(names))
-    cols = ["short_name", "family", "category", "tc", "count", "avg_ns", "std_ns", "per_unit_ns", "count_per_unit"]
-    out = k[cols].reset_index(drop=True).reindex(pos).reset_index(drop=True)
-    out.columns = [f"{c}{suffix}" for c in cols]
-    out[f"_pos{suffix}"] = pos
+def _key(family: object) -> object:
+    return "\0nan" if family is None or family != family else family  # missing families pair with each other
+
+
+def _single_family(rest: list[tuple[str, object]]) -> dict[object, str]:
+    """family -> its one kernel, for families with exactly one unmatched kernel."""
+    seen: dict[object, list[str]] = {}
+    for n, f in rest:
+        seen.setdefault(f, []).append(n)
+    return {f: ns[0] for f, ns in seen.items() if len(ns) == 1}
+
+
+def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``values`` at ``pos``, NaN where ``pos`` is -1 (the kernel is absent on that side)."""
+    have = pos >= 0
+    if values.dtype == object:
+        out = np.full(len(pos), np.nan, dtype=object)
+    else:
+        out = np.full(len(pos), np.nan)
+    out[have] = values[pos[have]]
     return out
 
 
 def compute_diff(before: Side, after: Side, policy: Policy | None = None,
-                 history: pd.Series | None = None) -> DiffResult:
-    """``history``: per kernel name, the relative run-to-run sd from past baselines (``noise.history_noise``)."""
+                 history: HistoryNoise | None = None) -> DiffResult:
+    """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``)."""
     policy = policy or Policy()
     pairs = match_kernels(before.kernels, after.kernels)
-    d = pd.concat([pairs, _side_columns(before.kernels, pairs["name_before"], "_b"),
-                   _side_columns(after.kernels, pairs["name_after"], "_a")], axis=1)
-    has_b, has_a = d["_pos_b"].to_numpy() >= 0, d["_pos_a"].to_numpy() >= 0
-    ref = lambda c: d[f"{c}_a"].where(has_a, d[f"{c}_b"])  # noqa: E731 - the after side's text, else before's
+    n = len(pairs)
+    name_b = np.empty(n, dtype=object)
+    name_a = np.empty(n, dtype=object)
+    name_b[:], name_a[:] = [p[0] for p in pairs], [p[1] for p in pairs]
+    pos_b, pos_a = before.kernels.positions(name_b.tolist()), after.kernels.positions(name_a.tolist())
+    has_b, has_a = pos_b >= 0, pos_a >= 0
+    kb, ka = before.kernels, after.kernels
+
+    def ref(c: str) -> np.ndarray:  # the after side's text, else before's
+        return np.where(has_a, _take(ka[c], pos_a), _take(kb[c], pos_b))
+
     wall_b = before.unit_wall_ns if before.unit_wall_ns == before.unit_wall_ns else np.nan
     wall_a = after.unit_wall_ns
-    b_ns = d["per_unit_ns_b"].astype(float).fillna(0.0).to_numpy()
-    a_ns = d["per_unit_ns_a"].astype(float).fillna(0.0).to_numpy()
+    b_ns = np.nan_to_num(_take(kb["per_unit_ns"], pos_b).astype(float), nan=0.0)
+    a_ns = np.nan_to_num(_take(ka["per_unit_ns"], pos_a).astype(float), nan=0.0)
     delta = a_ns - b_ns
+    avg_b, avg_a = _take(kb["avg_ns"], pos_b).astype(float), _take(ka["avg_ns"], pos_a).astype(float)
+    count_b = np.nan_to_num(_take(kb["count_per_unit"], pos_b).astype(float), nan=0.0)
+    count_a = np.nan_to_num(_take(ka["count_per_unit"], pos_a).astype(float), nan=0.0)
+    nan = np.full(n, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rows = pd.DataFrame({
-            "name": d["name_after"].where(has_a, d["name_before"]), "name_before": d["name_before"],
-            "match": d["match"], "short_name": ref("short_name"), "family": ref("family"),
-            "category": ref("category"), "tc_before": d["tc_b"], "tc_after": d["tc_a"],
-            "before": b_ns, "after": a_ns, "delta_ns": delta,
+        rows: dict[str, np.ndarray] = {
+            "name": np.where(has_a, name_a, name_b), "name_before": name_b,
+            "match": np.array([p[2] for p in pairs], dtype=object), "short_name": ref("short_name"),
+            "family": ref("family"), "category": ref("category"), "tc_before": _take(kb["tc"], pos_b),
+            "tc_after": _take(ka["tc"], pos_a), "before": b_ns, "after": a_ns, "delta_ns": delta,
             "delta_pct": np.where(b_ns != 0, delta / b_ns * 100, np.inf),
-            "count_before": d["count_per_unit_b"].astype(float).fillna(0.0),
-            "count_after": d["count_per_unit_a"].astype(float).fillna(0.0),
-            "avg_before": d["avg_ns_b"].astype(float), "avg_after": d["avg_ns_a"].astype(float),
-            "share_before": b_ns / wall_b if wall_b else np.nan,
-            "share_after": a_ns / wall_a if wall_a else np.nan,
-            "effect": delta / wall_b if wall_b else np.nan,
-        })
-    rows["delta_count"] = rows["count_after"] - rows["count_before"]
-    avg_b = rows["avg_before"].to_numpy()
-    rows["delta_avg_pct"] = np.where(has_a & has_b & (avg_b != 0) & ~np.isnan(avg_b),
-                                     (rows["avg_after"] - rows["avg_before"]) / np.where(avg_b == 0, 1, avg_b) * 100,
-                                     np.nan)
-    _significance(rows, d, before, after, policy, has_a & has_b, history)
-    _classify(rows, policy, has_b, has_a)
+            "count_before": count_b, "count_after": count_a, "avg_before": avg_b, "avg_after": avg_a,
+            "share_before": b_ns / wall_b if wall_b else nan, "share_after": a_ns / wall_a if wall_a else nan,
+            "effect": delta / wall_b if wall_b else nan,
+        }
+        rows["delta_count"] = count_a - count_b
+        rows["delta_avg_pct"] = np.where(has_a & has_b & (avg_b != 0) & ~np.isnan(avg_b),
+                                         (avg_a - avg_b) / np.where(avg_b == 0, 1, avg_b) * 100, np.nan)
+    names = [str(x) for x in rows["name"].tolist()]
+    shorts = [str(x) for x in rows["short_name"].tolist()]
+    th = _per_kernel(policy, names, shorts)
+    verdict = _significance(rows, pos_b, pos_a, before, after, policy, th, has_a & has_b, history)
+    _classify(rows, policy, th, names, shorts, has_b, has_a, verdict)
     notes = _mark_algorithm_swaps(rows, policy)
     line = noise_line(rows)
     if line:
         notes.append(line)
-    if len(rows):
-        order = np.lexsort((rows["name"].astype(str).to_numpy(), -rows["effect"].abs().fillna(0).to_numpy(),
-                            (rows["class"] != KernelClass.REGRESSED).to_numpy()))
-        rows = rows.iloc[order].reset_index(drop=True)
+    if n:
+        order = np.lexsort((np.array(names, dtype=object), -np.nan_to_num(np.abs(rows["effect"]), nan=0.0),
+                            rows["class"] != KernelClass.REGRESSED.value))
+        rows = {c: v[order] for c, v in rows.items()}
     for side in (before, after):
         if not side.aligned:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
-    return DiffResult(before=before, after=after, rows=rows[ROW_COLUMNS] if len(rows) else rows.reindex(
-        columns=ROW_COLUMNS), totals=_totals(before, after, policy), mismatches=comparability(before, after, policy),
-        policy=policy, notes=notes)
+    return DiffResult(before=before, after=after, table={c: rows[c] for c in ROW_COLUMNS},
+                      totals=_totals(before, after, policy), mismatches=comparability(before, after, policy),
+                      policy=policy, notes=notes)
 
 
-def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side, policy: Policy,
-                  matched: np.ndarray, history: pd.Series | None) -> None:
-    """Per matched kernel: the best noise source, its z-test and the minimum detectable effect."""
-    n = len(rows)
+def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarray, before: Side, after: Side,
+                  policy: Policy, th: dict[str, np.ndarray], matched: np.ndarray,
+                  history: HistoryNoise | None) -> np.ndarray:
+    """Per matched kernel: the best noise source, its z-test and the minimum detectable effect (into
+    ``rows``); returns each kernel's verdict before the class rules (1 regressed, -1 improved, 0)."""
+    n = len(matched)
     cols: dict[str, np.ndarray] = {k: np.full(n, np.nan) for k in ("z", "p_value", "noise_rel", "mde_rel", "mde_ns",
                                                                      "rel")}
     source = np.full(n, "", dtype=object)
     test = np.full(n, "none", dtype=object)
     enough = np.zeros(n, dtype=bool)
-    verdict = np.zeros(n, dtype=np.int8)  # 1 regressed, -1 improved (before the class rules)
-    names, shorts = rows["name"].astype(str), rows["short_name"].astype(str)
-    th = _per_kernel(policy, names, shorts)
-    share = np.fmax(rows["share_before"].to_numpy(float), rows["share_after"].to_numpy(float))
+    verdict = np.zeros(n, dtype=np.int8)
+    share = np.fmax(rows["share_before"], rows["share_after"])
     tested = int((matched & ~(share < th["share_floor"])).sum())
-    pos_b, pos_a = d["_pos_b"].to_numpy(), d["_pos_a"].to_numpy()
-    cb, ca = d["count_per_unit_b"].astype(float).to_numpy(), d["count_per_unit_a"].astype(float).to_numpy()
+    cb, ca = rows["count_before"], rows["count_after"]
     caps = (before.levels.shape[1] if before.levels is not None else 1,
             after.levels.shape[1] if after.levels is not None else 1)
     rep_b = repeat_noise(before.levels) if before.levels is not None else np.full(len(before.kernels), np.nan)
     rep_a = repeat_noise(after.levels) if after.levels is not None else np.full(len(after.kernels), np.nan)
-    hist = history.reindex(rows["name"]).to_numpy(float) if history is not None else np.full(n, np.nan)
-    hist_df = float(history.attrs.get("df", policy.min_history - 1)) if history is not None else np.inf
+    hist = (np.array([history.sd.get(x, np.nan) for x in rows["name"].tolist()], dtype=float)
+            if history is not None else np.full(n, np.nan))
+    hist_df = float(history.df) if history is not None else np.inf
     resolution = max(before.resolution_ns, after.resolution_ns)
-    b_ns, a_ns = rows["before"].to_numpy(float), rows["after"].to_numpy(float)
+    b_ns, a_ns = rows["before"], rows["after"]
     wall = before.unit_wall_ns
     idx = np.flatnonzero(matched)
     # within-capture estimates of every matched kernel at once (numpy per kernel cost ~0.15 s at 2,000)
@@ -244,26 +286,23 @@ def _significance(rows: pd.DataFrame, d: pd.DataFrame, before: Side, after: Side
         source[i], test[i] = k.source, k.test
         enough[i] = k.source != "assumed"
         verdict[i] = 1 if k.regressed else -1 if k.improved else 0
-    for key, values in cols.items():
-        rows[key] = values
+    rows.update(cols)
     source[~matched] = None
     rows["noise_source"] = source
     rows["test"] = test
     rows["enough"] = enough
-    rows["_verdict"] = verdict
+    return verdict
 
 
-def noise_line(rows: pd.DataFrame) -> str | None:
+def noise_line(rows: dict[str, np.ndarray]) -> str | None:
     """Which noise sources the decisions used, e.g. "noise: launches 40, iterations 20, assumed 2"."""
-    if not len(rows) or "noise_source" not in rows:
+    found = [x for x in rows.get("noise_source", np.empty(0)).tolist() if isinstance(x, str) and x]
+    if not found:
         return None
-    counts = rows["noise_source"].dropna().value_counts()
-    if not len(counts):
-        return None
-    return "noise: " + ", ".join(f"{src} {int(counts[src])}" for src in SOURCES if src in counts) + " kernel(s)"
+    return "noise: " + ", ".join(f"{src} {found.count(src)}" for src in SOURCES if src in found) + " kernel(s)"
 
 
-def _per_kernel(policy: Policy, names: pd.Series, shorts: pd.Series) -> dict[str, np.ndarray]:
+def _per_kernel(policy: Policy, names: list[str], shorts: list[str]) -> dict[str, np.ndarray]:
     """Each threshold as a column: the policy's value, or the first matching per-kernel override."""
     out = {k: np.full(len(names), float(getattr(policy, k))) for k in THRESHOLD_KEYS}
     for pattern, over in reversed(list(policy.kernels.items())):  # reversed: the first match is applied last
@@ -273,25 +312,24 @@ def _per_kernel(policy: Policy, names: pd.Series, shorts: pd.Series) -> dict[str
     return out
 
 
-def _classify(rows: pd.DataFrame, policy: Policy, has_b: np.ndarray, has_a: np.ndarray) -> None:
-    names, shorts = rows["name"].astype(str), rows["short_name"].astype(str)
-    th = _per_kernel(policy, names, shorts)
-    rows["ignored"] = policy.ignored_mask(names.tolist(), shorts.tolist())
-    pct = rows["delta_pct"].to_numpy()
-    enough = rows["enough"].to_numpy()
-    v = rows.pop("_verdict").to_numpy()
+def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndarray], names: list[str],
+              shorts: list[str], has_b: np.ndarray, has_a: np.ndarray, v: np.ndarray) -> None:
+    rows["ignored"] = policy.ignored_mask(names, shorts)
+    pct = rows["delta_pct"]
+    enough = rows["enough"]
     matched = has_a & has_b
-    rows["class"] = np.select(
+    cls = np.select(
         [~has_b, ~has_a, v > 0, v < 0, np.abs(pct) < policy.unchanged_pct],
         [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value, KernelClass.IMPROVED.value,
          KernelClass.UNCHANGED.value], KernelClass.WITHIN_NOISE.value)
-    rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value)
-    new_gated = ~has_b & (rows["share_after"].fillna(0).to_numpy() >= th["share_floor"])
-    rows["gated"] = ((rows["class"] == KernelClass.REGRESSED).to_numpy() | new_gated) & ~rows["ignored"].to_numpy()
-    rows["swap"] = False
+    rows["class"] = cls.astype(object)
+    rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value).astype(object)
+    new_gated = ~has_b & (np.nan_to_num(rows["share_after"], nan=0.0) >= th["share_floor"])
+    rows["gated"] = ((cls == KernelClass.REGRESSED.value) | new_gated) & ~rows["ignored"]
+    rows["swap"] = np.zeros(len(cls), dtype=bool)
 
 
-def _mark_algorithm_swaps(df: pd.DataFrame, policy: Policy) -> list[str]:
+def _mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy) -> list[str]:
     """Library algorithm swaps are not kernel regressions.
 
     cuDNN/cuBLAS pick a kernel per call from many candidates (autotuning, heuristics); between two
@@ -301,23 +339,28 @@ def _mark_algorithm_swaps(df: pd.DataFrame, policy: Policy) -> list[str]:
     their combined time, they are one swap: each row keeps its numbers and says so, and none of
     them fails the gate on its own — the total-time rule still applies.
     """
-    if not len(df):
+    if not len(rows["name"]):
         return []
-    lib = df["tc_before"].isin(LIBRARY_PICKED) | df["tc_after"].isin(LIBRARY_PICKED)
-    count_moved = (df["delta_count"].abs() >= 0.5) & (
-        df["delta_count"].abs() >= 0.01 * df[["count_before", "count_after"]].max(axis=1))
-    moved = lib & (count_moved | df["class"].isin([KernelClass.NEW, KernelClass.GONE]))
+    lib = _among(rows["tc_before"], LIBRARY_PICKED) | _among(rows["tc_after"], LIBRARY_PICKED)
+    dc = np.abs(rows["delta_count"])
+    count_moved = (dc >= 0.5) & (dc >= 0.01 * np.fmax(rows["count_before"], rows["count_after"]))
+    moved = lib & (count_moved | _among(rows["class"], (KernelClass.NEW.value, KernelClass.GONE.value)))
     if moved.sum() < 2:
         return []
-    net = float(df.loc[moved, "delta_ns"].sum())
-    base = float(df.loc[lib, "before"].sum())
+    net = float(rows["delta_ns"][moved].sum())
+    base = float(rows["before"][lib].sum())
     if not base or abs(net) / base * 100 >= policy.swap_net_pct:
         return []
-    df.loc[moved, "swap"] = True
-    df.loc[moved, "gated"] = False
+    rows["swap"][moved] = True
+    rows["gated"][moved] = False
     return [f"algorithm swap: {int(moved.sum())} matmul/convolution kernels changed launch counts or appeared/"
             f"vanished, netting {net / base:+.1%} of matmul/convolution time ({net / 1e3:+.1f} µs per iteration); "
             "not gated per kernel (cuDNN/cuBLAS picked other algorithms)"]
+
+
+def _among(values: np.ndarray, options: tuple[str, ...]) -> np.ndarray:
+    """Which of ``values`` (an object column: text, NaN where absent) are one of ``options``."""
+    return np.fromiter((v in options for v in values.tolist()), dtype=bool, count=len(values))
 
 
 def _change(b: float, a: float) -> TotalChange:

@@ -97,7 +97,7 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         return v
     policy = result.policy
     fail_new = policy.new_kernel == NewKernelPolicy.FAIL
-    for r in result.rows.to_dict("records") if len(result.rows) else []:
+    for r in result.records():
         cls = r["class"]
         if cls == KernelClass.NEW and r["gated"] and not fail_new:
             v.warnings.append(_finding(FindingKind.NEW_KERNEL, r))

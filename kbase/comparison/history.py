@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from kbase.comparison.changepoints import KernelStep, kernel_steps
 from kbase.comparison.noise import history_noise
@@ -33,11 +32,20 @@ def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list
         return None
 
 
+@dataclass(frozen=True)
+class HistoryNoise:
+    """Per kernel (full name) the relative run-to-run sd from past baselines (NaN: too few levels), and
+    its degrees of freedom."""
+
+    sd: dict[str, float]
+    df: float
+
+
 def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path | None, first: Resolved,
-                       second: Resolved, line_ref: str | None = None) -> tuple[pd.Series | None, list[str]]:
+                       second: Resolved, line_ref: str | None = None) -> tuple[HistoryNoise | None, list[str]]:
     """Per kernel run-to-run sd from the last ``history_baselines`` comparable baselines on the first-parent
     line of ``line_ref`` (the base branch: ``--base-ref`` or ``history_ref``) or else of the before side
-    (the after side's own baselines left out), when at least ``min_history`` exist; ``attrs["df"]``: its
+    (the after side's own baselines left out), when at least ``min_history`` exist; ``HistoryNoise.df``: its
     degrees of freedom (a MAD-based sd: about 40% of the levels'). ``source``: as ``resolve_stored``'s."""
     from kbase.store.reader import as_reader
 
@@ -59,11 +67,27 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
             if b.id not in set(second.baseline_ids)]
     if len(past) < policy.min_history:
         return None, notes
-    levels = reader.kernel_levels([b.id for b in past if b.id is not None])
-    sd = pd.Series(history_noise(levels.to_numpy(float), policy.min_history), index=levels.index)
-    sd.attrs["df"] = max(0.4 * (len(past) - 1), 2.0)
-    return sd, notes + [f"history noise: {len(past)} past baselines on {where} "
-                        f"({int(sd.notna().sum())} kernels with at least {policy.min_history} levels)"]
+    ids = [b.id for b in past if b.id is not None]
+    names, levels = level_matrix(reader.level_rows(ids), ids)
+    sd = history_noise(levels, policy.min_history)
+    noise = HistoryNoise(sd=dict(zip(names, sd.tolist())), df=max(0.4 * (len(past) - 1), 2.0))
+    return noise, notes + [f"history noise: {len(past)} past baselines on {where} "
+                           f"({int(np.isfinite(sd).sum())} kernels with at least {policy.min_history} levels)"]
+
+
+def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[list[str], np.ndarray]:
+    """(names in name order, names x baselines matrix of time per iteration per GPU) from
+    (baseline_id, name, short_name, per_iter_ns) rows: NaN where a kernel did not run, 0 where its level
+    is NULL (as ``frames.levels_frame``'s pivot sums it)."""
+    col = {b: j for j, b in enumerate(baseline_ids)}
+    names = sorted({r[1] for r in rows})
+    row = {n: i for i, n in enumerate(names)}
+    out = np.full((len(names), len(baseline_ids)), np.nan)
+    for b, name, _short, level in rows:
+        i, j = row[name], col.get(b)
+        if j is not None:
+            out[i, j] = (0.0 if out[i, j] != out[i, j] else out[i, j]) + (0.0 if level is None else float(level))
+    return names, out
 
 
 @dataclass
@@ -79,7 +103,7 @@ def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int,
     """Steps and creeps of every kernel over the last ``last`` baselines of ``workload`` on the
     first-parent line ending at ``rev`` (creation order without a repository), comparable with the
     newest of them."""
-    from kbase.store.queries import kernel_levels, line_baselines
+    from kbase.store.queries import level_rows, line_baselines
 
     notes: list[str] = []
     commits = first_parent_line(repo, rev, 10 * last)
@@ -92,14 +116,17 @@ def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int,
             notes.append(f"{len(bs) - len(kept)} baseline(s) left out: not comparable with the newest "
                          "(GPU model/count or window differ)")
         bs = kept
-    levels = kernel_levels(engine, [b.id for b in bs if b.id is not None])
-    if not bs or levels.empty:
+    ids = [b.id for b in bs if b.id is not None]
+    rows = level_rows(engine, ids) if ids else []
+    names, levels = level_matrix(rows, ids)
+    if not bs or not names:
         return StepsReport(workload=workload, commits=[], baselines=0, steps=[], notes=notes)
     walls = np.array([b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs])
     wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
-    names = [str(n) for n in levels.index]
-    shorts = [levels.attrs.get("short_name", {}).get(n, n) for n in names]
+    short: dict[str, str] = {}
+    for r in rows:
+        short.setdefault(r[1], r[2])
     line = [b.commit for b in bs]
-    found = kernel_steps(levels.to_numpy(float), names, shorts, line, wall)
+    found = kernel_steps(levels, names, [short.get(n, n) for n in names], line, wall)
     return StepsReport(workload=workload, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found,
                        notes=notes)

@@ -91,8 +91,8 @@ def distinct_captures(bs: Sequence[Baseline | BaselineRecord]) -> list[Baseline 
 
 def _from_baselines(reader: StoreReader, bs: Sequence[Baseline | BaselineRecord], label: str,
                     notes: list[str]) -> Resolved:
-    from kbase.comparison.side import side_from_leaderboards
-    from kbase.store.reader import load_leaderboard
+    from kbase.comparison.side import side_from_captures
+    from kbase.store.reader import load_capture
 
     newest = bs[-1]
     same = [b for b in bs if b.fingerprint == newest.fingerprint]
@@ -104,8 +104,7 @@ def _from_baselines(reader: StoreReader, bs: Sequence[Baseline | BaselineRecord]
         notes.append(f"{label}: {len(same) - len(unique)} re-stored copy(ies) of the same capture not pooled twice")
     if len(unique) > 1:
         notes.append(f"{label}: pooled {len(unique)} repeat captures ({', '.join(f'@{b.id}' for b in unique)})")
-    lbs = [load_leaderboard(reader, b) for b in unique if b.id is not None]
-    side = side_from_leaderboards(lbs, label, side_meta(unique))
+    side = side_from_captures([load_capture(reader, b) for b in unique if b.id is not None], label, side_meta(unique))
     return Resolved(side=side, commit=newest.commit, baseline_ids=[b.id for b in unique if b.id is not None],
                     notes=notes, label=label)
 

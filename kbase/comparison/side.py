@@ -1,23 +1,31 @@
-"""One side of a comparison: one or more leaderboards (repeat captures at one commit) pooled.
+"""One side of a comparison: one or more captures (repeat captures at one commit) pooled.
 
 Everything is per unit per GPU, where a unit is an iteration when every pooled window is
 iteration-aligned, else one second of window: a kernel's time per unit, its launches per unit, its
 time per launch, and its per-iteration samples (one column per iteration of every pooled capture).
+
+A capture comes from a computed ``Leaderboard`` (``capture_of_leaderboard``) or straight from a
+baseline's stored rows (``store.codec.capture_from_rows``); pooling and the side are numpy only, so a
+diff of stored baselines never imports pandas (~0.3 s of a command's start).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from kbase.comparison import sketch
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.summary import LeaderboardSummary
 
 
 class Unit(StrEnum):
@@ -47,10 +55,46 @@ class KernelTotals:
     memory: float
 
 
+KERNEL_COLUMNS = ["short_name", "family", "category", "tc", "gpus", "count", "total_ns", "avg_ns", "std_ns",
+                  "per_unit_ns", "count_per_unit"]
+_TEXT = ["short_name", "family", "category", "tc"]
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """A side's per-kernel columns (``KERNEL_COLUMNS``) as arrays, one row per kernel of ``index`` (full
+    names, object array)."""
+
+    index: np.ndarray
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.columns[column]
+
+    @cached_property
+    def _rows(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.index.tolist())}
+
+    def positions(self, names: Iterable[object]) -> np.ndarray:
+        """Each name's row, -1 where this side has no such kernel."""
+        rows = self._rows
+        return np.fromiter((rows.get(n, -1) if isinstance(n, str) else -1 for n in names), dtype=np.intp)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The table as a DataFrame indexed by name (for the Python API; the comparison reads the arrays)."""
+        import pandas as pd
+
+        return pd.DataFrame({c: self.columns[c] for c in KERNEL_COLUMNS},
+                            index=pd.Index(self.index, dtype=object, name="name"))
+
+
 @dataclass
 class Side:
     label: str
-    kernels: pd.DataFrame  # index: name; KERNEL_COLUMNS
+    kernels: KernelTable
     samples: np.ndarray  # (kernels, iterations) ns per iteration per GPU, rows in ``kernels`` order
     unit: Unit
     n_units: float
@@ -71,125 +115,133 @@ class Side:
         return int(self.samples.shape[1])
 
 
-KERNEL_COLUMNS = ["short_name", "family", "category", "tc", "gpus", "count", "total_ns", "avg_ns", "std_ns",
-                  "per_unit_ns", "count_per_unit"]
-_TEXT = ["short_name", "family", "category", "tc"]
+@dataclass
+class Capture:
+    """One capture's per-kernel figures, as a side pools them (rows in the leaderboard's order)."""
+
+    summary: LeaderboardSummary
+    names: np.ndarray  # object: full names
+    text: dict[str, np.ndarray]  # _TEXT columns (object)
+    gpus: np.ndarray
+    count: np.ndarray  # float
+    total_ns: np.ndarray
+    avg_ns: np.ndarray
+    std_ns: np.ndarray
+    # (names, summary.iteration_keys): ns per iteration summed over GPUs, 0 where a kernel had no launch
+    iter_ns: np.ndarray
+    sketches: dict[str, np.ndarray] = field(default_factory=dict)  # name -> launch sketch
 
 
-def _sample_matrix(lb: Leaderboard, keys: list[int], gpus: int) -> tuple[pd.Index, np.ndarray]:
-    """(names, names x keys matrix of ns per iteration per GPU) of one leaderboard's samples."""
-    s = lb.samples
-    pos = pd.Index(keys)
-    if not keys or not len(s):
-        return pd.Index([], dtype=object), np.zeros((0, len(keys)))
-    col = pos.get_indexer(pd.Index(s["iteration"]))
-    keep = col >= 0
-    codes, names = _factorize_runs(s["name"].to_numpy(dtype=object)[keep])
-    mat = np.zeros((len(names), len(keys)))
-    mat[codes, col[keep]] = s["total_ns"].to_numpy()[keep] / gpus
-    return pd.Index(names, dtype=object), mat
+def capture_of_leaderboard(lb: Leaderboard) -> Capture:
+    """A computed (or stored, pandas-loaded) Leaderboard as a ``Capture``."""
+    t, s = lb.table, lb.samples
+    names = t["name"].astype(object).to_numpy()
+    keys = [int(k) for k in lb.summary.iteration_keys]
+    iter_ns = np.zeros((len(names), len(keys)))
+    if keys and len(s):
+        import pandas as pd
 
-
-def _factorize_runs(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize`` of sample names, which leaderboards and the store give grouped (each kernel's
-    iterations in one run; its repeats are one object): runs found by adjacent comparison, which
-    short-cuts on identity, instead of hashing 200,000 long strings (~35 ms). Any other order:
-    ``pd.factorize``."""
-    if not len(names):
-        return np.zeros(0, dtype=np.intp), names
-    starts = np.flatnonzero(np.concatenate(([True], names[1:] != names[:-1])))
-    uniq = names[starts]
-    listed = uniq.tolist()
-    if len(set(listed)) < len(listed) or not all(isinstance(n, str) for n in listed):  # not grouped, or missing
-        codes, found = pd.factorize(names)
-        return codes, np.asarray(found, dtype=object)
-    return np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(names)))), uniq
+        col = pd.Index(keys).get_indexer(pd.Index(s["iteration"]))
+        row = pd.Index(names, dtype=object).get_indexer(pd.Index(s["name"].to_numpy(dtype=object), dtype=object))
+        keep = (col >= 0) & (row >= 0)
+        iter_ns[row[keep], col[keep]] = s["total_ns"].to_numpy(float)[keep]
+    return Capture(summary=lb.summary, names=names, text={c: t[c].astype(object).to_numpy() for c in _TEXT},
+                   gpus=t["gpus"].to_numpy(), count=t["count"].to_numpy(float), total_ns=t["total_ns"].to_numpy(float),
+                   avg_ns=t["avg_ns"].to_numpy(float), std_ns=t["std_ns"].to_numpy(float), iter_ns=iter_ns,
+                   sketches=lb.sketches)
 
 
 def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | None = None) -> Side:
-    """Pool leaderboards: launches, totals and squared sums add up; samples line up side by side (a
+    return side_from_captures([capture_of_leaderboard(lb) for lb in lbs], label, meta)
+
+
+def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = None) -> Side:
+    """Pool captures: launches, totals and squared sums add up; samples line up side by side (a
     kernel absent from one capture ran zero ns in each of that capture's iterations)."""
-    aligned = bool(lbs) and all(lb.summary.aligned for lb in lbs)
-    parts, matrices, level_parts = [], [], []
-    sketch_parts: list[dict[str, np.ndarray]] = []
+    aligned = bool(caps) and all(c.summary.aligned for c in caps)
+    rows: dict[str, int] = {}
+    where = []
+    for c in caps:  # kernels in order of first appearance
+        where.append(np.fromiter((rows.setdefault(n, len(rows)) for n in c.names.tolist()), dtype=np.intp,
+                                 count=len(c.names)))
+    k = len(rows)
+    index = np.empty(k, dtype=object)
+    index[:] = list(rows)
+    text = {col: np.full(k, np.nan, dtype=object) for col in _TEXT}
+    count, total, sumsq = np.zeros(k), np.zeros(k), np.zeros(k)
+    gpus_max = np.zeros(k, dtype=np.int64)
+    matrices: list[np.ndarray] = []  # per capture: (k, its iterations)
+    total_parts: list[np.ndarray] = []
+    level = np.zeros((k, len(caps)))
     n_units = gpu_units = wall = 0.0
     totals = np.zeros(4)
-    for lb in lbs:
-        s = lb.summary
+    for c, pos in zip(reversed(caps), reversed(where)):  # reversed: the first capture's text wins
+        for col in _TEXT:
+            v = c.text[col]
+            have = np.fromiter((x is not None and x == x for x in v.tolist()), dtype=bool, count=len(v))
+            text[col][pos[have]] = v[have]
+    for j, (c, pos) in enumerate(zip(caps, where)):
+        s = c.summary
         gpus = max(int(s.gpus), 1)
-        keys = [int(k) for k in s.iteration_keys] if aligned else []
-        units = len(keys) if aligned else s.window_ns / 1e9
+        units = len(s.iteration_keys) if aligned else s.window_ns / 1e9
         n_units += units
         gpu_units += units * gpus
         wall += s.window_ns
         totals += [s.total_kernel_ns, s.compute_ns, s.communication_ns, s.memory_ns]
-        t = lb.table
-        n, mean, std = t["count"].to_numpy(float), t["avg_ns"].to_numpy(float), t["std_ns"].to_numpy(float)
-        parts.append(pd.DataFrame({
-            "name": t["name"].astype(object).to_numpy(), **{c: t[c].astype(object).to_numpy() for c in _TEXT},
-            "gpus": t["gpus"].to_numpy(), "count": n, "total_ns": t["total_ns"].to_numpy(float),
-            "sumsq": (n - 1) * std * std + n * mean * mean,  # Σx² of this part, from its mean and std
-        }))
-        if keys:
-            matrices.append(_sample_matrix(lb, keys, gpus))
-        elif not aligned and lb.sketches:
-            matrices.append(_chunk_matrix(lb, gpus, s.window_ns))
-        level_parts.append((t["name"].astype(object).to_numpy(), t["total_ns"].to_numpy(float) / (units * gpus)
-                            if units else np.full(len(t), np.nan)))
-        sketch_parts.append(lb.sketches)
-    if parts:
-        allk = pd.concat(parts, ignore_index=True)
-        g = allk.groupby("name", sort=False)
-        k = g[_TEXT].first().join(g[["count", "total_ns", "sumsq"]].sum()).join(g["gpus"].max())
-    else:
-        k = pd.DataFrame(columns=[*_TEXT, "count", "total_ns", "sumsq", "gpus"])
-    n = k["count"].to_numpy(float)
-    mean = np.divide(k["total_ns"].to_numpy(float), n, out=np.zeros(len(k)), where=n > 0)
-    var = np.divide(k["sumsq"].to_numpy(float) - n * mean * mean, n - 1, out=np.zeros(len(k)), where=n > 1)
-    k = k.assign(count=n.astype(np.int64), avg_ns=mean, std_ns=np.sqrt(np.maximum(var, 0.0)),
-                 per_unit_ns=k["total_ns"] / gpu_units if gpu_units else np.nan,
-                 count_per_unit=n / gpu_units if gpu_units else np.nan)
-    k.index = pd.Index(k.index, dtype=object, name="name")
-    k = k[KERNEL_COLUMNS]
-    cols = [_rows_for(k.index, names, m) for names, m in matrices]
-    samples = np.hstack(cols) if cols else np.zeros((len(k), 0))
+        n, mean, std = c.count, c.avg_ns, c.std_ns
+        np.add.at(count, pos, n)
+        np.add.at(total, pos, c.total_ns)
+        np.add.at(sumsq, pos, (n - 1) * std * std + n * mean * mean)  # Σx² of this part, from its mean and std
+        np.maximum.at(gpus_max, pos, c.gpus.astype(np.int64))
+        if aligned and len(s.iteration_keys):
+            m = np.zeros((k, c.iter_ns.shape[1]))
+            m[pos] = c.iter_ns / gpus
+            matrices.append(m)
+            total_parts.append((c.iter_ns / gpus).sum(axis=0))
+        elif not aligned and c.sketches:
+            names, m = _chunk_matrix(c, gpus)
+            full = np.zeros((k, m.shape[1]))
+            full[[rows[x] for x in names]] = m
+            matrices.append(full)
+            total_parts.append(m.sum(axis=0))
+        level[pos, j] = c.total_ns / (units * gpus) if units else np.nan
+    mean = np.divide(total, count, out=np.zeros(k), where=count > 0)
+    var = np.divide(sumsq - count * mean * mean, count - 1, out=np.zeros(k), where=count > 1)
+    columns = {**text, "gpus": gpus_max, "count": count.astype(np.int64), "total_ns": total, "avg_ns": mean,
+               "std_ns": np.sqrt(np.maximum(var, 0.0)),
+               "per_unit_ns": total / gpu_units if gpu_units else np.full(k, np.nan),
+               "count_per_unit": count / gpu_units if gpu_units else np.full(k, np.nan)}
+    sketch_parts = [c.sketches for c in caps]
     return Side(
-        label=label, kernels=k, samples=samples, unit=Unit.ITERATION if aligned else Unit.WINDOW_SECOND,
-        n_units=n_units, n_gpus=int(lbs[0].summary.gpus) if lbs else 0,
+        label=label, kernels=KernelTable(index, columns),
+        samples=np.hstack(matrices) if matrices else np.zeros((k, 0)),
+        unit=Unit.ITERATION if aligned else Unit.WINDOW_SECOND,
+        n_units=n_units, n_gpus=int(caps[0].summary.gpus) if caps else 0,
         unit_wall_ns=wall / n_units if n_units else np.nan,
         totals=KernelTotals(*(totals / gpu_units if gpu_units else np.full(4, np.nan))),
-        total_samples=np.concatenate([m.sum(axis=0) for _, m in matrices]) if matrices else np.empty(0),
-        aligned=aligned, step_wall_ns=_mean_step_wall(lbs), meta=meta or SideMeta(),
-        sketches=_pooled_sketches(k.index, sketch_parts), levels=_levels(k.index, level_parts),
-        resolution_ns=_resolution(sketch_parts),
+        total_samples=np.concatenate(total_parts) if total_parts else np.empty(0),
+        aligned=aligned, step_wall_ns=_mean_step_wall(caps), meta=meta or SideMeta(),
+        sketches=_pooled_sketches(index, sketch_parts), levels=level, resolution_ns=_resolution(sketch_parts),
     )
 
 
-def _chunk_matrix(lb: Leaderboard, gpus: int, window_ns: float) -> tuple[pd.Index, np.ndarray]:
+def _chunk_matrix(c: Capture, gpus: int) -> tuple[list[str], np.ndarray]:
     """Without iteration markers: each kernel's launch-order chunk totals (from its sketch) as samples,
     ns per window-second per GPU (a chunk covers about 1/CHUNKS of the window)."""
-    names = pd.Index(list(lb.sketches), dtype=object)
-    per = window_ns / 1e9 / sketch.CHUNKS * gpus
-    mat = np.stack([lb.sketches[n][:, sketch.TOTAL] for n in names]) / per if len(names) else np.zeros((0, 0))
+    names = list(c.sketches)
+    per = c.summary.window_ns / 1e9 / sketch.CHUNKS * gpus
+    mat = np.stack([c.sketches[n][:, sketch.TOTAL] for n in names]) / per if names else np.zeros((0, 0))
     return names, mat
 
 
-def _pooled_sketches(index: pd.Index, parts: list[dict[str, np.ndarray]]) -> np.ndarray | None:
+def _pooled_sketches(index: np.ndarray, parts: list[dict[str, np.ndarray]]) -> np.ndarray | None:
     if not parts or not all(parts):
         return None
     out = np.full((len(index), sketch.CHUNKS, sketch.WIDTH), np.nan)
-    for i, name in enumerate(index):
+    for i, name in enumerate(index.tolist()):
         have = [p[name] for p in parts if name in p]
         if have:
             out[i] = have[0] if len(have) == 1 else sketch.pool(have)
-    return out
-
-
-def _levels(index: pd.Index, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    out = np.zeros((len(index), len(parts)))
-    for j, (names, values) in enumerate(parts):
-        where = pd.Index(names, dtype=object).get_indexer(index)
-        out[where >= 0, j] = values[where[where >= 0]]
     return out
 
 
@@ -202,15 +254,6 @@ def _resolution(parts: list[dict[str, np.ndarray]]) -> float:
     return 1000.0 if len(allq) and not np.any(np.mod(allq, 1000.0)) else 1.0
 
 
-def _rows_for(index: pd.Index, names: pd.Index, mat: np.ndarray) -> np.ndarray:
-    """``mat``'s rows reordered to ``index`` (zeros for kernels this capture did not run)."""
-    out = np.zeros((len(index), mat.shape[1]))
-    where = names.get_indexer(index)
-    have = where >= 0
-    out[have] = mat[where[have]]
-    return out
-
-
-def _mean_step_wall(lbs: list[Leaderboard]) -> float | None:
-    steps = [lb.summary.step_wall_ns for lb in lbs if lb.summary.step_wall_ns]
+def _mean_step_wall(caps: list[Capture]) -> float | None:
+    steps = [c.summary.step_wall_ns for c in caps if c.summary.step_wall_ns]
     return float(np.mean(steps)) if steps else None

@@ -7,11 +7,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from kbase import jsonable
+from kbase.analysis.amdahl import amdahl
 from kbase.analysis.classify import TC_SYMBOL
-from kbase.analysis.leaderboard import amdahl
 from kbase.analysis.names import display_names, short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import Finding, FindingKind, Verdict
@@ -131,10 +129,10 @@ def _num(x: Any) -> Any:
 
 def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str, Any]:
     result = comparison.result
-    rows = result.rows
-    counts = {c.value: int((rows["class"] == c).sum()) if len(rows) else 0 for c in CLASSES}
+    classes = result.table["class"].tolist()
+    counts = {c.value: classes.count(c.value) for c in CLASSES}
     kernels = []
-    for r in records(rows) if len(rows) else []:
+    for r in result.records():
         row = {k: _num(r.get(k)) for k in ROW_FIELDS if k not in ("diagnosis", "amdahl")}
         row["class"] = KernelClass(r["class"]).value
         row["diagnosis"] = diagnosis(r)
@@ -164,6 +162,8 @@ def diff_json(doc: dict[str, Any]) -> str:
 
 
 def diff_csv(comparison: Comparison) -> str:
+    import pandas as pd  # CSV is written by pandas (the other formats never load it)
+
     rows = comparison.result.rows
     if not len(rows):
         return to_csv(pd.DataFrame(columns=ROW_FIELDS))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.comparison.side import Capture
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
     from kbase.store.models import Baseline
@@ -205,6 +206,75 @@ def leaderboard_from_rows(b: Baseline | BaselineRecord, k: pd.DataFrame) -> Lead
                 sketches[name] = sk
     return Leaderboard(table=table, summary=LeaderboardSummary.from_dict(summary), samples=unpack_samples(k, keys),
                        notes=notes, sketches=sketches)
+
+
+def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Capture:
+    """Baseline ``b``'s kernel rows (``reader.kernel_rows``: ``frames.KERNEL_COLUMNS`` order) as the
+    comparison's ``Capture``, without pandas: what ``leaderboard_from_rows`` then
+    ``side.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs."""
+    import numpy as np
+
+    from kbase.analysis.summary import LeaderboardSummary
+    from kbase.comparison import sketch
+    from kbase.comparison.side import _TEXT, Capture
+    from kbase.store.frames import KERNEL_COLUMNS
+
+    col = {c: i for i, c in enumerate(KERNEL_COLUMNS)}
+    summary = json.loads(b.summary_json)
+    summary.pop("notes", None)
+    s = LeaderboardSummary.from_dict(summary)
+
+    def column(name: str, dtype: Any = object) -> np.ndarray:
+        i = col[name]
+        if dtype is object:
+            out = np.empty(len(rows), dtype=object)
+            out[:] = [r[i] for r in rows]
+            return out
+        return np.array([np.nan if r[i] is None else r[i] for r in rows], dtype=dtype)
+
+    names = column("name")
+    sketches: dict[str, np.ndarray] = {}
+    for name, blob in zip(names.tolist(), (r[col["launch_sketch"]] for r in rows)):
+        sk = sketch.unpack(blob)
+        if sk is not None:
+            sketches[name] = sk
+    return Capture(summary=s, names=names, text={c: column(c) for c in _TEXT}, gpus=column("gpus", np.int64),
+                   count=column("count", float), total_ns=column("total_ns", float), avg_ns=column("avg_ns", float),
+                   std_ns=column("std_ns", float), iter_ns=_iteration_matrix(rows, col, json.loads(b.iteration_keys),
+                                                                             [int(k) for k in s.iteration_keys]),
+                   sketches=sketches)
+
+
+def _iteration_matrix(rows: list[tuple], col: dict[str, int], stored_keys: list[int], keys: list[int]) -> np.ndarray:
+    """(rows, keys) ns per iteration from the stored float32 blobs (0 where a kernel had no launch), the
+    stored key order mapped onto ``keys`` (the summary's)."""
+    import numpy as np
+
+    ns_blobs = [r[col["iter_ns"]] for r in rows]
+    cnt_blobs = [r[col["iter_count"]] for r in rows]
+    m = len(stored_keys)
+    out = np.zeros((len(rows), m))
+    width = len(ns_blobs[0]) if ns_blobs and isinstance(ns_blobs[0], bytes) else -1
+    if width > 0 and all(isinstance(x, bytes) and len(x) == width for x in (*ns_blobs, *cnt_blobs)):
+        m = min(width // 4, m)  # every row holds the same number of iterations (what save_leaderboard writes)
+        ns = np.frombuffer(b"".join(ns_blobs), dtype="<f4").reshape(len(rows), -1)[:, :m]
+        cnt = np.frombuffer(b"".join(cnt_blobs), dtype="<f4").reshape(len(rows), -1)[:, :m]
+        out[:, :m] = np.where(cnt > 0, ns, 0).astype(np.float64)
+    else:
+        for i, (ns_blob, cnt_blob) in enumerate(zip(ns_blobs, cnt_blobs)):
+            ns, cnt = unpack(ns_blob), unpack(cnt_blob)
+            w = min(len(ns), m)
+            if len(cnt) < w:
+                raise IndexError(f"stored launch counts cover {len(cnt)} iterations, times cover {w}")
+            out[i, :w] = np.where(cnt[:w] > 0, ns[:w], 0).astype(np.float64)
+    if stored_keys == keys:
+        return out
+    where = {k: j for j, k in enumerate(stored_keys)}
+    mapped = np.zeros((len(rows), len(keys)))
+    for j, k in enumerate(keys):
+        if k in where:
+            mapped[:, j] = out[:, where[k]]
+    return mapped
 
 
 def unpack_samples(k: pd.DataFrame, keys: list[int]) -> pd.DataFrame:

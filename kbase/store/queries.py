@@ -14,7 +14,7 @@ from sqlalchemy import Select, delete, func, or_, select
 from kbase.errors import InputError, KbaseError, StoreError
 from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
 from kbase.store.engine import write_transaction
-from kbase.store.frames import kernels_frame, levels_frame
+from kbase.store.frames import KERNEL_COLUMNS, kernels_frame, levels_frame
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
@@ -208,6 +208,12 @@ def baselines_at(engine: Engine, workload: str, commits: list[str]) -> dict[str,
 
 def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
     """Kernel rows of the given baselines joined with their names (one query)."""
+    return kernels_frame(load_kernel_rows(engine, baseline_ids), list(KERNEL_COLUMNS))
+
+
+def load_kernel_rows(engine: Engine, baseline_ids: list[int]) -> list[tuple]:
+    """``load_kernels``' rows as plain tuples (``frames.KERNEL_COLUMNS`` order: the model's columns, then
+    the name columns), no DataFrame."""
     bk, kn = BASELINE_KERNEL, KERNEL_NAME
     q = (
         select(bk, kn.c.name, kn.c.family, kn.c.short_name, kn.c.category, kn.c.tc)
@@ -216,9 +222,8 @@ def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
         .order_by(bk.c.baseline_id, bk.c.rank)
     )
     with engine.connect() as conn:
-        res = conn.execute(q)
         # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
-        return kernels_frame([tuple(r) for r in res.fetchall()], list(res.keys()))
+        return [tuple(r) for r in conn.execute(q).fetchall()]
 
 
 def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
@@ -345,6 +350,11 @@ def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
 
     if not baseline_ids:
         return pd.DataFrame()
+    return levels_frame(level_rows(engine, baseline_ids), baseline_ids)
+
+
+def level_rows(engine: Engine, baseline_ids: list[int]) -> list[tuple]:
+    """(baseline_id, name, short_name, per_iter_ns) of every kernel row of the given baselines."""
     bk, kn = BASELINE_KERNEL, KERNEL_NAME
     rows: list[tuple] = []
     with engine.connect() as conn:
@@ -352,7 +362,7 @@ def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
             q = (select(bk.c.baseline_id, kn.c.name, kn.c.short_name, bk.c.per_iter_ns)
                  .join(kn, kn.c.id == bk.c.name_id).where(bk.c.baseline_id.in_(baseline_ids[i : i + _NAME_CHUNK])))
             rows += [tuple(r) for r in conn.execute(q).fetchall()]
-    return levels_frame(rows, baseline_ids)
+    return rows
 
 
 class EngineReader:
@@ -372,8 +382,14 @@ class EngineReader:
         return line_baselines(self.engine, workload, fingerprint=fingerprint, commits=commits, before_id=before_id,
                               limit=limit)
 
+    def kernel_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        return load_kernel_rows(self.engine, baseline_ids)
+
     def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
         return load_kernels(self.engine, baseline_ids)
+
+    def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        return level_rows(self.engine, baseline_ids)
 
     def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
         return kernel_levels(self.engine, baseline_ids)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.comparison.side import Capture
     from kbase.store.models import Acceptance, Baseline
     from kbase.store.records import AcceptanceRecord, BaselineRecord
 
@@ -31,7 +32,15 @@ class StoreReader(Protocol):
                        before_id: int | None = None, limit: int = 20) -> Sequence[Baseline | BaselineRecord]:
         ...
 
+    def kernel_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        """Kernel rows joined with their names, plain tuples in ``frames.KERNEL_COLUMNS`` order."""
+        ...
+
     def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
+        ...
+
+    def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        """(baseline_id, name, short_name, per_iter_ns) tuples (``frames.LEVEL_COLUMNS``)."""
         ...
 
     def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
@@ -57,3 +66,11 @@ def load_leaderboard(reader: StoreReader, b: Baseline | BaselineRecord) -> Leade
 
     assert b.id is not None
     return leaderboard_from_rows(b, reader.load_kernels([b.id]))
+
+
+def load_capture(reader: StoreReader, b: Baseline | BaselineRecord) -> Capture:
+    """Baseline ``b`` as the comparison pools it (``side.Capture``), without pandas."""
+    from kbase.store.codec import capture_from_rows
+
+    assert b.id is not None
+    return capture_from_rows(b, reader.kernel_rows([b.id]))

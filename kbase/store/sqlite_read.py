@@ -221,13 +221,18 @@ class SqliteReader:
         newest = [baseline_record(r) for r in self.conn.execute(_LINE_NEWEST, [*args, limit]).fetchall()]
         return newest[::-1]
 
+    def kernel_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        rows = self.conn.execute(_LOAD_KERNELS, (json.dumps(baseline_ids),)).fetchall()
+        i = _FRAGMENTED
+        return [r if r[i] is None else (*r[:i], bool(r[i]), *r[i + 1:]) for r in rows]
+
     def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
         from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
 
-        rows = self.conn.execute(_LOAD_KERNELS, (json.dumps(baseline_ids),)).fetchall()
-        i = _FRAGMENTED
-        rows = [r if r[i] is None else (*r[:i], bool(r[i]), *r[i + 1:]) for r in rows]
-        return kernels_frame(rows, list(KERNEL_COLUMNS))
+        return kernels_frame(self.kernel_rows(baseline_ids), list(KERNEL_COLUMNS))
+
+    def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        return self.conn.execute(_KERNEL_LEVELS, (json.dumps(baseline_ids),)).fetchall() if baseline_ids else []
 
     def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
         import pandas as pd
@@ -236,7 +241,7 @@ class SqliteReader:
 
         if not baseline_ids:
             return pd.DataFrame()
-        return levels_frame(self.conn.execute(_KERNEL_LEVELS, (json.dumps(baseline_ids),)).fetchall(), baseline_ids)
+        return levels_frame(self.level_rows(baseline_ids), baseline_ids)
 
     def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[AcceptanceRecord]:
         args = (bool(workload), workload or "", active_on is not None, active_on.isoformat() if active_on else "")

@@ -135,7 +135,7 @@ def _flagged(result) -> list[str]:
 
 def test_chosen_kernels_have_the_share_the_cases_assume(ex):
     side = ex.side("base")
-    share = side.kernels["per_unit_ns"] / side.unit_wall_ns
+    share = side.kernels.to_frame()["per_unit_ns"] / side.unit_wall_ns
     assert share[SLOW.name] >= 0.02
     assert share[SHORT_SLOW.name] >= 0.02
     assert share[NEW.name if NEW.name in share else GONE.name] >= 0.005  # the dropped one is gated-size
@@ -345,10 +345,10 @@ def test_pooled_repeat_captures(ex, tmp_path):
         assert pooled.baseline_ids == [first.baseline.id, second.baseline.id]
         assert pooled.side.n_units == 2 * single.side.n_units == 14
         assert len(pooled.side.total_samples) == 2 * len(single.side.total_samples)
-        k = pooled.side.kernels.loc[SLOW.name]
-        row = pooled.side.kernels.index.get_loc(SLOW.name)
+        k = pooled.side.kernels.to_frame().loc[SLOW.name]
+        row = pooled.side.kernels.positions([SLOW.name])[0]
         assert pooled.side.samples.shape[1] == 14
-        assert k["count"] == 2 * single.side.kernels.loc[SLOW.name, "count"]
+        assert k["count"] == 2 * single.side.kernels.to_frame().loc[SLOW.name, "count"]
         assert k["count_per_unit"] == pytest.approx(SLOW.launches_per_iter)
         assert any("pooled 2 repeat captures" in n for n in pooled.notes)
         # pooled samples give the same answer: a slowdown against the pooled side is still caught
@@ -357,7 +357,7 @@ def test_pooled_repeat_captures(ex, tmp_path):
         # the stored and pooled per-iteration sums match the profile read directly
         base = ex.side("base")
         assert np.allclose(np.sort(pooled.side.samples[row, :7]),
-                           np.sort(base.samples[base.kernels.index.get_loc(SLOW.name)]), rtol=1e-6)
+                           np.sort(base.samples[base.kernels.positions([SLOW.name])[0]]), rtol=1e-6)
 
 
 # --------------------------------------------------------------------------- 6. real data

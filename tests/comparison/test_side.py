@@ -1,0 +1,59 @@
+"""A side built straight from stored rows (``store.codec.capture_from_rows``, no pandas) equals the one
+built from the same baselines loaded as Leaderboards (``side.side_from_leaderboards``, the pandas path
+every live capture takes): kernels, per-iteration samples, sketches, levels, totals — for an aligned
+capture, one without iteration markers, and two repeat captures pooled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kbase
+from kbase.comparison.side import KERNEL_COLUMNS, side_from_captures, side_from_leaderboards
+from kbase.store import open_store, queries
+from kbase.store.reader import as_reader, load_capture
+from kbase.synth.generate import ExportSpec, generate_export
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("side")
+    settings = kbase.Settings.load(db=f"sqlite:///{root / 'kb.db'}", name="side")
+    ids = {}
+    for key, spec in {"aligned": ExportSpec(seed=1, iterations=6),
+                      "again": ExportSpec(seed=2, iterations=6),
+                      "unmarked": ExportSpec(seed=3, iterations=6, nvtx=False)}.items():
+        path = root / f"{key}.sqlite"
+        generate_export(path, spec)
+        with open_store(settings) as st:
+            ids[key] = kbase.snapshot(path, settings, rev=f"{len(ids) + 1:040x}", no_git=True, store=st).baseline.id
+    return settings, ids
+
+
+def _assert_same(a, b) -> None:
+    assert a.kernels.index.tolist() == b.kernels.index.tolist()
+    for c in KERNEL_COLUMNS:
+        x, y = a.kernels[c], b.kernels[c]
+        if x.dtype == object:
+            assert x.tolist() == y.tolist(), c
+        else:
+            np.testing.assert_allclose(x.astype(float), y.astype(float), rtol=1e-12, err_msg=c)
+    for f in ("samples", "total_samples", "levels"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-12, err_msg=f)
+    np.testing.assert_array_equal(a.sketches, b.sketches)
+    for f in ("unit", "n_units", "n_gpus", "unit_wall_ns", "totals", "aligned", "step_wall_ns", "resolution_ns"):
+        assert getattr(a, f) == getattr(b, f), f
+
+
+@pytest.mark.parametrize("keys", [("aligned",), ("unmarked",), ("aligned", "again")])
+def test_stored_rows_give_the_side_the_leaderboards_give(stored, keys):
+    settings, ids = stored
+    with open_store(settings) as st:
+        reader = as_reader(st.engine)
+        bs = [reader.baseline(ids[k]) for k in keys]
+        from_rows = side_from_captures([load_capture(reader, b) for b in bs], "x")
+        from_frames = side_from_leaderboards([queries.load_leaderboard(st.engine, b.id) for b in bs], "x")
+    assert from_rows.aligned == (keys != ("unmarked",))
+    per_capture = 5 if from_rows.aligned else 8  # 6 iterations, the warm-up skipped; else the sketch's chunks
+    assert len(from_rows.kernels) > 10 and from_rows.samples.shape[1] == per_capture * len(keys)
+    _assert_same(from_rows, from_frames)
