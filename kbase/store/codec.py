@@ -246,27 +246,13 @@ def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Captur
 
 
 def _iteration_matrix(rows: list[tuple], col: dict[str, int], stored_keys: list[int], keys: list[int]) -> np.ndarray:
-    """(rows, keys) ns per iteration from the stored float32 blobs (0 where a kernel had no launch), the
-    stored key order mapped onto ``keys`` (the summary's)."""
+    """(rows, keys) ns per iteration from the stored blobs (0 where a kernel had no launch), the stored
+    key order mapped onto ``keys`` (the summary's)."""
     import numpy as np
 
-    ns_blobs = [r[col["iter_ns"]] for r in rows]
-    cnt_blobs = [r[col["iter_count"]] for r in rows]
-    m = len(stored_keys)
-    out = np.zeros((len(rows), m))
-    width = len(ns_blobs[0]) if ns_blobs and isinstance(ns_blobs[0], bytes) else -1
-    if width > 0 and all(isinstance(x, bytes) and len(x) == width for x in (*ns_blobs, *cnt_blobs)):
-        m = min(width // 4, m)  # every row holds the same number of iterations (what save_leaderboard writes)
-        ns = np.frombuffer(b"".join(ns_blobs), dtype="<f4").reshape(len(rows), -1)[:, :m]
-        cnt = np.frombuffer(b"".join(cnt_blobs), dtype="<f4").reshape(len(rows), -1)[:, :m]
-        out[:, :m] = np.where(cnt > 0, ns, 0).astype(np.float64)
-    else:
-        for i, (ns_blob, cnt_blob) in enumerate(zip(ns_blobs, cnt_blobs)):
-            ns, cnt = unpack(ns_blob), unpack(cnt_blob)
-            w = min(len(ns), m)
-            if len(cnt) < w:
-                raise IndexError(f"stored launch counts cover {len(cnt)} iterations, times cover {w}")
-            out[i, :w] = np.where(cnt[:w] > 0, ns[:w], 0).astype(np.float64)
+    ns, cnt = sample_matrices([r[col["iter_ns"]] for r in rows], [r[col["iter_count"]] for r in rows],
+                              len(stored_keys))
+    out = np.where(cnt > 0, ns, 0).astype(np.float64)
     if stored_keys == keys:
         return out
     where = {k: j for j, k in enumerate(stored_keys)}
@@ -277,48 +263,45 @@ def _iteration_matrix(rows: list[tuple], col: dict[str, int], stored_keys: list[
     return mapped
 
 
+def sample_matrices(ns_blobs: list[Any], cnt_blobs: list[Any], n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """The stored per-iteration samples of kernel rows as two (rows, n_keys) float32 matrices, ns and
+    launches, in the stored key order; 0 past a row's stored iterations. One ``np.frombuffer`` when every
+    row holds the same number of iterations (what ``save_leaderboard`` writes), else row by row."""
+    import numpy as np
+
+    ns_m = np.zeros((len(ns_blobs), n_keys), dtype=np.float32)
+    cnt_m = np.zeros((len(ns_blobs), n_keys), dtype=np.float32)
+    width = len(ns_blobs[0]) if ns_blobs and isinstance(ns_blobs[0], bytes) else -1
+    if width > 0 and all(isinstance(b, bytes) and len(b) == width for b in (*ns_blobs, *cnt_blobs)):
+        m = min(width // 4, n_keys)
+        ns_m[:, :m] = np.frombuffer(b"".join(ns_blobs), dtype="<f4").reshape(len(ns_blobs), -1)[:, :m]
+        cnt_m[:, :m] = np.frombuffer(b"".join(cnt_blobs), dtype="<f4").reshape(len(cnt_blobs), -1)[:, :m]
+        return ns_m, cnt_m
+    for i, (ns_blob, cnt_blob) in enumerate(zip(ns_blobs, cnt_blobs)):
+        ns, cnt = unpack(ns_blob), unpack(cnt_blob)
+        m = min(len(ns), n_keys)
+        if len(cnt) < m:
+            raise IndexError(f"stored launch counts cover {len(cnt)} iterations, times cover {m}")
+        ns_m[i, :m], cnt_m[i, :m] = ns[:m], cnt[:m]
+    return ns_m, cnt_m
+
+
 def unpack_samples(k: pd.DataFrame, keys: list[int]) -> pd.DataFrame:
     """(name, iteration, count, total_ns) for every stored iteration with launches, in row then key
-    order. One np.frombuffer per row, no per-sample Python (was ~0.3 s at 2,000 x 100). Names stay Python
+    order (``sample_matrices``: no per-sample Python; was ~0.3 s at 2,000 x 100). Names stay Python
     objects: inferring Arrow strings copied every long name once per iteration (~60 ms at 2,000 x 99)."""
     import numpy as np
     import pandas as pd
 
     cols = ["name", "iteration", "count", "total_ns"]
     karr = np.asarray(keys, dtype=np.int64)
-    ns_blobs, cnt_blobs = k["iter_ns"].tolist(), k["iter_count"].tolist()
-    width = len(ns_blobs[0]) if ns_blobs and isinstance(ns_blobs[0], bytes) else -1
-    if width > 0 and all(isinstance(b, bytes) and len(b) == width for b in (*ns_blobs, *cnt_blobs)):
-        # every row holds the same number of iterations (what save_leaderboard writes): one matrix
-        m = min(width // 4, len(karr))
-        ns = np.frombuffer(b"".join(ns_blobs), dtype="<f4").reshape(len(ns_blobs), -1)[:, :m]
-        cnt = np.frombuffer(b"".join(cnt_blobs), dtype="<f4").reshape(len(cnt_blobs), -1)[:, :m]
-        row, col = np.nonzero(cnt > 0)  # row-major: row then key order, as the loop below
-        if not len(row):
-            return pd.DataFrame([], columns=cols)
-        return pd.DataFrame({
-            "name": pd.Series(np.asarray(k["name"].tolist(), dtype=object)[row], dtype=object),
-            "iteration": karr[col],
-            "count": cnt[row, col].astype(np.int64),
-            "total_ns": ns[row, col].astype(np.float64),
-        }, columns=cols)
-    pos, cnts, nss, lens = [], [], [], []
-    for ns_blob, cnt_blob in zip(ns_blobs, cnt_blobs):
-        ns, cnt = unpack(ns_blob), unpack(cnt_blob)
-        m = min(len(ns), len(karr))
-        if len(cnt) < m:
-            raise IndexError(f"stored launch counts cover {len(cnt)} iterations, times cover {m}")
-        sel = np.flatnonzero(cnt[:m] > 0)
-        pos.append(sel)
-        cnts.append(cnt[sel])
-        nss.append(ns[sel])
-        lens.append(len(sel))
-    total = sum(lens)
-    if not total:
+    ns, cnt = sample_matrices(k["iter_ns"].tolist(), k["iter_count"].tolist(), len(karr))
+    row, col = np.nonzero(cnt > 0)  # row-major: row then key order
+    if not len(row):
         return pd.DataFrame([], columns=cols)
     return pd.DataFrame({
-        "name": pd.Series(np.repeat(np.asarray(k["name"].tolist(), dtype=object), lens), dtype=object),
-        "iteration": karr[np.concatenate(pos)],
-        "count": np.concatenate(cnts).astype(np.int64),
-        "total_ns": np.concatenate(nss).astype(np.float64),
+        "name": pd.Series(np.asarray(k["name"].tolist(), dtype=object)[row], dtype=object),
+        "iteration": karr[col],
+        "count": cnt[row, col].astype(np.int64),
+        "total_ns": ns[row, col].astype(np.float64),
     }, columns=cols)
