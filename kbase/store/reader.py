@@ -2,7 +2,8 @@
 implementations: ``queries.EngineReader`` (SQLAlchemy, any store) and ``sqlite_read.SqliteReader`` (the
 standard library's sqlite3 on a SQLite store at the head schema: no SQLAlchemy or SQLModel, ~0.4 s of
 imports). Both return the same values: SQLModel rows or their plain records (same fields, same types),
-and DataFrames built by the same functions (``frames``)."""
+kernel and level rows as plain tuples (what the comparison reads: no pandas), and DataFrames built from
+those tuples by the same functions (``frames``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ if TYPE_CHECKING:
     import pandas as pd
     from sqlalchemy.engine import Engine
 
-    from kbase.analysis.leaderboard import Leaderboard
     from kbase.comparison.side import Capture
     from kbase.store.models import Acceptance, Baseline
     from kbase.store.records import AcceptanceRecord, BaselineRecord
@@ -58,14 +58,6 @@ def as_reader(source: Engine | StoreReader) -> StoreReader:
     from kbase.store.queries import EngineReader
 
     return EngineReader(source)
-
-
-def load_leaderboard(reader: StoreReader, b: Baseline | BaselineRecord) -> Leaderboard:
-    """The stored Leaderboard of baseline ``b`` (as ``queries.load_leaderboard``, without reading ``b`` again)."""
-    from kbase.store.codec import leaderboard_from_rows
-
-    assert b.id is not None
-    return leaderboard_from_rows(b, reader.load_kernels([b.id]))
 
 
 def load_capture(reader: StoreReader, b: Baseline | BaselineRecord) -> Capture:

@@ -297,6 +297,8 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
                {"commits": commits, "limit": 0}):
         _same_records(fast.line_baselines("bulk", **kw), slow.line_baselines("bulk", **kw), BASELINE_FIELDS)
     for ids in ([1], [2], [4, 2], [7], [1, 2, 3, 4, 5, 6, 7, 8], [], [99]):
+        assert fast.kernel_rows(ids) == slow.kernel_rows(ids)
+        assert sorted(fast.level_rows(ids)) == sorted(slow.level_rows(ids))
         f, s = fast.load_kernels(ids), slow.load_kernels(ids)
         assert list(f.columns) == list(s.columns) and list(f.dtypes) == list(s.dtypes), (ids, f.dtypes, s.dtypes)
         pd.testing.assert_frame_equal(f, s, check_exact=True)
@@ -310,23 +312,29 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
 
 
 @pytest.mark.parametrize("bid", [2, 4, 5, 7])
-def test_stored_leaderboard_from_a_record(store, bid):
-    """``codec.leaderboard_from_rows`` of a record equals the SQLAlchemy path's leaderboard."""
-    import pandas as pd
+def test_stored_capture_from_a_record(store, bid):
+    """``codec.capture_from_rows`` of a ``sqlite_read`` record equals the SQLAlchemy path's, and the
+    capture of the leaderboard ``queries.load_leaderboard`` builds (pandas) from the same baseline."""
+    import numpy as np
 
+    from kbase.comparison.side import _TEXT, capture_of_leaderboard
     from kbase.store import open_store, queries
-    from kbase.store.reader import load_leaderboard
+    from kbase.store.reader import as_reader, load_capture
 
     url, _, _ = store
     fast = open_reader(url)
     assert fast is not None
     try:
-        a = load_leaderboard(fast, fast.baseline(bid))
+        a = load_capture(fast, fast.baseline(bid))
     finally:
         fast.close()
     with open_store(url) as st:
-        b = queries.load_leaderboard(st.engine, bid)
-    pd.testing.assert_frame_equal(a.table, b.table, check_exact=True)
-    pd.testing.assert_frame_equal(a.samples, b.samples, check_exact=True)
-    assert a.summary == b.summary and a.notes == b.notes and a.sketches.keys() == b.sketches.keys()
-    assert all((a.sketches[k] == b.sketches[k]).all() for k in a.sketches)
+        b = load_capture(as_reader(st.engine), queries.get_baseline(st.engine, bid))
+        c = capture_of_leaderboard(queries.load_leaderboard(st.engine, bid))
+    for other in (b, c):
+        assert a.summary == other.summary and a.names.tolist() == other.names.tolist()
+        assert all(a.text[k].tolist() == other.text[k].tolist() for k in _TEXT)
+        for f in ("gpus", "count", "total_ns", "avg_ns", "std_ns", "iter_ns"):
+            np.testing.assert_array_equal(getattr(a, f), getattr(other, f), err_msg=f)
+        assert a.sketches.keys() == other.sketches.keys()
+        assert all((a.sketches[k] == other.sketches[k]).all() for k in a.sketches)
