@@ -135,8 +135,8 @@ def match_kernels(bk: KernelTable, ak: KernelTable) -> list[tuple[str | None, st
     both = set(named)
     rest_b = [(n, _key(f)) for n, f in zip(b_names, bk["family"].tolist()) if n not in both]
     rest_a = [(n, _key(f)) for n, f in zip(a_names, ak["family"].tolist()) if n not in both]
-    single_a = _single_family(rest_a)
-    fam = [(n, single_a[f]) for n, f in rest_b if f in _single_family(rest_b) and f in single_a]
+    single_b, single_a = _single_family(rest_b), _single_family(rest_a)
+    fam = [(n, single_a[f]) for n, f in rest_b if f in single_b and f in single_a]
     paired_b, paired_a = {p[0] for p in fam}, {p[1] for p in fam}
     return ([(n, n, Match.NAME.value) for n in named] + [(x, y, Match.FAMILY.value) for x, y in fam]
             + [(n, None, Match.GONE.value) for n, _ in rest_b if n not in paired_b]
