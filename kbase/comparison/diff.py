@@ -205,12 +205,18 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
         rows["delta_count"] = count_a - count_b
         rows["delta_avg_pct"] = np.where(has_a & has_b & (avg_b != 0) & ~np.isnan(avg_b),
                                          (avg_a - avg_b) / np.where(avg_b == 0, 1, avg_b) * 100, np.nan)
+    # Without iteration markers the unit is a second of window, whose length moves every kernel's launches
+    # per unit alike (a slower kernel lengthens it): launch counts are compared at equal total launches.
+    count_same = count_a
+    if not (before.aligned and after.aligned):
+        total_b, total_a = float(np.nansum(kb["count_per_unit"])), float(np.nansum(ka["count_per_unit"]))
+        count_same = count_a * (total_b / total_a) if total_a > 0 and total_b > 0 else count_a
     names = [str(x) for x in rows["name"].tolist()]
     shorts = [str(x) for x in rows["short_name"].tolist()]
     th = _per_kernel(policy, names, shorts)
-    verdict = _significance(rows, pos_b, pos_a, before, after, policy, th, has_a & has_b, history)
+    verdict = _significance(rows, pos_b, pos_a, before, after, policy, th, has_a & has_b, history, count_same)
     _classify(rows, policy, th, names, shorts, has_b, has_a, verdict)
-    notes = _mark_algorithm_swaps(rows, policy)
+    notes = _mark_algorithm_swaps(rows, policy, count_same)
     line = noise_line(rows)
     if line:
         notes.append(line)
@@ -228,9 +234,10 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
 
 def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarray, before: Side, after: Side,
                   policy: Policy, th: dict[str, np.ndarray], matched: np.ndarray,
-                  history: HistoryNoise | None) -> np.ndarray:
+                  history: HistoryNoise | None, count_same: np.ndarray) -> np.ndarray:
     """Per matched kernel: the best noise source, its z-test and the minimum detectable effect (into
-    ``rows``); returns each kernel's verdict before the class rules (1 regressed, -1 improved, 0)."""
+    ``rows``); returns each kernel's verdict before the class rules (1 regressed, -1 improved, 0).
+    ``count_same``: the after side's launches per unit as comparable with the before side's."""
     n = len(matched)
     cols: dict[str, np.ndarray] = {k: np.full(n, np.nan) for k in ("z", "p_value", "noise_rel", "mde_rel", "mde_ns",
                                                                      "rel")}
@@ -240,7 +247,9 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     verdict = np.zeros(n, dtype=np.int8)
     share = np.fmax(rows["share_before"], rows["share_after"])
     tested = int((matched & ~(share < th["share_floor"])).sum())
-    cb, ca = rows["count_before"], rows["count_after"]
+    cb, ca = rows["count_before"], count_same
+    # per window-second, chunk totals move with the window's length; per-launch quantiles do not
+    launches_first = not (before.aligned and after.aligned)
     caps = (before.levels.shape[1] if before.levels is not None else 1,
             after.levels.shape[1] if after.levels is not None else 1)
     rep_b = repeat_noise(before.levels) if before.levels is not None else np.full(len(before.kernels), np.nan)
@@ -266,7 +275,7 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     for j, i in enumerate(idx.tolist()):
         within = [by_iter[j]]
         if same_count[j]:
-            within.append(by_launch[j])
+            within = [by_launch[j]] if launches_first and by_launch[j] is not None else [*within, by_launch[j]]
         run_sd: tuple[str, float, float] | None = None
         if np.isfinite(hist[i]):
             run_sd = ("history", float(hist[i]), hist_df)
@@ -329,7 +338,7 @@ def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndar
     rows["swap"] = np.zeros(len(cls), dtype=bool)
 
 
-def _mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy) -> list[str]:
+def _mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy, count_same: np.ndarray) -> list[str]:
     """Library algorithm swaps are not kernel regressions.
 
     cuDNN/cuBLAS pick a kernel per call from many candidates (autotuning, heuristics); between two
@@ -337,13 +346,14 @@ def _mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy) -> list[s
     vanish, and per-launch averages shift with the mix of shapes. When the launch-count-driven
     changes among those kernels (plus the new and gone ones) net out below ``swap_net_pct`` of
     their combined time, they are one swap: each row keeps its numbers and says so, and none of
-    them fails the gate on its own — the total-time rule still applies.
+    them fails the gate on its own — the total-time rule still applies. ``count_same``: the after side's
+    launches per unit as comparable with the before side's.
     """
     if not len(rows["name"]):
         return []
     lib = _among(rows["tc_before"], LIBRARY_PICKED) | _among(rows["tc_after"], LIBRARY_PICKED)
-    dc = np.abs(rows["delta_count"])
-    count_moved = (dc >= 0.5) & (dc >= 0.01 * np.fmax(rows["count_before"], rows["count_after"]))
+    dc = np.abs(count_same - rows["count_before"])
+    count_moved = (dc >= 0.5) & (dc >= 0.01 * np.fmax(rows["count_before"], count_same))
     moved = lib & (count_moved | _among(rows["class"], (KernelClass.NEW.value, KernelClass.GONE.value)))
     if moved.sum() < 2:
         return []

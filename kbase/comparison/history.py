@@ -62,9 +62,11 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
     if commits is None:
         commits = first_parent_line(repo, first.commit, depth)
         where = "the before side's first-parent line" if commits is not None else "creation order (no repository)"
+    # only baselines aligned as the newest is: one without iteration markers stores no per-iteration
+    # level (NULL), which must not count as a level of 0 in an aligned kernel's spread
     past = [b for b in reader.line_baselines(newest.workload, fingerprint=newest.fingerprint, commits=commits,
                                              before_id=None if commits else newest.id, limit=policy.history_baselines)
-            if b.id not in set(second.baseline_ids)]
+            if b.id not in set(second.baseline_ids) and b.aligned == newest.aligned]
     if len(past) < policy.min_history:
         return None, notes
     ids = [b.id for b in past if b.id is not None]
@@ -78,7 +80,7 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
 def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[list[str], np.ndarray]:
     """(names in name order, names x baselines matrix of time per iteration per GPU) from
     (baseline_id, name, short_name, per_iter_ns) rows: NaN where a kernel did not run, 0 where its level
-    is NULL (as ``frames.levels_frame``'s pivot sums it)."""
+    is NULL (a baseline without iteration markers; as ``frames.levels_frame``'s pivot sums it)."""
     col = {b: j for j, b in enumerate(baseline_ids)}
     names = sorted({r[1] for r in rows})
     row = {n: i for i, n in enumerate(names)}

@@ -56,6 +56,7 @@ class HistorySpec:
     branch: str = "main"
     extra_kernels: list[KernelSpec] = field(default_factory=list)  # added to the default mix
     spacing: timedelta = timedelta(hours=6)
+    markers: bool = True  # False: exports without NVTX step markers (compared per window-second)
 
 
 @dataclass
@@ -109,7 +110,7 @@ def generate_history(root: Path, spec: HistorySpec | None = None) -> History:
                     slowdown[s.kernel] = slowdown.get(s.kernel, 1.0) * s.factor
             path = exports / f"c{i:03d}.sqlite"
             generate_export(path, ExportSpec(n_gpus=spec.n_gpus, iterations=spec.iterations, kernels=mix,
-                                             seed=1000 + i, slowdown=slowdown), overwrite=True)
+                                             seed=1000 + i, slowdown=slowdown, nvtx=spec.markers), overwrite=True)
             res = kbase.snapshot(path, settings, rev=sha, store=opened)
             commits.append(sha)
             subjects.append(subject)

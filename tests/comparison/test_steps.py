@@ -55,6 +55,35 @@ def test_gate_uses_history_noise_and_stored_sketches(hist):
     assert lb.sketches and all(v.shape == (8, 18) for v in lb.sketches.values())
 
 
+def test_history_noise_leaves_out_baselines_without_step_markers(tmp_path):
+    """A baseline without iteration markers stores no per-iteration level: among aligned baselines it
+    is left out of the history noise (it counted as a level of 0), and a workload captured without
+    markers compares on its within-capture noise, catching a +15% step."""
+    import kbase
+    from kbase.synth.generate import ExportSpec, generate_export
+    from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
+
+    k = _kernel("nvjet_hsh_256x128")
+    h = generate_history(tmp_path / "aligned", HistorySpec(commits=8, steps=[], iterations=4))
+    s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
+    for i in (2, 3, 4):  # the same workload captured once more at three commits, without markers
+        path = tmp_path / f"unmarked{i}.sqlite"
+        generate_export(path, ExportSpec(iterations=4, seed=50 + i, nvtx=False))
+        assert not kbase.snapshot(path, s, rev=h.commits[i]).baseline.aligned
+    c = kbase.compare(f"@{h.baseline_ids[6]}", f"@{h.baseline_ids[7]}", s)
+    assert "history noise: 7 past baselines on the before side's first-parent line (22 kernels with at least 5 " \
+           "levels)" in c.notes, c.notes
+    assert set(c.result.rows["noise_source"].dropna()) == {"history"} and c.result.rows["noise_rel"].max() < 0.05
+
+    u = generate_history(tmp_path / "unmarked", HistorySpec(commits=9, steps=[InjectedStep(8, k, 1.15, "gemm")],
+                                                            iterations=4, markers=False))
+    s = kbase.Settings.load(repo=u.repo, db=u.db_url, name=u.workload)
+    g = kbase.gate(u.commits[7], u.commits[8], s)
+    assert not g.comparison.before.side.aligned and g.comparison.result.totals.unit == "window-second"
+    assert "history" not in set(g.comparison.result.rows["noise_source"].dropna())
+    assert g.verdict.code == 1 and [f.name for f in g.verdict.failing if f.kind == "regressed"] == [k]
+
+
 def test_old_baselines_without_sketches_still_compare(hist, tmp_path):
     import shutil
 
