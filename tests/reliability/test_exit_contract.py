@@ -55,19 +55,22 @@ def _commands() -> dict[str, typing.Any]:
     return out
 
 
+def _kind(param) -> str:
+    """What a parameter takes (tuple, int, float, path or text), from its click type."""
+    if param.nargs > 1:
+        return "tuple"
+    return {"int": "int", "integer": "int", "float": "float", "path": "path"}.get(getattr(param.type, "name", ""), "text")
+
+
 def _bad_values(param) -> list[typing.Any]:
-    ann = param.type_descriptor.annotation
-    text = str(ann)
-    origin = typing.get_origin(ann)
-    args = [a for a in typing.get_args(ann) if a is not type(None)]
-    base = args[0] if origin is not None and args and not text.startswith(("tuple", "list")) else ann
-    if text.startswith("tuple") or "tuple" in text:
+    kind = _kind(param)
+    if kind == "tuple":
         return [("nan", "1"), ("2", "1"), ("x", "y"), ("-inf", "inf")]
-    if base is int:
+    if kind == "int":
         return ["x", "-3", "9" * 30]
-    if base is float:
+    if kind == "float":
         return ["x", "nan", "-1", "1e999"]
-    if base is Path:
+    if kind == "path":
         return ["/missing/dir/f", "{F}/sub", "{D}", HOSTILE[1]]
     return HOSTILE + (ODD_REVS if param.name in ("a", "b", "ref", "rev", "base_ref") else [])
 
