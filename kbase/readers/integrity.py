@@ -33,6 +33,8 @@ def add_note(extra: dict, note: str) -> None:
 
 def clean_text(value: str) -> str:
     """``value`` with lone surrogates and NUL replaced (they cannot be encoded, stored or printed)."""
+    if value.isascii() and "\x00" not in value:  # almost every name: no regex scan (17k NVTX names: ~15 ms)
+        return value
     return _UNWRITABLE.sub(REPLACEMENT, value) if _UNWRITABLE.search(value) else value
 
 

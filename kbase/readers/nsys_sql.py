@@ -261,7 +261,7 @@ def _range_names(col: pd.Series) -> pd.Series:
     def as_text(v) -> str:
         return "" if v is None else clean_text(v if isinstance(v, str) else _as_text(v))
 
-    uniq = pd.unique(col)
+    uniq = col.unique().tolist()  # Python values at once (iterating an Arrow string array costs ~1 µs a name)
     mapping = {v: as_text(v) for v in uniq}
     if all(isinstance(v, str) and mapping[v] is v for v in uniq):
         return col
