@@ -64,19 +64,32 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
     kernel and runtime tables are read on two threads at once. Arrays are preallocated from
     ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch.
     """
-    import adbc_driver_sqlite.dbapi as adbc
+    import adbc_driver_manager
+    import adbc_driver_sqlite
     import pyarrow as pa
 
-    conn = adbc.connect(readonly_uri(path))
+    # ADBC's own API, not its DB-API module (that one imports pyarrow.dataset: ~20 ms of every kbase top)
+    db = adbc_driver_sqlite.connect(readonly_uri(path))
+    conn = adbc_driver_manager.AdbcConnection(db)
+
+    opened: list = []  # statements and their readers, closed before the connection (ADBC insists)
+
+    def query(sql: str):
+        stmt = adbc_driver_manager.AdbcStatement(conn)
+        opened.append(stmt)
+        stmt.set_sql_query(sql)
+        stream, _ = stmt.execute_query()
+        reader = pa.RecordBatchReader.from_stream(stream)
+        opened.append(reader)
+        return reader
+
     try:
-        cur = conn.cursor()
-        cur.execute(f"SELECT max(rowid) FROM {table}")  # table: a literal of ours
-        (cap,) = cur.fetchone() or (None,)
-        cap = int(cap or 0) + 1
+        first = query(f"SELECT max(rowid) FROM {table}").read_all()  # table: a literal of ours
+        cap = int((first.column(0)[0].as_py() if first.num_rows else None) or 0) + 1
         out = [np.empty(cap, dtype=np.int64) for _ in exprs]
-        cur.execute(f"SELECT {', '.join(exprs)} FROM {table}")
+        reader = query(f"SELECT {', '.join(exprs)} FROM {table}")
         n = 0
-        for batch in cur.fetch_record_batch():
+        for batch in reader:
             m = batch.num_rows
             if n + m > len(out[0]):  # rowids were not dense: grow
                 out = [np.concatenate([o, np.empty(max(m, len(o) // 2), dtype=np.int64)]) for o in out]
@@ -90,14 +103,16 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
             n += m
             if progress is not None:
                 progress(m, cap)  # rows read now, of about ``cap`` in all
-        cur.close()
         return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in out]
     except OSError as exc:
         if "Type mismatch" in str(exc):  # ADBC: a column changed type part-way through the table
             raise NotIntegers(table) from None
         raise
     finally:
+        for x in reversed(opened):  # each reader before its statement
+            x.close()
         conn.close()
+        db.close()
 
 
 def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str],
