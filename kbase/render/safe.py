@@ -18,8 +18,6 @@ from __future__ import annotations
 import html
 import re
 from typing import Any
-from xml.sax.saxutils import escape as _xml_escape
-from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
 from kbase.jsonable import json_safe  # re-exported: it lives with the JSON writer, apart from rich
 
@@ -85,12 +83,16 @@ def term_text(text: object) -> str:
 
 def xml_text(text: object) -> str:
     """Element text of well-formed XML 1.0."""
-    return _xml_escape(inert(text))
+    from xml.sax.saxutils import escape  # here: xml.sax pulls in urllib (~8 ms); only JUnit writes XML
+
+    return escape(inert(text))
 
 
 def xml_attr(text: object) -> str:
     """A quoted XML attribute value (quotes included)."""
-    return _xml_quoteattr(inert(text))
+    from xml.sax.saxutils import quoteattr
+
+    return quoteattr(inert(text))
 
 
 def __getattr__(name: str) -> Any:
