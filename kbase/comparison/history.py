@@ -118,6 +118,11 @@ def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int,
             notes.append(f"{len(bs) - len(kept)} baseline(s) left out: not comparable with the newest "
                          "(GPU model/count or window differ)")
         bs = kept
+        unmarked = [b for b in bs if not b.aligned]
+        if unmarked:  # no per-iteration time stored: their levels would read as 0
+            notes.append(f"{len(unmarked)} baseline(s) left out: captured without iteration markers (NVTX or "
+                         "ProfilerStep ranges), they store no time per iteration to follow")
+            bs = [b for b in bs if b.aligned]
     ids = [b.id for b in bs if b.id is not None]
     rows = level_rows(engine, ids) if ids else []
     names, levels = level_matrix(rows, ids)

@@ -75,9 +75,15 @@ def test_history_noise_leaves_out_baselines_without_step_markers(tmp_path):
            "levels)" in c.notes, c.notes
     assert set(c.result.rows["noise_source"].dropna()) == {"history"} and c.result.rows["noise_rel"].max() < 0.05
 
+    steps = kbase.steps(s)
+    assert steps.baselines == 8 and any("3 baseline(s) left out: captured without iteration markers" in n
+                                        for n in steps.notes), steps.notes
+
     u = generate_history(tmp_path / "unmarked", HistorySpec(commits=9, steps=[InjectedStep(8, k, 1.15, "gemm")],
                                                             iterations=4, markers=False))
     s = kbase.Settings.load(repo=u.repo, db=u.db_url, name=u.workload)
+    steps = kbase.steps(s)
+    assert steps.baselines == 0 and steps.steps == [] and any("9 baseline(s) left out" in n for n in steps.notes)
     g = kbase.gate(u.commits[7], u.commits[8], s)
     assert not g.comparison.before.side.aligned and g.comparison.result.totals.unit == "window-second"
     assert "history" not in set(g.comparison.result.rows["noise_source"].dropna())
