@@ -1,7 +1,7 @@
 """Calibrate the noise model (not a timed test): false flags and detection rates on real traces and on
 generated histories. Prints the tables README's "Noise model" section quotes.
 
-    .venv/bin/python benchmarks/calibrate.py [--data /work/shared/data] [--only aa,inject,nsys,workers,fpr,history,e2e]
+    .venv/bin/python benchmarks/calibrate.py [--data DIR] [--only aa,inject,nsys,workers,fpr,history,e2e,gatehist]
 
 - ``aa``: the A/A pair (two captures of one configuration) diffed both ways: kernels flagged, gate verdict.
 - ``inject``: +2/3/5/10% injected into one kernel at a time of the pair's second capture (every launch's
@@ -17,6 +17,8 @@ generated histories. Prints the tables README's "Noise model" section quotes.
   cumulative size, false steps in noise-only histories.
 - ``e2e``: one generated 40-commit store (``kbase.synth.history``: git repository, exports, snapshots)
   with a +3% and a +5% step and a five-step +1% creep, through ``kbase.steps``; and a noise-only one.
+- ``gatehist``: the gate with history noise on generated stores: +3% / +5% at the newest commit after
+  6, 11 and 21 past baselines, and a 60-commit noise-only history gated commit by commit.
 """
 
 from __future__ import annotations
@@ -253,10 +255,44 @@ def e2e(commits: int = 40) -> dict:
     return out
 
 
+def gatehist(noise_commits: int = 60) -> dict:
+    """The gate with history noise, end to end on generated stores (``kbase.synth.history``): +3% and +5%
+    on two kernels at the newest commit after 6, 11 and 21 past baselines (young histories: few degrees
+    of freedom), and a noise-only history gated commit by commit from the 6th on."""
+    from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
+
+    k3, k5 = _kernel("nvjet_hsh_256x128"), _kernel("void flash::flash_fwd")
+    out: dict = {}
+    print("\ngate with history noise (generated stores, 4 iterations per capture):")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (7, 12, 22):
+            h = generate_history(Path(tmp) / f"h{n}", HistorySpec(commits=n, iterations=4, steps=[
+                InjectedStep(n - 1, k3, 1.03, "+3%"), InjectedStep(n - 1, k5, 1.05, "+5%")]))
+            s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
+            rows = kbase.gate(h.commits[-2], h.commits[-1], s).comparison.result.rows
+            got = rows.set_index("name").loc[[k3, k5]]
+            other = set(_flagged(rows)) - {k3, k5}
+            print(f"  {n - 1:2d} past baselines: +3% {got.loc[k3, 'class']} (MDE {got.loc[k3, 'mde_rel']:.1%}), "
+                  f"+5% {got.loc[k5, 'class']} (MDE {got.loc[k5, 'mde_rel']:.1%}); sources "
+                  f"{sorted(set(got['noise_source']))}; other kernels flagged {len(other)}")
+            out[n - 1] = (got.loc[k3, "class"], got.loc[k5, "class"], len(other))
+        h = generate_history(Path(tmp) / "noise", HistorySpec(commits=noise_commits, iterations=4, steps=[]))
+        s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
+        flagged = failed = 0
+        for i in range(6, noise_commits):
+            g = kbase.gate(h.commits[i - 1], h.commits[i], s)
+            flagged += bool(_flagged(g.comparison.result.rows))
+            failed += g.verdict.code != 0
+        print(f"  noise-only history: {flagged} of {noise_commits - 6} consecutive gates with a kernel flagged, "
+              f"{failed} failed (policy fpr {s.policy.fpr:.0%})")
+        out["noise"] = (flagged, failed, noise_commits - 6)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    ap.add_argument("--only", default="aa,inject,nsys,workers,fpr,history,e2e")
+    ap.add_argument("--only", default="aa,inject,nsys,workers,fpr,history,e2e,gatehist")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     have = (args.data / KINETO.format("a")).exists()
@@ -271,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         history(args.data if have else None)
     if "e2e" in only:
         e2e()
+    if "gatehist" in only:
+        gatehist()
     return 0
 
 

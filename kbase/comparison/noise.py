@@ -132,19 +132,29 @@ def assumed_noise() -> Estimate:
     return Estimate(rel=float("nan"), se=float("nan"), source="assumed", n=0)
 
 
+RUN_NOISE_PRIOR_DF = 10.0  # what the assumed ``run_noise`` weighs against measured run-to-run noise
+
+
 def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: tuple[str, float, float] | None,
                captures: tuple[int, int], run_noise: float) -> Estimate:
     """The best source: measured run-to-run noise ``(source, sd, df)`` (history, then repeat) on the mean
-    change, else the within-capture estimate with the smallest standard error plus the ``run_noise``
-    floor (a known constant: the degrees of freedom grow as it dominates, Welch–Satterthwaite)."""
+    change, else the within-capture estimate with the smallest minimum detectable effect plus the
+    ``run_noise`` floor (a known constant: the degrees of freedom grow as it dominates,
+    Welch–Satterthwaite).
+
+    A measured sd is pooled with the assumed ``run_noise`` as ``RUN_NOISE_PRIOR_DF`` degrees of freedom
+    of prior evidence (moderated variance, as limma does for many features with few samples): a young
+    history (5 baselines: ~2 degrees of freedom from its robust sd) no longer makes the test blind
+    (Student's t at 2 df needs ~10x the noise), and a long one speaks for itself."""
     if run_sd is not None and math.isfinite(run_sd[1]) and math.isfinite(rel_means):
-        sd = max(run_sd[1], run_noise)
-        return Estimate(rel=rel_means, se=sd * math.sqrt(1 / captures[0] + 1 / captures[1]), source=run_sd[0],
-                        n=captures[0] + captures[1], df=run_sd[2])
+        _, sd, df = run_sd
+        var = (RUN_NOISE_PRIOR_DF * run_noise * run_noise + df * sd * sd) / (RUN_NOISE_PRIOR_DF + df)
+        return Estimate(rel=rel_means, se=math.sqrt(var * (1 / captures[0] + 1 / captures[1])), source=run_sd[0],
+                        n=captures[0] + captures[1], df=RUN_NOISE_PRIOR_DF + df)
     found = [e for e in within if e is not None and math.isfinite(e.se)]
     if not found:
         return assumed_noise()
-    best = min(found, key=lambda e: e.se / t_threshold(0.001, e.df))  # the most powerful, small samples weighed
+    best = min(found, key=lambda e: e.se * t_threshold(0.001, e.df))  # the most powerful: smallest MDE
     floor = run_noise * run_noise * (1 / captures[0] + 1 / captures[1])
     var = best.se * best.se
     df = (var + floor) ** 2 / (var * var / best.df) if var > 0 and math.isfinite(best.df) else math.inf

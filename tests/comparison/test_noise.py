@@ -40,10 +40,27 @@ def test_repeat_noise():
 def test_pick_noise_prefers_run_to_run_then_smallest_within():
     within = [noise.Estimate(0.03, 0.01, "iterations", 5), noise.Estimate(0.031, 0.002, "launches", 8)]
     hist = noise.pick_noise(0.029, within, ("history", 0.004, 10.0), (1, 1), 0.002)
-    assert hist.source == "history" and hist.rel == 0.029 and hist.se == pytest.approx(0.004 * math.sqrt(2))
+    prior = noise.RUN_NOISE_PRIOR_DF
+    pooled = (prior * 0.002**2 + 10.0 * 0.004**2) / (prior + 10.0)  # the assumed floor as prior evidence
+    assert hist.source == "history" and hist.rel == 0.029 and hist.se == pytest.approx(math.sqrt(2 * pooled))
+    assert hist.df == prior + 10.0
     w = noise.pick_noise(0.029, within, None, (1, 1), 0.002)
     assert w.source == "launches" and w.se == pytest.approx(math.sqrt(0.002**2 + 2 * 0.002**2))
     assert noise.pick_noise(0.0, [None], None, (1, 1), 0.002).source == "assumed"
+
+
+def test_a_young_history_is_pooled_with_the_assumed_run_noise():
+    """5 baselines give a robust sd ~2 degrees of freedom: alone, Student's t at 2 df needs ~10x the noise
+    to call anything; pooled with ``run_noise`` the test keeps its power, and a long history dominates."""
+    young = noise.pick_noise(0.03, [], ("history", 0.002, 2.0), (1, 1), 0.002)
+    assert young.df == noise.RUN_NOISE_PRIOR_DF + 2.0 and young.se == pytest.approx(0.002 * math.sqrt(2))
+    args = {"before_ns": 1e6, "after_ns": 1.03e6, "wall_ns": 5e6, "z_crit": noise.z_threshold(0.02, 25),
+            "abs_floor_ns": 0, "share_floor": 0, "rel_floor": 0}
+    assert noise.decide(young, **args).regressed  # +3% over 0.28% noise
+    alone = noise.Estimate(0.03, 0.002 * math.sqrt(2), "history", 2, df=2.0)
+    assert not noise.decide(alone, **args).regressed and noise.decide(alone, **args).mde_rel > 0.1
+    long = noise.pick_noise(0.03, [], ("history", 0.01, 200.0), (1, 1), 0.002)
+    assert long.se == pytest.approx(math.sqrt(2 * (noise.RUN_NOISE_PRIOR_DF * 0.002**2 + 200 * 0.01**2) / 210))
 
 
 def _decide(rel, se, before=1e6, wall=1e7, **kw):
