@@ -79,8 +79,8 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
 
 def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[list[str], np.ndarray]:
     """(names in name order, names x baselines matrix of time per iteration per GPU) from
-    (baseline_id, name, short_name, per_iter_ns) rows: NaN where a kernel did not run, 0 where its level
-    is NULL (a baseline without iteration markers; as ``frames.levels_frame``'s pivot sums it)."""
+    (baseline_id, name, short_name, per_iter_ns) rows (``frames.LEVEL_COLUMNS``): NaN where a kernel did
+    not run, 0 where its level is NULL (a baseline without iteration markers: callers leave those out)."""
     col = {b: j for j, b in enumerate(baseline_ids)}
     names = sorted({r[1] for r in rows})
     row = {n: i for i, n in enumerate(names)}

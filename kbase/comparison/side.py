@@ -194,10 +194,11 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
         np.add.at(sumsq, pos, (n - 1) * std * std + n * mean * mean)  # Σx² of this part, from its mean and std
         np.maximum.at(gpus_max, pos, c.gpus.astype(np.int64))
         if aligned and len(s.iteration_keys):
-            m = np.zeros((k, c.iter_ns.shape[1]))
-            m[pos] = c.iter_ns / gpus
+            per_gpu = c.iter_ns / gpus
+            m = np.zeros((k, per_gpu.shape[1]))
+            m[pos] = per_gpu
             matrices.append(m)
-            total_parts.append((c.iter_ns / gpus).sum(axis=0))
+            total_parts.append(per_gpu.sum(axis=0))
         elif not aligned and c.sketches:
             names, m = _chunk_matrix(c, gpus)
             full = np.zeros((k, m.shape[1]))

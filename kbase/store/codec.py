@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.summary import LeaderboardSummary
     from kbase.comparison.side import Capture
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
@@ -187,25 +188,39 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
 def leaderboard_from_rows(b: Baseline | BaselineRecord, k: pd.DataFrame) -> Leaderboard:
     """The stored Leaderboard of baseline ``b`` (a model or its ``sqlite_read`` record: only its summary and
     iteration keys are read) from its kernel rows ``k`` (joined with their names)."""
-    from kbase.analysis.leaderboard import COLUMNS, Leaderboard, LeaderboardSummary
-    from kbase.comparison import sketch
+    from kbase.analysis.leaderboard import COLUMNS, Leaderboard
 
-    summary: dict[str, Any] = json.loads(b.summary_json)
-    notes = summary.pop("notes", [])
+    summary, notes = stored_summary(b)
     table = k.assign(
         amdahl_ceiling=k["amdahl_ceiling"].fillna(float("inf")),
         per_iter_ns=k["per_iter_ns"].astype(float),
         count_per_iter=k["count_per_iter"].astype(float),
     )[COLUMNS].reset_index(drop=True)
     keys = json.loads(b.iteration_keys)
-    sketches: dict[str, np.ndarray] = {}
-    if "launch_sketch" in k:  # baselines stored before migration 0005 have none: compared without them
-        for name, blob in zip(k["name"].tolist(), k["launch_sketch"].tolist()):
-            sk = sketch.unpack(blob)
-            if sk is not None:
-                sketches[name] = sk
-    return Leaderboard(table=table, summary=LeaderboardSummary.from_dict(summary), samples=unpack_samples(k, keys),
-                       notes=notes, sketches=sketches)
+    # baselines stored before migration 0005 have no sketches: compared without them
+    sketches = stored_sketches(k["name"].tolist(), k["launch_sketch"].tolist()) if "launch_sketch" in k else {}
+    return Leaderboard(table=table, summary=summary, samples=unpack_samples(k, keys), notes=notes, sketches=sketches)
+
+
+def stored_summary(b: Baseline | BaselineRecord) -> tuple[LeaderboardSummary, list[str]]:
+    """Baseline ``b``'s leaderboard summary and notes, from its ``summary_json``."""
+    from kbase.analysis.summary import LeaderboardSummary
+
+    summary: dict[str, Any] = json.loads(b.summary_json)
+    notes = summary.pop("notes", [])
+    return LeaderboardSummary.from_dict(summary), notes
+
+
+def stored_sketches(names: list[str], blobs: list[Any]) -> dict[str, np.ndarray]:
+    """name -> launch sketch of the kernel rows that hold a readable one."""
+    from kbase.comparison import sketch
+
+    out: dict[str, np.ndarray] = {}
+    for name, blob in zip(names, blobs):
+        sk = sketch.unpack(blob)
+        if sk is not None:
+            out[name] = sk
+    return out
 
 
 def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Capture:
@@ -214,15 +229,11 @@ def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Captur
     ``side.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs."""
     import numpy as np
 
-    from kbase.analysis.summary import LeaderboardSummary
-    from kbase.comparison import sketch
     from kbase.comparison.side import _TEXT, Capture
     from kbase.store.frames import KERNEL_COLUMNS
 
     col = {c: i for i, c in enumerate(KERNEL_COLUMNS)}
-    summary = json.loads(b.summary_json)
-    summary.pop("notes", None)
-    s = LeaderboardSummary.from_dict(summary)
+    s, _ = stored_summary(b)
 
     def column(name: str, dtype: Any = object) -> np.ndarray:
         i = col[name]
@@ -233,11 +244,7 @@ def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Captur
         return np.array([np.nan if r[i] is None else r[i] for r in rows], dtype=dtype)
 
     names = column("name")
-    sketches: dict[str, np.ndarray] = {}
-    for name, blob in zip(names.tolist(), (r[col["launch_sketch"]] for r in rows)):
-        sk = sketch.unpack(blob)
-        if sk is not None:
-            sketches[name] = sk
+    sketches = stored_sketches(names.tolist(), [r[col["launch_sketch"]] for r in rows])
     return Capture(summary=s, names=names, text={c: column(c) for c in _TEXT}, gpus=column("gpus", np.int64),
                    count=column("count", float), total_ns=column("total_ns", float), avg_ns=column("avg_ns", float),
                    std_ns=column("std_ns", float), iter_ns=_iteration_matrix(rows, col, json.loads(b.iteration_keys),

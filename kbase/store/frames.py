@@ -1,6 +1,6 @@
-"""The DataFrames the comparison reads from the store, built from plain row tuples. Both read paths (the
-SQLAlchemy queries and the read-only ``sqlite_read``) hand their rows to these same functions, so the
-frames they return are identical: columns, dtypes and values."""
+"""The column order of the kernel and level rows both read paths return (the SQLAlchemy queries and the
+read-only ``sqlite_read``: the same plain tuples), and the kernel DataFrame a stored Leaderboard is built
+from (``queries.load_kernels``)."""
 
 from __future__ import annotations
 
@@ -23,15 +23,3 @@ def kernels_frame(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
     import pandas as pd  # here, not at the top: list/history/db never load pandas
 
     return pd.DataFrame(rows, columns=columns)
-
-
-def levels_frame(rows: list[tuple], baseline_ids: list[int]) -> pd.DataFrame:
-    """``kernel_levels`` from (baseline_id, name, short_name, per_iter_ns) rows: per kernel (rows: name;
-    columns: the baselines in the order given) its time per iteration per GPU, NaN where it did not run."""
-    import pandas as pd
-
-    df = pd.DataFrame(rows, columns=list(LEVEL_COLUMNS))
-    wide = df.pivot_table(index="name", columns="baseline_id", values="per_iter_ns", aggfunc="sum")
-    wide = wide.reindex(columns=baseline_ids).astype(float)
-    wide.attrs["short_name"] = df.drop_duplicates("name").set_index("name")["short_name"].to_dict()
-    return wide

@@ -14,7 +14,7 @@ from sqlalchemy import Select, delete, func, or_, select
 from kbase.errors import InputError, KbaseError, StoreError
 from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
 from kbase.store.engine import write_transaction
-from kbase.store.frames import KERNEL_COLUMNS, kernels_frame, levels_frame
+from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
 
 if TYPE_CHECKING:
@@ -343,16 +343,6 @@ def line_baselines(engine: Engine, workload: str, *, fingerprint: str | None = N
     return newest[::-1]
 
 
-def kernel_levels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
-    """Per kernel (rows: name; columns: the baselines in the order given) its time per iteration per GPU
-    (``per_iter_ns``; NaN where it did not run), with short_name as a column-free attribute frame."""
-    import pandas as pd
-
-    if not baseline_ids:
-        return pd.DataFrame()
-    return levels_frame(level_rows(engine, baseline_ids), baseline_ids)
-
-
 def level_rows(engine: Engine, baseline_ids: list[int]) -> list[tuple]:
     """(baseline_id, name, short_name, per_iter_ns) of every kernel row of the given baselines."""
     bk, kn = BASELINE_KERNEL, KERNEL_NAME
@@ -385,14 +375,8 @@ class EngineReader:
     def kernel_rows(self, baseline_ids: list[int]) -> list[tuple]:
         return load_kernel_rows(self.engine, baseline_ids)
 
-    def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
-        return load_kernels(self.engine, baseline_ids)
-
     def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
         return level_rows(self.engine, baseline_ids)
-
-    def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
-        return kernel_levels(self.engine, baseline_ids)
 
     def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[Acceptance]:
         return list_acceptances(self.engine, workload, active_on)

@@ -12,7 +12,6 @@ from datetime import date
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    import pandas as pd
     from sqlalchemy.engine import Engine
 
     from kbase.comparison.side import Capture
@@ -36,14 +35,8 @@ class StoreReader(Protocol):
         """Kernel rows joined with their names, plain tuples in ``frames.KERNEL_COLUMNS`` order."""
         ...
 
-    def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
-        ...
-
     def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
         """(baseline_id, name, short_name, per_iter_ns) tuples (``frames.LEVEL_COLUMNS``)."""
-        ...
-
-    def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
         ...
 
     def list_acceptances(self, workload: str | None = None,

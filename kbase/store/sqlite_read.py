@@ -36,7 +36,6 @@ from kbase.store.schema_names import HEAD_REVISION, OWN_TABLES, SQLITE_INTERNAL_
 from kbase.store.urls import sqlite_path
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from kbase.render.board import LeaderboardRows
 
@@ -226,22 +225,8 @@ class SqliteReader:
         i = _FRAGMENTED
         return [r if r[i] is None else (*r[:i], bool(r[i]), *r[i + 1:]) for r in rows]
 
-    def load_kernels(self, baseline_ids: list[int]) -> pd.DataFrame:
-        from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
-
-        return kernels_frame(self.kernel_rows(baseline_ids), list(KERNEL_COLUMNS))
-
     def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
         return self.conn.execute(_KERNEL_LEVELS, (json.dumps(baseline_ids),)).fetchall() if baseline_ids else []
-
-    def kernel_levels(self, baseline_ids: list[int]) -> pd.DataFrame:
-        import pandas as pd
-
-        from kbase.store.frames import levels_frame
-
-        if not baseline_ids:
-            return pd.DataFrame()
-        return levels_frame(self.level_rows(baseline_ids), baseline_ids)
 
     def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[AcceptanceRecord]:
         args = (bool(workload), workload or "", active_on is not None, active_on.isoformat() if active_on else "")

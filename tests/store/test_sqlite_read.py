@@ -274,8 +274,6 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
     the kernel frames column for column with the same dtypes."""
     from datetime import date
 
-    import pandas as pd
-
     from kbase.errors import InputError
     from kbase.store.records import ACCEPTANCE_FIELDS
 
@@ -297,14 +295,9 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
                {"commits": commits, "limit": 0}):
         _same_records(fast.line_baselines("bulk", **kw), slow.line_baselines("bulk", **kw), BASELINE_FIELDS)
     for ids in ([1], [2], [4, 2], [7], [1, 2, 3, 4, 5, 6, 7, 8], [], [99]):
-        assert fast.kernel_rows(ids) == slow.kernel_rows(ids)
+        f, s = fast.kernel_rows(ids), slow.kernel_rows(ids)
+        assert f == s and [tuple(map(type, r)) for r in f] == [tuple(map(type, r)) for r in s]  # values and types
         assert sorted(fast.level_rows(ids)) == sorted(slow.level_rows(ids))
-        f, s = fast.load_kernels(ids), slow.load_kernels(ids)
-        assert list(f.columns) == list(s.columns) and list(f.dtypes) == list(s.dtypes), (ids, f.dtypes, s.dtypes)
-        pd.testing.assert_frame_equal(f, s, check_exact=True)
-        f, s = fast.kernel_levels(ids), slow.kernel_levels(ids)
-        pd.testing.assert_frame_equal(f, s, check_exact=True)
-        assert f.attrs == s.attrs
     for kw in ({}, {"workload": "bulk"}, {"workload": "other"}, {"active_on": date(2021, 1, 1)},
                {"workload": "bulk", "active_on": date(2020, 1, 2)}):
         _same_records(fast.list_acceptances(**kw), slow.list_acceptances(**kw), ACCEPTANCE_FIELDS)
