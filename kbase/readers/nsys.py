@@ -70,9 +70,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
 
     # ADBC's own API, not its DB-API module (that one imports pyarrow.dataset: ~20 ms of every kbase top)
     db = adbc_driver_sqlite.connect(readonly_uri(path))
-    conn = adbc_driver_manager.AdbcConnection(db)
-
-    opened: list = []  # statements and their readers, closed before the connection (ADBC insists)
+    opened: list = []  # the connection, statements and their readers: closed in reverse before the database
 
     def query(sql: str):
         stmt = adbc_driver_manager.AdbcStatement(conn)
@@ -84,6 +82,8 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
         return reader
 
     try:
+        conn = adbc_driver_manager.AdbcConnection(db)
+        opened.append(conn)
         first = query(f"SELECT max(rowid) FROM {table}").read_all()  # table: a literal of ours
         cap = int((first.column(0)[0].as_py() if first.num_rows else None) or 0) + 1
         out = [np.empty(cap, dtype=np.int64) for _ in exprs]
@@ -109,9 +109,8 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) ->
             raise NotIntegers(table) from None
         raise
     finally:
-        for x in reversed(opened):  # each reader before its statement
+        for x in reversed(opened):  # ADBC refuses to close a parent with children open
             x.close()
-        conn.close()
         db.close()
 
 
