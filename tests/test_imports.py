@@ -175,3 +175,18 @@ def test_machine_readable_outputs_do_not_load_rich(small_store, args, fmt):
     assert rc in (0, 1) and "rich" not in heavy, f"kbase {args[0]} --format {fmt}: exit {rc}, loaded {heavy}"
     rc, heavy = loaded(*argv, cwd=root, watch=("rich",))
     assert rc in (0, 1) and "rich" in heavy
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "md", "bmf"])
+def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
+    """read -> window -> leaderboard on numpy columns: ``kbase top`` of an export is numpy and sqlite3 only
+    (pandas with pyarrow is ~0.2 s, nearly half of a small export's answer); a small table is read by
+    sqlite3, so not even pyarrow/ADBC is loaded."""
+    from conftest import make_tiny_export
+
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    rc, heavy = loaded("top", str(export), "--no-store", "--format", fmt, cwd=tmp_path)
+    assert rc == 0 and not heavy & {"pandas", "pyarrow", "sqlalchemy", "pydantic"}, f"{fmt}: loaded {sorted(heavy)}"
+    if fmt == "json":
+        rc, heavy = loaded("top", str(export), "--no-store", "--per-gpu", "--format", fmt, cwd=tmp_path)
+        assert rc == 0 and "pandas" not in heavy

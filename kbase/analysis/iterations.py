@@ -12,14 +12,14 @@ numbered 0, 1, … in order per process. Either way key *k* means the same logic
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from kbase.enums import AttributionMode
 from kbase.errors import WindowError
-from kbase.readers.profile import Profile
+from kbase.readers.profile import Profile, RangeColumns
 
 # Tried in order; the first that names any range wins.
 AUTO_MARKERS: list[tuple[str, str]] = [
@@ -34,16 +34,31 @@ _NUMBER = re.compile(r"(\d+)(?!.*\d)")
 
 
 @dataclass
+class MarkerRanges:
+    """The closed marker ranges, ordered by (process, start), each with its iteration key."""
+
+    ranges: RangeColumns
+    key: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    @classmethod
+    def empty(cls) -> MarkerRanges:
+        return cls(RangeColumns.empty(), np.zeros(0, dtype=np.int64))
+
+
+@dataclass
 class Iterations:
     """Result of attribution: one iteration key per kernel (-1: none) and the ranges used."""
 
-    kernel_iteration: np.ndarray  # int64, aligned with profile.kernels rows
+    kernel_iteration: np.ndarray  # int64, aligned with the profile's launches
     keys: list[int]  # sorted distinct iteration keys seen in the profile
     marker: str  # human description: the regex or the auto-detected marker's name
     mode: AttributionMode
     no_launch: int  # kernels whose launch call is not in the capture (sliced export)
     outside: int  # kernels launched outside every iteration range
-    ranges: pd.DataFrame  # the marker ranges with their key (empty in "kernel"/"none" mode)
+    ranges: MarkerRanges  # the marker ranges with their key (empty in "kernel"/"none" mode)
 
 
 def compile_regex(pattern: str, field: str) -> re.Pattern:
@@ -53,110 +68,128 @@ def compile_regex(pattern: str, field: str) -> re.Pattern:
         raise WindowError(f"not a valid regular expression ({exc})", field=field, value=pattern) from None
 
 
+def _matching(names: np.ndarray, regex: re.Pattern) -> np.ndarray:
+    """Bool mask of the names ``regex`` finds something in (each distinct name searched once)."""
+    hit = {n: regex.search(n) is not None for n in dict.fromkeys(names.tolist())}
+    return np.fromiter((hit[n] for n in names.tolist()), dtype=bool, count=len(names))
+
+
 def pick_marker(profile: Profile, marker: str | None) -> tuple[re.Pattern, str] | None:
     """The marker regex to use and how to name it; None when no marker is given or detected."""
-    names = profile.ranges["name"]
+    names = profile.range_columns.name
     if marker is not None:
         regex = compile_regex(marker, "marker")
-        if names.empty:
+        if not len(names):
             raise WindowError(f"given but {profile.source} has no NVTX/annotation ranges", field="marker", value=marker)
-        if not names.str.contains(regex).any():
-            sample = ", ".join(repr(n) for n in names.value_counts().index[:5])
+        if not any(regex.search(n) for n in dict.fromkeys(names.tolist())):
+            sample = ", ".join(repr(n) for n, _ in Counter(names.tolist()).most_common(5))
             raise WindowError(f"matches no range in {profile.source} (most common ranges: {sample})",
                               field="marker", value=marker)
         return regex, marker
-    if names.empty:
+    if not len(names):
         return None
-    distinct = pd.Series(names.unique())
+    distinct = list(dict.fromkeys(names.tolist()))
     for label, pattern in AUTO_MARKERS:
         regex = re.compile(pattern, re.IGNORECASE)
-        hits = distinct[distinct.str.contains(regex)]
-        if len(hits):
+        if any(regex.search(n) for n in distinct):
             return regex, label
     return None
 
 
 def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str | None = None) -> Iterations:
-    k = profile.kernels
-    no_launch = int((k["launch_start"] < 0).sum())
+    k = profile.columns
+    launch_start = k.launch_start if k.launch_start is not None else np.full(len(k), -1, dtype=np.int64)
+    no_launch = int(np.count_nonzero(launch_start < 0))
     if iteration_kernel is not None:
         return _by_kernel(profile, compile_regex(iteration_kernel, "iteration_kernel"), iteration_kernel, no_launch)
     picked = pick_marker(profile, marker)
     if picked is None:
         it = np.full(len(k), NOT_IN_ITERATION, dtype=np.int64)
-        return Iterations(it, [], "", AttributionMode.NONE, no_launch, 0, profile.ranges.iloc[0:0])
+        return Iterations(it, [], "", AttributionMode.NONE, no_launch, 0, MarkerRanges.empty())
     regex, label = picked
-    r = profile.ranges[profile.ranges["name"].str.contains(regex)].copy()
-    r = _key_ranges(r)
+    r = _key_ranges(profile.range_columns.take(_matching(profile.range_columns.name, regex)))
     # Step markers cover every thread of their process; other markers (ops) only their own thread.
-    step_like = any(re.search(p, str(n), re.IGNORECASE) for n in r["name"].head(50) for _, p in AUTO_MARKERS)
+    step_like = any(re.search(p, str(n), re.IGNORECASE) for n in r.ranges.name[:50] for _, p in AUTO_MARKERS)
     it = _project(profile, r, cross_thread=step_like)
-    outside = int(((it == NOT_IN_ITERATION) & (k["launch_start"].to_numpy() >= 0)).sum())
+    outside = int(np.count_nonzero((it == NOT_IN_ITERATION) & (launch_start >= 0)))
     # Every closed marker range is an iteration, even one that launched nothing (a zero sample).
-    keys = sorted(int(x) for x in r["key"].unique())
+    keys = sorted(int(x) for x in np.unique(r.key))
     return Iterations(it, keys, label, AttributionMode.MARKER, no_launch, outside, r)
 
 
-def _key_ranges(r: pd.DataFrame) -> pd.DataFrame:
+def _key_ranges(r: RangeColumns) -> MarkerRanges:
     """Give each marker range its iteration key; drop ranges that never closed (partial steps)."""
-    r = r[r["end"] >= 0].sort_values(["pid", "start"], kind="stable")
-    numbers = r["name"].str.extract(_NUMBER, expand=False)
-    numbered = numbers.notna().all() and len(r) > 0
+    closed = np.flatnonzero(r.end >= 0)
+    r = r.take(closed[np.lexsort((r.start[closed], r.pid[closed]))])  # by (pid, start), stable
+    found = [_NUMBER.search(n) for n in r.name.tolist()]
+    numbered = len(r) > 0 and all(m is not None for m in found)
+    key = np.zeros(len(r), dtype=np.int64)
     if numbered:
-        r["key"] = numbers.astype("int64")
+        key = np.array([int(m.group(1)) for m in found if m is not None], dtype=np.int64)
         # Numbers are step ids only if unique within each process and shared across processes
         # (op ids like "aten::linear, op_id = 314300" are neither).
-        numbered = not r.duplicated(["pid", "key"]).any() and _shared_across(r)
-    if not numbered:
-        r["key"] = r.groupby("pid").cumcount().astype("int64")
-    return r.reset_index(drop=True)
+        pairs = set(zip(r.pid.tolist(), key.tolist()))
+        numbered = len(pairs) == len(r) and _shared_across(r.pid, key)
+    if not numbered:  # 0, 1, ... per process, in start order
+        first = np.r_[0, np.flatnonzero(np.diff(r.pid)) + 1] if len(r) else np.zeros(0, dtype=np.int64)
+        starts = np.zeros(len(r), dtype=np.int64)
+        starts[first] = first
+        key = np.arange(len(r), dtype=np.int64) - np.maximum.accumulate(starts) if len(r) else key
+    return MarkerRanges(r, key)
 
 
-def _shared_across(r: pd.DataFrame) -> bool:
-    sets = [set(g) for _, g in r.groupby("pid")["key"]]
+def _shared_across(pid: np.ndarray, key: np.ndarray) -> bool:
+    sets: dict[int, set[int]] = {}
+    for p, k in zip(pid.tolist(), key.tolist()):
+        sets.setdefault(p, set()).add(k)
     if len(sets) < 2:
         return True
-    common = set.intersection(*sets)
-    return len(common) >= 0.5 * min(len(s) for s in sets)
+    common = set.intersection(*sets.values())
+    return len(common) >= 0.5 * min(len(s) for s in sets.values())
 
 
-def _project(profile: Profile, r: pd.DataFrame, cross_thread: bool) -> np.ndarray:
+def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> np.ndarray:
     """Key of the innermost range containing each kernel's launch, on its thread or process.
 
     With ``cross_thread`` (step markers), a launch from a thread that owns no marker range — the
     autograd backward thread, a data-parallel comm thread — belongs to the step range of its
     process that contains the launch time: a step spans the whole process's work.
     """
-    k = profile.kernels
+    k = profile.columns
     n = len(k)
     out = np.full(n, NOT_IN_ITERATION, dtype=np.int64)
-    if r.empty or n == 0:
+    if not len(r) or n == 0 or k.launch_start is None or k.launch_tid is None:
         return out
-    launch = k["launch_start"].to_numpy()
-    tid = k["launch_tid"].to_numpy()
+    launch = k.launch_start
+    tid = k.launch_tid
     proc = tid >> 24  # process key of the launching thread (-1 stays negative: no launch)
-    thread_r = r[r["tid"] >= 0]
-    proc_r = r[r["tid"] < 0]
+    threaded = r.ranges.tid >= 0
+    thread_r = _subset(r, threaded)
+    proc_r = _subset(r, ~threaded)
     if len(thread_r):
-        _contain(out, launch, tid, thread_r["tid"].to_numpy(), thread_r)
+        _contain(out, launch, tid, thread_r.ranges.tid, thread_r)
     if len(proc_r):
-        _contain(out, launch, proc, proc_r["pid"].to_numpy(), proc_r)
+        _contain(out, launch, proc, proc_r.ranges.pid, proc_r)
     if cross_thread and len(thread_r):
-        orphan = ~np.isin(tid, thread_r["tid"].unique())
+        orphan = ~np.isin(tid, np.unique(thread_r.ranges.tid))
         proc[~orphan] = -2  # threads that own ranges were attributed on their own ranges
-        _contain(out, launch, proc, thread_r["pid"].to_numpy(), thread_r)
+        _contain(out, launch, proc, thread_r.ranges.pid, thread_r)
     return out
 
 
-def _contain(out, t, kscope, rscope, r: pd.DataFrame, depth: int = 8, chunk: int = 1 << 20) -> None:
+def _subset(r: MarkerRanges, mask: np.ndarray) -> MarkerRanges:
+    return MarkerRanges(r.ranges.take(mask), r.key[mask])
+
+
+def _contain(out, t, kscope, rscope, r: MarkerRanges, depth: int = 8, chunk: int = 1 << 20) -> None:
     """Fill ``out`` where ``t`` falls in a range of the same scope. Sorted arrays, no Python loop
     over kernels: ranges are ordered by (scope, start) and each launch is located by searchsorted
     on a composite (scope, time) key; up to ``depth`` enclosing ranges are checked for nesting.
     Kernels go in chunks so temporaries stay small on 10M-launch captures."""
     scopes, r_code = np.unique(rscope, return_inverse=True)
-    starts = r["start"].to_numpy()
-    ends = r["end"].to_numpy()
-    keys = r["key"].to_numpy()
+    starts = r.ranges.start
+    ends = r.ranges.end
+    keys = r.key
     t0 = int(starts.min())
     span = int(max(int(ends.max()), int(t.max()) if len(t) else 0) - min(t0, int(t.min()) if len(t) else t0) + 1)
     t0 = min(t0, int(t.min()) if len(t) else t0)
@@ -189,14 +222,13 @@ def _contain(out, t, kscope, rscope, r: pd.DataFrame, depth: int = 8, chunk: int
 
 def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int) -> Iterations:
     """A new iteration at each launch of a matching kernel, counted per GPU in GPU order."""
-    k = profile.kernels
-    cats = k["name"].cat.categories
-    is_mark_cat = np.asarray(pd.Series(cats).str.contains(regex), dtype=bool)
+    k = profile.columns
+    is_mark_cat = _matching(k.names, regex)
     if not is_mark_cat.any():
         raise WindowError(f"matches no kernel in {profile.source}", field="iteration_kernel", value=pattern)
-    marks = is_mark_cat[k["name"].cat.codes.to_numpy()]
-    order = np.lexsort((k["start"].to_numpy(), k["gpu"].to_numpy()))
-    gpu_sorted = k["gpu"].to_numpy()[order]
+    marks = is_mark_cat[k.name]
+    order = np.lexsort((k.start, k.gpu))
+    gpu_sorted = k.gpu[order]
     m_sorted = marks[order].astype(np.int64)
     csum = np.cumsum(m_sorted)
     # restart the running count at each GPU boundary
@@ -211,17 +243,17 @@ def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int
     keys = sorted(int(x) for x in np.unique(it[it >= 0]))
     outside = int((it == NOT_IN_ITERATION).sum())
     return Iterations(it, keys, f"kernel {pattern}", AttributionMode.KERNEL, no_launch, outside,
-                      profile.ranges.iloc[0:0])
+                      MarkerRanges.empty())
 
 
 def gpus_left_out(profile: Profile, its: Iterations, gpu: int | None = None) -> dict[int, str]:
     """GPUs with kernels none of which falls in an iteration because their rank or process has no
     step marker (or, with --iteration-kernel, no such kernel) — {gpu: why}. A GPU whose process
     does have markers but launched nothing inside them is not listed: it did no step work."""
-    k = profile.kernels
+    k = profile.columns
     if its.mode not in ("marker", "kernel") or not len(k):
         return {}
-    gpus = k["gpu"].to_numpy()
+    gpus = k.gpu
     n = int(gpus.max()) + 1
     present = np.bincount(gpus, minlength=n) > 0
     in_step = np.bincount(gpus[its.kernel_iteration >= 0], minlength=n) > 0
@@ -233,9 +265,11 @@ def gpus_left_out(profile: Profile, its: Iterations, gpu: int | None = None) -> 
     if its.mode == "kernel":
         return {int(g): f"no kernel matching the iteration kernel {its.marker[len('kernel '):]!r} ran on it"
                 for g in np.nonzero(candidates)[0]}
-    tid = k["launch_tid"].to_numpy()
-    launched = (tid >= 0) & (k["launch_start"].to_numpy() >= 0)
-    owners = np.unique(its.ranges["pid"].to_numpy())
+    if k.launch_tid is None or k.launch_start is None:
+        return {int(g): "none of its kernels has its launch call in the capture" for g in np.nonzero(candidates)[0]}
+    tid = k.launch_tid
+    launched = (tid >= 0) & (k.launch_start >= 0)
+    owners = np.unique(its.ranges.ranges.pid)
     from_owner = launched & np.isin(tid >> 24, owners)
     has_launch = np.bincount(gpus[launched], minlength=n) > 0
     has_owner = np.bincount(gpus[from_owner], minlength=n) > 0

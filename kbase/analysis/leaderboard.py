@@ -9,15 +9,17 @@ Two share denominators, both always labelled:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from kbase.analysis import classify
 from kbase.analysis.amdahl import amdahl  # noqa: F401 - re-exported (its home before)
 from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Shape thresholds (of total kernel time).
 DOMINANT_SHARE = 0.50
@@ -28,14 +30,82 @@ FRAGMENTED_AVG_NS = 10_000
 FRAGMENTED_PER_ITER = 500
 FRAGMENTED_COUNT = 10_000
 
+SAMPLE_COLUMNS = ["name", "iteration", "count", "total_ns"]
 
-@dataclass
+Columns = dict[str, np.ndarray]  # equal-length columns, in table order
+
+
 class Leaderboard:
-    table: pd.DataFrame  # COLUMNS (plus "gpu" first in a per-GPU view), sorted by total_ns desc
-    summary: LeaderboardSummary
-    samples: pd.DataFrame  # name, iteration, count, total_ns (summed over GPUs)
-    notes: list[str] = field(default_factory=list)
-    sketches: dict[str, np.ndarray] = field(default_factory=dict)  # name -> launch sketch (comparison.sketch)
+    """One row per kernel (``table``: COLUMNS, plus "gpu" first in a per-GPU view, sorted by total_ns
+    desc), the summary, and per-iteration ``samples`` (name, iteration, count, total_ns summed over GPUs).
+
+    A computed leaderboard holds numpy columns (``column``, ``records``: what the renderers and the
+    comparison read, so ``kbase top`` needs no pandas); ``table`` and ``samples`` are the same as
+    DataFrames, built on first use. A stored one (``store.codec``) may be given DataFrames directly.
+    """
+
+    def __init__(self, table: pd.DataFrame | Columns, summary: LeaderboardSummary,
+                 samples: pd.DataFrame | Columns, notes: list[str] | None = None,
+                 sketches: dict[str, np.ndarray] | None = None) -> None:
+        self._table = table
+        self._samples = samples
+        self.summary = summary
+        self.notes: list[str] = list(notes) if notes is not None else []
+        self.sketches: dict[str, np.ndarray] = sketches if sketches is not None else {}  # name -> launch sketch
+
+    @property
+    def table(self) -> pd.DataFrame:
+        if isinstance(self._table, dict):
+            import pandas as pd
+
+            self._table = pd.DataFrame(self._table, columns=list(self._table))
+        return self._table
+
+    @table.setter
+    def table(self, value: pd.DataFrame) -> None:
+        self._table = value
+
+    @property
+    def samples(self) -> pd.DataFrame:
+        if isinstance(self._samples, dict):
+            import pandas as pd
+
+            cols: dict[str, Any] = dict(self._samples)
+            cols["name"] = pd.Series(cols["name"], dtype=object)  # no Arrow copy per sample
+            self._samples = pd.DataFrame(cols, columns=SAMPLE_COLUMNS)
+        return self._samples
+
+    @samples.setter
+    def samples(self, value: pd.DataFrame) -> None:
+        self._samples = value
+
+    @property
+    def columns(self) -> list[str]:
+        return [str(c) for c in (self._table if isinstance(self._table, dict) else self._table.columns)]
+
+    def __len__(self) -> int:
+        return len(next(iter(self._table.values()))) if isinstance(self._table, dict) else len(self._table)
+
+    def column(self, name: str) -> np.ndarray:
+        """One table column as a numpy array (object for text)."""
+        if isinstance(self._table, dict):
+            return self._table[name]
+        col = self._table[name]
+        return col.to_numpy(dtype=object) if col.dtype.kind not in "biuf" else col.to_numpy()
+
+    def sample_column(self, name: str) -> np.ndarray:
+        if isinstance(self._samples, dict):
+            return self._samples[name]
+        col = self._samples[name]
+        return col.to_numpy(dtype=object) if name == "name" else col.to_numpy()
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as dicts of Python scalars (NaN stays NaN)."""
+        if not isinstance(self._table, dict):
+            return [{str(k): v for k, v in r.items()} for r in self._table.to_dict("records")]
+        names = list(self._table)
+        values = [self._table[c].tolist() for c in names]
+        return [dict(zip(names, row)) for row in zip(*values)]
 
 
 def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
@@ -77,80 +147,99 @@ def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int) -> dict[str, 
     }
 
 
-def _aggregate(codes: np.ndarray, gpu: np.ndarray, dur: np.ndarray, categories, per_gpu: bool) -> pd.DataFrame:
-    n_names = len(categories)
+def _aggregate(codes: np.ndarray, gpu: np.ndarray, dur: np.ndarray, n_names: int, per_gpu: bool) -> Columns:
+    """Per kernel (or per GPU and kernel): ``group_stats`` plus "code" (the name's), "gpu" (per GPU) and
+    "gpus" (GPUs it ran on), in (GPU,) name order."""
     n_gpu = int(gpu.max()) + 1 if len(gpu) else 1
     group = gpu.astype(np.int64) * n_names + codes if per_gpu else codes
     stats = group_stats(group, dur, n_gpu * n_names if per_gpu else n_names)
     present = stats.pop("present")
     idx = np.nonzero(present)[0]
-    out = pd.DataFrame({key: v[idx] for key, v in stats.items()})
-    names = np.asarray(categories, dtype=object)
-    out.insert(0, "name", names[idx % n_names])
+    out = {key: v[idx] for key, v in stats.items()}
+    out["code"] = idx % n_names
     if per_gpu:
-        out.insert(0, "gpu", (idx // n_names).astype(np.int64))
-        out["gpus"] = 1
+        out["gpu"] = (idx // n_names).astype(np.int64)
+        out["gpus"] = np.ones(len(idx), dtype=np.int64)
     else:
         seen = np.zeros(n_names * n_gpu, dtype=bool)
         for lo in range(0, len(codes), 1 << 20):
             seen[codes[lo : lo + (1 << 20)].astype(np.int64) * n_gpu + gpu[lo : lo + (1 << 20)]] = True
-        out["gpus"] = seen.reshape(n_names, n_gpu).sum(axis=1)[idx]
+        out["gpus"] = seen.reshape(n_names, n_gpu).sum(axis=1)[idx].astype(np.int64)
+    return out
+
+
+def _texts(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
     return out
 
 
 def build_leaderboard(window: Window, per_gpu: bool = False) -> Leaderboard:
-    categories = window.profile.kernels["name"].cat.categories
+    names = window.profile.columns.names
     codes = window.column("name")
     gpu = window.column("gpu")
     dur = window.column("end")
     dur -= window.column("start")
-    t = _aggregate(codes, gpu, dur, categories, per_gpu)
+    t = _aggregate(codes, gpu, dur, len(names), per_gpu)
     profile = window.profile
-    names = t["name"].drop_duplicates()
-    info = pd.DataFrame(
-        {
-            "name": names,
-            "short_name": [classify.short_name(n, profile.short_names.get(n)) for n in names],
-            "family": [classify.family_key(n) for n in names],
-            "category": [classify.category(n) for n in names],
-            "tc": [classify.tensor_core_state(n)[0] for n in names],
-        }
-    )
-    t = t.merge(info, on="name", how="left")
+    # classify each distinct kernel once (a per-GPU view repeats names)
+    distinct = np.unique(t["code"])
+    info: dict[int, tuple] = {}
+    for c in distinct.tolist():
+        n = names[c]
+        info[c] = (classify.short_name(n, profile.short_names.get(n)), classify.family_key(n), classify.category(n),
+                   classify.tensor_core_state(n)[0])
+    row_info = [info[c] for c in t["code"].tolist()]
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)
     total_kernel = int(dur.sum())
     gpus_per_row = 1 if per_gpu else n_gpus
+    total = t["total_ns"]
     if n_it:
-        t["per_iter_ns"] = t["total_ns"] / (n_it * gpus_per_row)
-        t["count_per_iter"] = t["count"] / (n_it * gpus_per_row)
+        per_iter = total / (n_it * gpus_per_row)
+        count_per_iter = t["count"] / (n_it * gpus_per_row)
+        many = count_per_iter >= FRAGMENTED_PER_ITER
     else:
-        t["per_iter_ns"] = np.nan
-        t["count_per_iter"] = np.nan
+        per_iter = np.full(len(total), np.nan)
+        count_per_iter = np.full(len(total), np.nan)
+        many = t["count"] >= FRAGMENTED_COUNT
     denom = window.length_ns * gpus_per_row if per_gpu else window.gpu_ns
-    t["share_window"] = t["total_ns"] / denom if denom else np.nan
-    t["share_kernel"] = t["total_ns"] / total_kernel if total_kernel else np.nan
-    t["amdahl_ceiling"] = [amdahl(p) for p in t["share_window"].fillna(0)]
-    many = (t["count_per_iter"] >= FRAGMENTED_PER_ITER) if n_it else (t["count"] >= FRAGMENTED_COUNT)
-    t["fragmented"] = many & (t["avg_ns"] < FRAGMENTED_AVG_NS)
-    for col in ("count", "total_ns", "min_ns", "max_ns", "gpus"):
-        t[col] = t[col].astype("int64")
-    t = t.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    cols = (["gpu"] if per_gpu else []) + COLUMNS
-    table = t[cols]
+    share_window = total / denom if denom else np.full(len(total), np.nan)
+    share_kernel = total / total_kernel if total_kernel else np.full(len(total), np.nan)
+    cols: Columns = {
+        "name": names[t["code"]],
+        "short_name": _texts([r[0] for r in row_info]),
+        "family": _texts([r[1] for r in row_info]),
+        "category": _texts([r[2] for r in row_info]),
+        "tc": _texts([r[3] for r in row_info]),
+        "gpus": t["gpus"], "count": t["count"], "total_ns": total, "avg_ns": t["avg_ns"],
+        "median_ns": t["median_ns"], "min_ns": t["min_ns"], "max_ns": t["max_ns"], "std_ns": t["std_ns"],
+        "per_iter_ns": per_iter, "count_per_iter": count_per_iter,
+        "share_window": share_window, "share_kernel": share_kernel,
+        "amdahl_ceiling": np.array([amdahl(p) for p in np.nan_to_num(share_window, nan=0.0).tolist()], dtype=float),
+        "fragmented": many & (t["avg_ns"] < FRAGMENTED_AVG_NS),
+    }
+    # total desc, then name (codes follow name order), then the aggregate's (GPU) order: a stable sort
+    order = np.lexsort((t["code"], -total))
+    table = {c: v[order] for c, v in (({"gpu": t["gpu"]} if per_gpu else {}) | cols).items()}
 
-    samples = _samples(codes, dur, window, categories)
+    samples = _samples(codes, dur, window, names)
     del codes, gpu, dur
-    summary = _summary(window, t if not per_gpu else _aggregate_view(t), total_kernel)
+    if per_gpu:  # the summary's shape is of kernels, summed over GPUs
+        cat, tot = _per_kernel(t["code"], cols["category"], total)
+        summary = _summary(window, cat, tot, 0, total_kernel)
+    else:
+        summary = _summary(window, table["category"], table["total_ns"], int(np.count_nonzero(table["fragmented"])),
+                           total_kernel)
     return Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
 
 
-def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, categories) -> pd.DataFrame:
+def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:
     """Per (kernel, iteration): launches and total ns summed over GPUs (the diff's samples).
     Chunked bincounts over a (kernel, iteration) code: no full-length temporaries."""
     keys = np.asarray(window.iteration_keys, dtype=np.int64)
     it = window.column("iteration")
-    n = len(categories) * max(len(keys), 1)
+    n = len(names) * max(len(keys), 1)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     if len(keys):
@@ -161,24 +250,32 @@ def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, categories) -> 
             count += np.bincount(group, minlength=n)
             total += np.bincount(group, weights=dur[sl][inside], minlength=n)
     g = np.nonzero(count)[0]
-    names = np.asarray(categories, dtype=object)
-    return pd.DataFrame({"name": pd.Series(names[g // max(len(keys), 1)], dtype=object),  # no Arrow copy per sample
-                         "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),
-                         "count": count[g], "total_ns": np.rint(total[g]).astype(np.int64)})
+    return {"name": names[g // max(len(keys), 1)],
+            "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),
+            "count": count[g], "total_ns": np.rint(total[g]).astype(np.int64)}
 
 
-def _aggregate_view(t: pd.DataFrame) -> pd.DataFrame:
-    summed = t.groupby(["name", "category"], as_index=False)["total_ns"].sum()
-    return summed.sort_values("total_ns", ascending=False)  # type: ignore[call-overload]  # stubs: DataFrame
+def _per_kernel(code: np.ndarray, category: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A per-GPU view's rows summed per kernel: (category, total_ns), by total desc."""
+    uniq, inv = np.unique(code, return_inverse=True)
+    summed = np.bincount(inv, weights=total, minlength=len(uniq)).astype(np.int64)
+    cat = np.empty(len(uniq), dtype=object)
+    cat[inv] = category
+    order = np.argsort(-summed, kind="stable")
+    return cat[order], summed[order]
 
 
-def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> LeaderboardSummary:
-    by_cat = t.groupby("category")["total_ns"].sum()
-    comp = int(by_cat.get(classify.COMPUTE, 0))
-    comm = int(by_cat.get(classify.COMMUNICATION, 0))
-    mem = int(by_cat.get(classify.MEMORY, 0))
+def _summary(window: Window, category: np.ndarray, total: np.ndarray, n_frag: int,
+             total_kernel: int) -> LeaderboardSummary:
+    """``category``/``total``: one per kernel, by total desc."""
+    by_cat: dict[Any, int] = {}
+    for c, v in zip(category.tolist(), total.tolist()):
+        by_cat[c] = by_cat.get(c, 0) + int(v)
+    comp = by_cat.get(classify.COMPUTE, 0)
+    comm = by_cat.get(classify.COMMUNICATION, 0)
+    mem = by_cat.get(classify.MEMORY, 0)
     gpu_ns = window.gpu_ns
-    shares = (t["total_ns"] / total_kernel).tolist() if total_kernel else []
+    shares = (total / total_kernel).tolist() if total_kernel else []
     top1 = shares[0] if shares else 0.0
     top5 = float(sum(shares[:5]))
     shape = []
@@ -188,7 +285,6 @@ def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> LeaderboardS
         shape.append(f"heavy top: one kernel holds {top1:.0%} of kernel time (> 30%)")
     if top5 < FLAT_TOP5:
         shape.append(f"flat: top five hold {top5:.0%} of kernel time (< 40%)")
-    n_frag = int(t["fragmented"].sum()) if "fragmented" in t else 0
     if n_frag:
         shape.append(f"fragmented: {n_frag} kernel(s) with very many tiny launches (fusion candidates)")
     if not shape:
@@ -225,7 +321,7 @@ def _summary(window: Window, t: pd.DataFrame, total_kernel: int) -> LeaderboardS
         top1_share_kernel=top1,
         top5_share_kernel=top5,
         shape=shape,
-        kernels=int(len(t)),
+        kernels=len(total),
         launches=window.n_launches,
         unattributed_no_launch=window.no_launch,
         outside_iterations=window.outside,

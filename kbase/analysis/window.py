@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute, gpus_left_out
 from kbase.analysis.spec import WindowSpec
@@ -27,17 +27,20 @@ from kbase.enums import AttributionMode, WindowMode
 from kbase.errors import WindowError
 from kbase.readers.profile import Profile
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 DEFAULT_WARMUP = 1
 
 
 @dataclass
 class Window:
-    """The selected launches, as a mask over ``profile.kernels`` (no copy of a 10M-row frame)."""
+    """The selected launches, as a mask over ``profile.columns`` (no copy of a 10M-launch table)."""
 
     profile: Profile
     spec: WindowSpec
-    mask: np.ndarray  # bool, one per profile.kernels row
-    iteration: np.ndarray  # int64 iteration key per profile.kernels row (-1: none)
+    mask: np.ndarray  # bool, one per launch of profile.columns
+    iteration: np.ndarray  # int64 iteration key per launch (-1: none)
     aligned: bool
     mode: WindowMode
     marker: str
@@ -56,10 +59,10 @@ class Window:
         """One column of the window's launches ("iteration" included) as a numpy array."""
         if name == "iteration":
             return self.iteration[self.mask]
-        col = self.profile.kernels[name]
-        if name == "name":
-            return col.cat.codes.to_numpy()[self.mask]
-        return col.to_numpy()[self.mask]
+        col = getattr(self.profile.columns, name)
+        if col is None:
+            raise KeyError(f"{name} was dropped from the profile")
+        return col[self.mask]
 
     @property
     def n_launches(self) -> int:
@@ -111,9 +114,8 @@ def parse_slice(text: str) -> tuple[int | None, int | None]:
 
 
 def select_window(profile: Profile, spec: WindowSpec) -> Window:
-    k = profile.kernels
     if spec.gpu is not None:
-        present = sorted(int(g) for g in k["gpu"].unique())
+        present = np.flatnonzero(np.bincount(profile.columns.gpu)).tolist() if len(profile.columns) else []
         if spec.gpu not in present:
             raise WindowError(f"no such GPU in {profile.source}", field="gpu", value=spec.gpu, available=present)
     if spec.trim is not None:
@@ -126,16 +128,16 @@ def select_window(profile: Profile, spec: WindowSpec) -> Window:
 
 def _gpu_filter(profile: Profile, spec: WindowSpec, mask: np.ndarray) -> np.ndarray:
     if spec.gpu is not None:
-        mask &= profile.kernels["gpu"].to_numpy() == spec.gpu
+        mask &= profile.columns.gpu == spec.gpu
     return mask
 
 
 def _make(profile, spec, mask, iteration, **kw) -> Window:
-    gpu = profile.kernels["gpu"].to_numpy()[mask]
+    gpu = profile.columns.gpu[mask]
     n_gpus = int(np.count_nonzero(np.bincount(gpu))) if len(gpu) else 0
     if "start_ns" not in kw:
-        kw["start_ns"] = int(profile.kernels["start"].to_numpy()[mask].min())
-        kw["end_ns"] = int(profile.kernels["end"].to_numpy()[mask].max())
+        kw["start_ns"] = int(profile.columns.start[mask].min())
+        kw["end_ns"] = int(profile.columns.end[mask].max())
     # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
     notes = [str(n) for n in profile.extra.get("notes", [])]
     return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, **kw)
@@ -149,7 +151,7 @@ def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
     if hi_s <= lo_s:
         raise WindowError("END must be after START", field="trim", value=spec.trim)
     lo, hi = round(lo_s * 1e9), round(hi_s * 1e9)
-    start = profile.kernels["start"].to_numpy()
+    start = profile.columns.start
     mask = _gpu_filter(profile, spec, (start >= lo) & (start < hi))
     if not mask.any():
         first, last = profile.span()
@@ -164,7 +166,7 @@ def _whole_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Window
     if spec.iterations is not None:
         raise WindowError(f"{profile.source} has no iteration marker (give a marker or an iteration kernel regex)",
                           field="iterations", value=spec.iterations)
-    mask = _gpu_filter(profile, spec, np.ones(len(profile.kernels), dtype=bool))
+    mask = _gpu_filter(profile, spec, np.ones(len(profile.columns), dtype=bool))
     w = _make(profile, spec, mask, its.kernel_iteration, aligned=False, mode=WindowMode.WHOLE, marker="",
               iteration_keys=[], available_keys=[], warmup_skipped=0, no_launch=its.no_launch)
     w.notes.append("window is NOT iteration-aligned: no step marker found (set a marker or an iteration kernel)")
@@ -193,7 +195,7 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
     it = its.kernel_iteration
     mask = _gpu_filter(profile, spec, np.isin(it, np.asarray(chosen, dtype=np.int64)))
     left_out = gpus_left_out(profile, its, spec.gpu) | _outside_selection(profile, spec, it, mask, chosen)
-    n_all = int(profile.kernels["gpu"].nunique()) if spec.gpu is None else 1
+    n_all = profile.n_gpus if spec.gpu is None else 1
     if not mask.any():
         if left_out and len(left_out) == n_all:
             g, why = next(iter(left_out.items()))
@@ -231,7 +233,7 @@ def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, mask:
                        chosen: list[int]) -> dict[int, str]:
     """GPUs with kernels in some iteration but none in the chosen ones (a rank that captured other
     steps than the rest): {gpu: why}."""
-    gpus = profile.kernels["gpu"].to_numpy()
+    gpus = profile.columns.gpu
     n = int(gpus.max()) + 1 if len(gpus) else 0
     stepped = np.bincount(gpus[it >= 0], minlength=n) > 0
     kept = np.bincount(gpus[mask], minlength=n) > 0
@@ -251,7 +253,8 @@ def gpu_label(profile: Profile, gpu: int) -> str:
     for r in profile.extra.get("ranks", []):
         if gpu in r.get("gpus", []):
             return f"GPU {gpu} (rank {r['rank']}, {Path(r['file']).name})"
-    row = profile.gpus[profile.gpus["gpu"] == gpu]
+    g = profile.gpu_columns
+    row = np.flatnonzero(g.gpu == gpu)
     if len(row):
-        return f"GPU {gpu} (pid {int(row['pid'].iloc[0])}, device {int(row['device'].iloc[0])})"
+        return f"GPU {gpu} (pid {int(g.pid[row[0]])}, device {int(g.device[row[0]])})"
     return f"GPU {gpu}"

@@ -7,7 +7,10 @@ what a shell sees.
 
 from __future__ import annotations
 
+import copy
 import sys
+
+import typer
 
 from kbase.cli.app import app
 from kbase.cli.errors import one_line
@@ -28,13 +31,32 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def narrowed(argv: list[str]) -> typer.Typer:
+    """``app`` holding only the command (or group) that ``argv[1]`` names: Typer builds the click object of
+    every registered command at each start (~20 ms for kbase's 15), and a run needs one. Anything else
+    (no command, an option first, an unknown name) gets the full app, so help and errors list everything."""
+    from typer.main import get_command_name
+
+    if len(argv) < 2 or argv[1].startswith("-"):
+        return app
+    name = argv[1]
+    commands = [c for c in app.registered_commands
+                if (c.name or (get_command_name(c.callback.__name__) if c.callback else None)) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if len(commands) + len(groups) != 1:
+        return app
+    one = copy.copy(app)
+    one.registered_commands = commands
+    one.registered_groups = groups
+    return one
+
+
 def main() -> None:
     """Entry point: usage errors of the option parser are one line too (exit 2)."""
-    import typer
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     try:
-        rc = app(standalone_mode=False)
+        rc = narrowed(sys.argv)(standalone_mode=False)
     except NoArgsIsHelpError as exc:  # bare `kbase` / `kbase db`: the help, as --help prints it
         print(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
         rc = 0

@@ -134,21 +134,24 @@ class Capture:
 
 def capture_of_leaderboard(lb: Leaderboard) -> Capture:
     """A computed (or stored, pandas-loaded) Leaderboard as a ``Capture``."""
-    t, s = lb.table, lb.samples
-    names = t["name"].astype(object).to_numpy()
+    names = np.asarray(lb.column("name"), dtype=object)
     keys = [int(k) for k in lb.summary.iteration_keys]
     iter_ns = np.zeros((len(names), len(keys)))
-    if keys and len(s):
-        import pandas as pd
-
-        col = pd.Index(keys).get_indexer(pd.Index(s["iteration"]))
-        row = pd.Index(names, dtype=object).get_indexer(pd.Index(s["name"].to_numpy(dtype=object), dtype=object))
+    s_names = lb.sample_column("name")
+    if keys and len(s_names):
+        col_of = {k: i for i, k in enumerate(keys)}
+        row_of = {n: i for i, n in enumerate(names.tolist())}
+        col = np.fromiter((col_of.get(k, -1) for k in lb.sample_column("iteration").tolist()), dtype=np.int64)
+        row = np.fromiter((row_of.get(n, -1) for n in s_names.tolist()), dtype=np.int64)
         keep = (col >= 0) & (row >= 0)
-        iter_ns[row[keep], col[keep]] = s["total_ns"].to_numpy(float)[keep]
-    return Capture(summary=lb.summary, names=names, text={c: t[c].astype(object).to_numpy() for c in _TEXT},
-                   gpus=t["gpus"].to_numpy(), count=t["count"].to_numpy(float), total_ns=t["total_ns"].to_numpy(float),
-                   avg_ns=t["avg_ns"].to_numpy(float), std_ns=t["std_ns"].to_numpy(float), iter_ns=iter_ns,
-                   sketches=lb.sketches)
+        iter_ns[row[keep], col[keep]] = np.asarray(lb.sample_column("total_ns"), dtype=float)[keep]
+
+    def num(c: str) -> np.ndarray:
+        return np.asarray(lb.column(c), dtype=float)
+
+    return Capture(summary=lb.summary, names=names, text={c: np.asarray(lb.column(c), dtype=object) for c in _TEXT},
+                   gpus=np.asarray(lb.column("gpus")), count=num("count"), total_ns=num("total_ns"),
+                   avg_ns=num("avg_ns"), std_ns=num("std_ns"), iter_ns=iter_ns, sketches=lb.sketches)
 
 
 def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | None = None) -> Side:

@@ -189,14 +189,13 @@ def compare_many(before: np.ndarray, after: np.ndarray) -> tuple[np.ndarray, np.
 
 def window_sketches(window: Window) -> dict[str, np.ndarray]:
     """The launch sketch of every kernel of a window, by full name."""
-    categories = window.profile.kernels["name"].cat.categories
+    names = window.profile.columns.names
     codes = window.column("name")
     start = window.column("start")
     dur = window.column("end")
     dur -= start  # in place: the window's columns are copies (one 10M-launch array less at the peak)
     by_start = start_order(start)
     del start  # only its order is needed from here on
-    sk = sketches_in_order(codes, by_start, dur, len(categories))
+    sk = sketches_in_order(codes, by_start, dur, len(names))
     present = np.flatnonzero(sk[:, :, COUNT].sum(axis=1))  # kernels with launches in the window
-    names = np.asarray(categories, dtype=object)
     return {str(names[i]): sk[i] for i in present}

@@ -62,7 +62,7 @@ from kbase.readers.kineto_run import (
     read_ranks,
     world_size,
 )
-from kbase.readers.profile import Profile
+from kbase.readers.profile import GpuColumns, KernelColumns, Profile, RangeColumns
 
 __all__ = ["_ns", "looks_like_kineto", "read_kineto"]
 
@@ -321,9 +321,9 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         source=source,
         format="kineto",
         exporter_version=" | ".join(uniq_versions),
-        kernels=kernels,
-        ranges=ranges,
-        gpus=gpus,
+        columns=KernelColumns.from_frame(kernels),
+        range_columns=RangeColumns.from_frame(ranges),
+        gpu_columns=GpuColumns.from_frame(gpus),
         capture_start=min(span_lo),
         capture_end=max(span_hi),
         extra=extra,

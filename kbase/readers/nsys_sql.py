@@ -15,11 +15,10 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from kbase.errors import InputError
 from kbase.readers.integrity import add_note, clean_text
-from kbase.readers.profile import empty_ranges
+from kbase.readers.profile import RangeColumns
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -216,14 +215,14 @@ def gpu_models(conn: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     return {}
 
 
-def read_nvtx(conn: sqlite3.Connection, tables: set[str], extra: dict) -> pd.DataFrame:
+def read_nvtx(conn: sqlite3.Connection, tables: set[str], extra: dict) -> RangeColumns:
     """NVTX push/pop and start/end ranges; ranges with broken timestamps are counted and left out."""
     if "NVTX_EVENTS" not in tables:
-        return empty_ranges()
+        return RangeColumns.empty()
     cols = columns_of(conn, "NVTX_EVENTS")
     if not {"start", "eventType"} <= cols:
         add_note(extra, "NVTX_EVENTS has no start or eventType column: its ranges were ignored")
-        return empty_ranges()
+        return RangeColumns.empty()
     # Exporters name a range in ``text`` or through ``textId`` (StringIds); either may be absent.
     text = "e.text" if "text" in cols else "NULL"
     text_id = "textId" in cols
@@ -240,29 +239,29 @@ def read_nvtx(conn: sqlite3.Connection, tables: set[str], extra: dict) -> pd.Dat
         f"SELECT {', '.join(exprs)} FROM {table} WHERE e.eventType IN (?, ?)", (NVTX_PUSHPOP, NVTX_STARTEND)
     ).fetchall()
     if not rows:
-        return empty_ranges()
-    df = pd.DataFrame(rows, columns=["start", "end", "type", "tid", "name"])
-    bad = df["start"].to_numpy() < 0
-    if bad.any():
-        add_note(extra, f"ignored {int(bad.sum()):,} of {len(df):,} NVTX ranges with a missing or invalid start/end")
-        df = df[~bad]
-    df = df.astype({"start": "int64", "end": "int64", "tid": "int64"})
-    tid = df["tid"].to_numpy()
+        return RangeColumns.empty()
+    start, end, kind, tid = (np.fromiter(col, dtype=np.int64, count=len(rows)) for col in list(zip(*rows))[:4])
+    keep = start >= 0
+    if not keep.all():
+        add_note(extra, f"ignored {int((~keep).sum()):,} of {len(rows):,} NVTX ranges with a missing or invalid "
+                        "start/end")
+    picked = np.flatnonzero(keep)
+    start, end, kind, tid = start[picked], end[picked], kind[picked], tid[picked]
     # process key: the thread key without its thread bits (as launch_tid >> 24)
-    df["pid"] = np.where(tid >= 0, tid >> PID_SHIFT, -1)
+    pid = np.where(tid >= 0, tid >> PID_SHIFT, -1)
     # start/end ranges are not bound to a thread: any thread of the process may launch inside them.
-    df.loc[df["type"] == NVTX_STARTEND, "tid"] = -1
-    df["name"] = _range_names(df["name"])
-    return df[["start", "end", "tid", "pid", "name"]].reset_index(drop=True)
+    tid[kind == NVTX_STARTEND] = -1
+    names = _range_names([rows[i][4] for i in picked.tolist()])
+    return RangeColumns(start=start, end=end, tid=tid, pid=pid, name=names)
 
 
-def _range_names(col: pd.Series) -> pd.Series:
-    """Names as clean str: NULL -> "", a BLOB or number -> its text."""
+def _range_names(values: list) -> np.ndarray:
+    """Names as clean str (object array): NULL -> "", a BLOB or number -> its text; each distinct value
+    is cleaned once."""
     def as_text(v) -> str:
         return "" if v is None else clean_text(v if isinstance(v, str) else _as_text(v))
 
-    uniq = col.unique().tolist()  # Python values at once (iterating an Arrow string array costs ~1 µs a name)
-    mapping = {v: as_text(v) for v in uniq}
-    if all(isinstance(v, str) and mapping[v] is v for v in uniq):
-        return col
-    return col.map(mapping).astype(object)
+    mapping = {v: as_text(v) for v in dict.fromkeys(values)}
+    out = np.empty(len(values), dtype=object)
+    out[:] = [mapping[v] for v in values]
+    return out

@@ -3,6 +3,11 @@
 A reader (``read_nsys``, ``read_kineto``) turns a file into a :class:`Profile`; nothing after the
 reader knows which format the data came from.
 
+The profile holds plain numpy columns (:class:`KernelColumns`, :class:`RangeColumns`,
+:class:`GpuColumns`): the window and leaderboard stages compute on arrays, so ``kbase top`` never
+imports pandas. ``profile.kernels``, ``.ranges`` and ``.gpus`` are the same tables as pandas
+DataFrames, built on first use (the HTA-style façade for notebooks and tests).
+
 ``kernels`` — one row per GPU kernel launch:
 
 ==============  ========  ==========================================================================
@@ -37,8 +42,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KERNEL_COLUMNS = ["start", "end", "gpu", "name", "launch_tid", "launch_start"]
 RANGE_COLUMNS = ["start", "end", "tid", "pid", "name"]
@@ -46,13 +55,110 @@ GPU_COLUMNS = ["gpu", "pid", "device", "model"]
 
 
 @dataclass
+class KernelColumns:
+    """One row per launch; ``name`` holds int32 codes into ``names`` (distinct full names, sorted).
+    ``launch_tid``/``launch_start`` are None once a caller has no more use for them (they are 16 bytes
+    per launch at the peak of a 10M-launch snapshot)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gpu: np.ndarray
+    name: np.ndarray
+    names: np.ndarray  # object array of str
+    launch_tid: np.ndarray | None
+    launch_start: np.ndarray | None
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        names = pd.Categorical.from_codes(self.name, categories=pd.Index(self.names, dtype=object))
+        cols: dict[str, Any] = {"start": self.start, "end": self.end, "gpu": self.gpu, "name": names}
+        if self.launch_tid is not None and self.launch_start is not None:
+            cols["launch_tid"] = self.launch_tid
+            cols["launch_start"] = self.launch_start
+        return pd.DataFrame(cols, copy=False)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> KernelColumns:
+        """The columns of a ``KERNEL_COLUMNS`` frame (``name`` categorical or text)."""
+        import pandas as pd
+
+        name = df["name"]
+        cat = name.array if isinstance(name.dtype, pd.CategoricalDtype) else pd.Categorical(name.astype(object))
+        assert isinstance(cat, pd.Categorical)
+        if not cat.categories.is_monotonic_increasing:  # sorted names: the order every stage relies on
+            cat = cat.reorder_categories(sorted(cat.categories))
+        return cls(start=df["start"].to_numpy(np.int64), end=df["end"].to_numpy(np.int64),
+                   gpu=df["gpu"].to_numpy(np.int32), name=np.asarray(cat.codes, dtype=np.int32),
+                   names=np.asarray(cat.categories, dtype=object),
+                   launch_tid=df["launch_tid"].to_numpy(np.int64) if "launch_tid" in df else None,
+                   launch_start=df["launch_start"].to_numpy(np.int64) if "launch_start" in df else None)
+
+
+@dataclass
+class RangeColumns:
+    start: np.ndarray
+    end: np.ndarray
+    tid: np.ndarray
+    pid: np.ndarray
+    name: np.ndarray  # object array of str
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @classmethod
+    def empty(cls) -> RangeColumns:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(start=z, end=z.copy(), tid=z.copy(), pid=z.copy(), name=np.zeros(0, dtype=object))
+
+    def take(self, rows: np.ndarray) -> RangeColumns:
+        """The ranges at ``rows`` (a bool mask or indices)."""
+        return RangeColumns(start=self.start[rows], end=self.end[rows], tid=self.tid[rows], pid=self.pid[rows],
+                            name=self.name[rows])
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame({"start": self.start, "end": self.end, "tid": self.tid, "pid": self.pid,
+                             "name": pd.Series(self.name, dtype=object)})
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> RangeColumns:
+        return cls(start=df["start"].to_numpy(np.int64), end=df["end"].to_numpy(np.int64),
+                   tid=df["tid"].to_numpy(np.int64), pid=df["pid"].to_numpy(np.int64),
+                   name=df["name"].to_numpy(dtype=object))
+
+
+@dataclass
+class GpuColumns:
+    gpu: np.ndarray  # int32
+    pid: np.ndarray  # int64
+    device: np.ndarray  # int32
+    model: list[str]
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame({"gpu": self.gpu, "pid": self.pid, "device": self.device,
+                             "model": pd.Series(self.model, dtype=object)})
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> GpuColumns:
+        return cls(gpu=df["gpu"].to_numpy(np.int32), pid=df["pid"].to_numpy(np.int64),
+                   device=df["device"].to_numpy(np.int32), model=[str(m) for m in df["model"]])
+
+
+@dataclass
 class Profile:
     source: Path
     format: str  # "nsys-sqlite" | "kineto"
     exporter_version: str
-    kernels: pd.DataFrame
-    ranges: pd.DataFrame
-    gpus: pd.DataFrame
+    columns: KernelColumns
+    range_columns: RangeColumns
+    gpu_columns: GpuColumns
     # demangled name -> short name (the export's own base name where it has one)
     short_names: dict[str, str] = field(default_factory=dict)
     # capture clock bounds (ns) when known; otherwise derived from the events
@@ -62,31 +168,32 @@ class Profile:
     extra: dict = field(default_factory=dict)
 
     @property
+    def kernels(self) -> pd.DataFrame:
+        """The launches as a DataFrame (``KERNEL_COLUMNS``; a new frame each call)."""
+        return self.columns.to_frame()
+
+    @property
+    def ranges(self) -> pd.DataFrame:
+        return self.range_columns.to_frame()
+
+    @property
+    def gpus(self) -> pd.DataFrame:
+        return self.gpu_columns.to_frame()
+
+    @property
     def gpu_models(self) -> list[str]:
-        return sorted(set(self.gpus["model"].astype(str)))
+        return sorted(set(self.gpu_columns.model))
 
     @property
     def n_gpus(self) -> int:
         """GPUs that ran at least one kernel (devices listed but idle do not dilute shares)."""
-        return int(self.kernels["gpu"].nunique()) if len(self.kernels) else 0
+        return int(np.count_nonzero(np.bincount(self.columns.gpu))) if len(self.columns) else 0
 
     def span(self) -> tuple[int, int]:
         lo = self.capture_start
         hi = self.capture_end
         if lo is None:
-            lo = int(self.kernels["start"].min())
+            lo = int(self.columns.start.min())
         if hi is None:
-            hi = int(self.kernels["end"].max())
+            hi = int(self.columns.end.max())
         return lo, hi
-
-
-def empty_ranges() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "start": pd.Series(dtype="int64"),
-            "end": pd.Series(dtype="int64"),
-            "tid": pd.Series(dtype="int64"),
-            "pid": pd.Series(dtype="int64"),
-            "name": pd.Series(dtype="object"),
-        }
-    )

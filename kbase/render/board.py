@@ -1,6 +1,6 @@
 """A leaderboard as every renderer takes it: plain rows (dicts of Python scalars), the summary and the notes.
 
-A leaderboard computed from a profile (``analysis.leaderboard.Leaderboard``, a DataFrame) is turned into
+A leaderboard computed from a profile (``analysis.leaderboard.Leaderboard``, numpy columns) is turned into
 rows here, at the renderers' boundary (``board_of``); a stored one is read as rows directly by the
 read-only SQLite path (``store.sqlite_read``), so ``kbase show`` renders without pandas. One renderer
 serves both.
@@ -49,22 +49,20 @@ def board_of(lb: AnyLeaderboard) -> LeaderboardRows:
     """The rows of ``lb`` (a computed ``Leaderboard`` is converted; rows are returned as they are)."""
     if isinstance(lb, LeaderboardRows):
         return lb
-    return LeaderboardRows(columns=[str(c) for c in lb.table.columns], rows=records(lb.table), summary=lb.summary,
-                           notes=lb.notes, bounds=lambda: sample_bounds(lb))
+    return LeaderboardRows(columns=lb.columns, rows=lb.records(), summary=lb.summary, notes=lb.notes,
+                           bounds=lambda: sample_bounds(lb))
 
 
 def sample_bounds(lb: Leaderboard) -> Bounds:
     """Per kernel: (min, max) of its time per iteration per GPU over the window's iterations."""
-    s = getattr(lb, "samples", None)
-    summary = lb.summary
-    if s is None or not len(s) or not summary.aligned:
+    names = lb.sample_column("name")
+    if not len(names) or not lb.summary.aligned:
         return {}
-    gpus = max(int(summary.gpus or 1), 1)
-    keys = [int(k) for k in summary.iteration_keys]
-    per = s.groupby(["name", "iteration"])["total_ns"].sum().unstack(fill_value=0.0)
-    per = per.reindex(columns=keys, fill_value=0.0) if keys else per
-    return {name: (float(lo) / gpus, float(hi) / gpus)
-            for name, lo, hi in zip(per.index, per.min(axis=1), per.max(axis=1))}
+    per: dict[str, dict[int, float]] = {}
+    for n, it, v in zip(names.tolist(), lb.sample_column("iteration").tolist(), lb.sample_column("total_ns").tolist()):
+        row = per.setdefault(n, {})
+        row[it] = row.get(it, 0.0) + float(v)
+    return bounds_from_samples(per, lb.summary)
 
 
 def bounds_from_samples(samples: dict[str, dict[int, float]], summary: LeaderboardSummary) -> Bounds:

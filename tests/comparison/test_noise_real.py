@@ -50,17 +50,17 @@ def test_three_percent_on_top_kernels_is_flagged_and_ranked_first(aa_profiles):
     s, (pa, pb) = aa_profiles
     before = side_from_leaderboards([kbase.leaderboard(kbase.window(pa, s), sketches=True)], "a")
     top = kbase.leaderboard(kbase.window(pb, s), sketches=True).table["name"].head(3).tolist()
-    k = pb.kernels
-    end0 = k["end"].to_numpy().copy()
+    k = pb.columns  # the profile's own arrays: the window reads these
+    end0 = k.end.copy()
     for name in top:
-        m = (k["name"] == name).to_numpy()
+        m = k.names[k.name] == name
         end = end0.copy()
-        end[m] = k["start"].to_numpy()[m] + np.rint((end0[m] - k["start"].to_numpy()[m]) * 1.03).astype(end.dtype)
-        k["end"] = end
+        end[m] = k.start[m] + np.rint((end0[m] - k.start[m]) * 1.03).astype(end.dtype)
+        k.end = end
         try:
             after = side_from_leaderboards([kbase.leaderboard(kbase.window(pb, s), sketches=True)], "b")
         finally:
-            k["end"] = end0
+            k.end = end0
         rows = compute_diff(before, after, s.policy).rows
         assert rows.iloc[0]["name"] == name and rows.iloc[0]["class"] == "regressed", rows.head(3)
         assert (rows["class"] == "regressed").sum() == 1
