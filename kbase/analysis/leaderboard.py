@@ -183,9 +183,8 @@ def build_leaderboard(window: Window, per_gpu: bool = False) -> Leaderboard:
     t = _aggregate(codes, gpu, dur, len(names), per_gpu)
     profile = window.profile
     # classify each distinct kernel once (a per-GPU view repeats names)
-    distinct = np.unique(t["code"])
     info: dict[int, tuple] = {}
-    for c in distinct.tolist():
+    for c in sorted(set(t["code"].tolist())):
         n = names[c]
         info[c] = (classify.short_name(n, profile.short_names.get(n)), classify.family_key(n), classify.category(n),
                    classify.tensor_core_state(n)[0])

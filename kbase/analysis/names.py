@@ -7,18 +7,33 @@ their family key (``at::native::foo``).
 
 from __future__ import annotations
 
+import re
+
+_BRACKET_RE: dict[str, re.Pattern] = {}
+
 
 def _outside_brackets(name: str, brackets: str = "<(", closers: str = ">)") -> str:
-    """The characters of ``name`` at nesting depth 0 of the given bracket pairs."""
+    """The characters of ``name`` at nesting depth 0 of the given bracket pairs (a closer with nothing
+    open is kept as text). The loop visits the brackets only, not every character: a real export's
+    template names run to thousands of characters."""
+    found = _BRACKET_RE.get(brackets + closers)
+    if found is None:
+        found = _BRACKET_RE[brackets + closers] = re.compile(f"[{re.escape(brackets + closers)}]")
     out = []
     depth = 0
-    for ch in name:
-        if ch in brackets:
+    last = 0  # where the current depth-0 text began
+    for m in found.finditer(name):
+        i = m.start()
+        if name[i] in brackets:
+            if depth == 0:
+                out.append(name[last:i])
             depth += 1
-        elif ch in closers and depth:
+        elif depth:
             depth -= 1
-        elif depth == 0:
-            out.append(ch)
+            if depth == 0:
+                last = i + 1
+    if depth == 0:
+        out.append(name[last:])
     return "".join(out)
 
 
@@ -58,8 +73,6 @@ def short_id(name: str) -> str:
 def template_args(name: str) -> str:
     """The template arguments of the named function, namespaces dropped (``void ns::f<4, ns::G<float> >
     (int)`` -> ``<4, G<float>>``), or "" when it has none."""
-    import re
-
     depth_paren = 0
     depth = 0
     start = end = -1
@@ -85,18 +98,21 @@ def template_args(name: str) -> str:
     return f"<{args}>"
 
 
-def display_names(names: list[str], shorts: list[str] | None = None, full: bool = False) -> list[str]:
+def display_names(names: list[str], shorts: list[str] | None = None, full: bool = False,
+                  first: int | None = None) -> list[str]:
     """What a table shows for each kernel: its short name, unless another kernel of the same table has
     the same short name (ignoring case); those show their template arguments and a short id
-    (``vectorized_elementwise_kernel<4, FillFunctor<float>> #a1b2c3``). ``full``: the full names."""
+    (``vectorized_elementwise_kernel<4, FillFunctor<float>> #a1b2c3``). ``full``: the full names.
+    ``first``: only the first that many are wanted (collisions are still judged over all of ``names``)."""
+    shown = names if first is None else names[:first]
     if full:
-        return list(names)
+        return list(shown)
     base = list(shorts) if shorts is not None else [short_name(n) for n in names]
     groups: dict[str, set[str]] = {}
     for n, s in zip(names, base):
         groups.setdefault(s.casefold(), set()).add(n)
     out = []
-    for n, s in zip(names, base):
+    for n, s in zip(shown, base):
         if len(groups[s.casefold()]) > 1:
             out.append(f"{s}{template_args(n)} {short_id(n)}")
         else:

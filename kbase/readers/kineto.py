@@ -46,7 +46,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from kbase.errors import InputError
 from kbase.readers.integrity import add_note
@@ -251,39 +250,34 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         del fd.ff_id, fd.ff_tid, fd.ff_ts, fd.k_nocorr
 
     all_names = [n for part in kernel_parts for n in part[3]]
-    kernels = pd.DataFrame(
-        {
-            "start": np.concatenate([p[0] for p in kernel_parts]),
-            "end": np.concatenate([p[1] for p in kernel_parts]),
-            "gpu": np.concatenate([p[2] for p in kernel_parts]).astype(np.int32),
-            "name": pd.Categorical(all_names),
-            "launch_tid": np.concatenate([p[4] for p in kernel_parts]),
-            "launch_start": np.concatenate([p[5] for p in kernel_parts]),
-        }
-    )
-    del all_names, kernel_parts
-    kernels = kernels.sort_values(["start", "gpu"], kind="stable", ignore_index=True)
+    distinct = sorted(set(all_names))  # the names, sorted: codes index them
+    position = {n: i for i, n in enumerate(distinct)}
+    codes = np.fromiter((position[n] for n in all_names), dtype=np.int32, count=len(all_names))
+    del all_names
+    start = np.concatenate([p[0] for p in kernel_parts])
+    gpu = np.concatenate([p[2] for p in kernel_parts]).astype(np.int32)
+    order = np.lexsort((gpu, start))  # by start, then GPU; stable
+    kernels = KernelColumns(start=start[order], end=np.concatenate([p[1] for p in kernel_parts])[order],
+                            gpu=gpu[order], name=codes[order], names=np.array(distinct, dtype=object),
+                            launch_tid=np.concatenate([p[4] for p in kernel_parts])[order],
+                            launch_start=np.concatenate([p[5] for p in kernel_parts])[order])
+    del kernel_parts, start, gpu, codes, order
 
-    ranges = pd.DataFrame(
-        {
-            "start": np.concatenate([p[0] for p in range_parts]).astype(np.int64),
-            "end": np.concatenate([p[1] for p in range_parts]).astype(np.int64),
-            "tid": np.concatenate([p[2] for p in range_parts]).astype(np.int64),
-            "pid": np.concatenate([p[3] for p in range_parts]).astype(np.int64),
-            "name": pd.Series([n for p in range_parts for n in p[4]], dtype=object),
-        }
-    )
+    r_start = np.concatenate([p[0] for p in range_parts]).astype(np.int64)
+    by_start = np.argsort(r_start, kind="stable")
+    r_names = np.empty(len(r_start), dtype=object)
+    r_names[:] = [n for p in range_parts for n in p[4]]
+    ranges = RangeColumns(start=r_start[by_start],
+                          end=np.concatenate([p[1] for p in range_parts]).astype(np.int64)[by_start],
+                          tid=np.concatenate([p[2] for p in range_parts]).astype(np.int64)[by_start],
+                          pid=np.concatenate([p[3] for p in range_parts]).astype(np.int64)[by_start],
+                          name=r_names[by_start])
     del range_parts
-    ranges = ranges.sort_values(["start"], kind="stable", ignore_index=True)
 
-    gpus = pd.DataFrame(
-        {
-            "gpu": pd.Series([r[0] for r in gpu_rows], dtype="int32"),
-            "pid": pd.Series([r[1] for r in gpu_rows], dtype="int64"),
-            "device": pd.Series([r[2] for r in gpu_rows], dtype="int32"),
-            "model": pd.Series([r[3] for r in gpu_rows], dtype=object),
-        }
-    )
+    gpus = GpuColumns(gpu=np.array([r[0] for r in gpu_rows], dtype=np.int32),
+                      pid=np.array([r[1] for r in gpu_rows], dtype=np.int64),
+                      device=np.array([r[2] for r in gpu_rows], dtype=np.int32),
+                      model=[str(r[3]) for r in gpu_rows])
 
     uniq_versions = list(dict.fromkeys(versions))
     extra = {
@@ -321,9 +315,9 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         source=source,
         format="kineto",
         exporter_version=" | ".join(uniq_versions),
-        columns=KernelColumns.from_frame(kernels),
-        range_columns=RangeColumns.from_frame(ranges),
-        gpu_columns=GpuColumns.from_frame(gpus),
+        columns=kernels,
+        range_columns=ranges,
+        gpu_columns=gpus,
         capture_start=min(span_lo),
         capture_end=max(span_hi),
         extra=extra,

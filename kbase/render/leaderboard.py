@@ -176,8 +176,8 @@ def row_cells(r: dict, rank: int, display: str) -> dict[str, str]:
 
 def _rows(b: LeaderboardRows, shown: list[dict[str, Any]], full_names: bool) -> list[dict[str, str]]:
     """The shown rows' cells; short names that collide anywhere in the leaderboard are told apart."""
-    all_names = [r["name"] for r in b.rows]
-    names = display_names(all_names, [r["short_name"] for r in b.rows], full=full_names)
+    all_names = [r["name"] for r in b.rows]  # collisions count over every row; labels only for the shown
+    names = display_names(all_names, [r["short_name"] for r in b.rows], full=full_names, first=len(shown))
     by_name = dict(zip(all_names, names))
     return [row_cells(r, i, by_name.get(r["name"], r["short_name"])) for i, r in enumerate(shown, 1)]
 

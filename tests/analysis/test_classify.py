@@ -155,3 +155,50 @@ def test_short_name() -> None:
     assert classify.short_name(IMPLICIT_SGEMM, "implicit_convolve_sgemm_v2") == "implicit_convolve_sgemm_v2"
     assert classify.short_name("sgemm_128x64_nn") == "sgemm_128x64_nn"
 
+
+
+def test_folded_patterns_match_as_the_case_insensitive_ones() -> None:
+    """An ASCII name is classified through lower-cased patterns (``classify._FOLDED``): the same answer as
+    the IGNORECASE originals, on the names of this file, the generator's, and case-shuffled variants."""
+    import random
+    import re
+
+    from kbase.synth.names import default_kernel_mix, scaled_kernel_mix
+
+    assert not any(re.search(r"\\[A-Z]", p.pattern) for p in classify._FOLDED)  # no \D, \W, \S, \B to fold
+    rng = random.Random(7)
+    names = [c[0] for c in CASES] + [k.name for k in default_kernel_mix() + scaled_kernel_mix(400, 4000)]
+    names += ["".join(c.upper() if rng.random() < 0.5 else c.lower() for c in n) for n in names]
+    names += ["void ſgemm_kernel()", "KERNEL_copy_", "x1688y", "a16816", "memcpy", "NCCL_AllReduce"]
+    for n in names:
+        slow_tc = next(((r.state, r.why) for r in classify.TC_RULES if r.pattern.search(n)),
+                       (classify.TC_NA, "not matmul/convolution"))
+        slow_cat = (classify.COMMUNICATION if classify._COMM.search(n) else
+                    classify.MEMORY if classify._MEMORY.search(n) else classify.COMPUTE)
+        assert classify.tensor_core_state(n) == slow_tc, n
+        assert classify.category(n) == slow_cat, n
+
+
+def test_outside_brackets_matches_a_character_walk() -> None:
+    """``names._outside_brackets`` skips to the brackets; a plain walk over every character is the reference."""
+    import random
+
+    from kbase.analysis.names import _outside_brackets
+
+    def walk(name: str, brackets: str, closers: str) -> str:
+        out, depth = [], 0
+        for ch in name:
+            if ch in brackets:
+                depth += 1
+            elif ch in closers and depth:
+                depth -= 1
+            elif depth == 0:
+                out.append(ch)
+        return "".join(out)
+
+    rng = random.Random(3)
+    names = [c[0] for c in CASES] + ["".join(rng.choice("ab <>()[]{}:,") for _ in range(rng.randint(0, 40)))
+                                     for _ in range(3000)]
+    for n in names:
+        for b, c in (("<(", ">)"), ("<([{", ">)]}")):
+            assert _outside_brackets(n, b, c) == walk(n, b, c), (n, b)
