@@ -190,3 +190,14 @@ def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
     if fmt == "json":
         rc, heavy = loaded("top", str(export), "--no-store", "--per-gpu", "--format", fmt, cwd=tmp_path)
         assert rc == 0 and "pandas" not in heavy
+
+
+def test_snapshot_of_an_nsys_export_loads_no_pandas(tmp_path):
+    """The store writes a computed leaderboard from its numpy columns (``codec.kernel_rows``,
+    ``kernel_naming``): a snapshot loads the store stack but not pandas."""
+    from conftest import make_tiny_export
+
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    rc, heavy = loaded("snapshot", str(export), "--db", f"sqlite:///{tmp_path / 'kb.db'}", "--no-git", "--rev", "c" * 40,
+                       "-q", cwd=tmp_path)
+    assert rc == 0 and "sqlalchemy" in heavy and not heavy & {"pandas", "pyarrow"}, sorted(heavy)

@@ -53,21 +53,19 @@ def unpack(blob: bytes | None) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f4")
 
 
-def _sample_matrices(s: pd.DataFrame, keys: list[int]) -> tuple[list, np.ndarray, np.ndarray]:
-    """Per-iteration samples as two (names x keys) float64 matrices: ns and launches.
-
-    Vectorised (one factorize, one fancy assignment): a Python loop over a groupby cost ~1 s per
-    snapshot at 2,000 kernels x 100 iterations. Duplicate (name, iteration) rows: the last wins.
-    """
+def _sample_matrices(names: np.ndarray, iteration: np.ndarray, total_ns: np.ndarray, count: np.ndarray,
+                     keys: list[int]) -> tuple[list, np.ndarray, np.ndarray]:
+    """Per-iteration samples (one per name and iteration) as two (names x keys) float64 matrices: ns and
+    launches, the names in order of first appearance. One fancy assignment: a Python loop over a groupby
+    cost ~1 s per snapshot at 2,000 kernels x 100 iterations. Duplicate (name, iteration) rows: the last wins."""
     import numpy as np
-    import pandas as pd
 
-    codes, names = pd.factorize(s["name"], sort=False)
-    keep = codes >= 0  # a missing name forms no group (as groupby drops it)
-    codes = codes[keep]
-    it = s["iteration"].to_numpy()[keep].astype(np.int64)
+    position: dict[str, int] = {}
+    codes = np.fromiter((position.setdefault(n, len(position)) for n in names.tolist()), dtype=np.int64,
+                        count=len(names))
+    it = np.asarray(iteration, dtype=np.int64)
     karr = np.asarray(keys, dtype=np.int64)
-    if len(np.unique(karr)) == len(karr):
+    if len(set(keys)) == len(karr):
         order = np.argsort(karr, kind="stable")
         idx = np.searchsorted(karr, it, sorter=order)
         idx = order[np.minimum(idx, len(karr) - 1)]
@@ -77,34 +75,42 @@ def _sample_matrices(s: pd.DataFrame, keys: list[int]) -> tuple[list, np.ndarray
     else:  # repeated keys (never written by kbase): the last position of each, as a dict would give
         pos = {k: i for i, k in enumerate(keys)}
         idx = np.array([pos[int(k)] for k in it], dtype=np.int64)
-    ns = np.zeros((len(names), len(keys)), dtype=np.float64)
-    cnt = np.zeros((len(names), len(keys)), dtype=np.float64)
-    ns[codes, idx] = s["total_ns"].to_numpy()[keep]
-    cnt[codes, idx] = s["count"].to_numpy()[keep]
-    return list(names), ns, cnt
+    ns = np.zeros((len(position), len(keys)), dtype=np.float64)
+    cnt = np.zeros((len(position), len(keys)), dtype=np.float64)
+    ns[codes, idx] = np.asarray(total_ns, dtype=np.float64)
+    cnt[codes, idx] = np.asarray(count, dtype=np.float64)
+    return list(position), ns, cnt
+
+
+def kernel_naming(lb: Leaderboard) -> list[tuple[str, str, str, str, str]]:
+    """(name, family, short name, category, tc) of each kernel of ``lb`` (``queries.name_ids``)."""
+    return list(zip(*(lb.column(c).tolist() for c in ("name", "family", "short_name", "category", "tc"))))
 
 
 def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> list[dict]:
     """The ``BaselineKernel`` rows of a leaderboard, in leaderboard order (rank 1 = largest total)."""
+    import math
+
     import numpy as np
-    import pandas as pd
 
     from kbase.comparison import sketch
 
-    t = lb.table
-    s = lb.samples
+    s_names = lb.sample_column("name")
     packed: dict[str, tuple[bytes, bytes]] = {}
-    if keys and len(s):
-        names, ns, cnt = _sample_matrices(s, keys)
+    if keys and len(s_names):
+        names, ns, cnt = _sample_matrices(s_names, lb.sample_column("iteration"), lb.sample_column("total_ns"),
+                                          lb.sample_column("count"), keys)
         ns32, cnt32 = ns.astype("<f4"), cnt.astype("<f4")
         packed = {name: (ns32[i].tobytes(), cnt32[i].tobytes()) for i, name in enumerate(names)}
     empty = _pack(np.zeros(len(keys))) if keys else None
     rows = []
     nan = float("nan")
-    isna = pd.isna
-    # column lists, not itertuples: Arrow-backed string columns make itertuples several times slower
+
+    def isna(v: Any) -> bool:
+        return v is None or (isinstance(v, float) and math.isnan(v))
+
     for rank, (name, gpus, count, total, avg, median, lo, hi, std, per_iter, cpi, share_w, share_k, amdahl,
-               frag) in enumerate(zip(*(t[c].tolist() for c in _ROW_COLS)), 1):
+               frag) in enumerate(zip(*(lb.column(c).tolist() for c in _ROW_COLS)), 1):
         samples = packed.get(name)
         rows.append(
             {

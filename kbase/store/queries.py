@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, delete, func, or_, select
 
 from kbase.errors import InputError, KbaseError, StoreError
-from kbase.store.codec import baseline_row, kernel_rows, leaderboard_from_rows, name_hash
+from kbase.store.codec import baseline_row, kernel_naming, kernel_rows, leaderboard_from_rows, name_hash
 from kbase.store.engine import write_transaction
 from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
@@ -28,15 +28,16 @@ if TYPE_CHECKING:
 _NAME_CHUNK = 400
 
 
-def name_ids(conn: Connection, table: pd.DataFrame) -> dict[str, int]:
-    """Ids of the kernel names, inserting those not yet known (race-safe upsert)."""
+def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) -> dict[str, int]:
+    """Ids of the kernel names, inserting those not yet known (race-safe upsert). ``kernels``: (name, family,
+    short name, category, tc) of each kernel (``codec.kernel_naming``); a repeated name keeps its first."""
     from sqlalchemy.dialects.postgresql import insert as pg_insert
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
     insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     kn = KERNEL_NAME
-    u = table[["name", "family", "short_name", "category", "tc"]].drop_duplicates("name")
-    rows = [  # column lists: itertuples over Arrow-backed string columns is several times slower
+    first = {k[0]: k for k in reversed(kernels)}  # (reversed: the first of a repeated name wins)
+    rows = [
         {
             "name_hash": name_hash(name),
             "name": name,
@@ -46,7 +47,7 @@ def name_ids(conn: Connection, table: pd.DataFrame) -> dict[str, int]:
             "category": category,
             "tc": tc,
         }
-        for name, family, short, category, tc in zip(*(u[c].tolist() for c in u.columns))
+        for name, family, short, category, tc in first.values()
     ]
     # One global insert order: two writers adding overlapping new names in different (leaderboard)
     # orders would each wait on the other's uncommitted row — a deadlock on PostgreSQL.
@@ -106,7 +107,7 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
                 if existing is None or force:
                     raise StoreError("store: the capture key is taken but its row cannot be read; try again")
                 return Saved(existing, created=False)
-            insert_kernels(conn, kernel_rows(baseline_id, lb, name_ids(conn, lb.table), keys))
+            insert_kernels(conn, kernel_rows(baseline_id, lb, name_ids(conn, kernel_naming(lb)), keys))
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back

@@ -27,6 +27,7 @@ def test_small_tables_read_by_sqlite3_equal_the_arrow_read(tmp_path, monkeypatch
     """A table of at most ``SMALL_TABLE_ROWS`` rows is read through sqlite3; forcing ADBC/Arrow for it
     gives the same profile, column for column."""
     import kbase.readers.nsys as nsys
+
     from conftest import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)

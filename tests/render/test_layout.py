@@ -133,3 +133,47 @@ def test_names_are_inert():
     out = buf.getvalue()
     assert "k[bold]x[/bold] \\x1b[31mred\\x1b[0m\\ttab\\u202e" in out
     assert "\x1b[31m" not in out and "\u202e" not in out and "t [red]x[/red]" in out
+
+
+def test_table_text_prints_what_the_rich_table_prints():
+    """``print_table`` lays a table out itself (``table_text``) where rich would not squeeze it: on random
+    tables (wide characters, escapes, markup-like text, trailing blanks, styles, titles, --wide) the
+    characters equal rich's ``Table`` exactly, and on a terminal too once the colour codes are removed."""
+    import io
+    import random
+    import re
+
+    from kbase.render.layout import _plain_layout, _print_rich, make_table, table_text
+
+    rng = random.Random(11)
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    chars = "abcxyz #<>()[]é漢字…-_ \x1b\t\u202e[bold]"
+    compared = 0
+    for _ in range(600):
+        n = rng.randint(1, 7)
+        cols = [Column(f"k{i}", rng.choice(["#", "Kernel", "Count", "x", "A longer header", "漢字"]),
+                       rng.randint(0, 5), min_width=rng.randint(1, 10), justify=rng.choice(["left", "right"]),
+                       shrink=rng.random() < 0.4, keep_tail=rng.random() < 0.2, tiebreak=rng.choice([None, "id"]),
+                       max_width=rng.choice([None, 5, 20])) for i in range(n)]
+        rows = [{**{f"k{i}": "".join(rng.choice(chars) for _ in range(rng.randint(0, 25))) for i in range(n)},
+                 "id": f"#{rng.randint(0, 999):03d}"} for _ in range(rng.randint(0, 6))]
+        width, wide = rng.randint(20, 160), rng.random() < 0.2
+        title = rng.choice([None, "Kernel leaderboard", "3 baseline(s)", "a long title " * rng.randint(1, 9)])
+        styles = rng.choice([None, [rng.choice([None, "red", "green", "bold"]) for _ in rows]])
+        fitted = fit(cols, rows, width, wide)
+        if not _plain_layout(fitted, title, max(width, fitted.width) if wide else width):
+            continue
+        compared += 1
+        for term in (False, True):
+            outs = []
+            for ours in (False, True):
+                buf = io.StringIO()
+                con = Console(file=buf, width=width, force_terminal=term, color_system="standard" if term else None,
+                              highlight=False, markup=False, emoji=False)
+                if ours:
+                    con.print(table_text(fitted, rows, title=title, row_styles=styles), soft_wrap=True)
+                else:
+                    _print_rich(con, fitted, make_table(fitted, rows, title=title, row_styles=styles), wide)
+                outs.append(ansi.sub("", buf.getvalue()) if term else buf.getvalue())
+            assert outs[0] == outs[1], (term, width, wide, title)
+    assert compared > 300

@@ -326,17 +326,13 @@ def test_concurrent_writers_of_the_same_new_names_in_other_orders(new_store):
     row: "deadlock detected", and one snapshot failed. Names are now inserted in one global order."""
     import threading
 
-    import pandas as pd
-
-
     _st = store_open(new_store)
 
     engine, url = _st.engine, _st.url
     names = [f"void kernel_{i:04d}<float>(float*)" for i in range(3000)]
 
     def table(order):
-        return pd.DataFrame({"name": order, "family": order, "short_name": order, "category": "compute",
-                             "tc": "-"})
+        return [(n, n, n, "compute", "-") for n in order]
 
     barrier = threading.Barrier(2)
     errors, results = [], []
