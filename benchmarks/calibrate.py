@@ -68,11 +68,11 @@ def inject(data: Path) -> dict:
     lb = kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)
     wall = lb.summary.window_ns / max(lb.summary.iterations, 1) * max(lb.summary.gpus, 1)
     share = lb.table.set_index("name")["total_ns"] / lb.summary.iterations / wall
-    k = prof["b"].kernels
-    end0 = k["end"].to_numpy().copy()
-    start = k["start"].to_numpy()
-    codes = k["name"].cat.codes.to_numpy()
-    cats = list(k["name"].cat.categories)
+    k = prof["b"].columns  # the profile's own arrays: the window reads these
+    end0 = k.end.copy()
+    start = k.start
+    codes = k.name
+    cats = k.names.tolist()
     results: dict = {}
     print("\n| effect | share | kernels | flagged | ranked first | other kernels flagged | "
           "missed (share, MDE, source) |")
@@ -86,9 +86,9 @@ def inject(data: Path) -> dict:
                 m = codes == cats.index(name)
                 end = end0.copy()
                 end[m] = start[m] + np.rint((end0[m] - start[m]) * (1 + f)).astype(end0.dtype)
-                k["end"] = end
+                k.end = end
                 after = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)], "b")
-                k["end"] = end0
+                k.end = end0
                 rows = compute_diff(before, after, s.policy).rows
                 flagged = set(rows.loc[rows["class"] == "regressed", "name"])
                 ok = name in flagged
