@@ -61,10 +61,6 @@ class Leaderboard:
             self._table = pd.DataFrame(self._table, columns=list(self._table))
         return self._table
 
-    @table.setter
-    def table(self, value: pd.DataFrame) -> None:
-        self._table = value
-
     @property
     def samples(self) -> pd.DataFrame:
         if isinstance(self._samples, dict):
@@ -74,10 +70,6 @@ class Leaderboard:
             cols["name"] = pd.Series(cols["name"], dtype=object)  # no Arrow copy per sample
             self._samples = pd.DataFrame(cols, columns=SAMPLE_COLUMNS)
         return self._samples
-
-    @samples.setter
-    def samples(self, value: pd.DataFrame) -> None:
-        self._samples = value
 
     @property
     def columns(self) -> list[str]:

@@ -6,7 +6,8 @@ reader knows which format the data came from.
 The profile holds plain numpy columns (:class:`KernelColumns`, :class:`RangeColumns`,
 :class:`GpuColumns`): the window and leaderboard stages compute on arrays, so ``kbase top`` never
 imports pandas. ``profile.kernels``, ``.ranges`` and ``.gpus`` are the same tables as pandas
-DataFrames, built on first use (the HTA-style façade for notebooks and tests).
+DataFrames (the HTA-style façade for notebooks and tests), built anew at each call: edit the columns,
+not a frame, to change a profile.
 
 ``kernels`` — one row per GPU kernel launch:
 
@@ -81,22 +82,6 @@ class KernelColumns:
             cols["launch_start"] = self.launch_start
         return pd.DataFrame(cols, copy=False)
 
-    @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> KernelColumns:
-        """The columns of a ``KERNEL_COLUMNS`` frame (``name`` categorical or text)."""
-        import pandas as pd
-
-        name = df["name"]
-        cat = name.array if isinstance(name.dtype, pd.CategoricalDtype) else pd.Categorical(name.astype(object))
-        assert isinstance(cat, pd.Categorical)
-        if not cat.categories.is_monotonic_increasing:  # sorted names: the order every stage relies on
-            cat = cat.reorder_categories(sorted(cat.categories))
-        return cls(start=df["start"].to_numpy(np.int64), end=df["end"].to_numpy(np.int64),
-                   gpu=df["gpu"].to_numpy(np.int32), name=np.asarray(cat.codes, dtype=np.int32),
-                   names=np.asarray(cat.categories, dtype=object),
-                   launch_tid=df["launch_tid"].to_numpy(np.int64) if "launch_tid" in df else None,
-                   launch_start=df["launch_start"].to_numpy(np.int64) if "launch_start" in df else None)
-
 
 @dataclass
 class RangeColumns:
@@ -125,12 +110,6 @@ class RangeColumns:
         return pd.DataFrame({"start": self.start, "end": self.end, "tid": self.tid, "pid": self.pid,
                              "name": pd.Series(self.name, dtype=object)})
 
-    @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> RangeColumns:
-        return cls(start=df["start"].to_numpy(np.int64), end=df["end"].to_numpy(np.int64),
-                   tid=df["tid"].to_numpy(np.int64), pid=df["pid"].to_numpy(np.int64),
-                   name=df["name"].to_numpy(dtype=object))
-
 
 @dataclass
 class GpuColumns:
@@ -144,11 +123,6 @@ class GpuColumns:
 
         return pd.DataFrame({"gpu": self.gpu, "pid": self.pid, "device": self.device,
                              "model": pd.Series(self.model, dtype=object)})
-
-    @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> GpuColumns:
-        return cls(gpu=df["gpu"].to_numpy(np.int32), pid=df["pid"].to_numpy(np.int64),
-                   device=df["device"].to_numpy(np.int32), model=[str(m) for m in df["model"]])
 
 
 @dataclass
