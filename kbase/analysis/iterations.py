@@ -93,7 +93,7 @@ def pick_marker(profile: Profile, marker: str | None) -> tuple[re.Pattern, str] 
     either = re.compile("|".join(f"(?P<m{i}>{p})" for i, (_, p) in enumerate(AUTO_MARKERS)), re.IGNORECASE)
     best = len(AUTO_MARKERS)
     for n in dict.fromkeys(names.tolist()):
-        m = either.search(n)
+        m = either.match(n)  # every marker starts with ^: match tries position 0 only (search would try all)
         if m is not None and m.lastgroup is not None:
             best = min(best, int(m.lastgroup[1:]))
             if best == 0:

@@ -69,6 +69,22 @@ class TextDecoder:
             return raw.decode("utf-8", "replace")
 
 
+def fetch_texts(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list:
+    """``fetchall`` of a query returning many texts (an export's NVTX ranges: tens of thousands): decoded by
+    sqlite3 itself first (strict UTF-8, no Python call per value); only a file with invalid UTF-8 is read
+    again through the connection's ``TextDecoder``, which replaces and counts."""
+    factory = conn.text_factory
+    conn.text_factory = str
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+    finally:
+        conn.text_factory = factory
+    return conn.execute(sql, params).fetchall()
+
+
 def check_export(conn: sqlite3.Connection, path: Path) -> set[str]:
     """Fail with one clear line unless this SQLite file is an nsys export holding kernels."""
     try:
@@ -240,9 +256,8 @@ def read_nvtx(conn: sqlite3.Connection, tables: set[str], extra: dict) -> RangeC
         f"CASE WHEN {_is_int('e.globalTid')} THEN e.globalTid ELSE -1 END" if "globalTid" in cols else "-1",
         f"coalesce({text}, s.value)" if text_id else text,
     ]
-    rows = conn.execute(
-        f"SELECT {', '.join(exprs)} FROM {table} WHERE e.eventType IN (?, ?)", (NVTX_PUSHPOP, NVTX_STARTEND)
-    ).fetchall()
+    rows = fetch_texts(conn, f"SELECT {', '.join(exprs)} FROM {table} WHERE e.eventType IN (?, ?)",
+                       (NVTX_PUSHPOP, NVTX_STARTEND))
     if not rows:
         return RangeColumns.empty()
     start, end, kind, tid = (np.fromiter(col, dtype=np.int64, count=len(rows)) for col in list(zip(*rows))[:4])
@@ -266,7 +281,13 @@ def _range_names(values: list) -> np.ndarray:
     def as_text(v) -> str:
         return "" if v is None else clean_text(v if isinstance(v, str) else _as_text(v))
 
-    mapping = {v: as_text(v) for v in dict.fromkeys(values)}
     out = np.empty(len(values), dtype=object)
+    distinct = list(dict.fromkeys(values))
+    if all(type(v) is str for v in distinct):
+        joined = "".join(distinct)  # one scan in C, not a call per name: plain ASCII names need no cleaning
+        if joined.isascii() and "\x00" not in joined:
+            out[:] = values
+            return out
+    mapping = {v: as_text(v) for v in distinct}
     out[:] = [mapping[v] for v in values]
     return out

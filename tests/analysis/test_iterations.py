@@ -48,3 +48,19 @@ def test_iteration_kernel_starts_a_step_at_each_launch(tmp_path):
     assert its.mode == "kernel"
     per_gpu = truth.kernels[first].count // truth.n_gpus
     assert its.keys == list(range(per_gpu))
+
+
+def test_auto_markers_are_anchored_so_one_match_pass_finds_them():
+    """``pick_marker`` tries every auto marker in one ``match`` per distinct range name; ``match`` equals
+    ``search`` only for patterns anchored at the start."""
+    import re
+
+    from kbase.analysis.iterations import AUTO_MARKERS
+
+    assert all(p.startswith("^") and p.endswith("$") for _, p in AUTO_MARKERS)
+    names = ["ProfilerStep#3", "xProfilerStep#3", "step 7", "train_step", "iteration 2", "aten::mm, op_id = 5"]
+    either = re.compile("|".join(f"(?P<m{i}>{p})" for i, (_, p) in enumerate(AUTO_MARKERS)), re.IGNORECASE)
+    for n in names:
+        first = next((i for i, (_, p) in enumerate(AUTO_MARKERS) if re.search(p, n, re.IGNORECASE)), None)
+        m = either.match(n)
+        assert (None if m is None else int(str(m.lastgroup)[1:])) == first, n

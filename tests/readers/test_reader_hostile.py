@@ -231,3 +231,17 @@ def test_a_folder_named_like_a_file(tmp_path):
     (tmp_path / "export.sqlite").mkdir()
     _, line = check(tmp_path / "export.sqlite", tmp_path, expect=2)
     assert "is a directory" in line
+
+
+def test_nvtx_text_that_is_not_utf8_is_replaced_and_noted(export, tmp_path):
+    """Range names are decoded by sqlite3 itself; a file with invalid UTF-8 among them is read again through
+    the replacing decoder (``nsys_sql.fetch_texts``): the name shows U+FFFD and a note says so."""
+    from kbase.readers.nsys import read_nsys
+
+    path = variant(export, tmp_path / "in", "UPDATE NVTX_EVENTS SET text = CAST(x'6f705fff42' AS TEXT) "
+                                            "WHERE rowid = (SELECT max(rowid) FROM NVTX_EVENTS)")
+    prof = read_nsys(path)
+    assert "op_\ufffdB" in set(prof.range_columns.name.tolist())
+    assert any("not valid UTF-8" in n for n in prof.extra["notes"]), prof.extra["notes"]
+    _, doc = check(path, expect=0)
+    assert any("not valid UTF-8" in n for n in doc["notes"])
