@@ -75,9 +75,6 @@ class Leaderboard:
     def columns(self) -> list[str]:
         return [str(c) for c in (self._table if isinstance(self._table, dict) else self._table.columns)]
 
-    def __len__(self) -> int:
-        return len(next(iter(self._table.values()))) if isinstance(self._table, dict) else len(self._table)
-
     def column(self, name: str) -> np.ndarray:
         """One table column as a numpy array (object for text)."""
         if isinstance(self._table, dict):
