@@ -61,7 +61,7 @@ from kbase.readers.kineto_run import (
     read_ranks,
     world_size,
 )
-from kbase.readers.profile import GpuColumns, KernelColumns, Profile, RangeColumns
+from kbase.readers.profile import GpuColumns, KernelColumns, Profile, RangeColumns, name_codes
 
 __all__ = ["_ns", "looks_like_kineto", "read_kineto"]
 
@@ -250,15 +250,13 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         del fd.ff_id, fd.ff_tid, fd.ff_ts, fd.k_nocorr
 
     all_names = [n for part in kernel_parts for n in part[3]]
-    distinct = sorted(set(all_names))  # the names, sorted: codes index them
-    position = {n: i for i, n in enumerate(distinct)}
-    codes = np.fromiter((position[n] for n in all_names), dtype=np.int32, count=len(all_names))
+    distinct, codes = name_codes(all_names)
     del all_names
     start = np.concatenate([p[0] for p in kernel_parts])
     gpu = np.concatenate([p[2] for p in kernel_parts]).astype(np.int32)
     order = np.lexsort((gpu, start))  # by start, then GPU; stable
     kernels = KernelColumns(start=start[order], end=np.concatenate([p[1] for p in kernel_parts])[order],
-                            gpu=gpu[order], name=codes[order], names=np.array(distinct, dtype=object),
+                            gpu=gpu[order], name=codes[order], names=distinct,
                             launch_tid=np.concatenate([p[4] for p in kernel_parts])[order],
                             launch_start=np.concatenate([p[5] for p in kernel_parts])[order])
     del kernel_parts, start, gpu, codes, order

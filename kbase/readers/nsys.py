@@ -44,115 +44,11 @@ from kbase.readers.nsys_sql import (
     runtime_exprs,
     strings,
 )
-from kbase.readers.profile import GpuColumns, KernelColumns, Profile
-from kbase.readers.sqlite_source import committed_export, connect_readonly, readonly_uri
+from kbase.readers.profile import GpuColumns, KernelColumns, Profile, name_codes
+from kbase.readers.sqlite_columns import NotIntegers, bulk_int_columns, factorize_sorted
+from kbase.readers.sqlite_source import committed_export, connect_readonly
 
-__all__ = ["bulk_int_columns", "check_export", "connect_readonly", "count_kernels", "read_nsys"]
-
-
-class NotIntegers(Exception):
-    """A streamed column came back as text or floats: the export holds non-integers where nsys
-    writes integers."""
-
-
-def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:
-    """Integer expressions of a table as int64 arrays (NULL -> 0): a large table streams through ADBC/Arrow,
-    a small one (``SMALL_TABLE_ROWS``) is read by sqlite3 (no pyarrow to load).
-
-    Measured on 1M kernel rows (README, "Reader"): Python's sqlite3 ``fetchmany`` spent 7 s
-    building tuples; ADBC moves column batches into Arrow at ~1.2 s, and releases the GIL so the
-    kernel and runtime tables are read on two threads at once. Arrays are preallocated from
-    ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch.
-    """
-    cap = _max_rowid(path, table) + 1
-    if cap <= SMALL_TABLE_ROWS:
-        return _small_int_columns(path, table, exprs, progress)
-    import adbc_driver_manager
-    import adbc_driver_sqlite
-    import pyarrow as pa
-
-    # ADBC's own API, not its DB-API module (that one imports pyarrow.dataset: ~20 ms of every kbase top)
-    db = adbc_driver_sqlite.connect(readonly_uri(path))
-    opened: list = []  # the connection, statements and their readers: closed in reverse before the database
-
-    def query(sql: str):
-        stmt = adbc_driver_manager.AdbcStatement(conn)
-        opened.append(stmt)
-        stmt.set_sql_query(sql)
-        stream, _ = stmt.execute_query()
-        reader = pa.RecordBatchReader.from_stream(stream)
-        opened.append(reader)
-        return reader
-
-    try:
-        conn = adbc_driver_manager.AdbcConnection(db)
-        opened.append(conn)
-        out = [np.empty(cap, dtype=np.int64) for _ in exprs]
-        reader = query(f"SELECT {', '.join(exprs)} FROM {table}")
-        n = 0
-        for batch in reader:
-            m = batch.num_rows
-            if n + m > len(out[0]):  # rowids were not dense: grow
-                out = [np.concatenate([o, np.empty(max(m, len(o) // 2), dtype=np.int64)]) for o in out]
-            for i in range(len(exprs)):
-                col = batch.column(i)
-                if not pa.types.is_integer(col.type):
-                    raise NotIntegers(table)
-                if col.null_count:  # only in rows the validity column already rejects
-                    col = col.fill_null(0)
-                out[i][n : n + m] = _int64_view(col, pa)
-            n += m
-            if progress is not None:
-                progress(m, cap)  # rows read now, of about ``cap`` in all
-        return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in out]
-    except OSError as exc:
-        if "Type mismatch" in str(exc):  # ADBC: a column changed type part-way through the table
-            raise NotIntegers(table) from None
-        raise
-    finally:
-        for x in reversed(opened):  # ADBC refuses to close a parent with children open
-            x.close()
-        db.close()
-
-
-# Below this many rows sqlite3 reads a table faster than loading pyarrow and ADBC (~35 ms) would take.
-SMALL_TABLE_ROWS = 1 << 14
-
-
-def _max_rowid(path: Path, table: str) -> int:
-    """max(rowid): a B-tree descent, not a scan (an upper bound on the rows: exact unless rows were deleted)."""
-    conn = connect_readonly(path)
-    try:
-        return int(conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0)  # table: a literal of ours
-    finally:
-        conn.close()
-
-
-def _small_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:
-    """:func:`bulk_int_columns` of a small table through sqlite3 (NULL -> 0; anything but an integer:
-    ``NotIntegers``)."""
-    conn = connect_readonly(path)
-    try:
-        rows = conn.execute(f"SELECT {', '.join(exprs)} FROM {table}").fetchall()
-    finally:
-        conn.close()
-    out = []
-    for i in range(len(exprs)):
-        col = [r[i] for r in rows]
-        if not all(type(v) is int or v is None for v in col):
-            raise NotIntegers(table)
-        out.append(np.fromiter((0 if v is None else v for v in col), dtype=np.int64, count=len(col)))
-    if progress is not None:
-        progress(len(rows), len(rows))
-    return out
-
-
-def _int64_view(col, pa) -> np.ndarray:
-    """An Arrow integer array without nulls as int64 numpy, read from its data buffer (``to_numpy``
-    would import pandas: ~0.2 s of every ``kbase top``)."""
-    if col.type != pa.int64():
-        col = col.cast(pa.int64())
-    return np.frombuffer(col.buffers()[1], dtype=np.int64, count=len(col), offset=col.offset * 8)
+__all__ = ["check_export", "connect_readonly", "read_nsys"]
 
 
 def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str],
@@ -194,18 +90,6 @@ def read_nsys(path: Path, progress=None, label: Path | None = None) -> Profile:
         raise
     profile.source = label
     return profile
-
-
-def count_kernels(path: Path) -> int:
-    """Cheap row count for a progress bar."""
-    conn = connect_readonly(path)
-    try:
-        # max(rowid) is a B-tree descent, not a scan: exact unless rows were deleted
-        return int(conn.execute("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] or 0)
-    except sqlite3.DatabaseError:
-        return 0
-    finally:
-        conn.close()
 
 
 def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
@@ -257,11 +141,9 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         add_note(extra, f"{n_fixed} kernel name(s) held characters no output can carry (NUL, lone surrogates): "
                         "shown with U+FFFD")
     # Two StringIds can hold the same text (seen across processes): the names are the distinct texts, sorted.
-    distinct = sorted(set(names))
-    position = {n: i for i, n in enumerate(distinct)}
-    code_of_key = np.fromiter((position[n] for n in names), dtype=np.int32, count=len(names))
+    distinct, code_of_key = name_codes(names)
     kernels = KernelColumns(start=start, end=end, gpu=gpu, name=code_of_key[codes],
-                            names=np.array(distinct, dtype=object), launch_tid=launch_tid, launch_start=launch_start)
+                            names=distinct, launch_tid=launch_tid, launch_start=launch_start)
     del codes
     short_names = {n: clean_text(texts.get(int(sid), "")) for n, sid in zip(names, short_ids)}
 
@@ -283,38 +165,6 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         short_names=short_names,
         extra=extra,
     )
-
-
-def factorize_sorted(keys: np.ndarray, shift: int = 0, dense: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
-    """(int32 codes, sorted distinct values) of ``keys >> shift`` (int64). A lookup table when the values
-    span fewer than ``dense`` (GPU keys; StringIds ids of names): no sort at all; else a hash factorize
-    (pandas), renumbered in sorted order — ``np.unique`` sorts all n keys (2.9 s at 10M, pandas 0.09 s).
-    Chunked: no full-length int64 temporary at the reader's peak."""
-    step = 1 << 20
-    parts = range(0, len(keys), step)
-    if not len(keys):
-        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
-    lo = min(int((keys[i : i + step] >> shift).min()) for i in parts)
-    hi = max(int((keys[i : i + step] >> shift).max()) for i in parts)
-    codes = np.empty(len(keys), dtype=np.int32)
-    if hi - lo < dense:
-        present = np.zeros(hi - lo + 1, dtype=bool)
-        for i in parts:
-            present[(keys[i : i + step] >> shift) - lo] = True
-        uniq = np.flatnonzero(present)
-        table = np.zeros(len(present), dtype=np.int32)
-        table[uniq] = np.arange(len(uniq), dtype=np.int32)
-        for i in parts:
-            codes[i : i + step] = table[(keys[i : i + step] >> shift) - lo]
-        return codes, uniq.astype(np.int64) + lo
-    import pandas as pd
-
-    first, found = pd.factorize(keys >> shift if shift else keys)
-    order = np.argsort(found)
-    rank = np.empty(len(order), dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    codes[:] = rank[first]
-    return codes, np.asarray(found)[order].astype(np.int64)
 
 
 def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict) -> list[np.ndarray]:

@@ -144,7 +144,7 @@ def kernel_exprs(kcols: set[str], stop_ns: int | None, strict: bool = False) -> 
     Kept to plain comparisons and bit operations: these run on every row of exports with
     millions of kernels (a ``typeof()`` per column would double the read time). A NULL makes the
     validity test NULL, which the CASE treats as false; NULLs left in the other columns belong to
-    such rows and are zero-filled by :func:`kbase.readers.nsys.bulk_int_columns`. Text or
+    such rows and are zero-filled by :func:`kbase.readers.sqlite_columns.bulk_int_columns`. Text or
     fractional values (a damaged export) can pass plain comparisons; the reader then reads again
     with ``strict``: validity by ``typeof()`` and every column forced to an integer.
     """

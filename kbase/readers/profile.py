@@ -55,6 +55,15 @@ RANGE_COLUMNS = ["start", "end", "tid", "pid", "name"]
 GPU_COLUMNS = ["gpu", "pid", "device", "model"]
 
 
+def name_codes(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct names sorted, as an object array; each name's int32 code into it): ``KernelColumns``'
+    ``names`` and ``name``."""
+    distinct = sorted(set(names))
+    position = {n: i for i, n in enumerate(distinct)}
+    return np.array(distinct, dtype=object), np.fromiter((position[n] for n in names), dtype=np.int32,
+                                                         count=len(names))
+
+
 @dataclass
 class KernelColumns:
     """One row per launch; ``name`` holds int32 codes into ``names`` (distinct full names, sorted).

@@ -1,10 +1,10 @@
-"""``readers.nsys.factorize_sorted``: the lookup-table and the hash paths give np.unique's answer."""
+"""``readers.sqlite_columns.factorize_sorted``: the lookup-table and the hash paths give np.unique's answer."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kbase.readers.nsys import factorize_sorted
+from kbase.readers.sqlite_columns import factorize_sorted
 
 
 def test_both_paths_equal_numpy_unique():
@@ -27,12 +27,13 @@ def test_small_tables_read_by_sqlite3_equal_the_arrow_read(tmp_path, monkeypatch
     """A table of at most ``SMALL_TABLE_ROWS`` rows is read through sqlite3; forcing ADBC/Arrow for it
     gives the same profile, column for column."""
     import kbase.readers.nsys as nsys
+    import kbase.readers.sqlite_columns as sqlite_columns
 
     from conftest import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     small = nsys.read_nsys(export)
-    monkeypatch.setattr(nsys, "SMALL_TABLE_ROWS", 0)
+    monkeypatch.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)
     arrow = nsys.read_nsys(export)
     for col in ("start", "end", "gpu", "name", "names", "launch_tid", "launch_start"):
         a, b = getattr(small.columns, col), getattr(arrow.columns, col)

@@ -1,0 +1,151 @@
+"""Integer columns of SQLite tables as numpy arrays, and their keys as codes: the bulk half of the nsys
+reader (:mod:`kbase.readers.nsys` builds the profile from them).
+
+A large table streams through ADBC/Arrow (column batches, the GIL released, so two tables read at once);
+a small one is read by Python's sqlite3, which costs less than loading pyarrow and ADBC.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from kbase.readers.sqlite_source import connect_readonly, readonly_uri
+
+
+class NotIntegers(Exception):
+    """A streamed column came back as text or floats: the export holds non-integers where nsys
+    writes integers."""
+
+
+def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:
+    """Integer expressions of a table as int64 arrays (NULL -> 0): a large table streams through ADBC/Arrow,
+    a small one (``SMALL_TABLE_ROWS``) is read by sqlite3 (no pyarrow to load).
+
+    Measured on 1M kernel rows (README, "Reader"): Python's sqlite3 ``fetchmany`` spent 7 s
+    building tuples; ADBC moves column batches into Arrow at ~1.2 s, and releases the GIL so the
+    kernel and runtime tables are read on two threads at once. Arrays are preallocated from
+    ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch.
+    """
+    cap = _max_rowid(path, table) + 1
+    if cap <= SMALL_TABLE_ROWS:
+        return _small_int_columns(path, table, exprs, progress)
+    import adbc_driver_manager
+    import adbc_driver_sqlite
+    import pyarrow as pa
+
+    # ADBC's own API, not its DB-API module (that one imports pyarrow.dataset: ~20 ms of every kbase top)
+    db = adbc_driver_sqlite.connect(readonly_uri(path))
+    opened: list = []  # the connection, statements and their readers: closed in reverse before the database
+
+    def query(sql: str):
+        stmt = adbc_driver_manager.AdbcStatement(conn)
+        opened.append(stmt)
+        stmt.set_sql_query(sql)
+        stream, _ = stmt.execute_query()
+        reader = pa.RecordBatchReader.from_stream(stream)
+        opened.append(reader)
+        return reader
+
+    try:
+        conn = adbc_driver_manager.AdbcConnection(db)
+        opened.append(conn)
+        out = [np.empty(cap, dtype=np.int64) for _ in exprs]
+        reader = query(f"SELECT {', '.join(exprs)} FROM {table}")
+        n = 0
+        for batch in reader:
+            m = batch.num_rows
+            if n + m > len(out[0]):  # rowids were not dense: grow
+                out = [np.concatenate([o, np.empty(max(m, len(o) // 2), dtype=np.int64)]) for o in out]
+            for i in range(len(exprs)):
+                col = batch.column(i)
+                if not pa.types.is_integer(col.type):
+                    raise NotIntegers(table)
+                if col.null_count:  # only in rows the validity column already rejects
+                    col = col.fill_null(0)
+                out[i][n : n + m] = _int64_view(col, pa)
+            n += m
+            if progress is not None:
+                progress(m, cap)  # rows read now, of about ``cap`` in all
+        return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in out]
+    except OSError as exc:
+        if "Type mismatch" in str(exc):  # ADBC: a column changed type part-way through the table
+            raise NotIntegers(table) from None
+        raise
+    finally:
+        for x in reversed(opened):  # ADBC refuses to close a parent with children open
+            x.close()
+        db.close()
+
+
+# Below this many rows sqlite3 reads a table faster than loading pyarrow and ADBC (~35 ms) would take.
+SMALL_TABLE_ROWS = 1 << 14
+
+
+def _max_rowid(path: Path, table: str) -> int:
+    """max(rowid): a B-tree descent, not a scan (an upper bound on the rows: exact unless rows were deleted)."""
+    conn = connect_readonly(path)
+    try:
+        return int(conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0)  # table: a literal of ours
+    finally:
+        conn.close()
+
+
+def _small_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:
+    """:func:`bulk_int_columns` of a small table through sqlite3 (NULL -> 0; anything but an integer:
+    ``NotIntegers``)."""
+    conn = connect_readonly(path)
+    try:
+        rows = conn.execute(f"SELECT {', '.join(exprs)} FROM {table}").fetchall()
+    finally:
+        conn.close()
+    out = []
+    for i in range(len(exprs)):
+        col = [r[i] for r in rows]
+        if not all(type(v) is int or v is None for v in col):
+            raise NotIntegers(table)
+        out.append(np.fromiter((0 if v is None else v for v in col), dtype=np.int64, count=len(col)))
+    if progress is not None:
+        progress(len(rows), len(rows))
+    return out
+
+
+def _int64_view(col, pa) -> np.ndarray:
+    """An Arrow integer array without nulls as int64 numpy, read from its data buffer (``to_numpy``
+    would import pandas: ~0.2 s of every ``kbase top``)."""
+    if col.type != pa.int64():
+        col = col.cast(pa.int64())
+    return np.frombuffer(col.buffers()[1], dtype=np.int64, count=len(col), offset=col.offset * 8)
+
+
+def factorize_sorted(keys: np.ndarray, shift: int = 0, dense: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 codes, sorted distinct values) of ``keys >> shift`` (int64). A lookup table when the values
+    span fewer than ``dense`` (GPU keys; StringIds ids of names): no sort at all; else a hash factorize
+    (pandas), renumbered in sorted order — ``np.unique`` sorts all n keys (2.9 s at 10M, pandas 0.09 s).
+    Chunked: no full-length int64 temporary at the reader's peak."""
+    step = 1 << 20
+    parts = range(0, len(keys), step)
+    if not len(keys):
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
+    lo = min(int((keys[i : i + step] >> shift).min()) for i in parts)
+    hi = max(int((keys[i : i + step] >> shift).max()) for i in parts)
+    codes = np.empty(len(keys), dtype=np.int32)
+    if hi - lo < dense:
+        present = np.zeros(hi - lo + 1, dtype=bool)
+        for i in parts:
+            present[(keys[i : i + step] >> shift) - lo] = True
+        uniq = np.flatnonzero(present)
+        table = np.zeros(len(present), dtype=np.int32)
+        table[uniq] = np.arange(len(uniq), dtype=np.int32)
+        for i in parts:
+            codes[i : i + step] = table[(keys[i : i + step] >> shift) - lo]
+        return codes, uniq.astype(np.int64) + lo
+    import pandas as pd
+
+    first, found = pd.factorize(keys >> shift if shift else keys)
+    order = np.argsort(found)
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    codes[:] = rank[first]
+    return codes, np.asarray(found)[order].astype(np.int64)
