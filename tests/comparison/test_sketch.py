@@ -86,3 +86,67 @@ def test_sketches_built_in_blocks_equal_a_plain_per_chunk_reference(monkeypatch,
             assert got[k, j, sketch.COUNT] == len(ds) and got[k, j, sketch.TOTAL] == sum(ds)
             want = [ds[min(int(q * len(ds)), len(ds) - 1)] for q in sketch.QPOS] if ds else [np.nan] * sketch.QUANTILES
             assert np.array_equal(got[k, j, : sketch.QUANTILES], want, equal_nan=True)
+
+
+def _esd_reference(x: np.ndarray, alpha: float, max_out: int) -> set[int]:
+    """Rosner's generalized ESD as published, one row at a time, critical values from scipy."""
+    from scipy import stats
+
+    idx, vals, suspects, found = list(range(len(x))), list(x), [], 0
+    n = len(x)
+    for i in range(1, max_out + 1):
+        v = np.array(vals)
+        dev = np.abs(v - v.mean())
+        j = int(dev.argmax())
+        r = dev[j] / v.std(ddof=1)
+        p = 1 - alpha / (2 * (n - i + 1))
+        t = stats.t.ppf(p, n - i - 1)
+        lam = (n - i) * t / np.sqrt((n - i - 1 + t * t) * (n - i + 1))
+        if r > lam:
+            found = i
+        suspects.append(idx.pop(j))
+        vals.pop(j)
+    return set(suspects[:found])
+
+
+def test_outlier_chunks_are_gross_esd_outliers():
+    """ESD against the textbook procedure, and the modified-z condition on top (median/MAD)."""
+    rng = np.random.default_rng(8)
+    rows = rng.normal(0, 0.01, (400, 8))
+    rows[:150, 2] += rng.choice([-1, 1], 150) * rng.uniform(0.02, 0.3, 150)  # one gross or mild outlier
+    rows[:60, 5] -= rng.uniform(0.05, 0.3, 60)  # a second one
+    ok = np.ones_like(rows, dtype=bool)
+    got = sketch.outlier_chunks(rows, ok)
+    assert got[:150].any() and not got[300:].any()
+    for x, g in zip(rows, got):
+        med = np.median(x)
+        mad = np.median(np.abs(x - med))
+        want = {j for j in _esd_reference(x, sketch.OUTLIER_ALPHA, sketch.MAX_OUTLIERS)
+                if 0.6745 * abs(x[j] - med) > sketch.OUTLIER_MODIFIED_Z * mad}
+        assert set(np.flatnonzero(g)) == want
+    few = sketch.outlier_chunks(rows[:150, :5], ok[:150, :5])  # under MIN_CHUNKS_FOR_OUTLIERS: none dropped
+    assert not few.any()
+
+
+def test_normal_chunks_are_rarely_left_out():
+    rows = np.random.default_rng(9).normal(0, 0.01, (50_000, sketch.CHUNKS))
+    assert sketch.outlier_chunks(rows, np.ones_like(rows, dtype=bool)).any(axis=1).mean() < 0.01
+
+
+def test_one_odd_launch_per_capture_does_not_hide_a_uniform_slowdown():
+    """Ten launches alternating two shapes (a ResNet-50 convolution over two layers, 5 iterations), 1%
+    jitter, and in each capture one launch 12% long at a different place (a real A/A pair has exactly
+    this). Every launch 3% slower: the chunk ratios' spread, odd chunks included, would hide it."""
+    rng = np.random.default_rng(10)
+    shapes = np.where(np.arange(10) % 2 == 0, 710e3, 595e3)
+
+    def capture(odd: int, slow: float) -> np.ndarray:
+        d = np.rint(shapes * (1 + rng.normal(0, 0.01, 10)) / 1e3) * 1e3
+        d[odd] *= 1.12
+        return sketch.build_sketches(np.zeros(10, dtype=np.int64), np.arange(10), d * slow, 1)[0]
+
+    before, after = capture(9, 1.0), capture(7, 1.03)
+    ratios = sketch.chunk_ratios(before, after)
+    rel, se, chunks = sketch.compare(before, after)
+    assert chunks == 6 and rel == pytest.approx(0.03, abs=0.01) and rel / se > 4
+    assert np.nanstd(ratios, ddof=1) / np.sqrt(8) > 3 * se  # what the plain standard error would have been
