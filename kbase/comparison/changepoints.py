@@ -8,8 +8,9 @@ difference: steps do not inflate it) unless given. After the recursion every bou
 against its neighbouring segments. Several small steps in one direction in a row are reported as one
 creep with their cumulative size.
 
-``ruptures`` (BinSeg with an L2 cost) does the same search; these few cumulative sums (~0.1 ms per
-40-point series, ~9 ms per pass over 10,000 points) need no dependency, so it is not one. Results
+``ruptures`` (BinSeg with an L2 cost) does the same search: measured, the same boundaries on 2,000
+generated 40-point series, ~30x slower per series, and its import (scipy) takes ~0.9 s; these few
+cumulative sums need no dependency, so it is not one. Results
 equal the former numpy version's (checked on 3,000 random series with steps and gaps).
 """
 
