@@ -39,24 +39,27 @@ from kbase.readers.nsys_sql import (
     gpu_models,
     kernel_exprs,
     kernel_flaw_counts,
+    kernel_raw,
     meta,
     read_nvtx,
     runtime_exprs,
+    runtime_raw,
     strings,
 )
 from kbase.readers.profile import GpuColumns, KernelColumns, Profile, name_codes
-from kbase.readers.sqlite_columns import NotIntegers, bulk_int_columns, factorize_sorted
+from kbase.readers.sqlite_columns import Derive, NotIntegers, bulk_int_columns, factorize_sorted
 from kbase.readers.sqlite_source import committed_export, connect_readonly
 
 __all__ = ["check_export", "connect_readonly", "read_nsys"]
 
 
 def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str],
-                    progress=None) -> list[np.ndarray]:
-    """:func:`bulk_int_columns` with the fast expressions; again with the strict ones when the
-    table holds text or fractional numbers (only damaged exports pay for the second scan)."""
+                    progress=None, raw: Derive | None = None) -> list[np.ndarray]:
+    """:func:`bulk_int_columns` with the fast expressions (or their ``raw`` numpy twin); again with the
+    strict ones when the table holds text or fractional numbers (only damaged exports pay for the
+    second scan)."""
     try:
-        return bulk_int_columns(path, table, exprs, progress)
+        return bulk_int_columns(path, table, exprs, progress, raw)
     except NotIntegers:
         return bulk_int_columns(path, table, strict_exprs)
 
@@ -104,9 +107,10 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     rexprs = runtime_exprs(rcols)
     # Two tables, two threads: ADBC releases the GIL while SQLite scans.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress)
+        kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress, kernel_raw(kcols, stop_ns))
         strict_rexprs = runtime_exprs(rcols, strict=True)
-        rf = pool.submit(_runtime_sorted, db, [rexprs, strict_rexprs]) if rexprs and strict_rexprs else None
+        rf = (pool.submit(_runtime_sorted, db, [rexprs, strict_rexprs], runtime_raw(rcols))
+              if rexprs and strict_rexprs else None)
         columns = kf.result()
         del kf  # the future holds the list too: gpu_key and name_key must die with it below
         if len(columns[0]) == 0:
@@ -200,11 +204,11 @@ def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict
     return [c[keep] for c in columns]
 
 
-def _runtime_sorted(path: Path, exprs: list[list[str]]) -> list[np.ndarray]:
+def _runtime_sorted(path: Path, exprs: list[list[str]], raw: Derive | None = None) -> list[np.ndarray]:
     """The runtime table's (launch key, thread, start), sorted by key — done on the reader thread
     while the kernel table is still streaming, so the join after it needs no sort. ``exprs``:
     the fast and the strict expressions."""
-    r_key, r_tid, r_start = _bulk_or_strict(path, RUNTIME_TABLE, *exprs)
+    r_key, r_tid, r_start = _bulk_or_strict(path, RUNTIME_TABLE, exprs[0], exprs[1], raw=raw)
     # Runtime rows come nearly sorted by (pid, correlationId): the stable sort (timsort) is cheap.
     order = np.argsort(r_key, kind="stable")
     r_key = r_key[order]

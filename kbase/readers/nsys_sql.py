@@ -12,6 +12,7 @@ first column; an invalid one has ``-flaws`` there, a bit set per :data:`KERNEL_F
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -172,6 +173,56 @@ def kernel_exprs(kcols: set[str], stop_ns: int | None, strict: bool = False) -> 
     ]
 
 
+def kernel_raw(kcols: set[str], stop_ns: int | None) -> tuple[list[str], Callable]:
+    """:func:`kernel_exprs` (the fast ones) computed in numpy from the plain columns: the columns to read
+    and the function from one batch's columns and NULL masks to the five arrays, value for value.
+    SQLite semantics kept: a NULL makes a comparison false and an arithmetic result NULL (read as 0);
+    shifts are on int64 (left: wrapping, right: arithmetic)."""
+    cols = list(KERNEL_REQUIRED) + [c for c in ("globalPid", "correlationId", "shortName") if c in kcols]
+    at = {c: i for i, c in enumerate(cols)}
+    limit = _stop_limit(stop_ns) if stop_ns else None
+
+    def derive(v: list[np.ndarray], nulls: list[np.ndarray | None]) -> list[np.ndarray]:
+        col = {c: v[i] for c, i in at.items()}
+        null: dict[str, np.ndarray] = {}  # NULL masks of the columns with a NULL (read as 0 in ``col``)
+        for c, i in at.items():
+            mask = nulls[i]
+            if mask is not None:
+                null[c] = mask
+        start, end, device, name = (col[c] for c in KERNEL_REQUIRED)
+        n = len(start)
+        valid = (start >= 0) & (end >= start) & (end - start <= MAX_KERNEL_NS) & (device >= 0) & (device <= 255)
+        valid &= (name >= 0) & (name <= U32)
+        if limit is not None:
+            valid &= end <= limit
+        for c in KERNEL_REQUIRED:
+            if c in null:
+                valid &= ~null[c]
+        pid = np.zeros(n, dtype=np.int64)
+        if "globalPid" in col:
+            pid = ((col["globalPid"] >> PID_SHIFT) & PID_MASK) | ((col["globalPid"] >> 39) & NULL_PID)
+            if "globalPid" in null:
+                pid[null["globalPid"]] = NULL_PID
+        gpu = (pid << 8) | device
+        launch = np.full(n, -1, dtype=np.int64)
+        if "correlationId" in col:
+            corr = col["correlationId"]
+            ok = (corr >= 0) & (corr <= U32)
+            if "correlationId" in null:
+                ok &= ~null["correlationId"]
+            launch = np.where(ok, (pid << 32) | corr, -1)
+        short = col["shortName"] & U32 if "shortName" in col else np.full(n, U32, dtype=np.int64)
+        if "shortName" in null:
+            short[null["shortName"]] = U32
+        key = (name << 32) | short
+        for c, out in (("deviceId", gpu), ("demangledName", key)):  # NULL operand: NULL result, read as 0
+            if c in null:
+                out[null[c]] = 0
+        return [np.where(valid, start, -1), end, gpu, launch, key]
+
+    return cols, derive
+
+
 def kernel_flaw_counts(conn: sqlite3.Connection, kcols: set[str], stop_ns: int | None) -> dict[int, int]:
     """{flaw bits: rows} over the rows :func:`kernel_exprs` marked invalid (a second scan, run only
     when there are such rows)."""
@@ -195,6 +246,30 @@ def runtime_exprs(rcols: set[str], strict: bool = False) -> list[str] | None:
         f"coalesce({tid}, -1)" if "globalTid" in rcols else "-1",
         f"coalesce({start}, -1)",
     ]
+
+
+def runtime_raw(rcols: set[str]) -> tuple[list[str], Callable]:
+    """:func:`runtime_exprs` (the fast ones) computed in numpy from the plain columns (see :func:`kernel_raw`)."""
+    cols = ["correlationId", "start"] + (["globalTid"] if "globalTid" in rcols else [])
+
+    def derive(v: list[np.ndarray], nulls: list[np.ndarray | None]) -> list[np.ndarray]:
+        corr, start = v[0], v[1]
+        n = len(corr)
+        tid = np.full(n, -1, dtype=np.int64)
+        pid = np.zeros(n, dtype=np.int64)
+        if len(v) > 2:
+            pid = (v[2] >> PID_SHIFT) & PID_MASK
+            tid = v[2].copy()
+            if nulls[2] is not None:
+                pid[nulls[2]] = NULL_PID + 1
+                tid[nulls[2]] = -1
+        ok = (corr >= 0) & (corr <= U32)
+        if nulls[0] is not None:
+            ok &= ~nulls[0]
+        start = start if nulls[1] is None else np.where(nulls[1], -1, start)
+        return [np.where(ok, (pid << 32) | corr, -2), tid, start]
+
+    return cols, derive
 
 
 def strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
