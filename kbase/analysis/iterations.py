@@ -214,18 +214,20 @@ def _contain(out, t, kscope, rscope, r: MarkerRanges, depth: int = 8, chunk: int
         code = pos[idx]
         tk = tc[idx]
         last = np.searchsorted(comp_r, code.astype(np.int64) * span + (tk - t0), side="right") - 1
-        pending = np.ones(len(idx), dtype=bool)
+        # the launches still looking (compacted each pass: most are placed by the first)
         for back in range(depth):
             cand = last - back
-            ok = pending & (cand >= 0)
-            if not ok.any():
+            ok = cand >= 0
+            if not ok.all():
+                idx, code, tk, last, cand = idx[ok], code[ok], tk[ok], last[ok], cand[ok]
+            if not len(idx):
                 break
-            ri = order[np.maximum(cand, 0)]
+            ri = order[cand]
             same = r_code[ri] == code
-            inside = ok & same & (tk < ends[ri]) & (tk >= starts[ri])
+            inside = same & (tk < ends[ri]) & (tk >= starts[ri])
             oc[idx[inside]] = keys[ri[inside]]
-            pending &= ~inside
-            pending &= same  # walked past this scope's first range: stop looking
+            more = same & ~inside  # not placed yet, and not walked past this scope's first range
+            idx, code, tk, last = idx[more], code[more], tk[more], last[more]
 
 
 def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int) -> Iterations:
