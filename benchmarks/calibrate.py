@@ -17,6 +17,8 @@ generated histories. Prints the tables README's "Noise model" section quotes.
   cumulative size, false steps in noise-only histories.
 - ``e2e``: one generated 40-commit store (``kbase.synth.history``: git repository, exports, snapshots)
   with a +3% and a +5% step and a five-step +1% creep, through ``kbase.steps``; and a noise-only one.
+- ``--repeats GLOB``: any set of repeat captures of one configuration (yours): every ordered pair
+  diffed and gated (every flag is a false one), then the ``inject`` table on the first two.
 - ``gatehist``: the gate with history noise on generated stores: +3% / +5% at the newest commit after
   6, 11 and 21 past baselines, and a 60-commit noise-only history gated commit by commit.
 """
@@ -24,6 +26,8 @@ generated histories. Prints the tables README's "Noise model" section quotes.
 from __future__ import annotations
 
 import argparse
+import glob
+import itertools
 import shutil
 import sqlite3
 import sys
@@ -62,8 +66,13 @@ def aa(data: Path) -> dict:
 
 
 def inject(data: Path) -> dict:
+    return inject_pair(data / KINETO.format("a"), data / KINETO.format("b"))
+
+
+def inject_pair(first: Path, second: Path) -> dict:
+    """The ``inject`` table for two captures of one configuration (slowdowns go into the second)."""
     s = _settings()
-    prof = {x: kbase.read(data / KINETO.format(x), s) for x in "ab"}
+    prof = {"a": kbase.read(first, s), "b": kbase.read(second, s)}
     before = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["a"], s), sketches=True)], "a")
     lb = kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)
     wall = lb.summary.window_ns / max(lb.summary.iterations, 1) * max(lb.summary.gpus, 1)
@@ -102,6 +111,26 @@ def inject(data: Path) -> dict:
             print(f"| +{f:.0%} | >= {lo:.0%} | {len(names)} | {hit}/{len(names)} | {first} | {other} | "
                   f"{'; '.join(missed) or '-'} |")
     return results
+
+
+def repeats(paths: list[Path]) -> dict:
+    """Every ordered pair of repeat captures of one configuration (every difference is noise): kernels
+    flagged and gate verdicts; then the ``inject`` table on the first two."""
+    s = _settings()
+    print(f"\nrepeat captures: {', '.join(p.name for p in paths)}")
+    flagged, failed, pairs, kernels = 0, 0, 0, 0
+    for x, y in itertools.permutations(paths, 2):
+        g = kbase.gate(str(x), str(y), s)
+        rows = g.comparison.result.rows
+        names = _flagged(rows)
+        flagged += len(names)
+        failed += g.verdict.status.value != "pass"
+        pairs += 1
+        kernels = len(rows)
+        if names:
+            print(f"  {x.name} -> {y.name}: flagged {names}; gate {g.verdict.status.value}")
+    print(f"  {pairs} ordered pairs of {kernels} kernels: {flagged} kernel flags in all, {failed} gates not PASS")
+    return {"pairs": pairs, "flagged": flagged, "failed": failed, "inject": inject_pair(paths[0], paths[1])}
 
 
 def _top_kernel_slower(src: Path, dst: Path, factor: float) -> str:
@@ -293,7 +322,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     ap.add_argument("--only", default="aa,inject,nsys,workers,fpr,history,e2e,gatehist")
+    ap.add_argument("--repeats", action="append", default=[], metavar="GLOB",
+                    help="repeat captures of one configuration (a glob; may be given again for another): "
+                         "every ordered pair diffed and gated, then the inject table on the first two")
     args = ap.parse_args(argv)
+    for pattern in args.repeats:
+        found = sorted(Path(p) for p in glob.glob(pattern))
+        if len(found) < 2:
+            print(f"--repeats {pattern}: matches {len(found)} file(s); two or more are needed", file=sys.stderr)
+            return 2
+        repeats(found)
+    if args.repeats and args.only == ap.get_default("only"):
+        return 0  # --repeats alone: only those
     only = set(args.only.split(","))
     have = (args.data / KINETO.format("a")).exists()
     if not have:
