@@ -17,10 +17,10 @@ generated histories. Prints the tables README's "Noise model" section quotes.
   cumulative size, false steps in noise-only histories.
 - ``e2e``: one generated 40-commit store (``kbase.synth.history``: git repository, exports, snapshots)
   with a +3% and a +5% step and a five-step +1% creep, through ``kbase.steps``; and a noise-only one.
-- ``--repeats GLOB``: any set of repeat captures of one configuration (yours): every ordered pair
-  diffed and gated (every flag is a false one), then the ``inject`` table on the first two.
 - ``gatehist``: the gate with history noise on generated stores: +3% / +5% at the newest commit after
   6, 11 and 21 past baselines, and a 60-commit noise-only history gated commit by commit.
+- ``--repeats GLOB``: any set of repeat captures of one configuration (yours): every ordered pair
+  diffed and gated (every flag is a false one), then the ``inject`` table on the first two.
 """
 
 from __future__ import annotations
@@ -52,16 +52,22 @@ def _flagged(rows) -> list[str]:
     return list(rows.loc[rows["class"].isin(["regressed", "improved"]), "name"])
 
 
+def _aa_gate(x: Path | str, y: Path | str, s: kbase.Settings) -> tuple[list[str], str, int, list[str]]:
+    """One A/A comparison gated: (kernels flagged, gate status, kernels compared, noise notes)."""
+    g = kbase.gate(str(x), str(y), s)
+    result = g.comparison.result
+    return (_flagged(result.rows), g.verdict.status.value, len(result.rows),
+            [n for n in result.notes if n.startswith("noise")])
+
+
 def aa(data: Path) -> dict:
     s = _settings()
-    a, b = (str(data / KINETO.format(x)) for x in "ab")
+    a, b = (data / KINETO.format(x) for x in "ab")
     out = {}
     for x, y, label in ((a, b, "a->b"), (b, a, "b->a")):
-        g = kbase.gate(x, y, s)
-        rows = g.comparison.result.rows
-        out[label] = (len(_flagged(rows)), g.verdict.status.value)
-        print(f"A/A {label}: {len(_flagged(rows))} kernels flagged of {len(rows)}; gate {g.verdict.status.value}; "
-              f"{[n for n in g.comparison.result.notes if n.startswith('noise')]}")
+        names, status, kernels, notes = _aa_gate(x, y, s)
+        out[label] = (len(names), status)
+        print(f"A/A {label}: {len(names)} kernels flagged of {kernels}; gate {status}; {notes}")
     return out
 
 
@@ -120,15 +126,12 @@ def repeats(paths: list[Path]) -> dict:
     print(f"\nrepeat captures: {', '.join(p.name for p in paths)}")
     flagged, failed, pairs, kernels = 0, 0, 0, 0
     for x, y in itertools.permutations(paths, 2):
-        g = kbase.gate(str(x), str(y), s)
-        rows = g.comparison.result.rows
-        names = _flagged(rows)
+        names, status, kernels, _ = _aa_gate(x, y, s)
         flagged += len(names)
-        failed += g.verdict.status.value != "pass"
+        failed += status != "pass"
         pairs += 1
-        kernels = len(rows)
         if names:
-            print(f"  {x.name} -> {y.name}: flagged {names}; gate {g.verdict.status.value}")
+            print(f"  {x.name} -> {y.name}: flagged {names}; gate {status}")
     print(f"  {pairs} ordered pairs of {kernels} kernels: {flagged} kernel flags in all, {failed} gates not PASS")
     return {"pairs": pairs, "flagged": flagged, "failed": failed, "inject": inject_pair(paths[0], paths[1])}
 
@@ -326,11 +329,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="repeat captures of one configuration (a glob; may be given again for another): "
                          "every ordered pair diffed and gated, then the inject table on the first two")
     args = ap.parse_args(argv)
-    for pattern in args.repeats:
-        found = sorted(Path(p) for p in glob.glob(pattern))
+    groups = [sorted(Path(p) for p in glob.glob(pattern)) for pattern in args.repeats]
+    for pattern, found in zip(args.repeats, groups):
         if len(found) < 2:
             print(f"--repeats {pattern}: matches {len(found)} file(s); two or more are needed", file=sys.stderr)
             return 2
+    for found in groups:
         repeats(found)
     if args.repeats and args.only == ap.get_default("only"):
         return 0  # --repeats alone: only those

@@ -12,7 +12,6 @@ first column; an invalid one has ``-flaws`` there, a bit set per :data:`KERNEL_F
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from kbase.errors import InputError
 from kbase.readers.integrity import add_note, clean_text
 from kbase.readers.profile import RangeColumns
+from kbase.readers.sqlite_columns import Derive
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -173,7 +173,7 @@ def kernel_exprs(kcols: set[str], stop_ns: int | None, strict: bool = False) -> 
     ]
 
 
-def kernel_raw(kcols: set[str], stop_ns: int | None) -> tuple[list[str], Callable]:
+def kernel_raw(kcols: set[str], stop_ns: int | None) -> Derive:
     """:func:`kernel_exprs` (the fast ones) computed in numpy from the plain columns: the columns to read
     and the function from one batch's columns and NULL masks to the five arrays, value for value.
     SQLite semantics kept: a NULL makes a comparison false and an arithmetic result NULL (read as 0);
@@ -248,7 +248,7 @@ def runtime_exprs(rcols: set[str], strict: bool = False) -> list[str] | None:
     ]
 
 
-def runtime_raw(rcols: set[str]) -> tuple[list[str], Callable]:
+def runtime_raw(rcols: set[str]) -> Derive:
     """:func:`runtime_exprs` (the fast ones) computed in numpy from the plain columns (see :func:`kernel_raw`)."""
     cols = ["correlationId", "start"] + (["globalTid"] if "globalTid" in rcols else [])
 
