@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
+    from kbase.gitrepo import CommitInfo
     from kbase.readers.profile import Profile
+    from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.render.board import LeaderboardRows
     from kbase.store.engine import Store
     from kbase.store.models import Baseline
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 
 
-from kbase.api.common import Progress, _fast_read, _store
+from kbase.api.common import Progress, _fast_read, _store, warm_imports
 
 # ------------------------------------------------------------------------------------------ stages
 
@@ -131,11 +133,9 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
-    from kbase import __version__
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
-    from kbase.readers.source import BackgroundSource, describe_source, source_identity
-    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard, save_leaderboard
+    from kbase.readers.source import describe_source, source_identity
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -144,8 +144,18 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
         raise InputError("working tree has uncommitted changes", field="require_clean", value=True)
     fmt = detect_format(path)
     wkey = settings.window.key()
+    ident = source_identity(path)
+    if store is None and (force or nothing_stored_of(settings, commit.hash, ident, wkey)):
+        # Read first, the store stack importing meanwhile (~0.45 s); the store is opened, or created, only
+        # once the profile has read cleanly.
+        warm_imports("kbase.store.engine", "kbase.store.queries")
+        lb, source = _board_and_source(path, settings, progress, fmt, ident)
+        with _store(settings, None) as st:
+            return _save(st, lb, source, settings, commit, wkey, tags, note, force)
+    from kbase import __version__
+    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard
+
     with _store(settings, store) as st:
-        ident = source_identity(path)
         seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
                                                    wkey, __version__, settings.workload)
         if seen is not None:  # most likely stored already: the full sha256 decides before any reading
@@ -154,18 +164,53 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
             lb = _board(path, settings, progress, fmt=fmt, sketches=True)
-        else:  # the sha256 in a thread while the reader parses (hashing a 1.4 GB export alone took 1.5-1.8 s)
-            hashing = BackgroundSource(path, fmt, ident)
-            lb = _board(path, settings, progress, fmt=fmt, sketches=True)
-            source = hashing.result()
-            dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
-            if dup is not None and dup.id is not None:  # same bytes stored with another mtime
-                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-        saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
-                                 window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
-        if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
-            lb = load_leaderboard(st.engine, saved.baseline.id)
-        return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
+        else:
+            lb, source = _board_and_source(path, settings, progress, fmt, ident)
+        return _save(st, lb, source, settings, commit, wkey, tags, note, force)
+
+
+def _board_and_source(path: Path, settings: Settings, progress: Progress | None, fmt: str,
+                      ident: SourceIdentity) -> tuple[Leaderboard, SourceInfo]:
+    """The leaderboard with sketches, and the file's description: its sha256 in a thread while the reader
+    parses (hashing a 1.4 GB export alone took 1.5-1.8 s)."""
+    from kbase.readers.source import BackgroundSource
+
+    hashing = BackgroundSource(path, fmt, ident)
+    lb = _board(path, settings, progress, fmt=fmt, sketches=True)
+    return lb, hashing.result()
+
+
+def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
+          tags: list[str] | None, note: str, force: bool) -> SnapshotResult:
+    """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
+    from kbase.store.queries import find_duplicate, load_leaderboard, save_leaderboard
+
+    dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+    if dup is not None and dup.id is not None:
+        return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
+    saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
+                             window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
+    if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
+        lb = load_leaderboard(st.engine, saved.baseline.id)
+    return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
+
+
+def nothing_stored_of(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str) -> bool:
+    """True when the settings' store surely holds no baseline of this very file (size, mtime, first/last
+    64 KiB) at ``commit`` with this window: a SQLite store not created yet, or one at the head schema where
+    one read-only query (no SQLAlchemy) finds none. False: ask the store as usual."""
+    from kbase import __version__
+    from kbase.store.identity import sqlite_identity_lookup
+    from kbase.store.urls import sqlite_path
+
+    db_file = sqlite_path(settings.store_url())
+    if db_file is None:
+        return False
+    if not db_file.exists():
+        return True
+    decided, found = sqlite_identity_lookup(db_file, (commit, ident.probe, ident.size, ident.mtime_ns, window_spec,
+                                                      __version__))
+    return decided and found is None
 
 
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,

@@ -18,6 +18,20 @@ T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a large export streams
 
 
+def warm_imports(*modules: str) -> None:
+    """Import ``modules`` on a daemon thread, while the caller's thread reads a profile (its readers release
+    the GIL): a command that stores what it read finds the store stack already loaded."""
+    import importlib
+    import threading
+
+    def work() -> None:
+        for m in modules:
+            with contextlib.suppress(Exception):  # the caller's own import reports any problem
+                importlib.import_module(m)
+
+    threading.Thread(target=work, name="kbase-warm-imports", daemon=True).start()
+
+
 @contextlib.contextmanager
 def _store(settings: Settings, store: Store | None, readonly: bool = False) -> Iterator[Store]:
     """The given store, or the settings' store opened for this call and closed after it (``readonly``:

@@ -85,7 +85,7 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
     if key is None:
         return None
     head, probe, size, mtime_ns, wkey, version = key
-    if db_file is not None and _sqlite_lookup(db_file, key) is None:
+    if db_file is not None and sqlite_identity_lookup(db_file, key)[1] is None:
         return None  # the common miss costs one SQLite query, not the store stack's imports (~0.3 s)
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -105,25 +105,23 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
     return lb
 
 
-def _sqlite_lookup(db_file: Path, key: tuple) -> int | None:
-    """The id ``queries.find_by_identity`` would find, by one read-only query through Python's sqlite3
-    (a store at another schema revision, or one that cannot be read: None). Whatever
-    ``KBASE_NO_FAST_READ`` says: it spares the store stack's imports on a miss."""
+def sqlite_identity_lookup(db_file: Path, key: tuple) -> tuple[bool, int | None]:
+    """(decided, id): the id ``queries.find_by_identity`` would find (any workload) for ``key`` = (commit,
+    probe, size, mtime_ns, window, kbase version), by one read-only query through Python's sqlite3;
+    ``decided`` False when the read-only path does not apply (another application's database, a store at
+    another schema revision, one that cannot be read). Whatever ``KBASE_NO_FAST_READ`` says: it spares the
+    store stack's imports on a miss."""
     import sqlite3
 
-    from kbase.store.schema_names import HEAD_REVISION
-    from kbase.store.sqlite_read import SqliteReader
+    from kbase.store.sqlite_read import open_reader
 
+    reader = open_reader("sqlite:///" + str(db_file))
+    if reader is None:
+        return False, None
     try:
-        conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-    except (sqlite3.Error, ValueError):
-        return None
-    reader = SqliteReader(conn)
-    try:
-        rev = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        return reader.find_by_identity(*key) if rev is not None and rev[0] == HEAD_REVISION else None
+        return True, reader.find_by_identity(*key)
     except sqlite3.Error:
-        return None
+        return False, None
     finally:
         reader.close()
 

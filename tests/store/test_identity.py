@@ -152,6 +152,55 @@ def test_snapshot_finds_the_stored_capture_by_identity_then_by_sha256(tmp_path, 
     assert forced.created and forced.baseline.id != first.baseline.id
 
 
+def test_snapshot_into_a_new_store_reads_first_and_creates_it_only_for_a_good_profile(tmp_path, repo):
+    """No store yet: nothing can be stored, so the profile is read first; a profile that does not read
+    leaves no store behind (exit 2, one line)."""
+    import sqlite3
+
+    bad = tmp_path / "empty.sqlite"
+    shutil.copyfile(make_tiny_export(tmp_path / "tiny.sqlite"), bad)
+    con = sqlite3.connect(bad)
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    con.commit()
+    con.close()
+    store = tmp_path / "new.db"
+    r = kb("snapshot", str(bad), "--db", f"sqlite:///{store}", "--repo", str(repo))
+    assert r.rc == 2 and "kernel table is empty" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r
+    assert not store.exists() and not list(tmp_path.glob("new.db*"))
+    first = snap(tmp_path / "tiny.sqlite", db=f"sqlite:///{store}", repo=repo)
+    assert first.created and store.exists()
+
+
+def test_nothing_stored_of_decides_only_what_it_can(tmp_path, repo):
+    """True only when the store surely lacks this very file at this commit and window: no store file, or a
+    head-schema store without it. Stored, another application's database, PostgreSQL: False (ask the store)."""
+    import sqlite3
+
+    from kbase.api.capture import nothing_stored_of
+    from kbase.settings import Settings
+
+    export = make_tiny_export(tmp_path / "tiny.sqlite")
+    ident = source_identity(export)
+
+    def check(db: str, commit: str = "a" * 40, window: str | None = None) -> bool:
+        settings = Settings.load(repo=repo, db=db)
+        return nothing_stored_of(settings, commit, ident, window or settings.window.key())
+
+    db = f"sqlite:///{tmp_path / 'kb.db'}"
+    assert check(db)  # no store file
+    b = snap(export, db=db, repo=repo).baseline
+    assert not check(db, commit=b.commit)  # stored: the store decides (identity, then sha256)
+    assert check(db)  # another commit
+    assert check(db, commit=b.commit, window="other")
+    foreign = tmp_path / "other.db"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE t (x)")
+    con.close()
+    before = foreign.read_bytes()
+    assert not check(f"sqlite:///{foreign}") and foreign.read_bytes() == before
+    assert not check("postgresql://u@localhost/none")
+
+
 def test_a_miss_costs_no_store_stack(tmp_path, repo):
     """A file not in the store is looked up with one sqlite3 query: SQLAlchemy is never imported."""
     from test_imports import loaded
