@@ -28,12 +28,14 @@ from kbase.comparison.stats import t_two_sided_quantile
 if TYPE_CHECKING:
     from kbase.analysis.window import Window
 
-CHUNKS = 8
+CHUNK_BITS = 3
+CHUNKS = 1 << CHUNK_BITS  # 8
 QUANTILES = 16
 WIDTH = QUANTILES + 2  # quantiles, launches, total ns
 COUNT, TOTAL = QUANTILES, QUANTILES + 1
 QPOS = (np.arange(QUANTILES) + 0.5) / QUANTILES
 _BLOCK = 1 << 16  # launches per block while building the sort key
+DUR_MASK = (1 << 40) - 1  # durations sit in a key's low 40 bits (whole ns, up to ~18 minutes)
 
 
 def build_sketches(codes: np.ndarray, start: np.ndarray | None, dur: np.ndarray, n_names: int) -> np.ndarray:
@@ -51,8 +53,11 @@ def start_order(start: np.ndarray | None) -> np.ndarray | None:
     return order.astype(np.int32) if len(order) < 1 << 31 else order
 
 
-def sketches_in_order(codes: np.ndarray, by_start: np.ndarray | None, dur: np.ndarray, n_names: int) -> np.ndarray:
+def sketches_in_order(codes: np.ndarray, by_start: np.ndarray | None, dur: np.ndarray, n_names: int,
+                      kernel_keys: list[np.ndarray] | None = None) -> np.ndarray:
     """:func:`build_sketches` given the start order (:func:`start_order`; None: the launches are in it).
+    ``kernel_keys``: a list that receives the launches' (kernel << 40 | duration) keys in ascending order,
+    from this sort (what ``analysis.leaderboard.group_stats`` sorts; see :func:`window_sketches_and_keys`).
 
     Vectorised: each launch's order within its kernel (start order) gives its chunk; one in-place sort
     of a (kernel, chunk, duration) key gives every chunk's durations in order; quantiles are positions.
@@ -99,21 +104,46 @@ def sketches_in_order(codes: np.ndarray, by_start: np.ndarray | None, dur: np.nd
     key.sort()  # in place
     bounds = np.searchsorted(key, np.arange(n_groups + 1, dtype=np.int64) << 40)  # where each group starts
     gfirst, gcount = bounds[:-1], np.diff(bounds)
-    key &= (1 << 40) - 1  # now the durations, in group order, ascending within a group
-    return _fill(out, key, gfirst, gcount)
+    if kernel_keys is None:
+        key &= DUR_MASK  # now the durations, in group order, ascending within a group
+        return _fill(out, key, gfirst, gcount)
+    # (kernel * CHUNKS + chunk) << 40 | duration -> kernel << 40 | duration, in place block by block (a fresh
+    # full-length array costs its page faults: ~0.2 s per 80 MB on the benchmark VM).
+    for lo in range(0, n, 1 << 20):
+        block = key[lo : lo + (1 << 20)]
+        high = block >> (40 + CHUNK_BITS)
+        high <<= 40
+        block &= DUR_MASK
+        block |= high
+    _fill(out, key, gfirst, gcount, high=(np.arange(n_groups, dtype=np.int64) >> CHUNK_BITS) << 40)
+    # Each kernel's durations are now CHUNKS sorted runs: a stable sort (timsort) merges them into the
+    # leaderboard's order in 0.11 s at 10M launches, where sorting the keys afresh took 0.88 s.
+    key.sort(kind="stable")
+    kernel_keys.append(key)
+    return out
 
 
-def _fill(out: np.ndarray, durations: np.ndarray, gfirst: np.ndarray, gcount: np.ndarray) -> np.ndarray:
+def _fill(out: np.ndarray, durations: np.ndarray, gfirst: np.ndarray, gcount: np.ndarray,
+          high: np.ndarray | None = None) -> np.ndarray:
     """Quantiles (by position), counts and totals of each (kernel, chunk) group into ``out``, from the int64
-    ``durations`` in group order (ascending within a group) and each group's first index and size."""
+    ``durations`` in group order (ascending within a group) and each group's first index and size.
+    ``high``: each group's bits above the low 40 that its values in ``durations`` carry (keys, not bare
+    durations): taken off the quantiles, and off the sums (int64 sums wrap, so subtracting count x high
+    leaves the exact sum of the durations)."""
     n_groups = len(gcount)
     present = np.flatnonzero(gcount)
     gtotal = np.zeros(n_groups)
-    gtotal[present] = np.add.reduceat(durations, gfirst[present]).astype(np.float64)  # exact int64 sums
+    sums = np.add.reduceat(durations, gfirst[present])  # exact int64 sums
+    if high is not None:
+        sums -= gcount[present] * high[present]
+    gtotal[present] = sums.astype(np.float64)
     pos = gfirst[present, None] + np.minimum((QPOS[None, :] * gcount[present, None]).astype(np.int64),
                                              gcount[present, None] - 1)
     flat = out.reshape(n_groups, WIDTH)
-    flat[present, :QUANTILES] = durations[pos].astype(np.float64)
+    values = durations[pos]
+    if high is not None:
+        values &= DUR_MASK
+    flat[present, :QUANTILES] = values.astype(np.float64)
     flat[:, COUNT] = gcount
     flat[:, TOTAL] = gtotal
     return out
@@ -255,6 +285,12 @@ def outlier_chunks(r: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 def window_sketches(window: Window) -> dict[str, np.ndarray]:
     """The launch sketch of every kernel of a window, by full name."""
+    return window_sketches_and_keys(window, keys=False)[0]
+
+
+def window_sketches_and_keys(window: Window, keys: bool = True) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """:func:`window_sketches`, and (``keys``) the window's (name code << 40 | duration) keys sorted, as
+    ``analysis.leaderboard.group_stats`` takes them (None past 2^20 names, where the sketch sorts otherwise)."""
     names = window.profile.columns.names
     codes = window.column("name")
     start = window.column("start")
@@ -262,6 +298,7 @@ def window_sketches(window: Window) -> dict[str, np.ndarray]:
     dur -= start  # in place: the window's columns are copies (one 10M-launch array less at the peak)
     by_start = start_order(start)
     del start  # only its order is needed from here on
-    sk = sketches_in_order(codes, by_start, dur, len(names))
+    got: list[np.ndarray] | None = [] if keys else None
+    sk = sketches_in_order(codes, by_start, dur, len(names), got)
     present = np.flatnonzero(sk[:, :, COUNT].sum(axis=1))  # kernels with launches in the window
-    return {str(names[i]): sk[i] for i in present}
+    return {str(names[i]): sk[i] for i in present}, (got[0] if got else None)

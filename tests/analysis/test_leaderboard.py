@@ -85,3 +85,25 @@ def test_tensor_core_states_are_the_three_symbols(lb_and_truth):
     lb, _, _ = lb_and_truth
     assert set(lb.table["tc"]) <= {"tc", "fallback", "na"}
     assert isinstance(lb.table, pd.DataFrame)
+
+
+@pytest.mark.parametrize("spec", [ExportSpec(n_gpus=2, iterations=5, seed=8), ExportSpec(n_gpus=3, iterations=7, seed=21)])
+def test_leaderboard_from_the_sketch_sort_equals_its_own(tmp_path, spec):
+    """A snapshot's leaderboard takes its sorted (kernel, duration) keys from the launch sketches' sort
+    (CHUNKS sorted runs per kernel, merged): every figure equals the leaderboard's own sort, and the
+    sketches equal those built alone."""
+    from kbase.api import capture
+    from kbase.comparison.sketch import window_sketches
+
+    truth = generate_export(tmp_path / "e.sqlite", spec)
+    settings = kbase.Settings.load(window={"warmup": 0})
+    win = capture.window(kbase.read(truth.path), settings)
+    own = capture.leaderboard(win)
+    both = capture.leaderboard(win, sketches=True)
+    for col in own.table:
+        a, b = np.asarray(own.table[col]), np.asarray(both.table[col])
+        assert a.dtype == b.dtype and (np.array_equal(a, b, equal_nan=a.dtype.kind == "f")), col
+    alone = window_sketches(win)
+    assert both.sketches is not None and alone.keys() == both.sketches.keys()
+    assert all(np.array_equal(alone[k], both.sketches[k], equal_nan=True) for k in alone)
+    assert len(alone) > 5

@@ -150,3 +150,19 @@ def test_one_odd_launch_per_capture_does_not_hide_a_uniform_slowdown():
     rel, se, chunks = sketch.compare(before, after)
     assert chunks == 6 and rel == pytest.approx(0.03, abs=0.01) and rel / se > 4
     assert np.nanstd(ratios, ddof=1) / np.sqrt(8) > 3 * se  # what the plain standard error would have been
+
+
+def test_fill_from_keys_with_high_bits_equals_fill_from_durations():
+    """Quantiles and totals from (kernel << 40 | duration) keys equal those from the bare durations, even
+    where count x (kernel << 40) wraps int64 (kernel codes near 2^20)."""
+    rng = np.random.default_rng(4)
+    gcount = np.array([0, 20, 3, 1, 0, 40], dtype=np.int64)
+    gfirst = np.concatenate([[0], np.cumsum(gcount)[:-1]])
+    dur = np.concatenate([np.sort(rng.integers(1, 1 << 39, c)) for c in gcount]).astype(np.int64)
+    high = (np.array([0, 1 << 20, 5, (1 << 20) + 3, 7, (1 << 21) - 1], dtype=np.int64)) << 40
+    keys = dur | np.repeat(high, gcount)
+    shape = (len(gcount), 1, sketch.WIDTH)
+    want = sketch._fill(np.full(shape, np.nan), dur.copy(), gfirst, gcount)
+    got = sketch._fill(np.full(shape, np.nan), keys, gfirst, gcount, high=high)
+    assert np.array_equal(want, got, equal_nan=True)
+    assert got[5, 0, sketch.TOTAL] == float(dur[24:].sum())
