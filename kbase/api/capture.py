@@ -148,7 +148,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     fmt = detect_format(path)
     wkey = settings.window.key()
     ident = source_identity(path)
-    if store is None and (force or nothing_stored_of(settings, commit.hash, ident, wkey)):
+    if store is None and read_before_store(settings, commit.hash, ident, wkey, force=force):
         # Read first, the store stack importing meanwhile (~0.45 s); the store is opened, or created, only
         # once the profile has read cleanly.
         warm_imports("kbase.store.engine", "kbase.store.queries")
@@ -198,10 +198,12 @@ def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, co
     return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
 
 
-def nothing_stored_of(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str) -> bool:
-    """True when the settings' store surely holds no baseline of this very file (size, mtime, first/last
-    64 KiB) at ``commit`` with this window: a SQLite store not created yet, or one at the head schema where
-    one read-only query (no SQLAlchemy) finds none. False: ask the store as usual."""
+def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str, *,
+                      force: bool = False) -> bool:
+    """Whether ``snapshot`` may read the profile before it opens the store: a SQLite store not created yet,
+    or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
+    very file (size, mtime, first/last 64 KiB) at ``commit`` with this window (``force``: whatever it holds).
+    False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
     from kbase import __version__
     from kbase.store.identity import sqlite_identity_lookup
     from kbase.store.urls import sqlite_path
@@ -213,7 +215,7 @@ def nothing_stored_of(settings: Settings, commit: str, ident: SourceIdentity, wi
         return True
     decided, found = sqlite_identity_lookup(db_file, (commit, ident.probe, ident.size, ident.mtime_ns, window_spec,
                                                       __version__))
-    return decided and found is None
+    return decided and (force or found is None)
 
 
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,

@@ -171,25 +171,27 @@ def test_snapshot_into_a_new_store_reads_first_and_creates_it_only_for_a_good_pr
     assert first.created and store.exists()
 
 
-def test_nothing_stored_of_decides_only_what_it_can(tmp_path, repo):
-    """True only when the store surely lacks this very file at this commit and window: no store file, or a
-    head-schema store without it. Stored, another application's database, PostgreSQL: False (ask the store)."""
+def test_read_before_store_decides_only_what_it_can(tmp_path, repo):
+    """True only when the store surely lacks this very file at this commit and window (or ``force``, for a
+    store it can read): no store file, or a head-schema store without it. Stored, another application's
+    database, PostgreSQL: False (ask the store first)."""
     import sqlite3
 
-    from kbase.api.capture import nothing_stored_of
+    from kbase.api.capture import read_before_store
     from kbase.settings import Settings
 
     export = make_tiny_export(tmp_path / "tiny.sqlite")
     ident = source_identity(export)
 
-    def check(db: str, commit: str = "a" * 40, window: str | None = None) -> bool:
+    def check(db: str, commit: str = "a" * 40, window: str | None = None, force: bool = False) -> bool:
         settings = Settings.load(repo=repo, db=db)
-        return nothing_stored_of(settings, commit, ident, window or settings.window.key())
+        return read_before_store(settings, commit, ident, window or settings.window.key(), force=force)
 
     db = f"sqlite:///{tmp_path / 'kb.db'}"
     assert check(db)  # no store file
     b = snap(export, db=db, repo=repo).baseline
     assert not check(db, commit=b.commit)  # stored: the store decides (identity, then sha256)
+    assert check(db, commit=b.commit, force=True)
     assert check(db)  # another commit
     assert check(db, commit=b.commit, window="other")
     foreign = tmp_path / "other.db"
@@ -197,8 +199,9 @@ def test_nothing_stored_of_decides_only_what_it_can(tmp_path, repo):
     con.execute("CREATE TABLE t (x)")
     con.close()
     before = foreign.read_bytes()
-    assert not check(f"sqlite:///{foreign}") and foreign.read_bytes() == before
-    assert not check("postgresql://u@localhost/none")
+    assert not check(f"sqlite:///{foreign}") and not check(f"sqlite:///{foreign}", force=True)
+    assert foreign.read_bytes() == before
+    assert not check("postgresql://u@localhost/none") and not check("postgresql://u@localhost/none", force=True)
 
 
 def test_a_miss_costs_no_store_stack(tmp_path, repo):
