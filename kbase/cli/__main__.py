@@ -39,7 +39,7 @@ def keep_freed_memory() -> None:
     new array is fresh pages, zeroed by the kernel. On the benchmark VM that cost 0.4 (small pages) to
     4.6 ms (huge pages) per MB: a 10M-kernel snapshot spent 6.2-6.5 s of its 11.7-12.2 s in system time;
     with freed blocks kept (no mmap per block, no trimming) and no huge-page request, 1.8-2.1 s of
-    9.3-9.4 s, at 0.92 GB peak instead of 0.86-0.91. ``KBASE_MALLOC=system`` leaves both alone; other C
+    9.3-9.4 s, at a 0.90-0.92 GiB peak instead of 0.76-0.89. ``KBASE_MALLOC=system`` leaves both alone; other C
     libraries than glibc (no ``mallopt``) keep their own policy. Set before numpy is imported."""
     if os.environ.get("KBASE_MALLOC", "") == "system":
         return
