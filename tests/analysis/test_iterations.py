@@ -64,3 +64,43 @@ def test_auto_markers_are_anchored_so_one_match_pass_finds_them():
         first = next((i for i, (_, p) in enumerate(AUTO_MARKERS) if re.search(p, n, re.IGNORECASE)), None)
         m = either.match(n)
         assert (None if m is None else int(str(m.lastgroup)[1:])) == first, n
+
+
+def _profile(launches: list[tuple[int, int]], ranges: list[tuple[int, int, int, str]]):
+    """A profile of one kernel per (launching thread, launch time) and marker ranges (thread, start, end, name);
+    a thread's process is its id >> 24, as in nsys globalTid."""
+    from pathlib import Path
+
+    from kbase.readers.profile import GpuColumns, KernelColumns, Profile, RangeColumns
+
+    n = len(launches)
+    tid = np.array([t for t, _ in launches], dtype=np.int64)
+    at = np.array([s for _, s in launches], dtype=np.int64)
+    cols = KernelColumns(start=at + 10, end=at + 20, gpu=np.zeros(n, dtype=np.int32), name=np.zeros(n, dtype=np.int32),
+                         names=np.array(["k"], dtype=object), launch_tid=tid, launch_start=at)
+    r = RangeColumns(start=np.array([s for _, s, _, _ in ranges], dtype=np.int64),
+                     end=np.array([e for _, _, e, _ in ranges], dtype=np.int64),
+                     tid=np.array([t for t, _, _, _ in ranges], dtype=np.int64),
+                     pid=np.array([t >> 24 for t, _, _, _ in ranges], dtype=np.int64),
+                     name=np.array([m for _, _, _, m in ranges], dtype=object))
+    gpus = GpuColumns(gpu=np.zeros(1, dtype=np.int32), pid=np.zeros(1, dtype=np.int64),
+                      device=np.zeros(1, dtype=np.int32), model=["x"])
+    return Profile(source=Path("p"), format="nsys-sqlite", exporter_version="t", columns=cols, range_columns=r,
+                   gpu_columns=gpus)
+
+
+def test_launches_from_a_thread_without_ranges_take_their_process_step():
+    """Step markers span the whole process: a launch from a thread that owns no range (autograd's backward
+    thread, a comm thread) belongs to the step of its process that contains its launch time; a launch of
+    the thread that owns the ranges stays on its own ranges, and other processes' steps never apply."""
+    main, backward, other_main, other_worker = (5 << 24) | 1, (5 << 24) | 2, (6 << 24) | 1, (6 << 24) | 3
+    steps = [(main, 100, 200, "ProfilerStep#1"), (main, 200, 300, "ProfilerStep#2"),
+             (other_main, 1_000, 1_100, "ProfilerStep#1")]
+    launches = [(main, 150), (main, 250), (main, 350),  # 1, 2, outside
+                (backward, 120), (backward, 299), (backward, 50), (backward, 1_050),  # 1, 2, outside, other process
+                (other_worker, 1_010), (other_worker, 150),  # the other process's step 1, outside
+                ((7 << 24) | 1, 150), (-1, 150)]  # a process without ranges; no launch call
+    its = attribute(_profile(launches, steps))
+    n = NOT_IN_ITERATION
+    assert its.kernel_iteration.tolist() == [1, 2, n, 1, 2, n, n, 1, n, n, n]
+    assert its.keys == [1, 2]
