@@ -334,6 +334,16 @@ def make_tiny_export(
     return path
 
 
+def assert_same_profile(a, b) -> None:
+    """Two reads of one export hold the same kernel columns (values and dtypes), notes and short names."""
+    import numpy as np
+
+    for col in ("start", "end", "gpu", "name", "names", "launch_tid", "launch_start"):
+        x, y = getattr(a.columns, col), getattr(b.columns, col)
+        assert x.dtype == y.dtype and np.array_equal(x, y), col
+    assert a.extra == b.extra and a.short_names == b.short_names
+
+
 @pytest.fixture
 def tiny_export(tmp_path: Path) -> Path:
     return make_tiny_export(tmp_path / "tiny.sqlite")

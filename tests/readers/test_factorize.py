@@ -29,13 +29,10 @@ def test_small_tables_read_by_sqlite3_equal_the_arrow_read(tmp_path, monkeypatch
     import kbase.readers.nsys as nsys
     import kbase.readers.sqlite_columns as sqlite_columns
 
-    from conftest import make_tiny_export
+    from conftest import assert_same_profile, make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     small = nsys.read_nsys(export)
     monkeypatch.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)
     arrow = nsys.read_nsys(export)
-    for col in ("start", "end", "gpu", "name", "names", "launch_tid", "launch_start"):
-        a, b = getattr(small.columns, col), getattr(arrow.columns, col)
-        assert a.dtype == b.dtype and np.array_equal(a, b), col
-    assert small.extra == arrow.extra and small.short_names == arrow.short_names
+    assert_same_profile(small, arrow)

@@ -108,17 +108,14 @@ def test_progress_counts_every_row_once(tmp_path):
 
 
 def test_reader_with_ranges_equals_one_scan(tmp_path, monkeypatch):
-    from conftest import make_tiny_export
+    from conftest import assert_same_profile, make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     monkeypatch.setattr(nsys, "KERNEL_PARTS", 1)
     one = nsys.read_nsys(export)
     monkeypatch.setattr(nsys, "KERNEL_PARTS", 3)
     three = nsys.read_nsys(export)
-    for col in ("start", "end", "gpu", "name", "names", "launch_tid", "launch_start"):
-        a, b = getattr(one.columns, col), getattr(three.columns, col)
-        assert a.dtype == b.dtype and np.array_equal(a, b), col
-    assert one.extra == three.extra and one.short_names == three.short_names
+    assert_same_profile(one, three)
 
 
 def _plain(path, column: str) -> np.ndarray:
