@@ -84,10 +84,12 @@ def sketches_in_order(codes: np.ndarray, by_start: np.ndarray | None, dur: np.nd
         count += np.bincount(codes[sl if by_start is None else by_start[sl]], minlength=n_names)
     seen = np.zeros(n_names, dtype=np.int64)
     key = np.empty(n, dtype=np.int64)
+    narrow = n_names <= 1 << 16
     for sl in blocks:
         idx = sl if by_start is None else by_start[sl]
         cb = codes[idx]
-        ob = np.argsort(cb, kind="stable")  # radix sort for 16-bit codes
+        # numpy's stable sort is a radix sort only for 16-bit integers (int32 codes: timsort, 6x slower)
+        ob = np.argsort(cb.astype(np.uint16) if narrow else cb, kind="stable")
         c = cb.astype(np.int64)
         in_block = np.bincount(c, minlength=n_names)
         k = np.empty(len(c), dtype=np.int64)
