@@ -55,7 +55,7 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
 
 def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
     """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
-    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.4 s per 1M launches)."""
+    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.1 s per 1M launches)."""
     from kbase.analysis.leaderboard import build_leaderboard
 
     if not sketches or per_gpu:
