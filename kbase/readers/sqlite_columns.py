@@ -26,13 +26,17 @@ Derive = tuple[list[str], Callable[[list[np.ndarray], list["np.ndarray | None"]]
 
 
 def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, raw: Derive | None = None,
-                     parts: int = 1) -> list[np.ndarray]:
+                     parts: int = 1, pages: bool = True) -> list[np.ndarray]:
     """Integer expressions of a table as int64 arrays (NULL -> 0): a large table streams through ADBC/Arrow,
     a small one (``SMALL_TABLE_ROWS``) is read by sqlite3 (no pyarrow to load).
 
     ``raw``: a large table's plain columns are streamed instead and each batch is turned into the
     expressions' values in numpy (SQLite's VM evaluating CASE/shift expressions on every row cost
     ~40% more than reading the plain columns: 0.6 against 0.45 s per 1M kernel rows).
+
+    ``pages`` (with ``raw``): the plain columns are first decoded straight from the file's pages
+    (:mod:`kbase.readers.sqlite_pages`, ~2x less CPU than SQLite stepping the rows); SQLite reads the table
+    when they are not sure to decode. ``parts`` is then the number of threads decoding.
 
     ``parts``: a large table is read as that many rowid ranges on as many threads, each on its own
     connection, straight into its slice of the result (SQLite's row decoding is the reader's bottleneck,
@@ -45,6 +49,13 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
     ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch per thread.
     """
     cap = _max_rowid(path, table) + 1
+    if raw is not None and pages:
+        from kbase.readers.sqlite_pages import int_columns
+
+        # (the leaf pages decoded in numpy: SQLite reads the table when they are not sure to decode)
+        decoded = int_columns(path, table, raw[0], raw[1], len(exprs), cap, progress, threads=parts)
+        if decoded is not None:
+            return decoded
     if cap <= SMALL_TABLE_ROWS:
         return _small_int_columns(path, table, exprs, progress)
     out = [np.empty(cap, dtype=np.int64) for _ in exprs]

@@ -37,9 +37,10 @@ def _table(path, rows: int, seed: int) -> None:
     con.close()
 
 
-def _read(path, parts: int) -> list[np.ndarray]:
+def _read(path, parts: int, pages: bool = False) -> list[np.ndarray]:
+    """Through ADBC (``pages``: decoded from the file's pages where they can be, on ``parts`` threads)."""
     return bulk_int_columns(path, KERNEL_TABLE, kernel_exprs(set(COLUMNS), None),
-                            raw=kernel_raw(set(COLUMNS), None), parts=parts)
+                            raw=kernel_raw(set(COLUMNS), None), parts=parts, pages=pages)
 
 
 def _assert_same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -55,6 +56,7 @@ def test_ranges_equal_one_scan(tmp_path, parts):
     want = _read(path, 1)
     assert len(want[0]) == 2_000 and int(np.count_nonzero(want[0] < 0)) > 10  # NULL rows marked invalid
     _assert_same(_read(path, parts), want)
+    _assert_same(_read(path, parts, pages=True), want)
 
 
 def test_gaps_from_deleted_rows_are_closed(tmp_path):
@@ -70,6 +72,7 @@ def test_gaps_from_deleted_rows_are_closed(tmp_path):
     assert len(want[0]) < 2_300
     for parts in (2, 3, 4):
         _assert_same(_read(path, parts), want)
+        _assert_same(_read(path, parts, pages=True), want)
     assert np.array_equal(want[4] >> 32, _plain(path, "demangledName"))  # rowid order, as SQLite scans
 
 
@@ -85,6 +88,7 @@ def test_rowids_below_one_fall_back_to_one_scan(tmp_path):
     want = _read(path, 1)
     assert len(want[0]) == 1_040
     _assert_same(_read(path, 2), want)
+    _assert_same(_read(path, 2, pages=True), want)
     assert np.array_equal(want[4] >> 32, _plain(path, "demangledName"))
 
 
@@ -97,6 +101,8 @@ def test_text_in_a_later_range_is_not_integers(tmp_path):
     con.close()
     with pytest.raises(NotIntegers):
         _read(path, 2)
+    with pytest.raises(NotIntegers):  # the pages give up, and ADBC says why
+        _read(path, 2, pages=True)
 
 
 def test_progress_counts_every_row_once(tmp_path):

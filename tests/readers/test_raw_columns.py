@@ -49,13 +49,14 @@ FULL = ["start", "end", "deviceId", "demangledName", "globalPid", "correlationId
 
 @pytest.mark.parametrize("columns", [FULL, FULL[:4], FULL[:4] + ["correlationId"], FULL[:5]])
 @pytest.mark.parametrize("stop_ns", [None, 5 * 10**8])
-def test_numpy_twin_equals_sqlite_expressions(tmp_path, monkeypatch, columns, stop_ns):
+@pytest.mark.parametrize("pages", [False, True])
+def test_numpy_twin_equals_sqlite_expressions(tmp_path, monkeypatch, columns, stop_ns, pages):
     monkeypatch.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)  # both through ADBC, in several batches
     path = tmp_path / "k.sqlite"
     _table(path, columns, 20_000, seed=len(columns) + (stop_ns or 0) % 7)
     exprs = kernel_exprs(set(columns), stop_ns)
     want = bulk_int_columns(path, KERNEL_TABLE, exprs)
-    got = bulk_int_columns(path, KERNEL_TABLE, exprs, raw=kernel_raw(set(columns), stop_ns))
+    got = bulk_int_columns(path, KERNEL_TABLE, exprs, raw=kernel_raw(set(columns), stop_ns), pages=pages)
     assert (want[0] < 0).sum() > 1000  # plenty of rows marked invalid
     for i, (w, g) in enumerate(zip(want, got)):
         assert w.dtype == g.dtype and np.array_equal(w, g), (i, exprs[i])
@@ -71,18 +72,21 @@ def test_text_in_a_plain_column_is_not_integers(tmp_path, monkeypatch):
     con.execute(f"UPDATE {KERNEL_TABLE} SET shortName = 'x' WHERE rowid = 2500")
     con.commit()
     con.close()
-    with pytest.raises(NotIntegers):
-        bulk_int_columns(path, KERNEL_TABLE, kernel_exprs(set(FULL), None), raw=kernel_raw(set(FULL), None))
+    for pages in (False, True):
+        with pytest.raises(NotIntegers):
+            bulk_int_columns(path, KERNEL_TABLE, kernel_exprs(set(FULL), None), raw=kernel_raw(set(FULL), None),
+                             pages=pages)
 
 
 @pytest.mark.parametrize("columns", [["correlationId", "start", "globalTid"], ["correlationId", "start"]])
-def test_runtime_numpy_twin_equals_sqlite_expressions(tmp_path, monkeypatch, columns):
+@pytest.mark.parametrize("pages", [False, True])
+def test_runtime_numpy_twin_equals_sqlite_expressions(tmp_path, monkeypatch, columns, pages):
     monkeypatch.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)
     path = tmp_path / "r.sqlite"
     _table(path, columns, 20_000, seed=len(columns), table=RUNTIME_TABLE)
     exprs = runtime_exprs(set(columns))
     want = bulk_int_columns(path, RUNTIME_TABLE, exprs)
-    got = bulk_int_columns(path, RUNTIME_TABLE, exprs, raw=runtime_raw(set(columns)))
+    got = bulk_int_columns(path, RUNTIME_TABLE, exprs, raw=runtime_raw(set(columns)), pages=pages)
     assert (want[0] == -2).sum() > 100
     for i, (w, g) in enumerate(zip(want, got)):
         assert w.dtype == g.dtype and np.array_equal(w, g), (i, exprs[i])
