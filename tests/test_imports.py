@@ -180,8 +180,8 @@ def test_machine_readable_outputs_do_not_load_rich(small_store, args, fmt):
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "md", "bmf"])
 def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
     """read -> window -> leaderboard on numpy columns: ``kbase top`` of an export is numpy and sqlite3 only
-    (pandas with pyarrow is ~0.2 s, nearly half of a small export's answer); a small table is read by
-    sqlite3, so not even pyarrow/ADBC is loaded."""
+    (pandas with pyarrow is ~0.2 s, nearly half of a small export's answer); the tables are decoded from
+    the file's pages, so not even pyarrow/ADBC is loaded."""
     from conftest import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite")
@@ -190,6 +190,23 @@ def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
     if fmt == "json":
         rc, heavy = loaded("top", str(export), "--no-store", "--per-gpu", "--format", fmt, cwd=tmp_path)
         assert rc == 0 and "pandas" not in heavy
+
+
+def test_top_of_a_large_nsys_export_loads_no_pyarrow(tmp_path):
+    """Past ``SMALL_TABLE_ROWS`` the kernel and runtime tables are decoded from the file's pages in numpy
+    (``readers/sqlite_pages.py``): no pyarrow or ADBC either."""
+    import sqlite3
+
+    from kbase.readers.sqlite_columns import SMALL_TABLE_ROWS
+    from kbase.synth.generate import ExportSpec, generate_export
+
+    export = generate_export(tmp_path / "large.sqlite", ExportSpec(n_gpus=1, iterations=8, seed=2)).path
+    con = sqlite3.connect(export)
+    assert con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] > SMALL_TABLE_ROWS
+    con.close()
+    rc, heavy = loaded("top", str(export), "--no-store", cwd=tmp_path,
+                       watch=("pandas", "pyarrow", "adbc_driver_manager", "adbc_driver_sqlite"))
+    assert rc == 0 and not heavy, sorted(heavy)
 
 
 def test_snapshot_of_an_nsys_export_loads_no_pandas(tmp_path):

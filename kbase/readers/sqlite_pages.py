@@ -29,7 +29,6 @@ from kbase.readers.sqlite_source import connect_readonly
 
 _LEAF, _INTERIOR = 13, 5  # table B-tree page types
 _HIGH_BITS = np.uint64(0x8080808080808080)
-# Bytes of a value by serial type (0 NULL, 1-6 integers, 8 and 9 the constants 0 and 1); -1: not an integer
 # Bytes of a value by serial type (0 NULL, 1-6 integers, 8 and 9 the constants 0 and 1); the others (a float,
 # text, a blob, or a serial type longer than one byte) get a width no page holds, so the record-end check
 # refuses the chunk.
@@ -43,6 +42,7 @@ _ANY_SIZE[12:128] = (np.arange(12, 128) - 12) // 2
 # Right shift that leaves a big-endian 8-byte read holding only the value's bytes (NULL and the constants:
 # fixed afterwards)
 _SHIFT = 8 * (8 - np.clip(_INT_SIZE, 1, 8))
+_PAD = 64
 # Leaf pages decoded at once: bounded memory at any table size, few enough numpy calls per row.
 CHUNK_PAGES = 1024
 
@@ -74,7 +74,7 @@ def int_columns(path: Path, table: str, columns: list[str],
                 n += m
                 if progress is not None:
                     progress(m, max(n, capacity))
-    except (_Unsure, OSError, sqlite3.Error):
+    except (_Unsure, OSError, sqlite3.Error, IndexError):  # (IndexError: an offset past the pages read)
         return None
     return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in out]
 
@@ -143,11 +143,12 @@ class _Pages:
             raise _Unsure
 
     def read(self, numbers: np.ndarray) -> np.ndarray:
-        """Pages ``numbers`` one after another (runs of consecutive pages in one read), 8 zero bytes after."""
+        """Pages ``numbers`` one after another (runs of consecutive pages in one read), then ``_PAD`` zero bytes
+        (a varint or value read just past the last page stays in the buffer)."""
         if len(numbers) and (numbers.min() < 2 or numbers.max() > self.count):  # page 1: the schema's
             raise _Unsure
-        buf = np.zeros(len(numbers) * self.size + 8, dtype=np.uint8)
-        view = memoryview(buf)
+        buf = np.zeros(len(numbers) * self.size + _PAD, dtype=np.uint8)
+        view = memoryview(buf.data)
         breaks = np.flatnonzero(np.diff(numbers) != 1) + 1
         for a, b in zip([0, *breaks.tolist()], [*breaks.tolist(), len(numbers)]):
             want = (b - a) * self.size
@@ -193,6 +194,8 @@ def _be32(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
 def _cell_pointers(buf: np.ndarray, base: np.ndarray, header: int, usable: int) -> tuple[np.ndarray, np.ndarray]:
     """(each cell's page, each cell's offset) in ``buf`` of the pages starting at ``base``."""
     counts = (buf[base + 3].astype(np.int64) << 8) | buf[base + 4]
+    if (header + 2 * counts > usable).any():
+        raise _Unsure
     first = np.repeat(base + header, counts)
     within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     at = first + 2 * within
@@ -241,7 +244,7 @@ def _decode(pages: _Pages, numbers: np.ndarray, positions: list[int]) -> tuple[l
     size, usable = pages.size, pages.usable
     last = max(positions)
     buf = pages.read(numbers)
-    base = np.arange((len(buf) - 8) // size, dtype=np.int64) * size
+    base = np.arange((len(buf) - _PAD) // size, dtype=np.int64) * size
     if (buf[base] != _LEAF).any():
         raise _Unsure
     page_of_cell, cell = _cell_pointers(buf, base, 8, usable)
@@ -276,6 +279,9 @@ def _decode(pages: _Pages, numbers: np.ndarray, positions: list[int]) -> tuple[l
             found[column] = (at, kind)
         at = at + (_INT_SIZE if column in positions else _ANY_SIZE)[kind]
     if (at > end).any():  # past the record: or a value this reader does not read (an "unsure" width)
+        raise _Unsure
+    # A record whose header ends with the columns read must fill its payload exactly (SQLite's own check).
+    if ((head == n3 + last + 1) & (at != record + payload)).any():
         raise _Unsure
     values, nulls = [], []
     for column in positions:
