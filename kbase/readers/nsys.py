@@ -52,8 +52,9 @@ from kbase.readers.sqlite_source import committed_export, connect_readonly
 
 __all__ = ["check_export", "connect_readonly", "read_nsys"]
 
-# The kernel table is read as this many rowid ranges at once (with the runtime table beside them): on 2
-# cores 1M kernels read in 0.31 s instead of 0.39 s (``sqlite_columns.bulk_int_columns``).
+# When SQLite reads the kernel table (its pages not sure to decode: ``sqlite_columns.bulk_int_columns``), it
+# reads this many rowid ranges at once, beside the runtime table: on 2 cores 1M kernels in 0.31 s instead of
+# 0.39 s. Decoded pages take one thread per table.
 KERNEL_PARTS = 2
 
 
@@ -109,8 +110,8 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     kexprs = [kernel_exprs(kcols, stop_ns), kernel_exprs(kcols, stop_ns, strict=True)]
     rcols = columns_of(conn, RUNTIME_TABLE) if RUNTIME_TABLE in tables else set()
     rexprs = runtime_exprs(rcols)
-    # Two tables on their own threads, the larger kernel table as KERNEL_PARTS rowid ranges: ADBC releases
-    # the GIL while SQLite scans.
+    # Two tables on their own threads (numpy and ADBC release the GIL); the kernel table as KERNEL_PARTS rowid
+    # ranges if SQLite reads it.
     with ThreadPoolExecutor(max_workers=2) as pool:
         kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress, kernel_raw(kcols, stop_ns),
                          KERNEL_PARTS)

@@ -35,8 +35,8 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
     ~40% more than reading the plain columns: 0.6 against 0.45 s per 1M kernel rows).
 
     ``pages`` (with ``raw``): the plain columns are first decoded straight from the file's pages
-    (:mod:`kbase.readers.sqlite_pages`, ~2x less CPU than SQLite stepping the rows); SQLite reads the table
-    when they are not sure to decode. ``parts`` is then the number of threads decoding.
+    (:mod:`kbase.readers.sqlite_pages`, ~2x less CPU than SQLite stepping the rows, on one thread);
+    SQLite reads the table when they are not sure to decode.
 
     ``parts``: a large table is read as that many rowid ranges on as many threads, each on its own
     connection, straight into its slice of the result (SQLite's row decoding is the reader's bottleneck,
@@ -53,7 +53,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
         from kbase.readers.sqlite_pages import int_columns
 
         # (the leaf pages decoded in numpy: SQLite reads the table when they are not sure to decode)
-        decoded = int_columns(path, table, raw[0], raw[1], len(exprs), cap, progress, threads=parts)
+        decoded = int_columns(path, table, raw[0], raw[1], len(exprs), cap, progress)
         if decoded is not None:
             return decoded
     if cap <= SMALL_TABLE_ROWS:
