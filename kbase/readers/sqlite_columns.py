@@ -26,7 +26,7 @@ Derive = tuple[list[str], Callable[[list[np.ndarray], list["np.ndarray | None"]]
 
 
 def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, raw: Derive | None = None,
-                     parts: int = 1, pages: bool = True) -> list[np.ndarray]:
+                     parts: int = 1, pages: bool = True, assist=None) -> list[np.ndarray]:
     """Integer expressions of a table as int64 arrays (NULL -> 0): a large table streams through ADBC/Arrow,
     a small one (``SMALL_TABLE_ROWS``) is read by sqlite3 (no pyarrow to load).
 
@@ -35,8 +35,9 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
     ~40% more than reading the plain columns: 0.6 against 0.45 s per 1M kernel rows).
 
     ``pages`` (with ``raw``): the plain columns are first decoded straight from the file's pages
-    (:mod:`kbase.readers.sqlite_pages`, ~2x less CPU than SQLite stepping the rows, on one thread);
-    SQLite reads the table when they are not sure to decode.
+    (:mod:`kbase.readers.sqlite_pages`, ~2x less CPU than SQLite stepping the rows; ``assist``: a
+    ``sqlite_pages.Assist`` through which a thread done with its own table helps); SQLite reads the table
+    when they are not sure to decode.
 
     ``parts``: a large table is read as that many rowid ranges on as many threads, each on its own
     connection, straight into its slice of the result (SQLite's row decoding is the reader's bottleneck,
@@ -48,12 +49,15 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
     kernel and runtime tables are read on two threads at once. Arrays are preallocated from
     ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch per thread.
     """
-    cap = _max_rowid(path, table) + 1
+    # Room for every row: max(rowid) + 1 when rowids are dense (nsys numbers them 1..n), else what the file's
+    # size allows (a row takes 6 bytes at least: its cell and the cell's pointer), not 8 bytes per rowid.
+    ceiling = path.stat().st_size // 6 + 1
+    cap = min(_max_rowid(path, table) + 1, ceiling)
     if raw is not None and pages:
         from kbase.readers.sqlite_pages import int_columns
 
         # (the leaf pages decoded in numpy: SQLite reads the table when they are not sure to decode)
-        decoded = int_columns(path, table, raw[0], raw[1], len(exprs), cap, progress)
+        decoded = int_columns(path, table, raw[0], raw[1], len(exprs), cap, progress, assist)
         if decoded is not None:
             return decoded
     if cap <= SMALL_TABLE_ROWS:
@@ -69,7 +73,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
             with lock:
                 shown(m, total)
 
-    if parts > 1 and cap >= PARTITION_MIN_ROWS:
+    if parts > 1 and PARTITION_MIN_ROWS <= cap < ceiling:  # (rowid ranges need the true max(rowid))
         try:
             return _trimmed(out, _scan_parts(path, select, table, out, raw, progress, parts))
         except _RangeFull:  # rowids below 1 (never written by nsys): one scan

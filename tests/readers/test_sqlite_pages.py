@@ -4,6 +4,7 @@ reader answers None (SQLite then reads the table) instead of guessing."""
 
 import shutil
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -21,8 +22,17 @@ def _identity(values, nulls):
     return [*values, *masks]
 
 
-def _decoded(path, table, columns):
-    got = int_columns(path, table, columns, _identity, 2 * len(columns), 10)
+def _decoded(path, table, columns, capacity=None, assist=None):
+    if capacity is None:  # as the reader passes: max(rowid) + 1, within what the file's size allows
+        con = sqlite3.connect(path)
+        try:
+            capacity = (con.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0) + 1
+        except sqlite3.DatabaseError:
+            capacity = 10
+        finally:
+            con.close()
+        capacity = min(capacity, path.stat().st_size // 6 + 1)
+    got = int_columns(path, table, columns, _identity, 2 * len(columns), capacity, assist=assist)
     return None if got is None else (got[: len(columns)], got[len(columns) :])
 
 
@@ -94,8 +104,85 @@ def test_deep_tree_deleted_rows_and_rowids_in_any_order(tmp_path, monkeypatch):
     con.execute("DELETE FROM t WHERE rowid % 5 = 0")
     con.commit()
     con.close()
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 37)  # many chunks, past the 10 rows expected
+    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 37)  # many chunks
     _assert_equal(_decoded(path, "t", names), _sqlite(path, "t", names))
+
+
+@pytest.mark.parametrize("deleted", ["", "rowid % 7 = 0 OR rowid BETWEEN 5000 AND 9000"])
+def test_a_helper_decodes_from_the_far_end(tmp_path, monkeypatch, deleted):
+    """A second thread offering help (``Assist.offer``) takes chunks from the end while the reading thread
+    takes them from the front: the rows land in rowid order, deleted rows' gap closed where the ends meet."""
+    import threading
+
+    path = tmp_path / "t.sqlite"
+    names = _make(path, 20_000, page_size=1024, columns=5, seed=12)
+    if deleted:
+        _alter(path, f"DELETE FROM t WHERE {deleted}")
+    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
+    decoders = []
+    real = sqlite_pages._decode
+
+    def slow_decode(*a):  # records which thread decoded each chunk, and leaves the helper time to join
+        decoders.append(threading.current_thread().name)
+        time.sleep(0.002)
+        return real(*a)
+
+    monkeypatch.setattr(sqlite_pages, "_decode", slow_decode)
+    assist = sqlite_pages.Assist()
+    done = threading.Event()
+
+    def helper():
+        while not done.is_set():
+            assist.offer()
+            time.sleep(0.001)
+
+    # two threads offer: one helps at a time (a second one's chunks would land out of order)
+    helpers = [threading.Thread(target=helper, name="helper") for _ in range(2)]
+    for h in helpers:
+        h.start()
+    try:
+        got = _decoded(path, "t", names, assist=assist)
+    finally:
+        done.set()
+        for h in helpers:
+            h.join()
+    _assert_equal(got, _sqlite(path, "t", names))
+    assert decoders.count("helper") > 5 and len(decoders) - decoders.count("helper") > 5
+
+
+@pytest.mark.parametrize("pages", [True, False])
+def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
+    """A kernel row at rowid 2^50 (valid SQLite; nsys numbers rows 1..n): arrays are sized from the file, not
+    from max(rowid) (which asked for 8 PiB), through the pages and through SQLite."""
+    from kbase.readers import nsys, sqlite_columns
+
+    from conftest import make_tiny_export
+
+    export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
+    before = nsys.read_nsys(export)
+    con = sqlite3.connect(export)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")]
+    last = con.execute(f"SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid DESC LIMIT 1").fetchone()
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+    con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (rowid, {', '.join(cols)}) VALUES ({2**50}, "
+                f"{', '.join('?' * len(cols))})", last)
+    con.commit()
+    con.close()
+    plain = sqlite_columns.bulk_int_columns
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)  # through ADBC, not sqlite3, when not pages
+        mp.setattr(nsys, "bulk_int_columns", lambda *a, **k: plain(*a, **{**k, "pages": pages}))
+        after = nsys.read_nsys(export)
+    from conftest import assert_same_profile
+
+    assert_same_profile(before, after)
+
+
+def test_more_rows_than_room_is_not_decoded(tmp_path):
+    path = tmp_path / "t.sqlite"
+    names = _make(path, 1_000, seed=13)
+    assert _decoded(path, "t", names, capacity=999) is None
+    _assert_equal(_decoded(path, "t", names, capacity=1_001), _sqlite(path, "t", names))
 
 
 def test_overflowing_records_and_long_headers(tmp_path):
