@@ -175,14 +175,15 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     gpu = window.column("gpu")
     dur = window.column("end")
     dur -= window.column("start")
-    t = _aggregate(codes, gpu, dur, len(names), per_gpu, sorted_keys)
     profile = window.profile
-    # classify each distinct kernel once (a per-GPU view repeats names)
-    info: dict[int, tuple] = {}
-    for c in sorted(set(t["code"].tolist())):
-        n = names[c]
-        info[c] = (classify.short_name(n, profile.short_names.get(n)), classify.family_key(n), classify.category(n),
-                   classify.tensor_core_state(n)[0])
+    # The aggregate (numpy: its sort releases the GIL) on a second thread while this one classifies every
+    # name (regular expressions, in Python).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        aggregated = pool.submit(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
+        info = _classified(names, profile.short_names)
+        t = aggregated.result()
     row_info = [info[c] for c in t["code"].tolist()]
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)
@@ -226,6 +227,12 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
         summary = _summary(window, table["category"], table["total_ns"], int(np.count_nonzero(table["fragmented"])),
                            total_kernel)
     return Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
+
+
+def _classified(names: np.ndarray, short_names: dict[str, str]) -> list[tuple]:
+    """(short name, family, category, tensor-core state) of each name."""
+    return [(classify.short_name(n, short_names.get(n)), classify.family_key(n), classify.category(n),
+             classify.tensor_core_state(n)[0]) for n in names.tolist()]
 
 
 def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:

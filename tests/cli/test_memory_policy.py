@@ -61,3 +61,16 @@ def test_the_kbase_script_runs_with_the_policy(tiny_export):
                        capture_output=True, text=True, timeout=120, cwd=REPO)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["kernels"]
+
+
+def test_the_command_line_hands_the_gil_over_every_fifth_of_a_millisecond():
+    """``run()`` sets the switch interval (``SWITCH_INTERVAL_S``): a numpy thread beside a Python one (the
+    leaderboard's aggregate beside the name classification) otherwise waits up to 5 ms per numpy call. The
+    library alone leaves Python's default."""
+    probe = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import kbase.cli, kbase.cli.__main__ as m; "
+             "default = sys.getswitchinterval(); "
+             "kbase.cli.main = lambda: print(default, sys.getswitchinterval()); m.run()")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    default, in_cli = map(float, out.stdout.split())
+    assert default == pytest.approx(0.005) and in_cli == pytest.approx(0.0002)
