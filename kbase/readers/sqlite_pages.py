@@ -143,29 +143,29 @@ class _Decode:
     def _chunk(self, i: int) -> list[np.ndarray]:
         return self.derive(*_decode(self.pages, self.chunks[i], self.positions))
 
+    def _work(self, from_front: bool) -> None:
+        """Chunks from one end until the ends meet; one not sure to decode stops both ends."""
+        try:
+            while (i := self._take(from_front)) is not None:
+                self._place(self._chunk(i), from_front)
+        except _NOT_SURE:
+            with self.changed:
+                self.failed = True
+
     def from_back(self) -> None:
         with self.changed:
             if self.helping:
                 return  # one helper: its chunks land from the end backwards, in order
             self.helping = True
         try:
-            while (i := self._take(False)) is not None:
-                self._place(self._chunk(i), False)
-        except _NOT_SURE:
-            with self.changed:
-                self.failed = True
+            self._work(False)
         finally:
             with self.changed:
                 self.helping = False
                 self.changed.notify_all()
 
     def from_front(self) -> list[np.ndarray] | None:
-        try:
-            while (i := self._take(True)) is not None:
-                self._place(self._chunk(i), True)
-        except _NOT_SURE:
-            with self.changed:
-                self.failed = True
+        self._work(True)
         with self.changed:
             self.changed.wait_for(lambda: not self.helping)
             if self.failed:
