@@ -144,13 +144,20 @@ class _Decode:
         return self.derive(*_decode(self.pages, self.chunks[i], self.positions))
 
     def _work(self, from_front: bool) -> None:
-        """Chunks from one end until the ends meet; one not sure to decode stops both ends."""
+        """Chunks from one end until the ends meet. A chunk not sure to decode stops both ends, and so does
+        any other error (raised on, after marking the table undecoded: a chunk taken but never placed must
+        not leave a hole in rows returned)."""
+        done = False
         try:
             while (i := self._take(from_front)) is not None:
                 self._place(self._chunk(i), from_front)
+            done = True
         except _NOT_SURE:
-            with self.changed:
-                self.failed = True
+            pass
+        finally:
+            if not done:
+                with self.changed:
+                    self.failed = True
 
     def from_back(self) -> None:
         with self.changed:

@@ -178,6 +178,46 @@ def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
     assert_same_profile(before, after)
 
 
+def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
+    """Any error in the helper's chunk (not only "not sure"): the table is not decoded (no rows returned
+    with that chunk missing), and the helper's thread gets the error."""
+    import threading
+
+    path = tmp_path / "t.sqlite"
+    names = _make(path, 20_000, page_size=1024, columns=5, seed=14)
+    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
+    real = sqlite_pages._decode
+
+    def decode(*a):
+        if threading.current_thread().name == "helper":
+            raise RuntimeError("helper broke")
+        time.sleep(0.002)
+        return real(*a)
+
+    monkeypatch.setattr(sqlite_pages, "_decode", decode)
+    assist = sqlite_pages.Assist()
+    errors = []
+    done = threading.Event()
+
+    def helper():
+        while not done.is_set():
+            try:
+                assist.offer()
+            except RuntimeError as exc:
+                errors.append(exc)
+                return
+            time.sleep(0.001)
+
+    h = threading.Thread(target=helper, name="helper")
+    h.start()
+    try:
+        got = _decoded(path, "t", names, assist=assist)
+    finally:
+        done.set()
+        h.join()
+    assert got is None and [str(e) for e in errors] == ["helper broke"]
+
+
 def test_more_rows_than_room_is_not_decoded(tmp_path):
     path = tmp_path / "t.sqlite"
     names = _make(path, 1_000, seed=13)
