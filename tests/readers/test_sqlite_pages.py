@@ -1,85 +1,16 @@
 """Integer columns decoded from a SQLite file's pages (``sqlite_pages.int_columns``) equal SQLite's own
 answer, value for value, NULL for NULL and in rowid order; and where the pages are not sure to decode the
-reader answers None (SQLite then reads the table) instead of guessing."""
+reader answers None (SQLite then reads the table) instead of guessing. (Threads and room for rows:
+``test_sqlite_pages_assist.py``.)"""
 
 import shutil
 import sqlite3
-import time
 
 import numpy as np
 import pytest
+from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
-from kbase.readers.sqlite_pages import int_columns
-
-EDGES = [0, 1, -1, 127, 128, -128, 255, 256, 2**15, -(2**15) - 1, 2**23, -(2**23), 2**31, -(2**31) - 1,
-         2**47, -(2**47), 2**47 + 1, 2**55, 2**62, -(2**62), 2**63 - 1, -(2**63)]
-
-
-def _identity(values, nulls):
-    """The plain values, then each column's NULL mask as 0/1."""
-    masks = [np.zeros(len(values[0]), dtype=np.int64) if m is None else m.astype(np.int64) for m in nulls]
-    return [*values, *masks]
-
-
-def _decoded(path, table, columns, capacity=None, assist=None):
-    if capacity is None:  # as the reader passes: max(rowid) + 1, within what the file's size allows
-        con = sqlite3.connect(path)
-        try:
-            capacity = (con.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0) + 1
-        except sqlite3.DatabaseError:
-            capacity = 10
-        finally:
-            con.close()
-        capacity = min(capacity, path.stat().st_size // 6 + 1)
-    got = int_columns(path, table, columns, _identity, 2 * len(columns), capacity, assist=assist)
-    return None if got is None else (got[: len(columns)], got[len(columns) :])
-
-
-def _sqlite(path, table, columns, order="rowid"):
-    con = sqlite3.connect(path)
-    try:
-        rows = con.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}").fetchall()
-    finally:
-        con.close()
-    values = [np.array([r[i] or 0 for r in rows], dtype=np.int64) for i in range(len(columns))]
-    nulls = [np.array([r[i] is None for r in rows], dtype=np.int64) for i in range(len(columns))]
-    return values, nulls
-
-
-def _assert_equal(got, want):
-    assert got is not None, "the pages were not decoded"
-    for g, w in zip(got[0] + got[1], want[0] + want[1]):
-        assert g.dtype == np.int64 and np.array_equal(g, w)
-
-
-def _make(path, rows, page_size=4096, columns=12, seed=0, tail_text=0, rowids=None):
-    """A table t(c0..c{columns-1}[, tail TEXT]) of integers of every stored width, NULLs and the constants 0
-    and 1; ``tail_text``: that many characters of text after them (long ones overflow the page)."""
-    rng = np.random.default_rng(seed)
-    con = sqlite3.connect(path)
-    con.execute(f"PRAGMA page_size = {page_size}")
-    cols = [f"c{i} INTEGER" for i in range(columns)] + (["tail TEXT"] if tail_text else [])
-    con.execute(f"CREATE TABLE t ({', '.join(cols)})")
-    data = []
-    for _ in range(rows):
-        row = [EDGES[int(rng.integers(0, len(EDGES)))] if rng.random() < 0.5 else int(rng.integers(-10**12, 10**12))
-               for _ in range(columns)]
-        for i in range(columns):
-            if rng.random() < 0.05:
-                row[i] = None
-        if tail_text:
-            row.append("x" * int(rng.integers(0, tail_text)))
-        data.append(row)
-    marks = ", ".join("?" * (columns + bool(tail_text)))
-    if rowids is None:
-        con.executemany(f"INSERT INTO t VALUES ({marks})", data)
-    else:
-        con.executemany(f"INSERT INTO t (rowid, {', '.join(c.split()[0] for c in cols)}) VALUES (?, {marks})",
-                        [[int(i), *row] for i, row in zip(rowids, data)])
-    con.commit()
-    con.close()
-    return [f"c{i}" for i in range(columns)]
 
 
 @pytest.mark.parametrize("page_size", [512, 4096, 65536])
@@ -108,123 +39,6 @@ def test_deep_tree_deleted_rows_and_rowids_in_any_order(tmp_path, monkeypatch):
     _assert_equal(_decoded(path, "t", names), _sqlite(path, "t", names))
 
 
-@pytest.mark.parametrize("deleted", ["", "rowid % 7 = 0 OR rowid BETWEEN 5000 AND 9000"])
-def test_a_helper_decodes_from_the_far_end(tmp_path, monkeypatch, deleted):
-    """A second thread offering help (``Assist.offer``) takes chunks from the end while the reading thread
-    takes them from the front: the rows land in rowid order, deleted rows' gap closed where the ends meet."""
-    import threading
-
-    path = tmp_path / "t.sqlite"
-    names = _make(path, 20_000, page_size=1024, columns=5, seed=12)
-    if deleted:
-        _alter(path, f"DELETE FROM t WHERE {deleted}")
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
-    decoders = []
-    real = sqlite_pages._decode
-
-    def slow_decode(*a):  # records which thread decoded each chunk, and leaves the helper time to join
-        decoders.append(threading.current_thread().name)
-        time.sleep(0.002)
-        return real(*a)
-
-    monkeypatch.setattr(sqlite_pages, "_decode", slow_decode)
-    assist = sqlite_pages.Assist()
-    done = threading.Event()
-
-    def helper():
-        while not done.is_set():
-            assist.offer()
-            time.sleep(0.001)
-
-    # two threads offer: one helps at a time (a second one's chunks would land out of order)
-    helpers = [threading.Thread(target=helper, name="helper") for _ in range(2)]
-    for h in helpers:
-        h.start()
-    try:
-        got = _decoded(path, "t", names, assist=assist)
-    finally:
-        done.set()
-        for h in helpers:
-            h.join()
-    _assert_equal(got, _sqlite(path, "t", names))
-    assert decoders.count("helper") > 5 and len(decoders) - decoders.count("helper") > 5
-
-
-@pytest.mark.parametrize("pages", [True, False])
-def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
-    """A kernel row at rowid 2^50 (valid SQLite; nsys numbers rows 1..n): arrays are sized from the file, not
-    from max(rowid) (which asked for 8 PiB), through the pages and through SQLite."""
-    from kbase.readers import nsys, sqlite_columns
-
-    from conftest import make_tiny_export
-
-    export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
-    before = nsys.read_nsys(export)
-    con = sqlite3.connect(export)
-    cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")]
-    last = con.execute(f"SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid DESC LIMIT 1").fetchone()
-    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
-    con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (rowid, {', '.join(cols)}) VALUES ({2**50}, "
-                f"{', '.join('?' * len(cols))})", last)
-    con.commit()
-    con.close()
-    plain = sqlite_columns.bulk_int_columns
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)  # through ADBC, not sqlite3, when not pages
-        mp.setattr(nsys, "bulk_int_columns", lambda *a, **k: plain(*a, **{**k, "pages": pages}))
-        after = nsys.read_nsys(export)
-    from conftest import assert_same_profile
-
-    assert_same_profile(before, after)
-
-
-def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
-    """Any error in the helper's chunk (not only "not sure"): the table is not decoded (no rows returned
-    with that chunk missing), and the helper's thread gets the error."""
-    import threading
-
-    path = tmp_path / "t.sqlite"
-    names = _make(path, 20_000, page_size=1024, columns=5, seed=14)
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
-    real = sqlite_pages._decode
-
-    def decode(*a):
-        if threading.current_thread().name == "helper":
-            raise RuntimeError("helper broke")
-        time.sleep(0.002)
-        return real(*a)
-
-    monkeypatch.setattr(sqlite_pages, "_decode", decode)
-    assist = sqlite_pages.Assist()
-    errors = []
-    done = threading.Event()
-
-    def helper():
-        while not done.is_set():
-            try:
-                assist.offer()
-            except RuntimeError as exc:
-                errors.append(exc)
-                return
-            time.sleep(0.001)
-
-    h = threading.Thread(target=helper, name="helper")
-    h.start()
-    try:
-        got = _decoded(path, "t", names, assist=assist)
-    finally:
-        done.set()
-        h.join()
-    assert got is None and [str(e) for e in errors] == ["helper broke"]
-
-
-def test_more_rows_than_room_is_not_decoded(tmp_path):
-    path = tmp_path / "t.sqlite"
-    names = _make(path, 1_000, seed=13)
-    assert _decoded(path, "t", names, capacity=999) is None
-    _assert_equal(_decoded(path, "t", names, capacity=1_001), _sqlite(path, "t", names))
-
-
 def test_overflowing_records_and_long_headers(tmp_path):
     """Long text after the needed columns (the record overflows to other pages; its start stays on the leaf),
     and 150 columns (a header whose length takes a two-byte varint)."""
@@ -242,14 +56,6 @@ def test_empty_table(tmp_path):
     names = _make(path, 0)
     got = _decoded(path, "t", names)
     assert got is not None and all(len(v) == 0 for v in got[0])
-
-
-def _alter(path, *sql):
-    con = sqlite3.connect(path)
-    for s in sql:
-        con.execute(s)
-    con.commit()
-    con.close()
 
 
 @pytest.mark.parametrize("change", [
@@ -343,6 +149,8 @@ def test_damaged_pages_are_not_decoded(tmp_path, where):
     damaged.write_bytes(bytes(data))
     before = damaged.read_bytes()
     assert _decoded(damaged, "t", names) is None
+    # room for any number of rows (max(rowid) of a damaged tree can be anything): the pages' own checks refuse
+    assert _decoded(damaged, "t", names, capacity=len(before) // 6 + 1) is None
     assert damaged.read_bytes() == before
 
 
