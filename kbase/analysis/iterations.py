@@ -182,7 +182,10 @@ def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> np.ndarra
         # only launches still unplaced, from threads that own no range (those that own ranges were placed on
         # them): a few, where the pass over every launch cost ~0.3 s at 10M
         todo = np.flatnonzero((out == NOT_IN_ITERATION) & (launch >= 0))
-        todo = todo[~np.isin(tid[todo], np.array(sorted(set(thread_r.ranges.tid.tolist())), dtype=np.int64))]
+        owners = np.array(sorted(set(thread_r.ranges.tid.tolist())), dtype=np.int64)
+        # (a sorted lookup, not np.isin: that calls np.unique, which imports numpy.ma, ~10 ms of every top)
+        at = np.minimum(np.searchsorted(owners, tid[todo]), len(owners) - 1)
+        todo = todo[owners[at] != tid[todo]]
         if len(todo):
             placed = out[todo]
             _contain(placed, launch[todo], proc[todo], thread_r.ranges.pid, thread_r)

@@ -248,7 +248,8 @@ class _Pages:
             seen += len(level)
             if seen > self.count:  # a cycle in a damaged file
                 raise _Unsure
-        if len(np.unique(level)) < len(level):  # a page reached twice: a damaged file
+        ordered = np.sort(level)  # (not np.unique: it imports numpy.ma, ~12 ms of every kbase top)
+        if (ordered[1:] == ordered[:-1]).any():  # a page reached twice: a damaged file
             raise _Unsure
         return level
 
