@@ -184,8 +184,8 @@ def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> np.ndarra
         todo = np.flatnonzero((out == NOT_IN_ITERATION) & (launch >= 0))
         owners = np.array(sorted(set(thread_r.ranges.tid.tolist())), dtype=np.int64)
         # (a sorted lookup, not np.isin: that calls np.unique, which imports numpy.ma, ~10 ms of every top)
-        at = np.minimum(np.searchsorted(owners, tid[todo]), len(owners) - 1)
-        todo = todo[owners[at] != tid[todo]]
+        launcher = tid[todo]
+        todo = todo[owners[np.minimum(np.searchsorted(owners, launcher), len(owners) - 1)] != launcher]
         if len(todo):
             placed = out[todo]
             _contain(placed, launch[todo], proc[todo], thread_r.ranges.pid, thread_r)

@@ -9,6 +9,7 @@ Two share denominators, both always labelled:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -176,6 +177,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     dur = window.column("end")
     dur -= window.column("start")
     profile = window.profile
+    aggregate = functools.partial(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
     if sorted_keys is None:
         # The aggregate sorts every launch (numpy: the sort releases the GIL) on a second thread while this one
         # classifies every name (regular expressions, in Python). Not with the keys given: nothing to overlap,
@@ -183,12 +185,11 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=1) as pool:
-            aggregated = pool.submit(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
+            aggregated = pool.submit(aggregate)
             info = _classified(names, profile.short_names)
             t = aggregated.result()
     else:
-        t = _aggregate(codes, gpu, dur, len(names), per_gpu, sorted_keys)
-        info = _classified(names, profile.short_names)
+        t, info = aggregate(), _classified(names, profile.short_names)
     row_info = [info[c] for c in t["code"].tolist()]
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)

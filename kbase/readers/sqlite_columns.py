@@ -59,7 +59,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
         # (the leaf pages decoded in numpy: SQLite reads the table when they are not sure to decode)
         decoded = int_columns(path, table, raw[0], raw[1], len(exprs), cap, progress, assist)
         if decoded is not None:
-            return decoded
+            return _trimmed(*decoded)
     if cap <= SMALL_TABLE_ROWS:
         return _small_int_columns(path, table, exprs, progress)
     out = [np.empty(cap, dtype=np.int64) for _ in exprs]

@@ -80,11 +80,13 @@ class Assist:
 
 def int_columns(path: Path, table: str, columns: list[str],
                 derive: Callable[[list[np.ndarray], list[np.ndarray | None]], list[np.ndarray]],
-                n_out: int, capacity: int, progress=None, assist: Assist | None = None) -> list[np.ndarray] | None:
+                n_out: int, capacity: int, progress=None, assist: Assist | None = None
+                ) -> tuple[list[np.ndarray], int] | None:
     """``derive`` of every batch of ``columns`` (int64, NULL read as 0, and their NULL masks) of ``table``, in
-    rowid order: ``n_out`` int64 arrays; None when the pages are not sure to decode (see the module).
-    ``capacity``: max(rowid) + 1, room for every row when rowids are positive (more rows: None, and SQLite
-    reads the table). ``assist``: where another thread may offer to help (see :class:`Assist`)."""
+    rowid order: ``n_out`` int64 arrays of ``capacity`` and the rows at their start; None when the pages are not
+    sure to decode (see the module). ``capacity``: room for every row (max(rowid) + 1 when rowids are positive;
+    more rows: None, and SQLite reads the table). ``assist``: where another thread may offer to help (see
+    :class:`Assist`)."""
     try:
         root, positions = _layout(path, table, columns)
         with open(path, "rb", buffering=0) as fh:
@@ -171,7 +173,7 @@ class _Decode:
                 self.helping = False
                 self.changed.notify_all()
 
-    def from_front(self) -> list[np.ndarray] | None:
+    def from_front(self) -> tuple[list[np.ndarray], int] | None:
         self._work(True)
         with self.changed:
             self.changed.wait_for(lambda: not self.helping)
@@ -180,7 +182,7 @@ class _Decode:
         n = self.head + len(self.out[0]) - self.tail
         for o in self.out:  # close the gap between the two ends (rowids not all used: deleted rows)
             o[self.head : n] = o[self.tail :]
-        return [o[:n].copy() if n < len(o) // 2 else o[:n] for o in self.out]
+        return self.out, n
 
 
 def _layout(path: Path, table: str, columns: list[str]) -> tuple[int, list[int]]:
@@ -255,13 +257,9 @@ class _Pages:
 
     def _children(self, buf: np.ndarray, n_pages: int) -> np.ndarray:
         base = np.arange(n_pages, dtype=np.int64) * self.size
-        counts = (buf[base + 3].astype(np.int64) << 8) | buf[base + 4]
-        _, pointers = _cell_pointers(buf, base, 12, self.usable)
-        right = _be32(buf, base + 8)
-        left = _be32(buf, pointers)
-        ends = np.cumsum(counts)  # each page's children: its cells' left pointers, then its right pointer
-        children = np.insert(left, ends, right)
-        return children
+        counts, _, pointers = _cell_pointers(buf, base, 12, self.usable)
+        # each page's children: its cells' left pointers, then its right pointer
+        return np.insert(_be32(buf, pointers), np.cumsum(counts), _be32(buf, base + 8))
 
 
 def _be32(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -269,8 +267,9 @@ def _be32(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
     return (b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]
 
 
-def _cell_pointers(buf: np.ndarray, base: np.ndarray, header: int, usable: int) -> tuple[np.ndarray, np.ndarray]:
-    """(each cell's page, each cell's offset) in ``buf`` of the pages starting at ``base``."""
+def _cell_pointers(buf: np.ndarray, base: np.ndarray, header: int, usable: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cells per page, each cell's page, each cell's offset) in ``buf`` of the pages starting at ``base``."""
     counts = (buf[base + 3].astype(np.int64) << 8) | buf[base + 4]
     if (header + 2 * counts > usable).any():
         raise _Unsure
@@ -283,7 +282,7 @@ def _cell_pointers(buf: np.ndarray, base: np.ndarray, header: int, usable: int) 
     if len(offsets) and ((offsets < low) | (offsets > usable - 4)).any():
         raise _Unsure
     page = np.repeat(base, counts)
-    return page, page + offsets
+    return counts, page, page + offsets
 
 
 def _words(buf: np.ndarray) -> np.ndarray:
@@ -325,7 +324,7 @@ def _decode(pages: _Pages, numbers: np.ndarray, positions: list[int]) -> tuple[l
     base = np.arange((len(buf) - _PAD) // size, dtype=np.int64) * size
     if (buf[base] != _LEAF).any():
         raise _Unsure
-    page_of_cell, cell = _cell_pointers(buf, base, 8, usable)
+    _, page_of_cell, cell = _cell_pointers(buf, base, 8, usable)
     words = _words(buf)
     # A cell: its payload's length and its rowid (two varints, nearly always within the same 8 bytes), then
     # the record: the header's length (a varint), one serial type per column, the values in that order.

@@ -26,8 +26,11 @@ def _decoded(path, table, columns, capacity=None, assist=None):
         finally:
             con.close()
         capacity = min(capacity, path.stat().st_size // 6 + 1)
-    got = int_columns(path, table, columns, _identity, 2 * len(columns), capacity, assist=assist)
-    return None if got is None else (got[: len(columns)], got[len(columns) :])
+    decoded = int_columns(path, table, columns, _identity, 2 * len(columns), capacity, assist=assist)
+    if decoded is None:
+        return None
+    got = [o[: decoded[1]] for o in decoded[0]]
+    return got[: len(columns)], got[len(columns) :]
 
 
 def _sqlite(path, table, columns, order="rowid"):
