@@ -14,7 +14,9 @@ Tensor-core state has three values, decided by the first matching rule of ``TC_R
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kbase.analysis.names import family_key, short_name  # noqa: F401 - re-exported
 from kbase.enums import Category, TcState
@@ -116,3 +118,18 @@ def category(name: str) -> Category:
     if _search(_MEMORY, name, lowered):
         return MEMORY
     return COMPUTE
+
+
+class KernelKind(NamedTuple):
+    """What a leaderboard row shows of a kernel from its name alone."""
+
+    short_name: str
+    family: str
+    category: Category
+    tc: TcState
+
+
+def kinds_of(names: Iterable[str], short_names: Mapping[str, str]) -> list[KernelKind]:
+    """The :class:`KernelKind` of each name (``short_names``: the export's own short names, by name)."""
+    return [KernelKind(short_name(n, short_names.get(n)), family_key(n), category(n), tensor_core_state(n)[0])
+            for n in names]

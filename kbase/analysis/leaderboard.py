@@ -168,28 +168,37 @@ def _texts(values: list[Any]) -> np.ndarray:
     return out
 
 
-def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.ndarray | None = None) -> Leaderboard:
+def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.ndarray | None = None,
+                      kinds: list[classify.KernelKind] | None = None) -> Leaderboard:
     """``sorted_keys``: the window's (name code << 40 | duration) keys in ascending order when already at
-    hand (``comparison.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed."""
+    hand (``comparison.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
+    ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand."""
     names = window.profile.columns.names
     codes = window.column("name")
     gpu = window.column("gpu")
     dur = window.column("end")
     dur -= window.column("start")
+    np.clip(dur, 0, (1 << 40) - 1, out=dur)  # (what group_stats does) before another thread reads dur
     profile = window.profile
+    if kinds is None or len(kinds) != len(names):
+        kinds = None
     aggregate = functools.partial(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
     if sorted_keys is None:
         # The aggregate sorts every launch (numpy: the sort releases the GIL) on a second thread while this one
-        # classifies every name (regular expressions, in Python). Not with the keys given: nothing to overlap,
-        # and the thread's own malloc arena added ~75 MB to a 10M snapshot's peak.
+        # classifies every name (regular expressions, in Python) and sums the per-iteration samples. Not with
+        # the keys given: nothing to overlap, and the thread's own malloc arena added ~75 MB to a 10M
+        # snapshot's peak.
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             aggregated = pool.submit(aggregate)
-            info = _classified(names, profile.short_names)
+            info = kinds if kinds is not None else classify.kinds_of(names.tolist(), profile.short_names)
+            samples = _samples(codes, dur, window, names)
             t = aggregated.result()
     else:
-        t, info = aggregate(), _classified(names, profile.short_names)
+        t = aggregate()
+        info = kinds if kinds is not None else classify.kinds_of(names.tolist(), profile.short_names)
+        samples = _samples(codes, dur, window, names)
     row_info = [info[c] for c in t["code"].tolist()]
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)
@@ -224,7 +233,6 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     order = np.lexsort((t["code"], -total))
     table = {c: v[order] for c, v in (({"gpu": t["gpu"]} if per_gpu else {}) | cols).items()}
 
-    samples = _samples(codes, dur, window, names)
     del codes, gpu, dur
     if per_gpu:  # the summary's shape is of kernels, summed over GPUs
         cat, tot = _per_kernel(t["code"], cols["category"], total)
@@ -233,12 +241,6 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
         summary = _summary(window, table["category"], table["total_ns"], int(np.count_nonzero(table["fragmented"])),
                            total_kernel)
     return Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
-
-
-def _classified(names: np.ndarray, short_names: dict[str, str]) -> list[tuple]:
-    """(short name, family, category, tensor-core state) of each name."""
-    return [(classify.short_name(n, short_names.get(n)), classify.family_key(n), classify.category(n),
-             classify.tensor_core_state(n)[0]) for n in names.tolist()]
 
 
 def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:

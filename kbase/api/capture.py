@@ -15,6 +15,7 @@ from kbase.settings import Settings
 
 if TYPE_CHECKING:
 
+    from kbase.analysis.classify import KernelKind
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
     from kbase.gitrepo import CommitInfo
@@ -53,17 +54,19 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
     return select_window(profile, (settings or Settings.load()).window)
 
 
-def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
+def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False,
+                kinds: list[KernelKind] | None = None) -> Leaderboard:
     """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
-    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.1 s per 1M launches)."""
+    ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.1 s per 1M launches);
+    ``kinds``: what each of the profile's names is (``analysis.classify.kinds_of``), when already at hand."""
     from kbase.analysis.leaderboard import build_leaderboard
 
     if not sketches or per_gpu:
-        return build_leaderboard(win, per_gpu=per_gpu)
+        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds)
     from kbase.comparison.sketch import window_sketches_and_keys
 
     sk, keys = window_sketches_and_keys(win)  # its sort spares the leaderboard its own (0.7 s at 10M launches)
-    lb = build_leaderboard(win, sorted_keys=keys)
+    lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds)
     lb.sketches = sk
     return lb
 
@@ -71,11 +74,21 @@ def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False) -
 def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: str | None = None,
            per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
     """read -> window -> leaderboard of a file, for a caller that keeps only the leaderboard."""
-    win = window(read(path, settings, progress=progress, fmt=fmt), settings)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kbase.analysis.classify import kinds_of
+
+    profile = read(path, settings, progress=progress, fmt=fmt)
+    # The names are classified (regular expressions, in Python) on a second thread while this one selects the
+    # window (numpy, which releases the GIL): the leaderboard then finds them done.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        classified = pool.submit(kinds_of, profile.columns.names.tolist(), profile.short_names)
+        win = window(profile, settings)
+        kinds = classified.result()
     # The launch columns served the window's iteration attribution only; the profile is ours alone here,
     # so they go before the leaderboard and sketches (16 bytes per launch off the peak: 153 MiB at 10M).
     win.profile.columns = dataclasses.replace(win.profile.columns, launch_tid=None, launch_start=None)
-    return leaderboard(win, per_gpu=per_gpu, sketches=sketches)
+    return leaderboard(win, per_gpu=per_gpu, sketches=sketches, kinds=kinds)
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,

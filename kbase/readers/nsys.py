@@ -137,35 +137,35 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
             short_ids[codes[i : i + (1 << 20)]] = name_key[i : i + (1 << 20)] & U32
         del name_key
         runtime = rf.result() if rf is not None else None
+        # Each kernel's launch call (numpy) on the pool's thread while this one reads the GPUs and names (SQLite).
+        joined = pool.submit(_join_launches, launch_key, runtime)
+        del launch_key, runtime
 
-    rows = _launch_rows(launch_key, runtime)
-    del launch_key
-    launch_tid, launch_start = _gather_launches(rows, runtime)
-    del rows, runtime
+        # GPU index: one per (process, device) pair, in a stable order.
+        models = gpu_models(conn, tables)
+        devices = (pairs & 0xFF).astype(np.int32)
+        gpus = GpuColumns(gpu=np.arange(len(pairs), dtype=np.int32), pid=(pairs >> 8).astype(np.int64),
+                          device=devices, model=[models.get(int(d), "unknown") for d in devices])
 
-    # GPU index: one per (process, device) pair, in a stable order.
-    models = gpu_models(conn, tables)
-    devices = (pairs & 0xFF).astype(np.int32)
-    gpus = GpuColumns(gpu=np.arange(len(pairs), dtype=np.int32), pid=(pairs >> 8).astype(np.int64), device=devices,
-                      model=[models.get(int(d), "unknown") for d in devices])
-
-    texts = strings(conn, np.concatenate([name_ids, short_ids]))
-    names, n_fixed = clean_names(texts.get(int(i), f"<unnamed kernel {int(i)}>") for i in name_ids)
-    if n_fixed:
-        add_note(extra, f"{n_fixed} kernel name(s) held characters no output can carry (NUL, lone surrogates): "
-                        "shown with U+FFFD")
-    # Two StringIds can hold the same text (seen across processes): the names are the distinct texts, sorted.
-    distinct, code_of_key = name_codes(names)
-    kernels = KernelColumns(start=start, end=end, gpu=gpu, name=code_of_key[codes],
-                            names=distinct, launch_tid=launch_tid, launch_start=launch_start)
-    del codes
-    short_names = {n: clean_text(texts.get(int(sid), "")) for n, sid in zip(names, short_ids)}
-
-    ranges = read_nvtx(conn, tables, extra)
-    if conn.text_factory.replaced:
-        add_note(extra, f"{conn.text_factory.replaced} text value(s) of the export were not valid UTF-8: "
-                        "shown with U+FFFD")
-    info = meta(conn, tables)
+        texts = strings(conn, np.concatenate([name_ids, short_ids]))
+        names, n_fixed = clean_names(texts.get(int(i), f"<unnamed kernel {int(i)}>") for i in name_ids)
+        if n_fixed:
+            add_note(extra, f"{n_fixed} kernel name(s) held characters no output can carry (NUL, lone surrogates): "
+                            "shown with U+FFFD")
+        # Two StringIds can hold the same text (seen across processes): the names are the distinct texts, sorted.
+        distinct, code_of_key = name_codes(names)
+        name = code_of_key[codes]
+        del codes
+        short_names = {n: clean_text(texts.get(int(sid), "")) for n, sid in zip(names, short_ids)}
+        ranges = read_nvtx(conn, tables, extra)
+        if conn.text_factory.replaced:
+            add_note(extra, f"{conn.text_factory.replaced} text value(s) of the export were not valid UTF-8: "
+                            "shown with U+FFFD")
+        info = meta(conn, tables)
+        launch_tid, launch_start = joined.result()
+        del joined
+    kernels = KernelColumns(start=start, end=end, gpu=gpu, name=name, names=distinct, launch_tid=launch_tid,
+                            launch_start=launch_start)
     version = info.get("EXPORT_PRODUCT_VERSION", "unknown")
     schema = info.get("EXPORT_SCHEMA_VERSION")
     exporter = f"nsys {version}" + (f" (schema {schema})" if schema else "")
@@ -283,15 +283,30 @@ class _LaunchTable:
 
     def lookup(self, k: np.ndarray) -> np.ndarray:
         """The runtime row of each key (-1: none)."""
-        pid = (k >> 32) - self.pid_lo
-        corr = (k & U32) - self.lo
-        ok = (k >= 0) & (pid >= 0) & (pid < len(self.pid_code)) & (corr >= 0) & (corr < self.span)
+        pid = (k >> 32) - self.pid_lo  # (a negative key gives a negative pid: pid_lo >= 0)
+        corr = k & U32
+        corr -= self.lo
+        # unsigned: one comparison for each range (a negative value wraps past any bound)
+        ok = (pid.view(np.uint64) < len(self.pid_code)) & (corr.view(np.uint64) < self.span)
+        if ok.all():  # as nearly always: every kernel's process and id in the table, no boolean indexing
+            code = self.pid_code[pid]
+            if code.min(initial=0) >= 0:
+                corr += code.astype(np.int64) * self.span
+                return self.rows[corr]
         code = np.full(len(k), -1, dtype=np.int64)
         code[ok] = self.pid_code[pid[ok]]
         ok &= code >= 0
         out = np.full(len(k), -1, dtype=np.int32)
         out[ok] = self.rows[code[ok] * self.span + corr[ok]]
         return out
+
+
+def _join_launches(k_key: np.ndarray, runtime: list | None) -> tuple[np.ndarray, np.ndarray]:
+    """The thread and CPU start of each kernel's launch call (-1 when absent): :func:`_launch_rows`, then
+    :func:`_gather_launches`."""
+    rows = _launch_rows(k_key, runtime)
+    del k_key
+    return _gather_launches(rows, runtime)
 
 
 def _launch_rows(k_key: np.ndarray, runtime: list | None) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The command line's memory policy (``kbase.cli.__main__.keep_freed_memory``): on glibc a large array is no
-longer its own mmap (freed memory stays for the next one), numpy asks for no huge pages, a user's setting
-stands and ``KBASE_MALLOC=system`` turns it all off. Each case runs in a fresh interpreter."""
+longer its own mmap (freed memory stays for the next one), what a thread frees the main thread reuses (one
+arena), numpy asks for no huge pages, a user's setting stands and ``KBASE_MALLOC=system`` turns it all off.
+Each case runs in a fresh interpreter."""
 
 import json
 import os
@@ -29,7 +30,16 @@ try:
     mmapped = mallinfo2().hblks - before
 except AttributeError:
     pass
-print(json.dumps({{"hugepage": os.environ.get("NUMPY_MADVISE_HUGEPAGE"), "mmapped": mmapped}}))
+import threading
+freed = {{}}
+def on_a_thread():
+    b = np.ones(4_000_000)  # 32 MB, freed on this thread
+    freed["at"] = b.ctypes.data
+t = threading.Thread(target=on_a_thread)
+t.start()
+t.join()
+reused = np.ones(4_000_000).ctypes.data == freed["at"]  # one arena: the main thread's next array takes it
+print(json.dumps({{"hugepage": os.environ.get("NUMPY_MADVISE_HUGEPAGE"), "mmapped": mmapped, "reused": reused}}))
 """
 
 
@@ -46,6 +56,7 @@ def test_freed_memory_is_kept_and_no_huge_pages_are_asked_for():
     if got["mmapped"] is None:
         pytest.skip("not glibc (no mallinfo2): the C library keeps its own policy")
     assert got["mmapped"] == 0
+    assert got["reused"]
 
 
 def test_kbase_malloc_system_and_a_users_setting_stand():
@@ -53,6 +64,7 @@ def test_kbase_malloc_system_and_a_users_setting_stand():
     assert system["hugepage"] is None
     if system["mmapped"] is not None:
         assert system["mmapped"] == 1  # glibc's own policy: the large array is an mmap
+        assert not system["reused"]  # and an arena per thread
     assert _probe(NUMPY_MADVISE_HUGEPAGE="1")["hugepage"] == "1"
 
 

@@ -60,3 +60,22 @@ def test_table_declines_ids_far_apart():
     assert _LaunchTable.build(far_pids) is None
     assert _LaunchTable.build(np.full(10, -2, dtype=np.int64)) is None
     assert _LaunchTable.build(np.zeros(0, dtype=np.int64)) is None
+
+
+@pytest.mark.parametrize("absent_pid", [False, True])
+def test_table_equals_sorted_join_when_every_key_is_in_range(absent_pid):
+    """Every kernel key inside the table's process and id ranges (a real capture's case, which the lookup
+    takes without boolean indexing): still equal to the sorted join, with ids no runtime row holds (-1) and,
+    with ``absent_pid``, a process between two others that launched nothing."""
+    rng = np.random.default_rng(3)
+    pids = np.array([7, 9])
+    r_key = _keys(rng, 4_000, pids, 10_000, 13_000)
+    r_tid = rng.integers(0, 1 << 40, len(r_key))
+    r_start = rng.integers(0, 1 << 50, len(r_key))
+    k_pids = np.array([7, 8, 9]) if absent_pid else pids
+    lo, hi = int((r_key & U32).min()), int((r_key & U32).max()) + 1
+    k_key = _keys(rng, 6_000, k_pids, lo, hi)
+    want = _sorted_join(r_key, r_tid, r_start, k_key)
+    got = _table_join(r_key, r_tid, r_start, k_key)
+    assert all(np.array_equal(w, g) for w, g in zip(want, got))
+    assert 0.2 < (want[0] >= 0).mean() < 0.9
