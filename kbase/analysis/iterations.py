@@ -200,42 +200,76 @@ def _subset(r: MarkerRanges, mask: np.ndarray) -> MarkerRanges:
 def _contain(out, t, kscope, rscope, r: MarkerRanges, depth: int = 8, chunk: int = 1 << 20) -> None:
     """Fill ``out`` where ``t`` falls in a range of the same scope. Sorted arrays, no Python loop
     over kernels: ranges are ordered by (scope, start) and each launch is located by searchsorted
-    on a composite (scope, time) key; up to ``depth`` enclosing ranges are checked for nesting.
-    Kernels go in chunks so temporaries stay small on 10M-launch captures."""
+    on a composite (scope, time) key. Ranges that never overlap within a scope (step markers, one
+    after another) need that one search (:func:`_contain_disjoint`); others are checked up to ``depth``
+    enclosing ranges back for nesting (:func:`_contain_nested`). Kernels go in chunks so temporaries
+    stay small on 10M-launch captures."""
     scopes, r_code = np.unique(rscope, return_inverse=True)
-    starts = r.ranges.start
-    ends = r.ranges.end
-    keys = r.key
-    t0 = int(starts.min())
-    span = int(max(int(ends.max()), int(t.max()) if len(t) else 0) - min(t0, int(t.min()) if len(t) else t0) + 1)
-    t0 = min(t0, int(t.min()) if len(t) else t0)
+    starts, ends = r.ranges.start, r.ranges.end
+    t0 = min(int(starts.min()), int(t.min()) if len(t) else int(starts.min()))
+    span = max(int(ends.max()), int(t.max()) if len(t) else 0) - t0 + 1
     comp_r = r_code.astype(np.int64) * span + (starts - t0)
     order = np.argsort(comp_r, kind="stable")
     comp_r = comp_r[order]
+    comp_end = r_code[order].astype(np.int64) * span + (ends[order] - t0)
+    bounds = None
+    if (comp_end >= comp_r).all() and (comp_end[:-1] <= comp_r[1:]).all():  # no two ranges of a scope overlap
+        # in order, the boundaries alternate start, end, start, end...: a launch inside a range has an odd
+        # number of them at or before it, and the range is the label at that count
+        bounds = np.empty(2 * len(comp_r), dtype=np.int64)
+        bounds[0::2], bounds[1::2] = comp_r, comp_end
+        label = np.full(len(bounds) + 1, NOT_IN_ITERATION, dtype=np.int64)
+        label[1::2] = r.key[order]
     for lo in range(0, len(t), chunk):
         sl = slice(lo, lo + chunk)
-        tc, sc, oc = t[sl], kscope[sl], out[sl]
+        if bounds is not None:
+            _contain_disjoint(out[sl], t[sl], kscope[sl], scopes, t0, span, bounds, label)
+        else:
+            _contain_nested(out[sl], t[sl], kscope[sl], scopes, r_code, t0, span, comp_r, order, r, depth)
+
+
+def _contain_disjoint(oc, tc, sc, scopes, t0: int, span: int, bounds, label) -> None:
+    """:func:`_contain` of one chunk when no two ranges of a scope overlap (``bounds``, ``label``: see there)."""
+    if len(scopes) == 1:  # one thread (or process) holds every range: no scope to look up
+        ok = sc == scopes[0]
+        q = tc - t0
+    else:
         pos = np.minimum(np.searchsorted(scopes, sc), len(scopes) - 1)
-        idx = np.nonzero((scopes[pos] == sc) & (tc >= 0) & (oc == NOT_IN_ITERATION))[0]
+        ok = scopes[pos] == sc
+        q = pos * span
+        q += tc
+        q -= t0
+    ok &= tc >= 0
+    ok &= oc == NOT_IN_ITERATION
+    np.copyto(oc, label[np.searchsorted(bounds, q, side="right")], where=ok)
+
+
+def _contain_nested(oc, tc, sc, scopes, r_code, t0: int, span: int, comp_r, order, r: MarkerRanges,
+                    depth: int) -> None:
+    """:func:`_contain` of one chunk for ranges that may nest or overlap: the innermost (latest-starting)
+    range holding the launch among the ``depth`` latest starting at or before it."""
+    starts, ends, keys = r.ranges.start, r.ranges.end, r.key
+    pos = np.minimum(np.searchsorted(scopes, sc), len(scopes) - 1)
+    idx = np.nonzero((scopes[pos] == sc) & (tc >= 0) & (oc == NOT_IN_ITERATION))[0]
+    if not len(idx):
+        return
+    code = pos[idx]
+    tk = tc[idx]
+    last = np.searchsorted(comp_r, code.astype(np.int64) * span + (tk - t0), side="right") - 1
+    # the launches still looking (compacted each pass: most are placed by the first)
+    for back in range(depth):
+        cand = last - back
+        ok = cand >= 0
+        if not ok.all():
+            idx, code, tk, last, cand = idx[ok], code[ok], tk[ok], last[ok], cand[ok]
         if not len(idx):
-            continue
-        code = pos[idx]
-        tk = tc[idx]
-        last = np.searchsorted(comp_r, code.astype(np.int64) * span + (tk - t0), side="right") - 1
-        # the launches still looking (compacted each pass: most are placed by the first)
-        for back in range(depth):
-            cand = last - back
-            ok = cand >= 0
-            if not ok.all():
-                idx, code, tk, last, cand = idx[ok], code[ok], tk[ok], last[ok], cand[ok]
-            if not len(idx):
-                break
-            ri = order[cand]
-            same = r_code[ri] == code
-            inside = same & (tk < ends[ri]) & (tk >= starts[ri])
-            oc[idx[inside]] = keys[ri[inside]]
-            more = same & ~inside  # not placed yet, and not walked past this scope's first range
-            idx, code, tk, last = idx[more], code[more], tk[more], last[more]
+            break
+        ri = order[cand]
+        same = r_code[ri] == code
+        inside = same & (tk < ends[ri]) & (tk >= starts[ri])
+        oc[idx[inside]] = keys[ri[inside]]
+        more = same & ~inside  # not placed yet, and not walked past this scope's first range
+        idx, code, tk, last = idx[more], code[more], tk[more], last[more]
 
 
 def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int) -> Iterations:
