@@ -343,15 +343,23 @@ def _decode(pages: _Pages, numbers: np.ndarray, positions: list[int]) -> tuple[l
     end = record + local
     if (end > page_of_cell + usable).any():
         raise _Unsure
-    head, n3 = _varint(_unsigned(words[record]))
+    first = buf[record]
+    head: np.ndarray
+    n3: np.ndarray | int
+    if (first < 0x80).all():  # a record header under 128 bytes (as nsys writes them): its length is one byte
+        head, n3 = first.astype(np.int64), 1
+    else:
+        head, n3 = _varint(_unsigned(words[record]))
     if (head < n3 + last + 1).any():  # fewer columns stored than needed
         raise _Unsure
     types_at = record + n3
-    type_words = [_unsigned(words[types_at + 8 * k]) for k in range(last // 8 + 1)]
+    # each record's serial types, 8 at a time: the gathered big-endian words keep the file's byte order, so
+    # their bytes are the types in column order (a serial type past one byte, >= 128, has an "unsure" width)
+    type_bytes = [words[types_at + 8 * k].view(np.uint8).reshape(-1, 8) for k in range(last // 8 + 1)]
     at = record + head  # where the value of the column being passed starts
     found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for column in range(last + 1):
-        kind = ((type_words[column // 8] >> np.uint64(56 - 8 * (column % 8))) & np.uint64(0xFF)).astype(np.intp)
+        kind = type_bytes[column // 8][:, column % 8]
         if column in positions:
             found[column] = (at, kind)
         at = at + (_INT_SIZE if column in positions else _ANY_SIZE)[kind]
