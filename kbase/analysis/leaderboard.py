@@ -10,6 +10,7 @@ Two share denominators, both always labelled:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -180,9 +181,12 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     dur -= window.column("start")
     np.clip(dur, 0, (1 << 40) - 1, out=dur)  # (what group_stats does) before another thread reads dur
     profile = window.profile
-    if kinds is None or len(kinds) != len(names):
-        kinds = None
     aggregate = functools.partial(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
+    classified: Callable[[], list[classify.KernelKind]]
+    if kinds is not None and len(kinds) == len(names):  # (given for this profile's names)
+        classified = functools.partial(list, kinds)
+    else:
+        classified = functools.partial(classify.kinds_of, names.tolist(), profile.short_names)
     if sorted_keys is None:
         # The aggregate sorts every launch (numpy: the sort releases the GIL) on a second thread while this one
         # classifies every name (regular expressions, in Python) and sums the per-iteration samples. Not with
@@ -192,13 +196,11 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             aggregated = pool.submit(aggregate)
-            info = kinds if kinds is not None else classify.kinds_of(names.tolist(), profile.short_names)
-            samples = _samples(codes, dur, window, names)
+            info, samples = classified(), _samples(codes, dur, window, names)
             t = aggregated.result()
     else:
         t = aggregate()
-        info = kinds if kinds is not None else classify.kinds_of(names.tolist(), profile.short_names)
-        samples = _samples(codes, dur, window, names)
+        info, samples = classified(), _samples(codes, dur, window, names)
     row_info = [info[c] for c in t["code"].tolist()]
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)

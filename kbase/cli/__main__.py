@@ -68,11 +68,12 @@ def keep_freed_memory() -> None:
 
 # numpy's CPU features to leave out on AMD Zen 4, by numpy release (each list exactly as that release names its
 # dispatch targets: a name it does not know is an ImportWarning, an error under ``-W error``).
+_AVX512_2_0 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL"
 _AVX512_TARGETS = {
-    (2, 0): "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL",
-    (2, 1): "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL",
-    (2, 2): "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL",
-    (2, 3): "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR",
+    (2, 0): _AVX512_2_0,
+    (2, 1): _AVX512_2_0,
+    (2, 2): _AVX512_2_0,
+    (2, 3): _AVX512_2_0 + " AVX512_SPR",
     (2, 4): "X86_V4 AVX512_ICL AVX512_SPR",
 }
 
@@ -107,20 +108,15 @@ def sort_without_avx512_on_zen4(cpuinfo: str = "/proc/cpuinfo") -> None:
 
 def _numpy_release() -> tuple[int, int] | None:
     """(major, minor) of the numpy the import system would load, from its ``version.py``, without importing it."""
+    import re  # (loaded by the command line anyway)
+
     for entry in sys.path:
         try:
             with open(os.path.join(entry or ".", "numpy", "version.py"), encoding="utf-8") as fh:
-                text = fh.read(4096)
+                found = re.search(r"""^version = ["'](\d+)\.(\d+)""", fh.read(4096), re.MULTILINE)
         except OSError:
             continue
-        for line in text.splitlines():
-            if line.startswith("version = "):
-                parts = line.split("=", 1)[1].strip().strip("'\"").split(".")
-                try:
-                    return int(parts[0]), int(parts[1])
-                except (ValueError, IndexError):
-                    return None
-        return None
+        return (int(found[1]), int(found[2])) if found else None
     return None
 
 

@@ -138,7 +138,7 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         del name_key
         runtime = rf.result() if rf is not None else None
         # Each kernel's launch call (numpy) on the pool's thread while this one reads the GPUs and names (SQLite).
-        joined = pool.submit(_join_launches, launch_key, runtime)
+        joined = pool.submit(_join_launches, [launch_key], runtime)
         del launch_key, runtime
 
         # GPU index: one per (process, device) pair, in a stable order.
@@ -301,11 +301,11 @@ class _LaunchTable:
         return out
 
 
-def _join_launches(k_key: np.ndarray, runtime: list | None) -> tuple[np.ndarray, np.ndarray]:
+def _join_launches(k_key: list[np.ndarray], runtime: list | None) -> tuple[np.ndarray, np.ndarray]:
     """The thread and CPU start of each kernel's launch call (-1 when absent): :func:`_launch_rows`, then
-    :func:`_gather_launches`."""
-    rows = _launch_rows(k_key, runtime)
-    del k_key
+    :func:`_gather_launches`. ``k_key`` holds the keys and is emptied: a pool keeps its task's arguments until
+    the task ends, and the keys must go before the launch columns are gathered (8 bytes a kernel off the peak)."""
+    rows = _launch_rows(k_key.pop(), runtime)
     return _gather_launches(rows, runtime)
 
 
