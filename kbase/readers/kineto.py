@@ -50,6 +50,7 @@ import numpy as np
 from kbase.errors import InputError
 from kbase.readers.integrity import add_note
 from kbase.readers.kineto_file import _launches
+from kbase.readers.kineto_ids import PID_SHIFT
 from kbase.readers.kineto_json import _ns, looks_like_kineto
 from kbase.readers.kineto_run import (
     absent_ranks,
@@ -68,7 +69,6 @@ __all__ = ["_ns", "looks_like_kineto", "read_kineto"]
 _STEP_RE = re.compile(r"ProfilerStep#\d+\Z")
 
 _SLOT_SHIFT_TID = 48
-_PID_SHIFT = 24
 _SLOT_SHIFT_PID = 24
 _MAX_RANK = (1 << 15) - 1
 
@@ -205,7 +205,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
             gpu_of[d] = g
             sel = has & (dev == d)
             if sel.any():
-                vals, counts = np.unique(launch_tid[sel] >> _PID_SHIFT, return_counts=True)
+                vals, counts = np.unique(launch_tid[sel] >> PID_SHIFT, return_counts=True)
                 pid_key = int(vals[np.argmax(counts)])
             else:
                 pid_key = slot << _SLOT_SHIFT_PID
@@ -222,7 +222,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         r_end_raw = np.frombuffer(fd.r_end, dtype=np.int64)
         r_end = np.where(r_end_raw >= 0, r_end_raw + base, -1)
         r_tid = np.frombuffer(fd.r_tid, dtype=np.int64) | tid_bits
-        r_pid = r_tid >> _PID_SHIFT
+        r_pid = r_tid >> PID_SHIFT
         range_parts.append((r_start, r_end, r_tid, r_pid, fd.r_names))
 
         steps: dict[str, int] = {}

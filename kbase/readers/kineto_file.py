@@ -17,6 +17,7 @@ import numpy as np
 
 from kbase.errors import InputError
 from kbase.readers.integrity import clean_text, describe_reasons, invalid_rows_note
+from kbase.readers.kineto_ids import ThreadIds
 from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream
 
 _KERNEL_CATS = {"kernel"}
@@ -24,70 +25,9 @@ _LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
 _RANGE_CATS = {"user_annotation", "cpu_op", "operator"}
 _FLOW_CATS = {"ac2g", "async"}
 
-PID_SHIFT = 24
-_ID_LIMIT = 1 << 23  # OS ids below this are kept as they are
 _TS_LIMIT = 1 << 62  # ns: beyond this a timestamp is not a time (and base + ts would overflow int64)
 MAX_KERNEL_NS = (1 << 40) - 1  # the leaderboard keeps durations in 40 bits (about 18 minutes)
 MAX_DEVICE = (1 << 15) - 1
-
-
-class _Ids:
-    """OS pid/tid -> the small codes used in the keys (see the module docstring)."""
-
-    def __init__(self, label: str):
-        self.label = label
-        self.pids: dict = {}
-        self.tids: dict = {}
-        self.n_tids: dict[int, int] = {}  # odd tids numbered so far, per process code
-        self.cache: dict = {}
-
-    @staticmethod
-    def _plain(v):
-        if type(v) is str:
-            s = v.strip()
-            if s.lstrip("-").isdigit():
-                return int(s)
-        elif type(v) in (list, dict):  # unhashable: an id nobody writes, still one key per value
-            return repr(v)
-        return v
-
-    def pid_code(self, pid) -> int:
-        pid = self._plain(pid)
-        if type(pid) is int and 0 <= pid < _ID_LIMIT:
-            return pid
-        code = self.pids.get(pid)
-        if code is None:
-            code = self.pids[pid] = self._next(len(self.pids), "process")
-        return code
-
-    def _next(self, n: int, what: str) -> int:
-        if n >= _ID_LIMIT:  # the code would spill into the rank bits of the keys
-            raise InputError(f"{self.label}: more than {_ID_LIMIT:,} distinct non-numeric {what} ids")
-        return _ID_LIMIT + n
-
-    def key(self, pid, tid) -> int:
-        """Thread key without the slot bits."""
-        try:
-            return self.cache[(pid, tid)]
-        except (KeyError, TypeError):
-            pass
-        pc = self.pid_code(pid)
-        t = self._plain(tid)
-        tc: int
-        if type(t) is int and 0 <= t < _ID_LIMIT:
-            tc = t
-        elif (known := self.tids.get((pc, t))) is not None:
-            tc = known
-        else:
-            n = self.n_tids.get(pc, 0)
-            tc = self.tids[(pc, t)] = self._next(n, "thread")
-            self.n_tids[pc] = n + 1
-        k = (pc << PID_SHIFT) | tc
-        try:
-            self.cache[(pid, tid)] = k
-        except TypeError:
-            pass
-        return k
 
 
 class _FileData:
@@ -202,7 +142,7 @@ def _read_one(path: Path) -> _FileData:
     fixed_names: list[str] = []  # names that needed clean_text
     cats: dict = {}
     flaws = _Flaws()
-    ids = _Ids(label)
+    ids = ThreadIds(label)
     key = ids.key
 
     def intern(nm: str) -> str:
