@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from workflow_runner import run_job
 
@@ -68,6 +69,27 @@ def test_gitlab_template_parses_and_says_what_it_must():
     assert "<!-- kbase-gate -->" in note and "merge_requests" in note
     for part in (script, note):  # every shell block is valid bash
         subprocess.run(["bash", "-n"], input=part, text=True, check=True)
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=lambda p: p.name)
+def test_ci_templates_hold_the_commands_they_document(path):
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    text = path.read_text(encoding="utf-8")
+    for needed in ('kbase snapshot out/train.sqlite --name "$KBASE_NAME"', "kbase gate",
+                   "--junit kbase-junit.xml", "--output kbase-report.json", "nsys export --type sqlite",
+                   "KBASE_DB", 'pip install "$KBASE_PIP_SPEC"', "--capture-range=cudaProfilerApi"):
+        assert needed in text, needed
+    if path.name == "kbase.yml":
+        job = next(iter(doc["jobs"].values()))
+        checkout = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
+        assert checkout["with"]["fetch-depth"] == 0
+        assert any(str(s.get("uses", "")).startswith("actions/upload-artifact") for s in job["steps"])
+        assert '--base-ref "origin/' in text
+    else:
+        job = doc["kbase-gate"]
+        assert job["artifacts"]["reports"]["junit"] == "kbase-junit.xml"
+        assert job["variables"]["GIT_DEPTH"] in (0, "0")
 
 
 # ------------------------------------------------------------------------------------------ runs

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import gc
 import json
-import shutil
-import subprocess
 import sys
 import uuid
 import xml.etree.ElementTree as ET
@@ -564,68 +562,3 @@ def test_repeat_captures_are_pooled(world, db):
     assert doc["before"]["baselines"] == ids["c1"] and len(ids["c1"]) == 2
     assert doc["before"]["units"] == 2 * doc["after"]["units"]
     assert any("pooled 2 repeat captures" in n for n in doc["notes"])
-
-
-# --------------------------------------------------------------------------- ci/ files
-
-
-CI_FILES = [REPO_ROOT / "ci" / "github" / "kbase.yml", REPO_ROOT / "ci" / "gitlab" / "kbase.gitlab-ci.yml"]
-
-
-def _yaml_loader():
-    """``yaml.safe_load``, or a system python3 that has PyYAML, or None."""
-    try:
-        import yaml
-
-        return yaml.safe_load
-    except ImportError:
-        pass
-    py = shutil.which("python3")
-    if py and subprocess.run([py, "-c", "import yaml"], capture_output=True).returncode == 0:
-        def load(text: str):
-            code = "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"
-            out = subprocess.run([py, "-c", code], input=text, capture_output=True, text=True, check=True)
-            return json.loads(out.stdout)
-
-        return load
-    return None
-
-
-@pytest.mark.parametrize("path", CI_FILES, ids=lambda p: p.name)
-def test_ci_yaml_parses(path):
-    load = _yaml_loader()
-    if load is None:
-        pytest.skip("PyYAML not available (neither in this environment nor a system python3)")
-    doc = load(path.read_text(encoding="utf-8"))
-    assert isinstance(doc, dict)
-    text = path.read_text(encoding="utf-8")
-    for needed in ('kbase snapshot out/train.sqlite --name "$KBASE_NAME"', "kbase gate",
-                   "--junit kbase-junit.xml", "--output kbase-report.json", "nsys export --type sqlite",
-                   "KBASE_DB", 'pip install "$KBASE_PIP_SPEC"', "--capture-range=cudaProfilerApi"):
-        assert needed in text, needed
-    if path.name == "kbase.yml":
-        job = next(iter(doc["jobs"].values()))
-        checkout = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
-        assert checkout["with"]["fetch-depth"] == 0
-        assert any(str(s.get("uses", "")).startswith("actions/upload-artifact") for s in job["steps"])
-        assert '--base-ref "origin/' in text
-    else:
-        job = doc["kbase-gate"]
-        assert job["artifacts"]["reports"]["junit"] == "kbase-junit.xml"
-        assert job["variables"]["GIT_DEPTH"] in (0, "0")
-
-
-def test_junit_tells_apart_two_regressed_kernels_with_one_short_name():
-    from kbase.analysis.names import short_id
-    from kbase.comparison.gate import Finding, FindingKind, Verdict
-    from kbase.enums import GateStatus
-    from kbase.render.junit import junit_xml
-
-    names = [f"void elementwise_kernel<{w}, Fill<float>>(int)" for w in (2, 4)]
-    rows = [{"name": n, "short_name": "elementwise_kernel", "class": "regressed", "delta_pct": 12.0,
-             "amdahl": "worth 1%", "diagnosis": "slower per launch"} for n in names]
-    failing = [Finding(kind=FindingKind.REGRESSED, name=n, short_name="elementwise_kernel") for n in names]
-    verdict = Verdict(status=GateStatus.FAIL, code=1, failing=failing)
-    suite = ET.fromstring(junit_xml({"kernels": rows}, verdict))
-    messages = [tc.find("failure").get("message") for tc in suite.iter("testcase")]
-    assert len(messages) == 2 and all(short_id(n) in m for n, m in zip(names, messages)), messages
