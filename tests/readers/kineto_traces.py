@@ -92,3 +92,29 @@ def folder_state(folder: Path) -> dict[str, str]:
         else:
             out[str(p.relative_to(folder))] = "dir"
     return out
+
+
+def attribute_steps(profile) -> tuple[dict, int]:
+    """Kernels -> ProfilerStep through the launch call, with pandas (as a consumer would): {step: (kernels,
+    ns)} and the kernels left out, an independent reference for the reader."""
+    import pandas as pd
+
+    k = profile.kernels
+    launched = k[k["launch_tid"] >= 0].sort_values("launch_start")
+    r = profile.ranges
+    steps = r[r["name"].str.fullmatch(r"ProfilerStep#\d+")].sort_values("start")
+    steps = steps.rename(columns={"start": "s_start", "end": "s_end", "name": "step"})
+    m = pd.merge_asof(
+        launched,
+        steps[["s_start", "s_end", "tid", "step"]],
+        left_on="launch_start",
+        right_on="s_start",
+        left_by="launch_tid",
+        right_by="tid",
+        direction="backward",
+    )
+    inside = m["step"].notna() & (m["launch_start"] < m["s_end"])
+    m = m[inside]
+    g = m.assign(dur=m["end"] - m["start"]).groupby("step")["dur"].agg(["size", "sum"])
+    per_step = {name: (int(row["size"]), int(row["sum"])) for name, row in g.iterrows()}
+    return per_step, len(k) - int(inside.sum())
