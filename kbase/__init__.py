@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from kbase.version import __version__
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
            "StoredRows", "__version__", "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare",

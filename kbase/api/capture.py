@@ -15,19 +15,19 @@ from kbase.settings import Settings
 
 if TYPE_CHECKING:
 
+    from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.classify import KernelKind
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
     from kbase.gitrepo import CommitInfo
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
-    from kbase.render.board import LeaderboardRows
     from kbase.store.engine import Store
     from kbase.store.models import Baseline
     from kbase.store.sqlite_read import BaselineRecord
 
     AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only SQLite path's record of it
-    AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``render.board``)
+    AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``analysis.board``)
 
 
 
@@ -63,7 +63,7 @@ def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False,
 
     if not sketches or per_gpu:
         return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds)
-    from kbase.comparison.sketch import window_sketches_and_keys
+    from kbase.analysis.sketch import window_sketches_and_keys
 
     sk, keys = window_sketches_and_keys(win)  # its sort spares the leaderboard its own (0.7 s at 10M launches)
     lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds)
@@ -168,8 +168,8 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
         with _store(settings, None) as st:
             return _save(st, lb, source, settings, commit, wkey, tags, note, force)
-    from kbase import __version__
     from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard
+    from kbase.version import __version__
 
     with _store(settings, store) as st:
         seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
@@ -217,9 +217,9 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
     or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
     very file (size, mtime, first/last 64 KiB) at ``commit`` with this window (``force``: whatever it holds).
     False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
-    from kbase import __version__
     from kbase.store.identity import sqlite_identity_lookup
-    from kbase.store.urls import sqlite_path
+    from kbase.store_urls import sqlite_path
+    from kbase.version import __version__
 
     db_file = sqlite_path(settings.store_url())
     if db_file is None:
@@ -279,7 +279,7 @@ class StoredRows:
 
 
 def baseline_rows(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredRows:
-    """``baseline(ref)`` as the renderers take it (``render.board.LeaderboardRows``): an ``@ID`` in a SQLite
+    """``baseline(ref)`` as the renderers take it (``analysis.board.LeaderboardRows``): an ``@ID`` in a SQLite
     store at the head schema is read without SQLAlchemy or pandas (``kbase show``); anything else (a
     revision, a missing id, another store) goes through ``baseline``."""
     settings = settings or Settings.load()
@@ -293,7 +293,7 @@ def baseline_rows(ref: str, settings: Settings | None = None, *, store: Store | 
         fast = _fast_read(settings, store, read)
         if fast is not None:
             return fast
-    from kbase.render.board import board_of
+    from kbase.analysis.board import board_of
 
     stored = baseline(ref, settings, store=store)
     return StoredRows(baseline=stored.baseline, leaderboard=board_of(stored.leaderboard))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kbase.comparison.result import KernelHistory
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
@@ -17,14 +17,6 @@ if TYPE_CHECKING:
 
 
 from kbase.api.common import _fast_read, _store
-
-
-@dataclass
-class KernelHistory:
-    query: str  # what was asked for
-    name: str  # the one stored kernel it names (full demangled name)
-    short_name: str
-    rows: list[dict[str, Any]]  # one record per baseline holding it, oldest first (plain rows: no pandas)
 
 
 def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,

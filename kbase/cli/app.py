@@ -255,7 +255,7 @@ def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int,
 
 def _version(value: bool) -> None:
     if value:
-        from kbase import __version__
+        from kbase.version import __version__
 
         print(f"kbase {__version__}")
         raise typer.Exit(0)

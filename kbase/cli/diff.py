@@ -30,8 +30,8 @@ from kbase.enums import DiffFormat, ListFormat
 from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError
 
 if TYPE_CHECKING:
-    from kbase.api import Comparison
     from kbase.comparison.gate import Verdict
+    from kbase.comparison.result import Comparison
     from kbase.settings import Settings
     from kbase.store.models import Acceptance
 

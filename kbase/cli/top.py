@@ -27,7 +27,7 @@ from kbase.cli.app import (
 from kbase.enums import LeaderboardFormat
 
 if TYPE_CHECKING:
-    from kbase.render.board import AnyLeaderboard
+    from kbase.analysis.board import AnyLeaderboard
 
 
 @app.command()
@@ -60,7 +60,7 @@ def top(
 
 def quiet_line(lb: AnyLeaderboard) -> str:
     """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
-    from kbase.render.board import board_of
+    from kbase.analysis.board import board_of
     from kbase.render.layout import inert
     from kbase.render.units import fmt_ns, fmt_pct
 

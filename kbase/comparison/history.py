@@ -15,8 +15,8 @@ from kbase.comparison.noise import history_noise
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from kbase.comparison.policy import Policy
     from kbase.comparison.resolve import Resolved
+    from kbase.policy import Policy
     from kbase.store.reader import StoreReader
 
 

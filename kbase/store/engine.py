@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kbase.errors import StoreError
 from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
 from kbase.store.schema_names import HEAD_REVISION
-from kbase.store.urls import is_memory, mask_url, normalize_url, sqlite_path
+from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine

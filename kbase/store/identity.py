@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 from kbase.errors import InputError
 
 if TYPE_CHECKING:
+    from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.render.board import LeaderboardRows
     from kbase.settings import Settings
 
 
 def _identity_key(profile: Path, settings: Settings) -> tuple | None:
     """(HEAD, probe, size, mtime, window, kbase version) of ``profile``, or None (no repository, an
     unreadable file: the reader reports it in its own words)."""
-    from kbase import __version__
     from kbase.readers.source import source_identity
+    from kbase.version import __version__
 
     head = head_commit(settings.repo)
     if head is None:
@@ -44,7 +44,7 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     (no store file, no repository, or a head-schema SQLite store: found or not); otherwise the caller
     asks ``stored_leaderboard_of`` (PostgreSQL, another schema, ``KBASE_NO_FAST_READ``)."""
     from kbase.store.sqlite_read import read_only
-    from kbase.store.urls import sqlite_path
+    from kbase.store_urls import sqlite_path
 
     url = settings.store_url()
     db_file = sqlite_path(url)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from kbase.comparison.side import Capture
+    from kbase.analysis.capture import Capture
     from kbase.store.models import Acceptance, Baseline
     from kbase.store.records import AcceptanceRecord, BaselineRecord
 
@@ -54,7 +54,7 @@ def as_reader(source: Engine | StoreReader) -> StoreReader:
 
 
 def load_capture(reader: StoreReader, b: Baseline | BaselineRecord) -> Capture:
-    """Baseline ``b`` as the comparison pools it (``side.Capture``), without pandas."""
+    """Baseline ``b`` as the comparison pools it (``analysis.capture.Capture``), without pandas."""
     from kbase.store.codec import capture_from_rows
 
     assert b.id is not None

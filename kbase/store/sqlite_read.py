@@ -33,11 +33,11 @@ from kbase.store.records import (  # noqa: F401 - BASELINE_FIELDS, Unreadable: r
     utc_datetime,
 )
 from kbase.store.schema_names import HEAD_REVISION, OWN_TABLES, SQLITE_INTERNAL_TABLES, name_hash
-from kbase.store.urls import sqlite_path
+from kbase.store_urls import sqlite_path
 
 if TYPE_CHECKING:
 
-    from kbase.render.board import LeaderboardRows
+    from kbase.analysis.board import LeaderboardRows
 
 T = TypeVar("T")
 
@@ -151,8 +151,8 @@ class SqliteReader:
     def leaderboard(self, b: BaselineRecord) -> LeaderboardRows:
         """``queries.load_leaderboard`` as rows: each value as the DataFrame path's records hold it (NULL
         per-iteration figures NaN, a NULL Amdahl ceiling infinite)."""
+        from kbase.analysis.board import LeaderboardRows, bounds_from_samples
         from kbase.analysis.summary import COLUMNS, LeaderboardSummary
-        from kbase.render.board import LeaderboardRows, bounds_from_samples
 
         sql = ("SELECT bk.gpus, bk.count, bk.total_ns, bk.avg_ns, bk.median_ns, bk.min_ns, bk.max_ns, bk.std_ns, "
                "bk.per_iter_ns, bk.count_per_iter, bk.share_window, bk.share_kernel, bk.amdahl_ceiling, "

@@ -145,12 +145,12 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     ``save_leaderboard`` stores a snapshot: its summary (window, GPUs, iteration keys: what the diff
     compares per iteration), per-iteration samples (float32, summed over GPUs) and launch sketches.
     """
-    from kbase import __version__
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
     from kbase.store.codec import fingerprint, name_hash
     from kbase.store.engine import write_transaction
     from kbase.store.models import BASELINE, BASELINE_KERNEL, KERNEL_NAME, Baseline
+    from kbase.version import __version__
 
     mix = _bulk_mix(n_kernels)
     names = [k.name for k in mix]
@@ -256,7 +256,7 @@ def _bulk_sketches(rng: np.random.Generator, total: np.ndarray, launches: np.nda
     kernel's mean with 0.5% chunk-to-chunk jitter; launches and time split evenly over the chunks."""
     from statistics import NormalDist
 
-    from kbase.comparison import sketch
+    from kbase.analysis import sketch
 
     z = np.array([NormalDist().inv_cdf(q) for q in sketch.QPOS])
     level = mean_ns[:, None] * (1 + 0.005 * rng.standard_normal((len(total), sketch.CHUNKS)))

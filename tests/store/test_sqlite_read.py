@@ -310,7 +310,7 @@ def test_stored_capture_from_a_record(store, bid):
     capture of the leaderboard ``queries.load_leaderboard`` builds (pandas) from the same baseline."""
     import numpy as np
 
-    from kbase.comparison.side import _TEXT, capture_of_leaderboard
+    from kbase.analysis.capture import CAPTURE_TEXT, capture_of_leaderboard
     from kbase.store import open_store, queries
     from kbase.store.reader import as_reader, load_capture
 
@@ -326,7 +326,7 @@ def test_stored_capture_from_a_record(store, bid):
         c = capture_of_leaderboard(queries.load_leaderboard(st.engine, bid))
     for other in (b, c):
         assert a.summary == other.summary and a.names.tolist() == other.names.tolist()
-        assert all(a.text[k].tolist() == other.text[k].tolist() for k in _TEXT)
+        assert all(a.text[k].tolist() == other.text[k].tolist() for k in CAPTURE_TEXT)
         for f in ("gpus", "count", "total_ns", "avg_ns", "std_ns", "iter_ns"):
             np.testing.assert_array_equal(getattr(a, f), getattr(other, f), err_msg=f)
         assert a.sketches.keys() == other.sketches.keys()
