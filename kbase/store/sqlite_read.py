@@ -3,7 +3,7 @@
 
 Why: importing SQLAlchemy and SQLModel costs ~0.4-0.6 s (pandas another ~0.6 s), more than the whole
 answer of these commands on a store of 10,000 baselines. SQLModel and Alembic stay the schema's source of
-truth: this path reads only a store that already is exactly at the head revision (``HEAD_REVISION``) and
+truth: this path reads only a store that already is exactly at the head revision (``schema_names.head_revision``) and
 holds only kbase's own tables (the rule of ``guard``), through a read-only connection (``mode=ro``:
 nothing is created, migrated or written). In every other case — no store, a foreign database, an older
 or newer schema, PostgreSQL, in-memory SQLite, a URL with options, a file that is locked or cannot be
@@ -32,7 +32,7 @@ from kbase.store.records import (  # noqa: F401 - BASELINE_FIELDS, Unreadable: r
     baseline_record,
     utc_datetime,
 )
-from kbase.store.schema_names import HEAD_REVISION, OWN_TABLES, SQLITE_INTERNAL_TABLES, name_hash
+from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES, head_revision, name_hash
 from kbase.store_urls import sqlite_path
 
 if TYPE_CHECKING:
@@ -280,7 +280,7 @@ def open_reader(url: str, busy_timeout_s: float | None = None) -> SqliteReader |
     except sqlite3.Error:
         conn.close()
         return None
-    if len(rows) != 1 or rows[0][0] != HEAD_REVISION:
+    if len(rows) != 1 or rows[0][0] != head_revision():
         conn.close()
         return None  # older (to migrate) or newer (refused) schema: the Alembic path says which
     return SqliteReader(conn)
