@@ -252,11 +252,11 @@ def acceptances(settings: Settings | None = None, *, all_workloads: bool = False
                 store: Store | None = None) -> list[Acceptance]:
     """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
     from kbase.store.engine import NoStoreError
-    from kbase.store.queries import list_acceptances
+    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return list_acceptances(st.engine, None if all_workloads else settings.workload, active_on)
+        return EngineReader(st.engine).list_acceptances(None if all_workloads else settings.workload, active_on)
     return []
 
 

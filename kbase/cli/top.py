@@ -54,7 +54,8 @@ def top(
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, db=db, window=window)
     with reading_progress(profile.name, quiet=quiet) as progress:
-        lb = kbase.top_rows(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store)
+        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store,
+                       stored_rows=True)
     emit_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
 
 

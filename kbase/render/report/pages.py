@@ -76,7 +76,7 @@ def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: 
         notes.append(f"{len(commits):,} commits drawn as {max_points:,} points: each point is the mean of about "
                      f"{len(commits) / max_points:.0f} consecutive commits (hover names them)")
     if not data.steps:
-        notes.append("no step markers: no change-point detection was run for this report")
+        notes.append("no step changes: kbase steps finds none over these baselines")
     rows = []
     labels = fig.distinct_labels([(k.name, k.short_name) for k in kernels_with_pages], limit=80)
     for k in kernels_with_pages:

@@ -77,7 +77,7 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
         shutil.copyfile(ASSETS / name, out_dir / "assets" / name)
     with_pages = data.kernels[:kernel_pages]
     nav = [("Trend", "index.html")]
-    if data.diff is not None:
+    if data.gate is not None:
         nav.append(("Diff", "diff.html"))
     if data.leaderboard is not None:
         nav.append(("Leaderboard", "leaderboard.html"))
@@ -93,8 +93,11 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
         written.append(path)
 
     write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
-    if data.diff is not None:
-        write("diff.html", "Diff", "diff.html", pages.diff_page(data.diff))
+    if data.gate is not None:
+        from kbase.render.diff import diff_doc
+
+        doc = diff_doc(data.gate.comparison, data.gate.verdict)  # as kbase gate --format json writes it
+        write("diff.html", "Diff", "diff.html", pages.diff_page(doc))
     if data.leaderboard is not None:
         write("leaderboard.html", "Leaderboard", "leaderboard.html", pages.leaderboard_page(data.leaderboard))
     for k in with_pages:
