@@ -121,6 +121,27 @@ def _verdict_html(doc: dict) -> str:
                                            if items else "") + "</div>")
 
 
+def gate_banner(doc: dict) -> str:
+    """The gate's verdict of the diff page's pair, at the top of every page: what ``kbase gate`` of that pair
+    says (status and exit code, failing and accepted kernels, the noise behind the decisions)."""
+    v = doc["verdict"]
+    short = {r["name"]: r["short_name"] for r in doc["kernels"]}
+
+    def kernels(names: list[str]) -> str:
+        return ", ".join(f'<span class="kernel" title="{html_text(n)}">{html_text(clip(short.get(n, n), 60))}</span>'
+                         for n in names)
+
+    head = {"pass": "PASS", "fail": "FAIL", "incomparable": "INCOMPARABLE", "warn-only": "FAIL (warn-only)"}
+    status = html_text(v["status"])
+    parts = [f"failing: {kernels(v['failing'])}" if v["failing"] else "",
+             f"accepted: {kernels([a['name'] for a in v['accepted']])}" if v["accepted"] else "",
+             *(html_text(n) for n in doc.get("notes", []) if n.startswith("noise: "))]
+    return (f'<div class="verdict gate-banner {status}" data-status="{status}" data-code="{int(v["code"])}">'
+            f'<a href="diff.html">gate {html_text((doc["before"].get("commit") or "")[:12])} → '
+            f'{html_text((doc["after"].get("commit") or "")[:12])}</a>: {head.get(v["status"], status)} '
+            f"(exit {int(v['code'])})" + "".join(f'<span class="part">; {x}</span>' for x in parts if x) + "</div>")
+
+
 def diff_page(doc: dict) -> tuple[str, dict]:
     b, a = doc["before"], doc["after"]
     totals = []
