@@ -176,7 +176,8 @@ def test_diff_page(browser, report, shots):
         bars = page.points("fig-diff")[0]
         changed = sum(1 for r in doc["kernels"] if r["class"] in ("regressed", "improved", "new", "gone"))
         assert bars >= changed + 2  # before, the changed kernels, (other), after
-        assert page.page.locator(".verdict.fail").count() == 1
+        assert page.page.locator(".verdict.fail:not(.gate-banner)").count() == 1  # the verdict and its reasons
+        assert page.page.locator(".gate-banner.fail").count() == 1  # the banner every page carries
         assert page.page.evaluate("document.querySelectorAll('#fig-diff .point').length") == bars
         page.shot(shots, "diff")
         assert not page.problems, page.problems
