@@ -234,7 +234,7 @@ def fpr(trials: int = 1000, kernels: int = 30) -> dict:
     kernels with 10-2,500 launches, a repeating mix of two shapes, 0.5-5% launch jitter, microsecond
     rounding and the ``run_noise`` run-to-run shift per capture; comparisons with any kernel flagged."""
     from kbase.comparison import noise, sketch
-    from kbase.comparison.policy import Policy
+    from kbase.policy import Policy
 
     pol = Policy()
     rng = np.random.default_rng(11)

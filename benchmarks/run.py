@@ -95,12 +95,12 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
 def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: int, log) -> Path:
     """A store of ``n`` baselines written by ``kbase.synth.history.write_bulk_history`` (cached)."""
     from kbase.store import open_store
-    from kbase.store.engine import HEAD_REVISION
+    from kbase.store.engine import head_revision
     from kbase.synth.history import write_bulk_history
 
     db = out / f"{name}.db"
     # v3: baselines with summaries and launch sketches (v2 stores compared nothing per iteration)
-    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": HEAD_REVISION, "v": 3}
+    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": head_revision(), "v": 3}
     side = out / f"{name}.json"
     if db.exists() and fresh(side, want):
         return db

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from kbase.version import __version__
 
 __all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
-           "StoredRows", "__version__", "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare",
+           "__version__", "accept", "acceptances", "baseline", "baselines", "compare",
            "find_kernel", "gate", "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove",
-           "report", "revoke", "snapshot", "steps", "top", "top_rows", "window"]
+           "report", "report_data", "revoke", "snapshot", "steps", "top", "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
@@ -23,11 +23,9 @@ if TYPE_CHECKING:
         Settings,
         SnapshotResult,
         StoredLeaderboard,
-        StoredRows,
         accept,
         acceptances,
         baseline,
-        baseline_rows,
         baselines,
         compare,
         find_kernel,
@@ -39,11 +37,11 @@ if TYPE_CHECKING:
         read,
         remove,
         report,
+        report_data,
         revoke,
         snapshot,
         steps,
         top,
-        top_rows,
         window,
     )
 

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kbase.analysis.spec import WindowSpec
-from kbase.comparison.policy import Policy, load_policy
 from kbase.errors import SettingsError
+from kbase.policy import Policy, load_policy
 
 DEFAULT_WORKLOAD = "default"
 DEFAULT_BUSY_TIMEOUT_S = 30.0
@@ -122,7 +122,7 @@ class Settings:
 
     def store_url(self) -> str:
         """The store's SQLAlchemy URL: ``db`` as given, else ``.kbase/kbase.db`` under the project root."""
-        from kbase.store.engine import normalize_url
+        from kbase.store_urls import normalize_url
 
         if self.db:
             return normalize_url(self.db)

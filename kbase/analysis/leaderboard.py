@@ -106,7 +106,7 @@ def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int,
     One sort of a composite (group << 40 | duration) key gives every group's durations in order
     (min, max, median by position); sums are bincounts. ~10x faster than a pandas groupby with
     median on 10M launches, and exact in integer ns. ``ordered``: those keys already sorted (the
-    launch sketches' sort gives them: ``comparison.sketch.window_sketches_and_keys``); consumed.
+    launch sketches' sort gives them: ``analysis.sketch.window_sketches_and_keys``); consumed.
     """
     dur = np.clip(dur, 0, (1 << 40) - 1, out=dur if dur.dtype == np.int64 else None).astype(np.int64, copy=False)
     count = np.bincount(group, minlength=n_groups).astype(np.int64)
@@ -172,7 +172,7 @@ def _texts(values: list[Any]) -> np.ndarray:
 def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.ndarray | None = None,
                       kinds: list[classify.KernelKind] | None = None) -> Leaderboard:
     """``sorted_keys``: the window's (name code << 40 | duration) keys in ascending order when already at
-    hand (``comparison.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
+    hand (``analysis.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
     ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand."""
     names = window.profile.columns.names
     codes = window.column("name")

@@ -19,17 +19,13 @@ from __future__ import annotations
 from kbase.api.capture import (
     SnapshotResult,
     StoredLeaderboard,
-    StoredRows,
     baseline,
-    baseline_rows,
     baselines,
     leaderboard,
     read,
     remove,
     snapshot,
-    stored_top,
     top,
-    top_rows,
     window,
 )
 from kbase.api.common import Progress, _store  # noqa: F401 - _store: an open-or-given store, for tests
@@ -43,10 +39,11 @@ from kbase.api.comparing import (
     kernel_pattern,
     revoke,
 )
-from kbase.api.kernels import KernelHistory, find_kernel, history, history_steps, report, steps
+from kbase.api.kernels import KernelHistory, find_kernel, history, history_steps, steps
+from kbase.api.reporting import report, report_data
 from kbase.settings import Settings
 
-__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "StoredRows",
-           "accept", "acceptances", "baseline", "baseline_rows", "baselines", "compare", "find_kernel", "gate",
-           "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove", "report", "revoke",
-           "snapshot", "steps", "stored_top", "top", "top_rows", "window"]
+__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
+           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
+           "kernel_pattern", "leaderboard", "read", "remove", "report", "report_data", "revoke", "snapshot", "steps",
+           "top", "window"]

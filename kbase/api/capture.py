@@ -8,26 +8,26 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
 
+    from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.classify import KernelKind
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
     from kbase.gitrepo import CommitInfo
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
-    from kbase.render.board import LeaderboardRows
     from kbase.store.engine import Store
     from kbase.store.models import Baseline
-    from kbase.store.sqlite_read import BaselineRecord
+    from kbase.store.sqlite_read import BaselineRecord, SqliteReader
 
     AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only SQLite path's record of it
-    AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``render.board``)
+    AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``analysis.board``)
 
 
 
@@ -63,7 +63,7 @@ def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False,
 
     if not sketches or per_gpu:
         return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds)
-    from kbase.comparison.sketch import window_sketches_and_keys
+    from kbase.analysis.sketch import window_sketches_and_keys
 
     sk, keys = window_sketches_and_keys(win)  # its sort spares the leaderboard its own (0.7 s at 10M launches)
     lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds)
@@ -91,43 +91,43 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
     return leaderboard(win, per_gpu=per_gpu, sketches=sketches, kinds=kinds)
 
 
+@overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None, sketches: bool = False, from_store: bool = False) -> Leaderboard:
-    """read -> window -> leaderboard of a profile (default: the settings' ``profile``). ``from_store``:
-    first look for this very file stored at the current commit with the same window (``stored_top``)."""
+        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
+        stored_rows: Literal[False] = False) -> Leaderboard: ...
+
+
+@overload
+def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
+        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
+        stored_rows: Literal[True]) -> AnyLeaderboard: ...
+
+
+def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
+        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
+        stored_rows: bool = False) -> AnyLeaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``).
+
+    ``from_store``: when this very file was snapshotted at the current commit with the same window by this
+    kbase version, its stored leaderboard instead (a cheap identity check finds it: size, mtime and a hash
+    of the first and last 64 KiB, no full read; nothing is created or migrated). ``stored_rows``: that
+    stored leaderboard may come back as the renderers take it (``analysis.board.LeaderboardRows``), read
+    from a SQLite store at the head schema without SQLAlchemy or pandas (``kbase top FILE`` of a stored
+    file answers at once); a computed one stays a ``Leaderboard``."""
+    from kbase.store.identity import stored_leaderboard_of, stored_rows_of
+
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
     if from_store and not per_gpu and not sketches:
-        stored = stored_top(path, settings)
+        decided = False
+        if stored_rows:
+            decided, rows = stored_rows_of(path, settings)
+            if rows is not None:
+                return rows
+        stored = None if decided else stored_leaderboard_of(path, settings)  # decided: looked already
         if stored is not None:
             return stored
     return _board(path, settings, progress, per_gpu=per_gpu, sketches=sketches)
-
-
-def top_rows(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-             progress: Progress | None = None, from_store: bool = True) -> AnyLeaderboard:
-    """``top`` as the renderers take it: when this very file is stored at the current commit with the same
-    window, its stored rows (from a SQLite store at the head schema without SQLAlchemy or pandas:
-    ``kbase top`` of a stored file answers at once); else ``top``'s leaderboard."""
-    settings = settings or Settings.load()
-    path = _profile_path(profile, settings)
-    if from_store and not per_gpu:
-        from kbase.store.identity import stored_rows_of
-
-        decided, rows = stored_rows_of(path, settings)
-        if rows is not None:
-            return rows
-        from_store = not decided  # the fast path looked already: no second identity check
-    return top(path, settings, per_gpu=per_gpu, progress=progress, from_store=from_store)
-
-
-def stored_top(profile: Path | str, settings: Settings | None = None) -> Leaderboard | None:
-    """The stored leaderboard of ``profile`` when a baseline of this file was taken at the current commit
-    with the same window settings by this kbase version, else None. A cheap identity check (size, mtime
-    and a hash of the first and last 64 KiB, no full read) finds it; nothing is created or migrated."""
-    from kbase.store.identity import stored_leaderboard_of
-
-    return stored_leaderboard_of(Path(profile), settings or Settings.load())
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
@@ -168,15 +168,17 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
         with _store(settings, None) as st:
             return _save(st, lb, source, settings, commit, wkey, tags, note, force)
-    from kbase import __version__
-    from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard
+    from kbase.store.queries import load_leaderboard
+    from kbase.store.reader import EngineReader
+    from kbase.version import __version__
 
     with _store(settings, store) as st:
-        seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
-                                                   wkey, __version__, settings.workload)
+        reader = EngineReader(st.engine)
+        seen = None if force else reader.find_by_identity(commit.hash, ident.probe, ident.size, ident.mtime_ns, wkey,
+                                                          __version__, settings.workload)
         if seen is not None:  # most likely stored already: the full sha256 decides before any reading
             source = describe_source(path, fmt, ident)
-            dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+            dup = reader.find_duplicate(settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
             lb = _board(path, settings, progress, fmt=fmt, sketches=True)
@@ -199,9 +201,11 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
 def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
           tags: list[str] | None, note: str, force: bool) -> SnapshotResult:
     """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
-    from kbase.store.queries import find_duplicate, load_leaderboard, save_leaderboard
+    from kbase.store.queries import load_leaderboard, save_leaderboard
+    from kbase.store.reader import EngineReader
 
-    dup = None if force else find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
+    dup = None if force else EngineReader(st.engine).find_duplicate(settings.workload, commit.hash, source.sha256,
+                                                                     wkey)
     if dup is not None and dup.id is not None:
         return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
     saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
@@ -217,9 +221,9 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
     or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
     very file (size, mtime, first/last 64 KiB) at ``commit`` with this window (``force``: whatever it holds).
     False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
-    from kbase import __version__
     from kbase.store.identity import sqlite_identity_lookup
-    from kbase.store.urls import sqlite_path
+    from kbase.store_urls import sqlite_path
+    from kbase.version import __version__
 
     db_file = sqlite_path(settings.store_url())
     if db_file is None:
@@ -246,25 +250,40 @@ def baselines(settings: Settings | None = None, *, workload: str | None = None, 
     if fast is not None:
         return fast
     from kbase.store.engine import NoStoreError
-    from kbase.store.queries import list_baselines
+    from kbase.store.reader import EngineReader
 
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return list_baselines(st.engine, workload=workload, branch=branch, commit_prefix=commit, limit=limit)
+        return EngineReader(st.engine).list_baselines(workload=workload, branch=branch, commit_prefix=commit,
+                                                      limit=limit)
     return []
 
 
 @dataclass
 class StoredLeaderboard:
-    baseline: Baseline
-    leaderboard: Leaderboard
+    baseline: AnyBaseline  # a ``Baseline``; its read-only record when read through the SQLite fast path
+    leaderboard: AnyLeaderboard  # a ``Leaderboard``; its rows when read through the SQLite fast path
 
 
-def baseline(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredLeaderboard:
-    """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload)."""
+def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = False,
+             store: Store | None = None) -> StoredLeaderboard:
+    """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload).
+    ``stored_rows``: an ``@ID`` in a SQLite store at the head schema is read without SQLAlchemy or pandas
+    (``kbase show``), as a ``BaselineRecord`` and ``LeaderboardRows`` (what the renderers take); anything
+    else (a revision, a missing id, another store) as a ``Baseline`` and ``Leaderboard``."""
+    settings = settings or Settings.load()
+    token = ref[1:] if ref.startswith("@") else ""
+    if stored_rows and token.isdigit() and token.isascii():
+
+        def read(rd: SqliteReader) -> StoredLeaderboard | None:
+            b = rd.get_baseline(int(token))
+            return None if b is None else StoredLeaderboard(baseline=b, leaderboard=rd.leaderboard_rows(b))
+
+        fast = _fast_read(settings, store, read)
+        if fast is not None:
+            return fast
     from kbase.comparison.resolve import parse_ref, resolve_baseline
     from kbase.store.queries import load_leaderboard
 
-    settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
         b = resolve_baseline(parse_ref(ref, profiles=False), st.engine, workload=settings.workload,
                              repo=settings.repo)
@@ -272,41 +291,15 @@ def baseline(ref: str, settings: Settings | None = None, *, store: Store | None 
         return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
 
 
-@dataclass
-class StoredRows:
-    baseline: AnyBaseline
-    leaderboard: LeaderboardRows
-
-
-def baseline_rows(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredRows:
-    """``baseline(ref)`` as the renderers take it (``render.board.LeaderboardRows``): an ``@ID`` in a SQLite
-    store at the head schema is read without SQLAlchemy or pandas (``kbase show``); anything else (a
-    revision, a missing id, another store) goes through ``baseline``."""
-    settings = settings or Settings.load()
-    token = ref[1:] if ref.startswith("@") else ""
-    if token.isdigit() and token.isascii():
-
-        def read(rd):
-            b = rd.get_baseline(int(token))
-            return None if b is None else StoredRows(baseline=b, leaderboard=rd.leaderboard(b))
-
-        fast = _fast_read(settings, store, read)
-        if fast is not None:
-            return fast
-    from kbase.render.board import board_of
-
-    stored = baseline(ref, settings, store=store)
-    return StoredRows(baseline=stored.baseline, leaderboard=board_of(stored.leaderboard))
-
-
 def remove(baseline_id: int, settings: Settings | None = None, *,
            confirm: Callable[[Baseline], bool] | None = None, store: Store | None = None) -> Baseline | None:
     """Delete one baseline by id; ``confirm(baseline)`` may veto (then None is returned)."""
-    from kbase.store.queries import delete_baseline, get_baseline
+    from kbase.store.queries import delete_baseline
+    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:
-        b = get_baseline(st.engine, baseline_id)
+        b = EngineReader(st.engine).baseline(baseline_id)
         if confirm is not None and not confirm(b):
             return None
         delete_baseline(st.engine, baseline_id, st.url)

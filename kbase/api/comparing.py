@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
+from kbase.comparison.result import Comparison, GateResult
 from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
 
-    from kbase.comparison.diff import DiffResult
-    from kbase.comparison.gate import Verdict
     from kbase.comparison.resolve import Resolved
     from kbase.store.engine import Store
     from kbase.store.models import Acceptance
@@ -28,14 +26,6 @@ from kbase.api.common import _fast_read, _store
 from kbase.api.kernels import find_kernel
 
 # ------------------------------------------------------------------------------------------ compare
-
-
-@dataclass
-class Comparison:
-    result: DiffResult
-    before: Resolved
-    after: Resolved
-    notes: list[str] = field(default_factory=list)
 
 
 def _pair(before: str | None, after: str | None, settings: Settings, base_ref: str | None,
@@ -144,12 +134,6 @@ def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
                                 + (f" ({why})" if why else ""))
 
 
-@dataclass
-class GateResult:
-    comparison: Comparison
-    verdict: Verdict
-
-
 def gate(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
          base_ref: str | None = None, strict: bool = False, allow_incomparable: bool = False,
          warn_only: bool = False, today: date | None = None, history_ref: str | None = None,
@@ -246,8 +230,8 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
     """Acknowledge a known regression: the gate lists matching regressions in ``(before, after]`` ranges
     containing ``rev`` as accepted, not failing, until ``expires``. ``pattern``: a glob, ``/regex/``, or
     a kernel name / ``#id`` (``kernel_pattern``)."""
-    from kbase.comparison.policy import check_pattern
     from kbase.gitrepo import author, open_repo, resolve_commit
+    from kbase.policy import check_pattern
     from kbase.store.models import Acceptance
     from kbase.store.queries import add_acceptance
 
@@ -268,11 +252,11 @@ def acceptances(settings: Settings | None = None, *, all_workloads: bool = False
                 store: Store | None = None) -> list[Acceptance]:
     """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
     from kbase.store.engine import NoStoreError
-    from kbase.store.queries import list_acceptances
+    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return list_acceptances(st.engine, None if all_workloads else settings.workload, active_on)
+        return EngineReader(st.engine).list_acceptances(None if all_workloads else settings.workload, active_on)
     return []
 
 

@@ -1,11 +1,10 @@
-"""Front door, kernels over history: one kernel over the stored baselines, kernel lookup, steps, the report."""
+"""Front door, kernels over history: one kernel over the stored baselines, kernel lookup, steps."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kbase.comparison.result import KernelHistory
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
@@ -13,18 +12,11 @@ if TYPE_CHECKING:
     from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.history import StepsReport
     from kbase.store.engine import Store
+    from kbase.store.reader import StoreReader
 
 
 
 from kbase.api.common import _fast_read, _store
-
-
-@dataclass
-class KernelHistory:
-    query: str  # what was asked for
-    name: str  # the one stored kernel it names (full demangled name)
-    short_name: str
-    rows: list[dict[str, Any]]  # one record per baseline holding it, oldest first (plain rows: no pandas)
 
 
 def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
@@ -33,11 +25,11 @@ def find_kernel(query: str, settings: Settings | None = None, *, workload: str |
     regex (``analysis.lookup``): (full name, short name); ``KernelNotFound`` (with suggestions) or
     ``AmbiguousKernel`` (with the candidates) otherwise."""
     from kbase.analysis.lookup import find_kernel as lookup
-    from kbase.store.queries import kernel_names
+    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
-        names, shorts = kernel_names(st.engine, workload)
+        names, shorts = EngineReader(st.engine).kernel_names(workload)
     k = lookup(query, names, shorts)
     return k.name, k.short
 
@@ -48,7 +40,7 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
     ``workload`` / ``branch`` when given)."""
     settings = settings or Settings.load()
 
-    def read(rd):  # the read-only SQLite path: the same two queries without SQLAlchemy
+    def read(rd: StoreReader) -> KernelHistory:  # either read path: the same two queries
         from kbase.analysis.lookup import find_kernel as lookup
 
         names, shorts = rd.kernel_names(workload)
@@ -59,12 +51,10 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
     fast = _fast_read(settings, store, read)
     if fast is not None:
         return fast
-    from kbase.store.queries import kernel_history_rows
+    from kbase.store.reader import EngineReader
 
     with _store(settings, store, readonly=True) as st:
-        name, short = find_kernel(kernel, settings, workload=workload, store=st)
-        rows = kernel_history_rows(st.engine, name, workload, branch).records()
-        return KernelHistory(query=kernel, name=name, short_name=short, rows=rows)
+        return read(EngineReader(st.engine))
 
 
 def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",
@@ -86,22 +76,3 @@ def history_steps(h: KernelHistory) -> list[KernelStep] | None:
     if len({r["workload"] for r in h.rows}) > 1 or len({r["branch"] for r in h.rows}) > 1:
         return None
     return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
-
-
-def report(out: Path | str, settings: Settings | None = None, *, workload: str | None = None,
-           branch: str | None = None, last: int | None = None, before: int = -2, after: int = -1,
-           overwrite: bool = False, store: Store | None = None) -> list[Path]:
-    """The static HTML report of a workload's history (``last`` commits), the diff of the commits at
-    positions ``before`` -> ``after`` (the latest pair by default) and the leaderboard of ``after``,
-    with detected steps marked; written into ``out``. Returns the pages written (index first)."""
-    from kbase.render.report import build_report
-    from kbase.render.report.data import load_report
-    from kbase.render.report.steps import find_steps
-
-    settings = settings or Settings.load()
-    with _store(settings, store, readonly=True) as st:
-        data = load_report(st.engine, workload, branch=branch, subjects_from=settings.repo, before=before,
-                           after=after, find_steps=find_steps, policy=settings.policy, limit_commits=last)
-    return build_report(data, Path(out), overwrite=overwrite)
-
-

@@ -161,37 +161,6 @@ def check_choice(value: str, choices: type[StrEnum], flag: str = "--format") -> 
         raise SettingsError(f"unknown value (choose one of {names})", field=flag.lstrip("-"), value=value) from None
 
 
-def check_writable(path: Path | str | None, field: str) -> None:
-    """Refuse, before any work is done or any verdict printed, an output file that cannot be written: its
-    folder missing or a file, the path a folder, or no write permission."""
-    from kbase.errors import SettingsError
-
-    if path is None or str(path) == "":
-        return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise SettingsError("is a directory, not a file", field=field, value=str(p))
-    if not parent.exists():
-        raise SettingsError(f"cannot be written: folder {parent} does not exist", field=field, value=str(p))
-    if not parent.is_dir():
-        raise SettingsError(f"cannot be written: {parent} is a file, not a folder", field=field, value=str(p))
-    target = p if p.exists() else parent
-    if not os.access(target, os.W_OK):
-        raise SettingsError(f"cannot be written: {target} is not writable", field=field, value=str(p))
-
-
-def write_output(path: Path | str, text: str, field: str, append: bool = False) -> None:
-    """Write (or append) an output file; a failure is one line naming the option, exit 2."""
-    from kbase.errors import SettingsError
-
-    try:
-        with open(path, "a" if append else "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise SettingsError(f"cannot be written ({exc.strerror})", field=field, value=str(path)) from None
-
-
 def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int | None:
     if limit is None:
         return table_default if fmt in ("table", "md") else None
@@ -255,7 +224,7 @@ def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int,
 
 def _version(value: bool) -> None:
     if value:
-        from kbase import __version__
+        from kbase.version import __version__
 
         print(f"kbase {__version__}")
         raise typer.Exit(0)

@@ -20,18 +20,16 @@ from kbase.cli.app import (
     WideOpt,
     app,
     check_choice,
-    check_writable,
     console,
     make_settings,
     window_options,
-    write_output,
 )
 from kbase.enums import DiffFormat, ListFormat
 from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError
 
 if TYPE_CHECKING:
-    from kbase.api import Comparison
     from kbase.comparison.gate import Verdict
+    from kbase.comparison.result import Comparison
     from kbase.settings import Settings
     from kbase.store.models import Acceptance
 
@@ -161,10 +159,11 @@ def gate(
     fmt = check_choice(fmt, DiffFormat)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if_no_baseline = check_choice(if_no_baseline, NoBaselinePolicy, flag="--if-no-baseline")
+    from kbase.render.gate_files import GateFiles, check_gate_files, write_gate_files
     from kbase.store.engine import NoStoreError
 
-    for path, field in ((output, "output"), (junit, "junit"), (summary, "step_summary"), (comment_md, "comment_md")):
-        check_writable(path, field)  # before any work: a bad path never follows a printed verdict
+    files = GateFiles(output=output, comment_md=comment_md, junit=junit, step_summary=summary)
+    check_gate_files(files)  # before any work: a bad path never follows a printed verdict
     try:
         result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
                             warn_only=warn_only, history_ref=history_ref)
@@ -174,19 +173,7 @@ def gate(
         _pass_without_baseline(str(exc), settings, comment_md, quiet)
         raise typer.Exit(0) from None
     verdict = result.verdict
-    doc = render_diff.diff_doc(result.comparison, verdict)
-    if output:  # files first: a write that fails after all is exit 2 with no verdict printed
-        write_output(output, render_diff.diff_json(doc) + "\n", "output")
-    if comment_md:
-        from kbase.render.comment import comment_markdown
-
-        write_output(comment_md, comment_markdown(doc), "comment_md")
-    if junit:
-        from kbase.render.junit import junit_xml
-
-        write_output(junit, junit_xml(doc, verdict), "junit")
-    if summary:
-        write_output(summary, render_diff.diff_md(doc, show_all, verdict), "step_summary", append=True)
+    doc = write_gate_files(result, files, show_all=show_all)  # files first: a failed write prints no verdict
     _emit(doc, result.comparison, fmt, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet)
     if fmt != DiffFormat.TABLE and not quiet:
         from kbase.render.safe import inert
@@ -211,7 +198,7 @@ def _nothing_to_compare(exc: Exception, a: str | None, b: str | None) -> bool:
 
 def _pass_without_baseline(reason: str, settings: Settings, comment_md: Path | None, quiet: bool) -> None:
     """--if-no-baseline pass: say so where CI shows it, and leave the comment saying why."""
-    from kbase.render.comment import no_baseline_markdown
+    from kbase.render.gate_files import write_no_baseline_comment
     from kbase.render.safe import inert
 
     text = f"no baseline to compare with, passing: {reason}"
@@ -226,7 +213,7 @@ def _pass_without_baseline(reason: str, settings: Settings, comment_md: Path | N
             head = commit_info(settings.repo).hash
         except InputError:
             head = "?"
-        write_output(comment_md, no_baseline_markdown(settings.workload, head, reason), "comment_md")
+        write_no_baseline_comment(comment_md, settings.workload, head, reason)
 
 
 @app.command()

@@ -21,17 +21,26 @@ def report(
     after: Annotated[int, typer.Option("--after", help="The diff page's after side (-1: the newest).")] = -1,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Write into a non-empty folder that does not hold a kbase report.")] = False,
+    allow_incomparable: Annotated[bool, typer.Option(
+        "--allow-incomparable", help="Judge the diff page's pair even if GPU/workload/window differ (as kbase gate "
+        "--allow-incomparable).")] = False,
+    history_ref: Annotated[str | None, typer.Option(
+        "--history-ref", help="History noise of the diff page from this branch's first-parent line (as kbase "
+        "gate --history-ref).")] = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """A static HTML report of a workload's history (one folder, opens from disk, no network): the
-    trend with detected steps, a page per top kernel, the latest diff and the newest leaderboard."""
+    trend with the steps of kbase steps, a page per top kernel, the gate of the latest pair (as kbase gate
+    states it) and the newest leaderboard."""
     import kbase
+    from kbase.render.report import build_report
 
     settings = make_settings(repo=repo, db=db, name=name)
-    pages = kbase.report(out, settings, workload=name, branch=branch, last=last, before=before, after=after,
-                         overwrite=overwrite)
+    data = kbase.report_data(settings, workload=name, branch=branch, last=last, before=before, after=after,
+                             allow_incomparable=allow_incomparable, history_ref=history_ref)
+    pages = build_report(data, out, overwrite=overwrite)
     if not quiet:
         from kbase.render.safe import inert
 

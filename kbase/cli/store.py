@@ -168,7 +168,7 @@ def show(
 
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    stored = kbase.baseline_rows(ref, settings)  # @ID on a SQLite store: no SQLAlchemy, no pandas
+    stored = kbase.baseline(ref, settings, stored_rows=True)  # @ID on a SQLite store: no SQLAlchemy, no pandas
     b = stored.baseline
     emit_leaderboard(stored.leaderboard, fmt, default_limit(fmt, limit),
                      title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})", extra={"baseline": baseline_dict(b)},

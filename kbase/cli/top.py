@@ -27,7 +27,7 @@ from kbase.cli.app import (
 from kbase.enums import LeaderboardFormat
 
 if TYPE_CHECKING:
-    from kbase.render.board import AnyLeaderboard
+    from kbase.analysis.board import AnyLeaderboard
 
 
 @app.command()
@@ -54,13 +54,14 @@ def top(
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, db=db, window=window)
     with reading_progress(profile.name, quiet=quiet) as progress:
-        lb = kbase.top_rows(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store)
+        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store,
+                       stored_rows=True)
     emit_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
 
 
 def quiet_line(lb: AnyLeaderboard) -> str:
     """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
-    from kbase.render.board import board_of
+    from kbase.analysis.board import board_of
     from kbase.render.layout import inert
     from kbase.render.units import fmt_ns, fmt_pct
 

@@ -32,10 +32,10 @@ from kbase.comparison.noise import (
     repeat_noise,
     z_threshold,
 )
-from kbase.comparison.policy import THRESHOLD_KEYS, Policy
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
+from kbase.policy import THRESHOLD_KEYS, Policy
 
 if TYPE_CHECKING:
     import pandas as pd

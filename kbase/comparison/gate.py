@@ -16,8 +16,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from kbase.comparison.diff import NO_KERNELS, DiffResult
-from kbase.comparison.policy import name_matches
 from kbase.enums import Confidence, ExitCode, GateStatus, KernelClass, NewKernelPolicy
+from kbase.policy import name_matches
 
 if TYPE_CHECKING:
     from kbase.store.models import Acceptance

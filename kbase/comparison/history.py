@@ -15,8 +15,8 @@ from kbase.comparison.noise import history_noise
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from kbase.comparison.policy import Policy
     from kbase.comparison.resolve import Resolved
+    from kbase.policy import Policy
     from kbase.store.reader import StoreReader
 
 
@@ -101,17 +101,19 @@ class StepsReport:
     notes: list[str] = field(default_factory=list)
 
 
-def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int, rev: str) -> StepsReport:
+def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None, *, last: int,
+                 rev: str) -> StepsReport:
     """Steps and creeps of every kernel over the last ``last`` baselines of ``workload`` on the
     first-parent line ending at ``rev`` (creation order without a repository), comparable with the
-    newest of them."""
-    from kbase.store.queries import level_rows, line_baselines
+    newest of them. ``source``: as ``noise_from_history``'s."""
+    from kbase.store.reader import as_reader
 
+    reader = as_reader(source)
     notes: list[str] = []
     commits = first_parent_line(repo, rev, 10 * last)
     if commits is None:
         notes.append("no git repository: baselines in creation order")
-    bs = line_baselines(engine, workload, commits=commits, limit=last)
+    bs = reader.line_baselines(workload, commits=commits, limit=last)
     if bs:
         kept = [b for b in bs if b.fingerprint == bs[-1].fingerprint]
         if len(kept) < len(bs):
@@ -124,7 +126,7 @@ def steps_report(engine: Engine, workload: str, repo: Path | None, *, last: int,
                          "ProfilerStep ranges), they store no time per iteration to follow")
             bs = [b for b in bs if b.aligned]
     ids = [b.id for b in bs if b.id is not None]
-    rows = level_rows(engine, ids) if ids else []
+    rows = reader.level_rows(ids) if ids else []
     names, levels = level_matrix(rows, ids)
     if not bs or not names:
         return StepsReport(workload=workload, commits=[], baselines=0, steps=[], notes=notes)

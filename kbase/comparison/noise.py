@@ -26,6 +26,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from kbase.analysis.sketch import QUANTILES
 from kbase.comparison import sketch
 from kbase.comparison.levels import level_noise
 from kbase.comparison.stats import t_two_sided_p, t_two_sided_quantile
@@ -95,7 +96,7 @@ def launch_estimate(before: np.ndarray | None, after: np.ndarray | None, resolut
 def launch_estimates(before: np.ndarray, after: np.ndarray, resolution_ns: float = 0.0) -> list[Estimate | None]:
     """``launch_estimate`` of every kernel's sketches ((k, CHUNKS, WIDTH) each side) at once."""
     rel, se, chunks = sketch.compare_many(before, after)
-    q = before[:, :, : sketch.QUANTILES].reshape(len(before), -1)
+    q = before[:, :, : QUANTILES].reshape(len(before), -1)
     have = np.isfinite(q)
     with np.errstate(divide="ignore", invalid="ignore"):
         typical = np.where(have, q, 0.0).sum(axis=1) / have.sum(axis=1)
@@ -104,7 +105,7 @@ def launch_estimates(before: np.ndarray, after: np.ndarray, resolution_ns: float
         if not math.isfinite(r) or not t > 0:
             out.append(None)
             continue
-        floor = resolution_ns / math.sqrt(12.0) / t / math.sqrt(c * sketch.QUANTILES)
+        floor = resolution_ns / math.sqrt(12.0) / t / math.sqrt(c * QUANTILES)
         out.append(Estimate(rel=r, se=max(s, floor), source="launches", n=c, df=float(c - 1)))
     return out
 

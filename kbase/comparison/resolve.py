@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -109,6 +110,25 @@ def _from_baselines(reader: StoreReader, bs: Sequence[Baseline | BaselineRecord]
                     notes=notes, label=label)
 
 
+FULL_HASH = re.compile(r"[0-9a-f]{40}")
+
+
+def _line_of(text: str, repo: Path | None) -> tuple[str, list[str]]:
+    """(commit, its first-parent line, itself first) of a revision. A full commit hash that git cannot read
+    here (no repository, a commit made in another clone: a CI artifact's store, ``kbase report`` of its
+    history) is taken as it is, with no ancestry: its own baselines or none."""
+    from kbase.gitrepo import first_parents, open_repo, resolve_commit
+
+    try:
+        repo_obj = open_repo(repo)
+        commit = resolve_commit(repo_obj, text).hexsha
+    except InputError:
+        if not FULL_HASH.fullmatch(text.lower()):
+            raise
+        return text.lower(), [text.lower()]
+    return commit, first_parents(repo_obj, commit, ANCESTRY_LIMIT)
+
+
 def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, repo: Path | None = None,
                    strict: bool = False) -> Resolved:
     """One side of a diff from the store (an Engine, or a ``StoreReader``: the read-only SQLite path): a
@@ -120,11 +140,7 @@ def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, rep
         assert ref.baseline_id is not None
         b = reader.baseline(ref.baseline_id)
         return _from_baselines(reader, [b], f"@{b.id} ({b.commit[:12]})", [])
-    from kbase.gitrepo import first_parents, open_repo, resolve_commit
-
-    repo_obj = open_repo(repo)
-    commit = resolve_commit(repo_obj, ref.text).hexsha
-    chain = first_parents(repo_obj, commit, ANCESTRY_LIMIT)
+    commit, chain = _line_of(ref.text, repo)
     found = reader.baselines_at(workload, chain)
     for skipped, c in enumerate(chain):
         if c in found:
@@ -141,13 +157,15 @@ def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, rep
                      f"{len(chain) - 1} first-parent ancestor(s); run kbase snapshot there first")
 
 
-def resolve_baseline(ref: Ref, engine: Engine, *, workload: str, repo: Path | None = None) -> Baseline:
+def resolve_baseline(ref: Ref, source: Engine | StoreReader, *, workload: str,
+                     repo: Path | None = None) -> Baseline | BaselineRecord:
     """A single stored baseline: ``@ID``, or the newest baseline of ``workload`` at a git revision."""
-    from kbase.store.queries import baselines_at, get_baseline
+    from kbase.store.reader import as_reader
 
+    reader = as_reader(source)
     if ref.kind == RefKind.BASELINE:
         assert ref.baseline_id is not None
-        return get_baseline(engine, ref.baseline_id)
+        return reader.baseline(ref.baseline_id)
     from kbase.gitrepo import open_repo, resolve_commit
 
     try:
@@ -157,7 +175,7 @@ def resolve_baseline(ref: Ref, engine: Engine, *, workload: str, repo: Path | No
             raise InputError(f"not a git revision; for baseline {ref.text} write @{ref.text}", field="ref",
                              value=ref.text) from None
         raise
-    found = baselines_at(engine, workload, [commit]).get(commit)
+    found = reader.baselines_at(workload, [commit]).get(commit)
     if not found:
         raise NoBaselineError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]})")
     return found[-1]

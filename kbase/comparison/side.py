@@ -4,7 +4,7 @@ Everything is per unit per GPU, where a unit is an iteration when every pooled w
 iteration-aligned, else one second of window: a kernel's time per unit, its launches per unit, its
 time per launch, and its per-iteration samples (one column per iteration of every pooled capture).
 
-A capture comes from a computed ``Leaderboard`` (``capture_of_leaderboard``) or straight from a
+A capture (``analysis.capture``) comes from a computed ``Leaderboard`` (``capture_of_leaderboard``) or from a
 baseline's stored rows (``store.codec.capture_from_rows``); pooling and the side are numpy only, so a
 diff of stored baselines never imports pandas (~0.3 s of a command's start).
 """
@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kbase.comparison import sketch
+from kbase.analysis.capture import CAPTURE_TEXT, Capture, capture_of_leaderboard
+from kbase.analysis.sketch import CHUNKS, QUANTILES, TOTAL, WIDTH
+from kbase.comparison.sketch import pool as pool_sketches
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.analysis.summary import LeaderboardSummary
 
 
 class Unit(StrEnum):
@@ -57,7 +58,6 @@ class KernelTotals:
 
 KERNEL_COLUMNS = ["short_name", "family", "category", "tc", "gpus", "count", "total_ns", "avg_ns", "std_ns",
                   "per_unit_ns", "count_per_unit"]
-_TEXT = ["short_name", "family", "category", "tc"]
 
 
 @dataclass(frozen=True)
@@ -115,45 +115,6 @@ class Side:
         return int(self.samples.shape[1])
 
 
-@dataclass
-class Capture:
-    """One capture's per-kernel figures, as a side pools them (rows in the leaderboard's order)."""
-
-    summary: LeaderboardSummary
-    names: np.ndarray  # object: full names
-    text: dict[str, np.ndarray]  # _TEXT columns (object)
-    gpus: np.ndarray
-    count: np.ndarray  # float
-    total_ns: np.ndarray
-    avg_ns: np.ndarray
-    std_ns: np.ndarray
-    # (names, summary.iteration_keys): ns per iteration summed over GPUs, 0 where a kernel had no launch
-    iter_ns: np.ndarray
-    sketches: dict[str, np.ndarray] = field(default_factory=dict)  # name -> launch sketch
-
-
-def capture_of_leaderboard(lb: Leaderboard) -> Capture:
-    """A computed (or stored, pandas-loaded) Leaderboard as a ``Capture``."""
-    names = np.asarray(lb.column("name"), dtype=object)
-    keys = [int(k) for k in lb.summary.iteration_keys]
-    iter_ns = np.zeros((len(names), len(keys)))
-    s_names = lb.sample_column("name")
-    if keys and len(s_names):
-        col_of = {k: i for i, k in enumerate(keys)}
-        row_of = {n: i for i, n in enumerate(names.tolist())}
-        col = np.fromiter((col_of.get(k, -1) for k in lb.sample_column("iteration").tolist()), dtype=np.int64)
-        row = np.fromiter((row_of.get(n, -1) for n in s_names.tolist()), dtype=np.int64)
-        keep = (col >= 0) & (row >= 0)
-        iter_ns[row[keep], col[keep]] = np.asarray(lb.sample_column("total_ns"), dtype=float)[keep]
-
-    def num(c: str) -> np.ndarray:
-        return np.asarray(lb.column(c), dtype=float)
-
-    return Capture(summary=lb.summary, names=names, text={c: np.asarray(lb.column(c), dtype=object) for c in _TEXT},
-                   gpus=np.asarray(lb.column("gpus")), count=num("count"), total_ns=num("total_ns"),
-                   avg_ns=num("avg_ns"), std_ns=num("std_ns"), iter_ns=iter_ns, sketches=lb.sketches)
-
-
 def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | None = None) -> Side:
     return side_from_captures([capture_of_leaderboard(lb) for lb in lbs], label, meta)
 
@@ -170,7 +131,7 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
     k = len(rows)
     index = np.empty(k, dtype=object)
     index[:] = list(rows)
-    text = {col: np.full(k, np.nan, dtype=object) for col in _TEXT}
+    text = {col: np.full(k, np.nan, dtype=object) for col in CAPTURE_TEXT}
     count, total, sumsq = np.zeros(k), np.zeros(k), np.zeros(k)
     gpus_max = np.zeros(k, dtype=np.int64)
     matrices: list[np.ndarray] = []  # per capture: (k, its iterations)
@@ -179,7 +140,7 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
     n_units = gpu_units = wall = 0.0
     totals = np.zeros(4)
     for c, pos in zip(reversed(caps), reversed(where)):  # reversed: the first capture's text wins
-        for col in _TEXT:
+        for col in CAPTURE_TEXT:
             v = c.text[col]
             have = np.fromiter((x is not None and x == x for x in v.tolist()), dtype=bool, count=len(v))
             text[col][pos[have]] = v[have]
@@ -233,25 +194,25 @@ def _chunk_matrix(c: Capture, gpus: int) -> tuple[list[str], np.ndarray]:
     """Without iteration markers: each kernel's launch-order chunk totals (from its sketch) as samples,
     ns per window-second per GPU (a chunk covers about 1/CHUNKS of the window)."""
     names = list(c.sketches)
-    per = c.summary.window_ns / 1e9 / sketch.CHUNKS * gpus
-    mat = np.stack([c.sketches[n][:, sketch.TOTAL] for n in names]) / per if names else np.zeros((0, 0))
+    per = c.summary.window_ns / 1e9 / CHUNKS * gpus
+    mat = np.stack([c.sketches[n][:, TOTAL] for n in names]) / per if names else np.zeros((0, 0))
     return names, mat
 
 
 def _pooled_sketches(index: np.ndarray, parts: list[dict[str, np.ndarray]]) -> np.ndarray | None:
     if not parts or not all(parts):
         return None
-    out = np.full((len(index), sketch.CHUNKS, sketch.WIDTH), np.nan)
+    out = np.full((len(index), CHUNKS, WIDTH), np.nan)
     for i, name in enumerate(index.tolist()):
         have = [p[name] for p in parts if name in p]
         if have:
-            out[i] = have[0] if len(have) == 1 else sketch.pool(have)
+            out[i] = have[0] if len(have) == 1 else pool_sketches(have)
     return out
 
 
 def _resolution(parts: list[dict[str, np.ndarray]]) -> float:
     """1000 when every sketched duration is a whole microsecond (Kineto's µs timestamps), else 1."""
-    q = [v[:, : sketch.QUANTILES] for p in parts for v in p.values()]
+    q = [v[:, :QUANTILES] for p in parts for v in p.values()]
     if not q:
         return 0.0
     allq = np.concatenate([x[np.isfinite(x)] for x in q])

@@ -146,8 +146,9 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
                       "by effect on the iteration)"), *TOP_HEAD,
                   *(_row(r, False, lb) for r, lb in zip(changed[:top], labels))]
     notes = diff_doc.get("notes", [])
+    notes = notes[:3] + [n for n in notes[3:] if n.startswith("noise: ")]  # the noise the verdict rests on, always
     if notes:
-        lines += ["", *(f"> {md_text(n, 300)}" for n in notes[:3])]
+        lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
     tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/2'))} · times are per iteration per GPU"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     full = [_row(r, True, lb) for r, lb in zip(changed, labels)]

@@ -20,8 +20,8 @@ from kbase.render.safe import md_text
 from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
-    from kbase.api import Comparison
     from kbase.comparison.resolve import Resolved
+    from kbase.comparison.result import Comparison
 
 ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough")] + ["diagnosis", "amdahl"]
 SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.IMPROVED, KernelClass.NEW, KernelClass.GONE)

@@ -17,8 +17,8 @@ from kbase.render.columns import Column
 from kbase.render.units import fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
-    from kbase.api import KernelHistory
     from kbase.comparison.changepoints import KernelStep
+    from kbase.comparison.result import KernelHistory
 
 HISTORY_SCHEMA = "kbase.history/1"
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -64,9 +64,9 @@ def _measures(**metrics) -> dict:
 
 
 def bmf_from_leaderboard(lb, workload: str, limit: int = 50) -> dict:
-    """BMF for one leaderboard (a ``Leaderboard`` or its rows, ``render.board``): its top ``limit`` kernels
+    """BMF for one leaderboard (a ``Leaderboard`` or its rows, ``analysis.board``): its top ``limit`` kernels
     (bounds: the lowest and highest iteration) and the total."""
-    from kbase.render.board import board_of
+    from kbase.analysis.board import board_of
 
     b = board_of(lb)
     bounds = b.bounds()
@@ -111,7 +111,7 @@ def _diff_rows(doc: dict, limit: int) -> list[dict]:
 
 def gab_from_leaderboard(lb, workload: str, limit: int = 30) -> list[dict]:
     """github-action-benchmark ``customSmallerIsBetter`` entries for one leaderboard."""
-    from kbase.render.board import board_of
+    from kbase.analysis.board import board_of
 
     b = board_of(lb)
     bounds = b.bounds()

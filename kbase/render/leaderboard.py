@@ -10,9 +10,9 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
+from kbase.analysis.board import AnyLeaderboard, LeaderboardRows, board_of, records  # noqa: F401 - records re-exported
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
-from kbase.render.board import AnyLeaderboard, LeaderboardRows, board_of, records  # noqa: F401 - records re-exported
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
 from kbase.render.units import fmt_ns, fmt_pct
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.summary import LeaderboardSummary
 
-# Renderers take a leaderboard as rows (``render.board``): a computed Leaderboard is converted at the
+# Renderers take a leaderboard as rows (``analysis.board``): a computed Leaderboard is converted at the
 # boundary, a stored one comes as rows from the store, so ``kbase show`` never needs pandas.
 
 LEADERBOARD_SCHEMA = "kbase.leaderboard/1"

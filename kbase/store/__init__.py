@@ -1,13 +1,16 @@
-"""Stage 4 — the baseline store: SQLModel tables (``models``), Alembic migrations (``migrations/``),
-opening and guarding a database (``engine``), the leaderboard <-> rows codec (``codec``) and the
-queries (``queries``).
+"""Stage 4 — the baseline store: SQLModel tables (``models``), Alembic migrations (the top-level
+``migrations/``, ``schema_names.migrations_dir``), opening and guarding a database (``engine``), the
+leaderboard <-> rows codec (``codec``), every read as one SQLAlchemy statement (``statements``) asked
+through one reader (``reader.StoreReader``: SQLAlchemy, or ``sqlite_read`` on the same statements'
+compiled SQLite text), and the writes (``queries``).
 
 Python: ``kbase.api`` is the front door (``kbase.snapshot``, ``kbase.baselines``, ``kbase.history``);
 this package is the layer under it::
 
     from kbase.store import open_store, queries
+    from kbase.store.reader import EngineReader
     with open_store(settings) as store:
-        rows = queries.list_baselines(store.engine, workload="train-8gpu")
+        rows = EngineReader(store.engine).list_baselines(workload="train-8gpu")
         lb = queries.load_leaderboard(store.engine, rows[0].id)
 """
 

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from kbase.analysis.capture import Capture
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.summary import LeaderboardSummary
-    from kbase.comparison.side import Capture
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
     from kbase.store.models import Baseline
@@ -93,7 +93,7 @@ def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], key
 
     import numpy as np
 
-    from kbase.comparison import sketch
+    from kbase.analysis import sketch
 
     s_names = lb.sample_column("name")
     packed: dict[str, tuple[bytes, bytes]] = {}
@@ -146,8 +146,8 @@ _ROW_COLS = ("name", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns
 def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
                  tags: list[str] | None = None, note: str = "") -> Baseline:
     """The ``Baseline`` row (not yet saved) of a leaderboard taken at ``commit``."""
-    from kbase import __version__
     from kbase.store.models import Baseline  # here: reading a stored leaderboard needs no SQLModel
+    from kbase.version import __version__
 
     s = lb.summary
     models = ",".join(s.gpu_models)
@@ -219,7 +219,7 @@ def stored_summary(b: Baseline | BaselineRecord) -> tuple[LeaderboardSummary, li
 
 def stored_sketches(names: list[str], blobs: list[Any]) -> dict[str, np.ndarray]:
     """name -> launch sketch of the kernel rows that hold a readable one."""
-    from kbase.comparison import sketch
+    from kbase.analysis import sketch
 
     out: dict[str, np.ndarray] = {}
     for name, blob in zip(names, blobs):
@@ -232,10 +232,10 @@ def stored_sketches(names: list[str], blobs: list[Any]) -> dict[str, np.ndarray]
 def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Capture:
     """Baseline ``b``'s kernel rows (``reader.kernel_rows``: ``frames.KERNEL_COLUMNS`` order) as the
     comparison's ``Capture``, without pandas: what ``leaderboard_from_rows`` then
-    ``side.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs."""
+    ``capture.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs."""
     import numpy as np
 
-    from kbase.comparison.side import _TEXT, Capture
+    from kbase.analysis.capture import CAPTURE_TEXT, Capture
     from kbase.store.frames import KERNEL_COLUMNS
 
     col = {c: i for i, c in enumerate(KERNEL_COLUMNS)}
@@ -251,7 +251,7 @@ def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Captur
 
     names = column("name")
     sketches = stored_sketches(names.tolist(), [r[col["launch_sketch"]] for r in rows])
-    return Capture(summary=s, names=names, text={c: column(c) for c in _TEXT}, gpus=column("gpus", np.int64),
+    return Capture(summary=s, names=names, text={c: column(c) for c in CAPTURE_TEXT}, gpus=column("gpus", np.int64),
                    count=column("count", float), total_ns=column("total_ns", float), avg_ns=column("avg_ns", float),
                    std_ns=column("std_ns", float), iter_ns=_iteration_matrix(rows, col, json.loads(b.iteration_keys),
                                                                              [int(k) for k in s.iteration_keys]),

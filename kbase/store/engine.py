@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
 from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
-from kbase.store.schema_names import HEAD_REVISION
-from kbase.store.urls import is_memory, mask_url, normalize_url, sqlite_path
+from kbase.store.schema_names import head_revision, migrations_dir
+from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
     from kbase.settings import Settings
 
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
-
-
-def migrations_dir() -> Path:
-    """The Alembic scripts ship inside the package (kbase/store/migrations), wheel or checkout."""
-    here = Path(__file__).resolve().parent / "migrations"
-    if not (here / "env.py").exists():
-        raise StoreError("kbase installation is missing its migrations directory")
-    return here
 
 
 def alembic_config(url: str):
@@ -239,7 +231,7 @@ def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engin
 
     engine = make_engine(url, busy_timeout_s)
     try:
-        if _stamped_revision(engine) == HEAD_REVISION:
+        if _stamped_revision(engine) == head_revision():
             return engine
         if sqlite_path(url) is None and not is_memory(url):
             check_server_database(engine, url)

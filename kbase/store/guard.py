@@ -11,7 +11,7 @@ from typing import Any
 
 from kbase.errors import StoreError
 from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES
-from kbase.store.urls import mask_url
+from kbase.store_urls import mask_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 from kbase.errors import InputError
 
 if TYPE_CHECKING:
+    from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.render.board import LeaderboardRows
     from kbase.settings import Settings
 
 
 def _identity_key(profile: Path, settings: Settings) -> tuple | None:
     """(HEAD, probe, size, mtime, window, kbase version) of ``profile``, or None (no repository, an
     unreadable file: the reader reports it in its own words)."""
-    from kbase import __version__
     from kbase.readers.source import source_identity
+    from kbase.version import __version__
 
     head = head_commit(settings.repo)
     if head is None:
@@ -44,7 +44,7 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     (no store file, no repository, or a head-schema SQLite store: found or not); otherwise the caller
     asks ``stored_leaderboard_of`` (PostgreSQL, another schema, ``KBASE_NO_FAST_READ``)."""
     from kbase.store.sqlite_read import read_only
-    from kbase.store.urls import sqlite_path
+    from kbase.store_urls import sqlite_path
 
     url = settings.store_url()
     db_file = sqlite_path(url)
@@ -59,7 +59,7 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     def rows(rd) -> list:  # a list: None from read_only means "this path does not apply"
         found = rd.find_by_identity(*key)
         b = None if found is None else rd.get_baseline(found)
-        return [] if b is None else [found, rd.leaderboard(b)]
+        return [] if b is None else [found, rd.leaderboard_rows(b)]
 
     got = read_only(url, settings.busy_timeout_s, rows)
     if got is None:
@@ -91,22 +91,23 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
 
     from kbase.errors import KbaseError
     from kbase.store.engine import open_store
-    from kbase.store.queries import find_by_identity, load_leaderboard
+    from kbase.store.queries import load_leaderboard
+    from kbase.store.reader import EngineReader
 
     try:
         with open_store(settings, migrate=False) as st:
-            b = find_by_identity(st.engine, head, size, mtime_ns, probe, wkey, version)
-            if b is None or b.id is None:
+            found = EngineReader(st.engine).find_by_identity(head, probe, size, mtime_ns, wkey, version)
+            if found is None:
                 return None
-            lb = load_leaderboard(st.engine, b.id)
+            lb = load_leaderboard(st.engine, found)
     except (KbaseError, SQLAlchemyError):
         return None  # an older or unreadable store: the file is read as usual
-    lb.notes.append(_note(b.id, head))
+    lb.notes.append(_note(found, head))
     return lb
 
 
 def sqlite_identity_lookup(db_file: Path, key: tuple) -> tuple[bool, int | None]:
-    """(decided, id): the id ``queries.find_by_identity`` would find (any workload) for ``key`` = (commit,
+    """(decided, id): the id ``reader.find_by_identity`` finds (any workload) for ``key`` = (commit,
     probe, size, mtime_ns, window, kbase version), by one read-only query through Python's sqlite3;
     ``decided`` False when the read-only path does not apply (another application's database, a store at
     another schema revision, one that cannot be read). Whatever ``KBASE_NO_FAST_READ`` says: it spares the

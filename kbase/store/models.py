@@ -5,7 +5,7 @@
   baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
 - ``BaselineKernel``: one leaderboard row per kernel per baseline, with its per-iteration samples
   packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``,
-  and its launch sketch (``comparison.sketch``: launch-duration quantiles per launch-order chunk).
+  and its launch sketch (``analysis.sketch``: launch-duration quantiles per launch-order chunk).
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
 All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.

@@ -3,7 +3,8 @@
 - ``generate_history``: a real git repository with ``commits`` commits, a generated Nsight Systems
   export per commit (its own noise seed) and a baseline of each stored with ``kbase.store.snapshot``
   at its commit, exactly as CI would. ``InjectedStep``s change one kernel's per-launch time from a
-  commit on (cumulative): the answer a change-point detector or the report's step markers must find.
+  commit on (cumulative): the answer a change-point detector or the report's step markers must find;
+  ``HistorySpec.changes`` change the capture itself from a commit on (a GPU model, the kernel mix).
   50 commits of a 2-GPU, 6-step capture take about 20 s.
 - ``write_bulk_history``: ``n`` baselines written straight into the store's tables in a few bulk
   inserts (no profile, no git): 10,000 baselines in seconds, for scale checks of readers of the store.
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +59,9 @@ class HistorySpec:
     extra_kernels: list[KernelSpec] = field(default_factory=list)  # added to the default mix
     spacing: timedelta = timedelta(hours=6)
     markers: bool = True  # False: exports without NVTX step markers (compared per window-second)
+    # ``ExportSpec`` fields set from a commit on (index -> fields; later entries win): another GPU model,
+    # kernels dropped or added (an algorithm swap), as such a commit would capture them
+    changes: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,9 +113,15 @@ def generate_history(root: Path, spec: HistorySpec | None = None) -> History:
             for s in spec.steps:
                 if s.at <= i:
                     slowdown[s.kernel] = slowdown.get(s.kernel, 1.0) * s.factor
+            changed: dict[str, Any] = {}
+            for at in sorted(c for c in spec.changes if c <= i):
+                changed.update(spec.changes[at])
+            for k, factor in changed.pop("slowdown", {}).items():  # on top of the injected steps'
+                slowdown[k] = slowdown.get(k, 1.0) * factor
             path = exports / f"c{i:03d}.sqlite"
             generate_export(path, ExportSpec(n_gpus=spec.n_gpus, iterations=spec.iterations, kernels=mix,
-                                             seed=1000 + i, slowdown=slowdown, nvtx=spec.markers), overwrite=True)
+                                             seed=1000 + i, slowdown=slowdown, nvtx=spec.markers, **changed),
+                            overwrite=True)
             res = kbase.snapshot(path, settings, rev=sha, store=opened)
             commits.append(sha)
             subjects.append(subject)
@@ -145,12 +156,12 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     ``save_leaderboard`` stores a snapshot: its summary (window, GPUs, iteration keys: what the diff
     compares per iteration), per-iteration samples (float32, summed over GPUs) and launch sketches.
     """
-    from kbase import __version__
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
     from kbase.store.codec import fingerprint, name_hash
     from kbase.store.engine import write_transaction
     from kbase.store.models import BASELINE, BASELINE_KERNEL, KERNEL_NAME, Baseline
+    from kbase.version import __version__
 
     mix = _bulk_mix(n_kernels)
     names = [k.name for k in mix]
@@ -256,7 +267,7 @@ def _bulk_sketches(rng: np.random.Generator, total: np.ndarray, launches: np.nda
     kernel's mean with 0.5% chunk-to-chunk jitter; launches and time split evenly over the chunks."""
     from statistics import NormalDist
 
-    from kbase.comparison import sketch
+    from kbase.analysis import sketch
 
     z = np.array([NormalDist().inv_cdf(q) for q in sketch.QPOS])
     level = mean_ns[:, None] * (1 + 0.005 * rng.standard_normal((len(total), sketch.CHUNKS)))

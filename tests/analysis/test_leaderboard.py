@@ -92,8 +92,8 @@ def test_leaderboard_from_the_sketch_sort_equals_its_own(tmp_path, spec):
     """A snapshot's leaderboard takes its sorted (kernel, duration) keys from the launch sketches' sort
     (CHUNKS sorted runs per kernel, merged): every figure equals the leaderboard's own sort, and the
     sketches equal those built alone."""
+    from kbase.analysis.sketch import window_sketches
     from kbase.api import capture
-    from kbase.comparison.sketch import window_sketches
 
     truth = generate_export(tmp_path / "e.sqlite", spec)
     settings = kbase.Settings.load(window={"warmup": 0})

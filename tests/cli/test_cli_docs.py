@@ -67,6 +67,6 @@ def test_internal_errors_are_exit_3(tmp_path, monkeypatch):
         raise RuntimeError("simulated")
 
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
-    monkeypatch.setattr(kbase.api, "top_rows", boom)  # the one call `kbase top` makes
+    monkeypatch.setattr(kbase.api, "top", boom)  # the one call `kbase top` makes
     r = runner.invoke(app, ["top", str(make_tiny_export(tmp_path / "t.sqlite"))])
     assert r.exit_code == 3 and "internal error: RuntimeError: simulated" in r.output

@@ -122,7 +122,7 @@ def test_accept_list_revoke_and_lookup(demo):
 
 
 def test_show_policy_is_toml_that_loads_back(demo, tmp_path):
-    from kbase.comparison.policy import load_policy
+    from kbase.policy import load_policy
 
     r = run_kbase("gate", "--show-policy", "--repo", str(demo["repo"]), "--max-increase-pct", "7.5",
                   "--ignore", "*memcpy*")

@@ -6,7 +6,7 @@ import re
 import typer.main
 
 from kbase.cli import app
-from kbase.comparison.policy import Policy
+from kbase.policy import Policy
 
 
 def test_policy_flag_defaults_in_help_match_the_policy():

@@ -46,18 +46,18 @@ def hist(tmp_path_factory):
 def _both(monkeypatch, tmp_path, args, files=()):
     """(exit code, stdout, stderr, files written) of ``kbase ARGS`` with the fast path on, then off; the
     fast run must never fall back to the SQLAlchemy reads."""
-    from kbase.store import queries
+    from kbase.store import reader
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     slow_reads = []
-    init = queries.EngineReader.__init__
+    init = reader.EngineReader.__init__
 
     def counted(self, engine):
         slow_reads.append(engine)
         init(self, engine)
 
-    monkeypatch.setattr(queries.EngineReader, "__init__", counted)
+    monkeypatch.setattr(reader.EngineReader, "__init__", counted)
     out = []
     for flag in ("", "1"):
         monkeypatch.setenv("KBASE_NO_FAST_READ", flag)

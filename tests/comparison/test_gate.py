@@ -341,7 +341,7 @@ def test_warn_only_reports_but_exits_0(world, db):
 def test_show_policy(world):
     import tomllib
 
-    from kbase.comparison.policy import THRESHOLD_KEYS, Policy
+    from kbase.policy import THRESHOLD_KEYS, Policy
 
     r = _kbase("gate", "--show-policy", "--repo", world.repo)
     assert r.rc == 0, r

@@ -108,8 +108,8 @@ def test_pick_noise_floor_raises_degrees_of_freedom():
 
 
 def test_policy_keys_for_the_noise_model():
-    from kbase.comparison.policy import Policy, load_policy
     from kbase.errors import InputError
+    from kbase.policy import Policy, load_policy
 
     p = load_policy({"fpr": 0.05, "run_noise": 0.001, "min_history": 8, "history_baselines": 30})
     assert (p.fpr, p.run_noise, p.min_history, p.history_baselines) == (0.05, 0.001, 8, 30)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from kbase.comparison import sketch
+from kbase.analysis import sketch
+from kbase.comparison import sketch as compared
 
 
 def _mixed(rng, n=400, slow=1.0):
@@ -49,18 +50,18 @@ def test_uniform_slowdown_of_a_shape_mix_is_measured_exactly():
     before = sketch.build_sketches(c, s, d, 1)[0]
     c2, s2, d2 = _mixed(np.random.default_rng(3), slow=1.03)  # another draw of the mix, 3% slower
     after = sketch.build_sketches(c2, s2, d2, 1)[0]
-    rel, se, chunks = sketch.compare(before, after)
+    rel, se, chunks = compared.compare(before, after)
     assert chunks == 8 and rel == pytest.approx(0.03, abs=0.004) and se < 0.005
     assert se < 0.03 * d.std() / d.mean()  # pooled launches: a spread of ~140% hides 3%; matched quantiles do not
     c3, s3, d3 = _mixed(np.random.default_rng(4))
-    rel0, se0, _ = sketch.compare(before, sketch.build_sketches(c3, s3, d3, 1)[0])
+    rel0, se0, _ = compared.compare(before, sketch.build_sketches(c3, s3, d3, 1)[0])
     assert abs(rel0) < 0.002 and abs(rel0) < 4 * se0 + 0.001
 
 
 def test_pool_averages_quantiles_and_sums_counts():
     a = sketch.build_sketches(np.zeros(16, dtype=np.int64), np.arange(16), np.full(16, 10.0), 1)[0]
     b = sketch.build_sketches(np.zeros(16, dtype=np.int64), np.arange(16), np.full(16, 20.0), 1)[0]
-    p = sketch.pool([a, b])
+    p = compared.pool([a, b])
     assert np.allclose(p[:, : sketch.QUANTILES], 15.0) and p[:, sketch.COUNT].sum() == 32
 
 
@@ -116,21 +117,21 @@ def test_outlier_chunks_are_gross_esd_outliers():
     rows[:150, 2] += rng.choice([-1, 1], 150) * rng.uniform(0.02, 0.3, 150)  # one gross or mild outlier
     rows[:60, 5] -= rng.uniform(0.05, 0.3, 60)  # a second one
     ok = np.ones_like(rows, dtype=bool)
-    got = sketch.outlier_chunks(rows, ok)
+    got = compared.outlier_chunks(rows, ok)
     assert got[:150].any() and not got[300:].any()
     for x, g in zip(rows, got):
         med = np.median(x)
         mad = np.median(np.abs(x - med))
-        want = {j for j in _esd_reference(x, sketch.OUTLIER_ALPHA, sketch.MAX_OUTLIERS)
-                if 0.6745 * abs(x[j] - med) > sketch.OUTLIER_MODIFIED_Z * mad}
+        want = {j for j in _esd_reference(x, compared.OUTLIER_ALPHA, compared.MAX_OUTLIERS)
+                if 0.6745 * abs(x[j] - med) > compared.OUTLIER_MODIFIED_Z * mad}
         assert set(np.flatnonzero(g)) == want
-    few = sketch.outlier_chunks(rows[:150, :5], ok[:150, :5])  # under MIN_CHUNKS_FOR_OUTLIERS: none dropped
+    few = compared.outlier_chunks(rows[:150, :5], ok[:150, :5])  # under MIN_CHUNKS_FOR_OUTLIERS: none dropped
     assert not few.any()
 
 
 def test_normal_chunks_are_rarely_left_out():
     rows = np.random.default_rng(9).normal(0, 0.01, (50_000, sketch.CHUNKS))
-    assert sketch.outlier_chunks(rows, np.ones_like(rows, dtype=bool)).any(axis=1).mean() < 0.01
+    assert compared.outlier_chunks(rows, np.ones_like(rows, dtype=bool)).any(axis=1).mean() < 0.01
 
 
 def test_one_odd_launch_per_capture_does_not_hide_a_uniform_slowdown():
@@ -146,8 +147,8 @@ def test_one_odd_launch_per_capture_does_not_hide_a_uniform_slowdown():
         return sketch.build_sketches(np.zeros(10, dtype=np.int64), np.arange(10), d * slow, 1)[0]
 
     before, after = capture(9, 1.0), capture(7, 1.03)
-    ratios = sketch.chunk_ratios(before, after)
-    rel, se, chunks = sketch.compare(before, after)
+    ratios = compared.chunk_ratios(before, after)
+    rel, se, chunks = compared.compare(before, after)
     assert chunks == 6 and rel == pytest.approx(0.03, abs=0.01) and rel / se > 4
     assert np.nanstd(ratios, ddof=1) / np.sqrt(8) > 3 * se  # what the plain standard error would have been
 

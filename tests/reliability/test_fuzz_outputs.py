@@ -185,12 +185,10 @@ def test_hostile_names_are_inert_in_every_format(base_export, tmp_path_factory, 
         assert r.rc == 0, r
         check_terminal(r.stdout + r.stderr, []) if fmt == "table" else check_markdown(r.stdout)
 
-    from kbase.render.report.data import load_report
+    import kbase
     from kbase.render.report.site import build_report
-    from kbase.store.engine import open_store
 
-    with open_store(db, readonly=True) as store:
-        data = load_report(store.engine)
+    data = kbase.report_data(kbase.Settings.load(db=db, repo=d))
     out = d / "report"
     build_report(data, out)
     for page in out.glob("*.html"):

@@ -141,10 +141,10 @@ def _empty_like(lb):
 def test_candidate_with_no_kernels_is_never_a_pass(tmp_path, aligned):
     from kbase.analysis.leaderboard import build_leaderboard
     from kbase.analysis.window import WindowSpec, select_window
-    from kbase.api import Comparison
     from kbase.comparison.diff import compute_diff
     from kbase.comparison.gate import INCOMPARABLE, REGRESSION, FindingKind, decide
     from kbase.comparison.resolve import Resolved
+    from kbase.comparison.result import Comparison
     from kbase.comparison.side import SideMeta, side_from_leaderboards
     from kbase.readers import read_profile
     from kbase.render import diff as render_diff

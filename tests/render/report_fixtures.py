@@ -1,9 +1,8 @@
 """Shared builders for the report tests: a 50-commit store with two injected steps, and a hostile kernel.
 
 ``build_history_report(root)`` generates the store with ``kbase.synth.history.generate_history``
-(about 20 s on 2 cores), loads it with ``kbase.render.report.data.load_report`` (the diff across the
-second step, commits 33 -> 34) and writes the report. The step markers are the injected truth
-until change-point detection exists.
+(about 20 s on 2 cores), loads it with ``kbase.report_data`` (the diff across the second step, commits
+33 -> 34: ``kbase gate`` of that pair; the step markers: ``kbase steps``) and writes the report.
 """
 
 from __future__ import annotations
@@ -31,19 +30,13 @@ def evil_kernel():
 
 
 def build_history_report(root: Path) -> HistoryReport:
-    from kbase.render.report.data import load_report
-    from kbase.render.report.model import StepMarker
+    import kbase
     from kbase.render.report.site import build_report
-    from kbase.store import open_store
     from kbase.synth.history import HistorySpec, generate_history
 
     history = generate_history(root / "history", HistorySpec(extra_kernels=[evil_kernel()]))
-    engine = open_store(history.db_url).engine
-    try:
-        second = history.steps[1].at
-        data = load_report(engine, history.workload, subjects_from=history.repo, before=second - 1, after=second)
-    finally:
-        engine.dispose()
-    data.steps = [StepMarker(s.at, s.kernel, (s.factor - 1) * 100) for s in history.steps]
+    second = history.steps[1].at
+    settings = kbase.Settings.load(repo=history.repo, db=history.db_url, name=history.workload)
+    data = kbase.report_data(settings, before=second - 1, after=second)
     out = root / "report"
     return HistoryReport(history=history, data=data, out=out, pages=build_report(data, out))

@@ -169,12 +169,15 @@ def test_kernel_page(browser, report, shots):
 def test_diff_page(browser, report, shots):
     page = _open(browser, report.out / "diff.html")
     try:
-        doc = report.data.diff
+        from kbase.render.diff import diff_doc
+
+        doc = diff_doc(report.data.gate.comparison, report.data.gate.verdict)
         assert doc["verdict"]["status"] == "fail"
         bars = page.points("fig-diff")[0]
         changed = sum(1 for r in doc["kernels"] if r["class"] in ("regressed", "improved", "new", "gone"))
         assert bars >= changed + 2  # before, the changed kernels, (other), after
-        assert page.page.locator(".verdict.fail").count() == 1
+        assert page.page.locator(".verdict.fail:not(.gate-banner)").count() == 1  # the verdict and its reasons
+        assert page.page.locator(".gate-banner.fail").count() == 1  # the banner every page carries
         assert page.page.evaluate("document.querySelectorAll('#fig-diff .point').length") == bars
         page.shot(shots, "diff")
         assert not page.problems, page.problems
@@ -210,7 +213,7 @@ def test_hostile_kernel_name_stays_text(browser, report):
 
 
 def test_ten_thousand_commits_draw_fast(browser, tmp_path, shots):
-    from kbase.render.report.data import load_series
+    import kbase
     from kbase.render.report.site import build_report
     from kbase.store import open_store
     from kbase.synth.history import write_bulk_history
@@ -220,7 +223,7 @@ def test_ten_thousand_commits_draw_fast(browser, tmp_path, shots):
         t0 = time.perf_counter()
         write_bulk_history(engine, 10_000, n_kernels=12, iterations=8, gpus=8)
         built = time.perf_counter() - t0
-        data = load_series(engine, "bulk", top_kernels=12)
+        data = kbase.report_data(kbase.Settings.load(db=str(engine.url), name="bulk"), top_kernels=12)
     finally:
         engine.dispose()
     assert len(data.commits) == 10_000

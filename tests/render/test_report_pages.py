@@ -16,7 +16,7 @@ from kbase.render.report.safe import html_text, plot_text, script_json
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     """Six commits, a step at commit 3, the hostile kernel; the report written."""
-    from kbase.render.report.data import load_report
+    import kbase
     from kbase.render.report.site import build_report
     from kbase.store import open_store
     from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
@@ -26,7 +26,7 @@ def small(tmp_path_factory):
     history = generate_history(root / "h", HistorySpec(commits=6, steps=[step], extra_kernels=[evil_kernel()]))
     engine = open_store(history.db_url).engine
     try:
-        data = load_report(engine, subjects_from=history.repo, before=2, after=3)
+        data = kbase.report_data(kbase.Settings.load(repo=history.repo, db=history.db_url), before=2, after=3)
         pages = build_report(data, root / "report")
         yield history, engine, data, root / "report", pages
     finally:
@@ -65,7 +65,8 @@ def test_loader_matches_the_stored_leaderboards(small):
     assert data.commits[4].kernel_ns == pytest.approx(lb.summary.kernel_ns_per_iter, rel=1e-9)
     step = next(k for k in data.kernels if k.name.startswith("nvjet_hsh_256x128"))
     assert step.per_iter_ns[3] / step.per_iter_ns[2] == pytest.approx(1.3, rel=0.05)
-    assert data.diff["verdict"]["status"] == "fail" and data.leaderboard.ref.commit == history.commits[3]
+    assert data.gate is not None and data.gate.verdict.status == "fail"
+    assert data.leaderboard.ref.commit == history.commits[3]
 
 
 def test_folder_layout(small):

@@ -1,13 +1,45 @@
 """Migrations: Alembic head, upgrades that keep every row, downgrade/upgrade round trips."""
 
 
-def test_head_revision_constant_matches_alembic_head():
-    """kbase.store.engine.HEAD_REVISION lets a command skip importing Alembic; it must be the real head."""
+def test_head_revision_read_from_the_scripts_is_alembics_head():
+    """``schema_names.head_revision`` (read from the scripts without Alembic) lets a command skip importing
+    Alembic; it must be the real head, of the one migrations folder alembic.ini names too."""
+    import configparser
+    from pathlib import Path
+
     from alembic.script import ScriptDirectory
 
-    from kbase.store.engine import HEAD_REVISION, alembic_config
+    from kbase.store.engine import alembic_config
+    from kbase.store.schema_names import head_revision, migrations_dir
 
-    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == HEAD_REVISION
+    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == head_revision()
+    repo = Path(__file__).resolve().parents[2]
+    assert migrations_dir() == repo / "migrations"  # the top-level folder of the design card
+    ini = configparser.ConfigParser()
+    ini.read(repo / "alembic.ini")
+    assert (repo / ini["alembic"]["script_location"]).resolve() == migrations_dir()
+    assert not (repo / "kbase" / "store" / "migrations").exists() and not (repo / "kbase" / "migrations").exists()
+
+
+def test_head_revision_follows_the_scripts(tmp_path, monkeypatch):
+    """A new script is the new head with no constant to edit; two heads are refused, not guessed."""
+    import shutil
+
+    from kbase.store import schema_names
+
+    fake = tmp_path / "migrations"
+    shutil.copytree(schema_names.migrations_dir(), fake)
+    (fake / "versions" / "0099_next.py").write_text('revision: str = "0099"\ndown_revision: str | None = "0008"\n')
+    monkeypatch.setattr(schema_names, "migrations_dir", lambda: fake)
+    schema_names.head_revision.cache_clear()
+    try:
+        assert schema_names.head_revision() == "0099"
+        (fake / "versions" / "0100_fork.py").write_text('revision = "0100"\ndown_revision = "0008"\n')
+        schema_names.head_revision.cache_clear()
+        with pytest.raises(schema_names.StoreError, match="2 heads"):
+            schema_names.head_revision()
+    finally:
+        schema_names.head_revision.cache_clear()
 
 
 import pytest
@@ -91,7 +123,7 @@ def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_l
 
     engine = kdb.open_store(url).engine  # a newer kbase opens it: upgraded to head automatically
     current, head, _ = kdb.schema_state(engine, url)
-    assert current == head == kdb.HEAD_REVISION
+    assert current == head == kdb.head_revision()
     assert _dump(engine) == before
     with engine.connect() as conn:  # every row kept; the duplicate is copy 1 of the same capture
         copies = conn.execute(text("SELECT id, capture_copy FROM baseline ORDER BY id")).fetchall()
@@ -120,12 +152,12 @@ def test_downgrade_upgrade_round_trips(url, two_leaderboards):
     assert kdb.schema_state(engine, url)[0] == FIRST
     assert _dump(engine) == before  # the downgrade only drops the acceptance table
     kdb.upgrade(engine, url)
-    assert kdb.schema_state(engine, url)[0] == kdb.HEAD_REVISION
+    assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
     assert _dump(engine) == before
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "base")
     assert kdb.schema_state(engine, url)[0] is None
     kdb.upgrade(engine, url)
-    assert kdb.schema_state(engine, url)[0] == kdb.HEAD_REVISION
+    assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
     engine.dispose()

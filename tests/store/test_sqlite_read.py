@@ -75,10 +75,11 @@ def test_record_fields_are_the_models_columns():
     from kbase.store.models import BASELINE
 
     assert list(BASELINE_FIELDS) == [c.name for c in BASELINE.columns]
-    from kbase.store import sqlite_read
+    from kbase.store.read_sql import SQL
 
-    for sql in (sqlite_read._GET_BASELINE, sqlite_read._LIST_BASELINES):
-        assert sql.startswith("SELECT " + ", ".join(f'"{f}"' for f in BASELINE_FIELDS) + " FROM baseline ")
+    for name in ("baseline", "baselines", "baselines_at", "duplicate_baseline", "line_baselines_at"):
+        assert SQL[name].startswith("SELECT " + ", ".join(f"baseline.{f}" if f != "commit" else 'baseline."commit"'
+                                                          for f in BASELINE_FIELDS) + " \nFROM baseline ")
     assert dataclasses.is_dataclass(BaselineRecord)
 
 
@@ -116,11 +117,13 @@ def test_show_rows_equal_the_dataframe_path(store, bid):
 
     url, _, _ = store
     settings = kbase.Settings.load(db=url)
-    fast = kbase.baseline_rows(f"@{bid}", settings)
-    assert isinstance(fast.baseline, BaselineRecord)
+    from kbase.analysis.board import LeaderboardRows, board_of
+
+    fast = kbase.baseline(f"@{bid}", settings, stored_rows=True)
+    assert isinstance(fast.baseline, BaselineRecord) and isinstance(fast.leaderboard, LeaderboardRows)
     with open_store(url) as st:
-        slow = kbase.baseline_rows(f"@{bid}", settings, store=st)
-    a, b = fast.leaderboard, slow.leaderboard
+        slow = kbase.baseline(f"@{bid}", settings, stored_rows=True, store=st)
+    a, b = fast.leaderboard, board_of(slow.leaderboard)
     assert a.columns == b.columns and a.summary == b.summary and a.notes == b.notes
     assert len(a.rows) == len(b.rows)
     for ra, rb in zip(a.rows, b.rows):
@@ -172,11 +175,13 @@ def test_list_and_history_output_is_byte_identical(store, monkeypatch, args):
 
 def test_kernel_history_reads_kernel_rows_from_the_index_alone(store):
     """``kbase history`` over 10,000 baselines: one index range (0008), not a page read per baseline."""
-    from kbase.store.sqlite_read import KERNEL_HISTORY_SQL
+    from kbase.store.read_sql import SQL
+    from kbase.store.sqlite_read import bind
 
     conn = sqlite3.connect(store[0].removeprefix("sqlite:///"))
+    args = {"name_hash": "x", "any_workload": False, "workload": "", "any_branch": False, "branch": ""}
     try:
-        plan = " | ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + KERNEL_HISTORY_SQL, ["x", 0, "", 0, ""]))
+        plan = " | ".join(r[-1] for r in conn.execute(*bind("EXPLAIN QUERY PLAN " + SQL["kernel_history"], args)))
     finally:
         conn.close()
     assert "bk USING COVERING INDEX ix_baseline_kernel_history" in plan, plan
@@ -243,7 +248,8 @@ def both_readers(store, tmp_path):
 
     from kbase.store import open_store
     from kbase.store.models import Acceptance
-    from kbase.store.queries import EngineReader, add_acceptance
+    from kbase.store.queries import add_acceptance
+    from kbase.store.reader import EngineReader
 
     url, _, _ = store
     shutil.copy(url.removeprefix("sqlite:///"), tmp_path / "acc.db")
@@ -310,7 +316,7 @@ def test_stored_capture_from_a_record(store, bid):
     capture of the leaderboard ``queries.load_leaderboard`` builds (pandas) from the same baseline."""
     import numpy as np
 
-    from kbase.comparison.side import _TEXT, capture_of_leaderboard
+    from kbase.analysis.capture import CAPTURE_TEXT, capture_of_leaderboard
     from kbase.store import open_store, queries
     from kbase.store.reader import as_reader, load_capture
 
@@ -322,11 +328,11 @@ def test_stored_capture_from_a_record(store, bid):
     finally:
         fast.close()
     with open_store(url) as st:
-        b = load_capture(as_reader(st.engine), queries.get_baseline(st.engine, bid))
+        b = load_capture(as_reader(st.engine), as_reader(st.engine).baseline(bid))
         c = capture_of_leaderboard(queries.load_leaderboard(st.engine, bid))
     for other in (b, c):
         assert a.summary == other.summary and a.names.tolist() == other.names.tolist()
-        assert all(a.text[k].tolist() == other.text[k].tolist() for k in _TEXT)
+        assert all(a.text[k].tolist() == other.text[k].tolist() for k in CAPTURE_TEXT)
         for f in ("gpus", "count", "total_ns", "avg_ns", "std_ns", "iter_ns"):
             np.testing.assert_array_equal(getattr(a, f), getattr(other, f), err_msg=f)
         assert a.sketches.keys() == other.sketches.keys()

@@ -29,6 +29,7 @@ from kbase.errors import InputError, StoreError
 from kbase.readers import source
 from kbase.store import open_store as store_open
 from kbase.store import queries
+from kbase.store.reader import EngineReader
 from kbase.synth.generate import ExportSpec, generate_export
 
 from conftest import REPO, run_kbase, snap
@@ -246,7 +247,7 @@ def table_records(lb) -> list[dict]:
 def baseline_rows(url: str, **filters) -> list:
     engine = engine_for(url)
     try:
-        return queries.list_baselines(engine, **filters)
+        return EngineReader(engine).list_baselines(**filters)
     finally:
         engine.dispose()
 
@@ -261,7 +262,7 @@ def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a,
     engine = engine_for(store_url)
     try:
         lb = queries.load_leaderboard(engine, res.baseline.id)
-        b = queries.get_baseline(engine, res.baseline.id)
+        b = EngineReader(engine).baseline(res.baseline.id)
     finally:
         engine.dispose()
     assert list(lb.table.columns) == COLUMNS

@@ -1,5 +1,6 @@
-"""The built wheel works outside the source tree: its migrations ship inside it (``kbase/migrations``),
-so a new store is created and migrated to head by an installed ``kbase``.
+"""The built wheel works outside the source tree: the top-level ``migrations/`` (the one copy of the Alembic
+scripts) ships inside it as ``kbase/migrations``, so an installed ``kbase`` creates a new store at head and
+upgrades a store made at the first revision (0001).
 
 Offline by design: the wheel is built without build isolation (the dev environment's hatchling) and
 installed with ``--no-deps --no-index`` into a fresh virtual environment; that environment finds
@@ -60,14 +61,15 @@ def build_wheel(outdir: Path) -> Path:
 def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     wheel = build_wheel(tmp_path / "dist")
 
-    # the migrations are inside the package, not a top-level "migrations" package
+    # the top-level migrations/ is inside the package, not a top-level "migrations" package
     names = zipfile.ZipFile(wheel).namelist()
-    assert "kbase/store/migrations/env.py" in names
-    versions = sorted(
-        Path(src) for src in (REPO / "kbase" / "store" / "migrations" / "versions").glob("*.py"))
+    assert "kbase/migrations/env.py" in names and "kbase/migrations/script.py.mako" in names
+    versions = sorted(Path(src) for src in (REPO / "migrations" / "versions").glob("*.py"))
     assert versions
     for v in versions:
-        assert f"kbase/store/migrations/versions/{v.name}" in names
+        assert f"kbase/migrations/versions/{v.name}" in names
+    assert [n for n in names if "/migrations/" in n] == [f"kbase/migrations/{n}" for n in (
+        "env.py", "script.py.mako", *(f"versions/{v.name}" for v in versions))], "one copy of the migrations"
     assert not [n for n in names if n.startswith("migrations/")], (
         "wheel installs a top-level migrations package")
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
@@ -96,7 +98,7 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     assert res.returncode == 0, res.stderr
     pkg_file, mig_dir = (Path(line) for line in res.stdout.split())
     assert pkg_file.is_relative_to(site), f"imported kbase from {pkg_file}, not the wheel"
-    assert mig_dir == site / "kbase" / "store" / "migrations"
+    assert mig_dir == site / "kbase" / "migrations"
 
     export = work / "w.sqlite"
     generate_export(export, ExportSpec(n_gpus=2, iterations=4))
@@ -124,3 +126,29 @@ def test_wheel_ships_migrations_and_migrates_a_new_store(tmp_path):
     assert res.returncode == 0, res.stderr
     assert '"workload": "wheel"' in res.stdout
     assert not (work / ".kbase").exists()
+
+    # a store created at the first revision by the installed scripts, then upgraded by the installed kbase
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    make_first = ("import sys; from alembic import command; from kbase.store.engine import alembic_config; "
+                  "command.upgrade(alembic_config(sys.argv[1]), '0001')")
+    res = run([vpy, "-c", make_first, old], cwd=work, env=env)
+    assert res.returncode == 0, res.stderr
+    res = run([kbase, "db", "current", "--db", old], cwd=work, env=env)
+    assert res.returncode == 0 and f"revision 0001, head {head}" in res.stdout, res.stdout + res.stderr
+    res = run([kbase, "db", "upgrade", "--db", old], cwd=work, env=env)
+    assert res.returncode == 0, res.stderr
+    res = run([kbase, "db", "current", "--db", old], cwd=work, env=env)
+    assert "up to date" in res.stdout and f"revision {head}, head {head}" in res.stdout, res.stdout
+
+    # and one holding a baseline, taken back to 0001 and opened by a command: upgraded, nothing lost
+    to_first = ("import sys; from alembic import command; from kbase.store.engine import alembic_config; "
+                "command.downgrade(alembic_config(sys.argv[1]), '0001')")
+    res = run([vpy, "-c", to_first, db], cwd=work, env=env)
+    assert res.returncode == 0, res.stderr
+    res = run([kbase, "db", "current", "--db", db], cwd=work, env=env)
+    assert f"revision 0001, head {head}" in res.stdout, res.stdout
+    res = run([kbase, "list", "--db", db, "--format", "json"], cwd=work, env=env)
+    assert res.returncode == 0, res.stderr
+    assert '"workload": "wheel"' in res.stdout
+    res = run([kbase, "db", "current", "--db", db], cwd=work, env=env)
+    assert f"revision {head}, head {head}" in res.stdout, res.stdout

@@ -10,6 +10,7 @@ import pytest
 
 from kbase.store import open_store as store_open
 from kbase.store import queries
+from kbase.store.reader import EngineReader
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 from conftest import run_kbase
@@ -34,7 +35,7 @@ def _snapshot(export: Path, db: str, *extra: str):
     _st = store_open(db)
     engine, _ = _st.engine, _st.url
     try:
-        (b,) = queries.list_baselines(engine, limit=1)
+        (b,) = EngineReader(engine).list_baselines(limit=1)
         return b, queries.load_leaderboard(engine, b.id)
     finally:
         engine.dispose()

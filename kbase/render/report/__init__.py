@@ -1,7 +1,7 @@
 """``kbase report``: a static HTML site of a workload's history, a diff and a leaderboard.
 
 - ``model``: the input, as plain dataclasses (``ReportData`` and its parts);
-- ``data``: builds ``ReportData`` from a store (SQLAlchemy Core; swap it without touching the HTML);
+- ``kbase.report_data`` (``kbase.api.reporting``) builds it: the diff is ``kbase.gate``'s, the steps ``kbase.steps``';
 - ``site.build_report(data, out_dir)``: writes the folder (pages, vendored plotly-basic, manifest).
 
 Nothing heavy is imported here: ``import kbase.render.report`` costs only the dataclasses.

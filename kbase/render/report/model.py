@@ -1,9 +1,10 @@
 """What the HTML report draws: plain typed dataclasses, with no store, SQL or HTML in them.
 
-``kbase.render.report.data`` builds a :class:`ReportData` from a store; the renderer
-(``kbase.render.report.site.build_report``) only reads these objects, so the query layer can be
-swapped without touching the HTML. Every time is nanoseconds **per iteration per GPU** (the unit of
-``kbase diff``), or per window-second for a capture without an iteration marker (``unit``).
+``kbase.report_data`` (``kbase.api.reporting``) builds a :class:`ReportData` — its diff is the ``GateResult``
+of ``kbase.gate``, its steps those of ``kbase.steps`` — and the renderer (``site.build_report``) only
+formats these objects: the report states what the CLI states. Every time is nanoseconds **per iteration
+per GPU** (the unit of ``kbase diff``), or per window-second for a capture without an iteration marker
+(``unit``).
 
 Names (kernel names, commit subjects, branch names) come from profiles and git and are untrusted:
 the renderer escapes them; nothing here needs to.
@@ -12,6 +13,10 @@ the renderer escapes them; nothing here needs to.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbase.comparison.result import GateResult
 
 REPORT_SCHEMA = "kbase.report/1"
 
@@ -60,7 +65,7 @@ class KernelSeries:
 
 @dataclass(frozen=True)
 class StepMarker:
-    """A detected (or known) step in a series, drawn as a vertical line at ``index``."""
+    """A step (``kbase steps``) in a series, drawn as a vertical line at ``index``."""
 
     index: int  # position in ReportData.commits of the first commit after the step
     kernel: str | None  # full kernel name; None: the total kernel time
@@ -111,7 +116,7 @@ class ReportData:
     branch: str | None = None
     title: str = ""
     steps: list[StepMarker] = field(default_factory=list)
-    diff: dict | None = None  # a kbase.diff/2 document (kbase.render.diff.diff_doc), verdict included
+    gate: GateResult | None = None  # kbase.gate of the diff page's pair (None: no diff page)
     leaderboard: LeaderboardView | None = None
     generated_at: str = ""  # ISO 8601
     notes: list[str] = field(default_factory=list)

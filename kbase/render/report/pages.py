@@ -76,7 +76,7 @@ def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: 
         notes.append(f"{len(commits):,} commits drawn as {max_points:,} points: each point is the mean of about "
                      f"{len(commits) / max_points:.0f} consecutive commits (hover names them)")
     if not data.steps:
-        notes.append("no step markers: no change-point detection was run for this report")
+        notes.append("no step changes: kbase steps finds none over these baselines")
     rows = []
     labels = fig.distinct_labels([(k.name, k.short_name) for k in kernels_with_pages], limit=80)
     for k in kernels_with_pages:
@@ -119,6 +119,27 @@ def _verdict_html(doc: dict) -> str:
     return (f'<div class="verdict {html_text(v["status"])}">gate: {head.get(v["status"], html_text(v["status"]))} '
             f"(exit {int(v['code'])})" + ("<ul>" + "".join(f"<li>{html_text(i)}</li>" for i in items) + "</ul>"
                                            if items else "") + "</div>")
+
+
+def gate_banner(doc: dict) -> str:
+    """The gate's verdict of the diff page's pair, at the top of every page: what ``kbase gate`` of that pair
+    says (status and exit code, failing and accepted kernels, the noise behind the decisions)."""
+    v = doc["verdict"]
+    short = {r["name"]: r["short_name"] for r in doc["kernels"]}
+
+    def kernels(names: list[str]) -> str:
+        return ", ".join(f'<span class="kernel" title="{html_text(n)}">{html_text(clip(short.get(n, n), 60))}</span>'
+                         for n in names)
+
+    head = {"pass": "PASS", "fail": "FAIL", "incomparable": "INCOMPARABLE", "warn-only": "FAIL (warn-only)"}
+    status = html_text(v["status"])
+    parts = [f"failing: {kernels(v['failing'])}" if v["failing"] else "",
+             f"accepted: {kernels([a['name'] for a in v['accepted']])}" if v["accepted"] else "",
+             *(html_text(n) for n in doc.get("notes", []) if n.startswith("noise: "))]
+    return (f'<div class="verdict gate-banner {status}" data-status="{status}" data-code="{int(v["code"])}">'
+            f'<a href="diff.html">gate {html_text((doc["before"].get("commit") or "")[:12])} → '
+            f'{html_text((doc["after"].get("commit") or "")[:12])}</a>: {head.get(v["status"], status)} '
+            f"(exit {int(v['code'])})" + "".join(f'<span class="part">; {x}</span>' for x in parts if x) + "</div>")
 
 
 def diff_page(doc: dict) -> tuple[str, dict]:

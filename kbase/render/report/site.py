@@ -34,7 +34,8 @@ CSP = ("default-src 'none'; script-src 'self' file:; style-src 'self' file: 'uns
        "img-src 'self' file: data: blob:; font-src 'self' file: data:")
 
 
-def _page(title: str, here: str, nav: list[tuple[str, str]], body: str, figures: dict, footer: str) -> str:
+def _page(title: str, here: str, nav: list[tuple[str, str]], body: str, figures: dict, footer: str,
+          banner: str = "") -> str:
     links = "".join(f'<a href="{href}"' + (' class="here"' if href == here else "") + f">{html_text(label)}</a>"
                     for label, href in nav)
     return (
@@ -43,7 +44,7 @@ def _page(title: str, here: str, nav: list[tuple[str, str]], body: str, figures:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html_text(title)}</title><link rel=\"stylesheet\" href=\"assets/report.css\"></head><body>"
         f'<header><span class="brand">kbase report</span><nav>{links}</nav></header>'
-        f'<main><div id="kbase-error" hidden></div>{body}</main><footer>{footer}</footer>'
+        f'<main><div id="kbase-error" hidden></div>{banner}{body}</main><footer>{footer}</footer>'
         f'<script type="application/json" id="kbase-figures">{script_json(figures)}</script>'
         '<script src="assets/plotly-basic.min.js"></script><script src="assets/report.js"></script>'
         "</body></html>\n")
@@ -77,7 +78,7 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
         shutil.copyfile(ASSETS / name, out_dir / "assets" / name)
     with_pages = data.kernels[:kernel_pages]
     nav = [("Trend", "index.html")]
-    if data.diff is not None:
+    if data.gate is not None:
         nav.append(("Diff", "diff.html"))
     if data.leaderboard is not None:
         nav.append(("Leaderboard", "leaderboard.html"))
@@ -86,15 +87,22 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
               "Times are per iteration per GPU. Charts: plotly.js (MIT), bundled in assets/.")
     title = f"kbase — {data.title or data.workload}"
     written: list[Path] = []
+    doc = None
+    if data.gate is not None:
+        from kbase.render.diff import diff_doc
+
+        doc = diff_doc(data.gate.comparison, data.gate.verdict)  # as kbase gate --format json writes it
+    banner = pages.gate_banner(doc) if doc is not None else ""  # every page states the gate's verdict
 
     def write(file: str, heading: str, here: str, built: tuple[str, dict]) -> None:
         path = out_dir / file
-        path.write_text(_page(f"{heading} — {title}", here, nav, built[0], built[1], footer), encoding="utf-8")
+        path.write_text(_page(f"{heading} — {title}", here, nav, built[0], built[1], footer, banner),
+                        encoding="utf-8")
         written.append(path)
 
     write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
-    if data.diff is not None:
-        write("diff.html", "Diff", "diff.html", pages.diff_page(data.diff))
+    if doc is not None:
+        write("diff.html", "Diff", "diff.html", pages.diff_page(doc))
     if data.leaderboard is not None:
         write("leaderboard.html", "Leaderboard", "leaderboard.html", pages.leaderboard_page(data.leaderboard))
     for k in with_pages:

@@ -1,1 +1,0 @@
-"""Alembic migrations of the kbase store (shipped inside the wheel as kbase/migrations)."""

@@ -1,0 +1,248 @@
+"""Every read of the store as one SQLAlchemy Core statement: the one source of the store's read SQL.
+
+Both read paths run these statements with the same parameters (``reader.StoreReader`` builds them):
+SQLAlchemy executes them on any store (``reader.EngineReader``), and the read-only SQLite path
+(``sqlite_read``, which must not import SQLAlchemy: ~0.4 s) runs their SQLite text, compiled once into
+``read_sql.py`` by ``python -m kbase.store.statements``; a test compiles every statement again and holds
+that file equal, so the two paths cannot drift apart.
+
+Each statement has one shape whatever the caller asks: an optional filter is ``(:any_x OR column = :x)``
+and a list is an expanding ``IN`` parameter, so one compiled text serves every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+from sqlalchemy import Boolean, bindparam, literal_column, or_, select
+from sqlalchemy.sql import Select
+
+from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME
+
+bt, bk, kn, at = BASELINE.c, BASELINE_KERNEL.c, KERNEL_NAME.c, ACCEPTANCE.c
+STATEMENTS: dict[str, Callable[[], Select]] = {}
+
+
+def _statement(build: Callable[[], Select]) -> Callable[[], Select]:
+    STATEMENTS[build.__name__] = build
+    return build
+
+
+def _unless(flag: str, clause):
+    """An optional filter: ``clause``, or every row when the parameter ``flag`` is true."""
+    return or_(bindparam(flag, type_=Boolean), clause)
+
+
+def _in(name: str):
+    return bindparam(name, expanding=True)
+
+
+def _first(query: Select, limit=None) -> Select:
+    """``query``'s first row (or first ``limit`` rows), with no anonymous parameter: SQLite's compiler adds an
+    OFFSET to every LIMIT, as a parameter of a generated name unless one is given."""
+    return query.limit(literal_column("1") if limit is None else limit).offset(literal_column("0"))
+
+
+@cache
+def statement(name: str) -> Select:
+    """The statement ``name``, built once per process."""
+    return STATEMENTS[name]()
+
+
+# ------------------------------------------------------------------------------------------ baselines
+
+
+@_statement
+def baseline() -> Select:
+    return select(BASELINE).where(bt.id == bindparam("id"))
+
+
+@_statement
+def baselines() -> Select:
+    """Newest first; ``commit_like``: a LIKE pattern escaped with '/' (a commit prefix)."""
+    return _first(select(BASELINE)
+            .where(_unless("any_workload", bt.workload == bindparam("workload")),
+                   _unless("any_branch", bt.branch == bindparam("branch")),
+                   _unless("any_commit", bt.commit.like(bindparam("commit_like"), escape="/")))
+            .order_by(bt.created_at.desc(), bt.id.desc()), bindparam("limit"))
+
+
+@_statement
+def baseline_by_identity() -> Select:
+    """The newest baseline of one file (size, mtime, probe hash) at a commit on a window, by one kbase version."""
+    return _first(select(bt.id)
+            .where(bt.commit == bindparam("commit"), bt.source_probe == bindparam("probe"),
+                   bt.source_size == bindparam("size"), bt.source_mtime_ns == bindparam("mtime_ns"),
+                   bt.window_spec == bindparam("window_spec"), bt.kbase_version == bindparam("kbase_version"),
+                   _unless("any_workload", bt.workload == bindparam("workload")))
+            .order_by(bt.id.desc()))
+
+
+@_statement
+def duplicate_baseline() -> Select:
+    return _first(select(BASELINE)
+                  .where(bt.workload == bindparam("workload"), bt.commit == bindparam("commit"),
+                         bt.source_sha256 == bindparam("sha256"), bt.window_spec == bindparam("window_spec")))
+
+
+@_statement
+def baselines_at() -> Select:
+    return select(BASELINE).where(bt.workload == bindparam("workload"), bt.commit.in_(_in("commits"))).order_by(bt.id)
+
+
+def _line_where():
+    return (bt.workload == bindparam("workload"),
+            _unless("any_fingerprint", bt.fingerprint == bindparam("fingerprint")),
+            _unless("any_id", bt.id <= bindparam("before_id")))
+
+
+@_statement
+def line_baselines_at() -> Select:
+    return select(BASELINE).where(*_line_where(), bt.commit.in_(_in("commits")))
+
+
+@_statement
+def line_baselines_newest() -> Select:
+    return _first(select(BASELINE).where(*_line_where()).order_by(bt.created_at.desc(), bt.id.desc()),
+                  bindparam("limit"))
+
+
+# ------------------------------------------------------------------------------------------ kernel rows
+
+
+@_statement
+def kernel_rows() -> Select:
+    """Every ``baseline_kernel`` column, then the name's (``frames.KERNEL_COLUMNS``)."""
+    return (select(BASELINE_KERNEL, kn.name, kn.family, kn.short_name, kn.category, kn.tc)
+            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id.in_(_in("ids")))
+            .order_by(bk.baseline_id, bk.rank))
+
+
+@_statement
+def level_rows() -> Select:
+    """(baseline_id, name, short_name, per_iter_ns): ``frames.LEVEL_COLUMNS``."""
+    return (select(bk.baseline_id, kn.name, kn.short_name, bk.per_iter_ns)
+            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id.in_(_in("ids"))))
+
+
+@_statement
+def leaderboard_rows() -> Select:
+    """One baseline's rows as ``kbase show`` renders them, by rank."""
+    return (select(bk.gpus, bk.count, bk.total_ns, bk.avg_ns, bk.median_ns, bk.min_ns, bk.max_ns, bk.std_ns,
+                   bk.per_iter_ns, bk.count_per_iter, bk.share_window, bk.share_kernel, bk.amdahl_ceiling,
+                   bk.fragmented, kn.name, kn.short_name, kn.family, kn.category, kn.tc, bk.iter_ns, bk.iter_count)
+            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id == bindparam("id")).order_by(bk.rank))
+
+
+@_statement
+def kernel_names() -> Select:
+    used = (select(BASELINE_KERNEL.c.name_id).join(BASELINE, bt.id == bk.baseline_id)
+            .where(bt.workload == bindparam("workload")))
+    return select(kn.name, kn.short_name).where(_unless("any_workload", kn.id.in_(used))).order_by(kn.id)
+
+
+@_statement
+def kernel_history() -> Select:
+    """One kernel across baselines, oldest first: its kernel rows come from ``ix_baseline_kernel_history``
+    alone (0008), one index range instead of a page read per baseline."""
+    b, k, n = BASELINE.alias("b"), BASELINE_KERNEL.alias("bk"), KERNEL_NAME.alias("kn")
+    return (select(b.c.id, b.c.commit, b.c.created_at, b.c.workload, b.c.branch, k.c.count, k.c.total_ns,
+                   k.c.avg_ns, k.c.per_iter_ns, k.c.share_window)
+            .join(k, k.c.baseline_id == b.c.id).join(n, n.c.id == k.c.name_id)
+            .where(n.c.name_hash == bindparam("name_hash"),
+                   _unless("any_workload", b.c.workload == bindparam("workload")),
+                   _unless("any_branch", b.c.branch == bindparam("branch")))
+            .order_by(b.c.created_at, b.c.id))
+
+
+# ------------------------------------------------------------------------------------------ acceptances
+
+
+@_statement
+def acceptances() -> Select:
+    return (select(ACCEPTANCE)
+            .where(_unless("any_workload", at.workload == bindparam("workload")),
+                   _unless("any_day", or_(at.expires.is_(None), at.expires >= bindparam("day"))))
+            .order_by(at.id))
+
+
+@_statement
+def acceptance() -> Select:
+    return select(ACCEPTANCE).where(at.id == bindparam("id"))
+
+
+# ------------------------------------------------------------------------------------------ the report's trend
+
+
+@_statement
+def workloads() -> Select:
+    return select(bt.workload).distinct().order_by(bt.workload)
+
+
+@_statement
+def trend_baselines() -> Select:
+    """What the trend draws of each baseline of a workload (of one branch, when given), oldest first."""
+    return (select(bt.id, bt.commit, bt.commit_date, bt.created_at, bt.branch, bt.fingerprint, bt.gpu_count,
+                   bt.aligned, bt.iterations_used, bt.window_ns, bt.total_kernel_ns, bt.compute_ns,
+                   bt.communication_ns, bt.memory_ns)
+            .where(bt.workload == bindparam("workload"), _unless("any_branch", bt.branch == bindparam("branch")))
+            .order_by(bt.created_at, bt.id))
+
+
+@_statement
+def kernel_levels() -> Select:
+    """(name_id, per_iter_ns) of every kernel row of some baselines: which kernels are large."""
+    return select(bk.name_id, bk.per_iter_ns).where(bk.baseline_id.in_(_in("ids")))
+
+
+@_statement
+def name_ids() -> Select:
+    return select(kn.id).where(kn.name_hash.in_(_in("hashes")))
+
+
+@_statement
+def names_by_id() -> Select:
+    return select(kn.id, kn.name, kn.short_name, kn.category, kn.tc).where(kn.id.in_(_in("ids")))
+
+
+@_statement
+def kernel_series() -> Select:
+    """Some kernels' rows over every baseline of a workload (``ix_baseline_kernel_history`` leads with name_id)."""
+    return (select(bk.baseline_id, bk.name_id, bk.count, bk.total_ns, bt.gpu_count, bk.iter_ns)
+            .join(BASELINE, bt.id == bk.baseline_id)
+            .where(bk.name_id.in_(_in("ids")), bt.workload == bindparam("workload")))
+
+
+@_statement
+def leaderboard_view() -> Select:
+    return (select(kn.name, kn.short_name, kn.category, kn.tc, bk.per_iter_ns, bk.count_per_iter, bk.avg_ns,
+                   bk.share_window, bk.share_kernel, bk.amdahl_ceiling, bk.fragmented)
+            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id == bindparam("id")).order_by(bk.rank))
+
+
+# ------------------------------------------------------------------------------------------ compiled text
+
+
+def sqlite_text(name: str) -> str:
+    """The statement's SQLite text with named parameters (``:name``; an expanding list stays the
+    ``__[POSTCOMPILE_name]`` marker, which ``sqlite_read`` expands per call)."""
+    from sqlalchemy.dialects import sqlite
+
+    return str(statement(name).compile(dialect=sqlite.dialect(paramstyle="named")))
+
+
+def read_sql_module() -> str:
+    """The text of ``read_sql.py``: every statement compiled for SQLite."""
+    lines = ['"""The SQLite text of every read statement (``statements``), for the read-only path (``sqlite_read``),',
+             "which must not import SQLAlchemy. GENERATED by ``python -m kbase.store.statements``: do not edit;",
+             'tests/store/test_read_sql.py holds it equal to the statements."""', "", "SQL = {"]
+    lines += [f"    {name!r}: {sqlite_text(name)!r}," for name in sorted(STATEMENTS)]
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    Path(__file__).with_name("read_sql.py").write_text(read_sql_module(), encoding="utf-8")
