@@ -31,6 +31,29 @@ def fmt_ns_pair(before: float | int | None, after: float | int | None) -> tuple[
     return fmt_ns(before, scale), fmt_ns(after, scale)
 
 
+def fmt_ns_range(lo: float | int | None, hi: float | int | None) -> str:
+    """A compact range in the unit of its upper end, three significant digits: ``0.05–6.8 ms``."""
+    if _missing(lo) or _missing(hi):
+        return "-"
+    assert lo is not None and hi is not None
+    a = abs(hi)
+    if a < 1e3:
+        return f"{lo:.0f}–{hi:.0f} ns"
+    scale, unit = (1e9, "s") if a >= 1e9 else (1e6, "ms") if a >= 1e6 else (1e3, "µs")
+    return f"{_sig3(lo / scale)}–{_sig3(hi / scale)} {unit}"
+
+
+def _sig3(x: float) -> str:
+    a = abs(x)
+    if a >= 100 or x == 0:
+        return f"{x:.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    if a >= 1:
+        return f"{x:.2f}"
+    return f"{x:.2g}"
+
+
 def fmt_pct(x: float | None, digits: int = 1) -> str:
     """A fraction as a percentage (0.123 -> 12.3%)."""
     if _missing(x):

@@ -299,8 +299,10 @@ def leaderboard_view(engine, ref: CommitRef) -> LeaderboardView:
         b = conn.execute(select(bt).where(bt.c.id == baseline_id)).one()
         rows = conn.execute(
             select(kn.c.name, kn.c.short_name, kn.c.category, kn.c.tc, bk.c.per_iter_ns, bk.c.count_per_iter,
-                   bk.c.avg_ns, bk.c.share_window, bk.c.share_kernel, bk.c.amdahl_ceiling, bk.c.fragmented)
+                   bk.c.avg_ns, bk.c.share_window, bk.c.share_kernel, bk.c.amdahl_ceiling, bk.c.fragmented,
+                   bk.c.count, bk.c.total_ns, bk.c.min_ns, bk.c.max_ns, bk.c.median_ns)
             .join(kn, kn.c.id == bk.c.name_id).where(bk.c.baseline_id == baseline_id).order_by(bk.c.rank)).all()
+    notes = _row_notes(engine, b, [dict(r._mapping) for r in rows])
     gpus = max(int(b.gpu_count), 1)
     units = float(b.iterations_used) if b.aligned else b.window_ns / 1e9
     gpu_units = units * gpus or float("nan")
@@ -312,7 +314,22 @@ def leaderboard_view(engine, ref: CommitRef) -> LeaderboardView:
         rows=[LeaderboardRow(name=r.name, short_name=r.short_name, category=r.category, tc=r.tc,
                              per_iter_ns=r.per_iter_ns, launches_per_iter=r.count_per_iter, avg_ns=float(r.avg_ns),
                              share_window=r.share_window, share_kernel=r.share_kernel,
-                             amdahl_ceiling=r.amdahl_ceiling, fragmented=bool(r.fragmented)) for r in rows])
+                             amdahl_ceiling=r.amdahl_ceiling, fragmented=bool(r.fragmented), count=int(r.count),
+                             total_ns=float(r.total_ns), min_ns=float(r.min_ns), max_ns=float(r.max_ns),
+                             median_ns=float(r.median_ns), tc_reason=n.tc_reason, diagnosis=n.diagnosis,
+                             diagnosis_reason=n.diagnosis_reason) for r, n in zip(rows, notes)])
+
+
+def _row_notes(engine, baseline, rows: list[dict]) -> list:
+    """``analysis.diagnosis.annotate`` of the stored rows, as ``kbase show`` of this baseline computes it (its
+    per-iteration bounds from the stored samples, read only if a row asks)."""
+    from kbase.analysis.diagnosis import annotate
+    from kbase.render.board import board_of
+    from kbase.store.queries import load_leaderboard
+
+    models = [m.strip() for m in str(baseline.gpu_models or "").split(",") if m.strip()]  # stored comma-separated
+    bounds = (lambda: board_of(load_leaderboard(engine, int(baseline.id))).bounds()) if baseline.aligned else None
+    return annotate(rows, models, bounds, int(baseline.iterations_used))
 
 
 def diff_document(engine, before: CommitRef, after: CommitRef, *, policy=None, acceptances=()) -> dict:
