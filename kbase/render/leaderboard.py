@@ -222,7 +222,7 @@ def _columns(per_gpu: bool) -> list[Column]:
 def leaderboard_md(lb: AnyLeaderboard, limit: int | None = 20, full_names: bool = False) -> str:
     b = board_of(lb)
     shown, omitted = cut(b.rows, limit)
-    cols = _columns("gpu" in b.columns)
+    cols = [c for c in _columns("gpu" in b.columns) if not c.wide_only]  # the reasons follow as a list
     out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(b.summary) + b.notes]
     out.append("")
     out.append("| " + " | ".join(c.header for c in cols) + " |")
@@ -235,7 +235,8 @@ def leaderboard_md(lb: AnyLeaderboard, limit: int | None = 20, full_names: bool 
     from kbase.analysis.diagnosis import LEGEND
 
     fixes = fix_lines((r["tc"], n.tc_reason) for r, n in zip(shown, notes))
-    out += [""] + [f"- {md_text(line)}" for line in fixes + [LEGEND]]
+    told = [f"#{i}: {n.diagnosis_reason}" for i, n in enumerate(notes, 1) if n.diagnosis]
+    out += [""] + [f"- {md_text(line)}" for line in fixes + told + [LEGEND]]
     return "\n".join(out) + "\n"
 
 
