@@ -15,23 +15,18 @@ from collections.abc import Sequence
 VOLTA, TURING, AMPERE, ADA, HOPPER, BLACKWELL = "volta", "turing", "ampere", "ada", "hopper", "blackwell"
 _ORDER = [VOLTA, TURING, AMPERE, ADA, HOPPER, BLACKWELL]
 
-# Model names as CUPTI / the PyTorch profiler print them, to an architecture (first match wins).
-_MODELS = [
-    (re.compile(r"\b(?:GB|B)(?:100|200|300)\b|RTX (?:PRO )?50\d0|Blackwell", re.I), BLACKWELL),
-    (re.compile(r"\b(?:GH|H)(?:100|200|800|20)\b", re.I), HOPPER),
-    (re.compile(r"\bL(?:4|20|40S?)\b|RTX 40\d0|RTX \d000 Ada", re.I), ADA),
-    (re.compile(r"\bA(?:100|800|40|30|16|10G?|2)\b|RTX 30\d0|RTX A\d000|\bA\d000\b", re.I), AMPERE),
-    (re.compile(r"\bT4\b|RTX 20\d0|TITAN RTX|Quadro RTX", re.I), TURING),
-    (re.compile(r"V100|TITAN V\b|GV100", re.I), VOLTA),
+# Per architecture, newest first: its GPUs' model names as CUPTI and the PyTorch profiler print them, and the
+# kernel-name prefixes of libraries built for it (a GPU is at least the architecture its kernels were built for).
+_ARCHS = [
+    (BLACKWELL, r"\b(?:GB|B)(?:100|200|300)\b|RTX (?:PRO )?50\d0|Blackwell", r"(?:^|_)sm_?1[02]\d|sm100|blackwell"),
+    (HOPPER, r"\b(?:GH|H)(?:100|200|800|20)\b", r"(?:^|_)sm_?90|hopper|nvjet"),
+    (ADA, r"\bL(?:4|20|40S?)\b|RTX 40\d0|RTX \d000 Ada", r"(?:^|_)sm_?89"),
+    (AMPERE, r"\bA(?:100|800|40|30|16|10G?|2)\b|RTX 30\d0|RTX A\d000|\bA\d000\b", r"(?:^|_)sm_?8[0-9]|ampere"),
+    (TURING, r"\bT4\b|RTX 20\d0|TITAN RTX|Quadro RTX", r"(?:^|_)sm_?75|turing"),
+    (VOLTA, r"V100|TITAN V\b|GV100", r"(?:^|_)sm_?70|volta"),
 ]
-# A kernel name's architecture prefix: the library built it for at least this architecture.
-_NAME_ARCH = [
-    (re.compile(r"(?:^|_)sm_?1[02]\d|sm100|blackwell", re.I), BLACKWELL),
-    (re.compile(r"(?:^|_)sm_?90|hopper|nvjet", re.I), HOPPER),
-    (re.compile(r"(?:^|_)sm_?8[0-9]|ampere", re.I), AMPERE),
-    (re.compile(r"(?:^|_)sm_?75|turing", re.I), TURING),
-    (re.compile(r"(?:^|_)sm_?70|volta", re.I), VOLTA),
-]
+_MODELS = [(re.compile(model, re.I), arch) for arch, model, _ in _ARCHS]
+_NAME_ARCH = [(re.compile(name, re.I), arch) for arch, _, name in _ARCHS]
 
 
 def gpu_arch(gpu_models: Sequence[str] | str | None) -> str | None:
