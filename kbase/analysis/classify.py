@@ -129,8 +129,21 @@ class Kind(NamedTuple):
     own: str
 
 
+_SEEN: dict[str, Kind] = {}  # names already classified: the leaderboard's reasons ask again for the shown rows
+_SEEN_MAX = 1 << 16
+
+
 def classify(name: str, family: str | None = None) -> Kind:
     """Category and tensor-core rule of one kernel name (``family``: ``family_key(name)`` if at hand)."""
+    kind = _SEEN.get(name)
+    if kind is None:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        kind = _SEEN[name] = _classify(name, family)
+    return kind
+
+
+def _classify(name: str, family: str | None) -> Kind:
     qualified = qualified_own_name(name, family)
     own = own_name(qualified)
     low = own.lower()
