@@ -132,7 +132,7 @@ def test_top_columns_in_reading_order(export, width):
     if width == 80:
         assert cells == READS, cells
     elif width == 120:
-        assert cells == AT_120, cells
+        assert cells[:len(AT_120)] == AT_120 and "Amdahl max" not in cells, cells  # %window next, if room
     else:
         assert cells[:len(AT_200)] == AT_200, cells
     body = table_rows(text, "Kernel leaderboard")
