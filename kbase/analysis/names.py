@@ -49,6 +49,42 @@ def family_key(name: str) -> str:
     return key.strip() or name
 
 
+_ITANIUM_SOURCE_NAME = re.compile(r"(\d+)")
+
+
+def qualified_own_name(name: str, family: str | None = None) -> str:
+    """The kernel function's qualified name, without return type, template arguments and argument list
+    (``void at::native::foo<4, F>(int, F)`` -> ``at::native::foo``); ``family``: ``family_key(name)``
+    when already at hand. An Itanium-mangled name (``_ZN2ck6device6kernelI...``) gives its nested
+    name (``ck::device::kernel``): HIP traces keep some kernels mangled."""
+    if name.startswith("_Z"):
+        return _itanium_nested_name(name)
+    key = family if family is not None else family_key(name)
+    words = key.split()
+    return words[-1] if words else key
+
+
+def own_name(qualified: str) -> str:
+    """The last component of a qualified name (``at::native::foo`` -> ``foo``)."""
+    return qualified.rsplit("::", 1)[-1] or qualified
+
+
+def _itanium_nested_name(name: str) -> str:
+    """The source names of ``_Z[N]<len><id>...`` up to the first non-name token (``I`` opens the
+    template arguments, ``E`` ends the nesting): enough to know a mangled kernel's own name."""
+    pos = 3 if name.startswith("_ZN") else 2
+    parts = []
+    while pos < len(name):
+        m = _ITANIUM_SOURCE_NAME.match(name, pos)
+        if not m:
+            break
+        start = m.end()
+        length = int(m.group(1))
+        parts.append(name[start:start + length])
+        pos = start + length
+    return "::".join(parts) if parts else name
+
+
 def short_name(name: str, exported: str | None = None) -> str:
     """The export's own short name when it has one, else the base name: no return type, template
     arguments, argument list or namespaces (``void at::native::foo<4, F>(int, F)`` -> ``foo``)."""

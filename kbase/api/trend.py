@@ -193,18 +193,32 @@ def git_subjects(repo_path: Path | None, commits: Sequence[str]) -> dict[str, st
 
 
 def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
-    """The leaderboard of the newest capture at ``ref``."""
+    """The leaderboard of the newest capture at ``ref``, with each row's tensor-core reason and diagnosis as
+    ``kbase show`` of that baseline computes them (``analysis.diagnosis.annotate``; the per-iteration bounds
+    from the stored samples, read only if a row asks)."""
+    from kbase.analysis.diagnosis import annotate
+
     baseline_id = ref.baseline_ids[-1]
     b = reader.baseline(baseline_id)
     gpus = max(int(b.gpu_count), 1)
     units = float(b.iterations_used) if b.aligned else b.window_ns / 1e9
     gpu_units = units * gpus or float("nan")
+    columns = ("name", "short_name", "category", "tc", "per_iter_ns", "count_per_iter", "avg_ns", "share_window",
+               "share_kernel", "amdahl_ceiling", "fragmented", "count", "total_ns", "min_ns", "max_ns", "median_ns")
+    rows = [dict(zip(columns, r)) for r in reader.leaderboard_view(baseline_id)]
+    models = [m.strip() for m in str(b.gpu_models or "").split(",") if m.strip()]  # stored comma-separated
+    bounds = (lambda: reader.leaderboard_rows(b).bounds()) if b.aligned else None
+    notes = annotate(rows, models, bounds, int(b.iterations_used))
     return LeaderboardView(
         baseline_id=baseline_id, ref=ref, gpus=gpus, gpu_models=b.gpu_models, iterations=int(b.iterations_used),
         aligned=bool(b.aligned), window_desc=b.window_desc, wall_ns=b.window_ns / units if units else float("nan"),
         compute_ns=b.compute_ns / gpu_units, communication_ns=b.communication_ns / gpu_units,
         memory_ns=b.memory_ns / gpu_units,
-        rows=[LeaderboardRow(name=r[0], short_name=r[1], category=r[2], tc=r[3], per_iter_ns=r[4],
-                             launches_per_iter=r[5], avg_ns=float(r[6]), share_window=r[7], share_kernel=r[8],
-                             amdahl_ceiling=r[9], fragmented=bool(r[10]))
-              for r in reader.leaderboard_view(baseline_id)])
+        rows=[LeaderboardRow(name=r["name"], short_name=r["short_name"], category=r["category"], tc=r["tc"],
+                             per_iter_ns=r["per_iter_ns"], launches_per_iter=r["count_per_iter"],
+                             avg_ns=float(r["avg_ns"]), share_window=r["share_window"],
+                             share_kernel=r["share_kernel"], amdahl_ceiling=r["amdahl_ceiling"],
+                             fragmented=bool(r["fragmented"]), count=int(r["count"]), total_ns=float(r["total_ns"]),
+                             min_ns=float(r["min_ns"]), max_ns=float(r["max_ns"]), median_ns=float(r["median_ns"]),
+                             tc_reason=n.tc_reason, diagnosis=n.diagnosis, diagnosis_reason=n.diagnosis_reason)
+              for r, n in zip(rows, notes)])

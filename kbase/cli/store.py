@@ -121,7 +121,7 @@ def list_cmd(
     """Stored baselines, newest first (kernel time per iteration per GPU, as diff shows it)."""
     import kbase
     from kbase import jsonable
-    from kbase.render.units import fmt_ns
+    from kbase.units import fmt_ns
 
     fmt = check_choice(fmt, ListFormat)
     settings = make_settings(repo=repo, db=db, name=name)

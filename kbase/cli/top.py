@@ -63,7 +63,7 @@ def quiet_line(lb: AnyLeaderboard) -> str:
     """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
     from kbase.analysis.board import board_of
     from kbase.render.layout import inert
-    from kbase.render.units import fmt_ns, fmt_pct
+    from kbase.units import fmt_ns, fmt_pct
 
     board = board_of(lb)
     s, rows = board.summary, board.rows

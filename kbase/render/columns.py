@@ -19,3 +19,4 @@ class Column:
     shrink: bool = False  # may be cut (with an ellipsis) to fit: names and sentences
     keep_tail: bool = False  # cut in the middle so the end survives (a name's "#a1b2c3" id)
     tiebreak: str | None = None  # a row key holding an id, appended where cutting makes two cells look alike
+    wide_only: bool = False  # a long text (a reason): shown with --wide only, never squeezed into a narrow table

@@ -17,7 +17,7 @@ from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
-from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
+from kbase.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kbase import jsonable
 from kbase.analysis.names import short_id
 from kbase.render.columns import Column
-from kbase.render.units import fmt_delta_pct, fmt_ns
+from kbase.units import fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
     from kbase.comparison.changepoints import KernelStep

@@ -10,7 +10,7 @@ from kbase.comparison.gate import FindingKind, Verdict
 from kbase.enums import GateStatus
 from kbase.render.diff import finding_text, verdict_reasons
 from kbase.render.safe import xml_attr, xml_text
-from kbase.render.units import fmt_delta_pct
+from kbase.units import fmt_delta_pct
 
 
 def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:

@@ -5,7 +5,8 @@ Every screen table (the ``top``/``show`` leaderboard, the ``diff``/``gate`` tabl
 a terminal width: columns with priority 0 always stay (the kernel name and the numbers answering "what
 grew"); the others drop, highest priority number first, until the rest fits; the shrinkable columns
 (names, sentences) are then cut to the space left, always with an ellipsis. No cell ever wraps, so a
-row is one line. ``wide=True`` keeps every column at its natural width (the caller widens the console).
+row is one line. ``wide=True`` keeps every column at its natural width (the caller widens the console);
+a ``wide_only`` column (a sentence such as a reason) shows only then.
 
 Another column (e.g. a noise figure) slots in by adding a ``Column`` with a priority and a key in the rows.
 """
@@ -89,6 +90,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Mapping[str, str]], width: int
     if wide:
         kept = list(columns)
         return Fitted(kept, natural, [], sum(natural.values()) + table_overhead(len(kept)))
+    fitting = [c for c in columns if not c.wide_only]  # a wide-only column (a reason) is never squeezed in
 
     def least(c: Column) -> int:
         return min(natural[c.key], max(c.min_width, cell_len(c.header) if not c.shrink else 1)) if c.shrink \
@@ -97,10 +99,10 @@ def fit(columns: Sequence[Column], rows: Sequence[Mapping[str, str]], width: int
     def wanted(c: Column) -> int:
         return max(least(c), min(natural[c.key], c.want_width or 0))
 
-    kept = list(columns)
-    dropped: list[Column] = []
+    kept = list(fitting)
+    dropped: list[Column] = [c for c in columns if c.wide_only]
     # drop by priority (highest number first; among equals, the rightmost) until the wanted widths fit
-    order = sorted((c for c in columns if c.priority > 0), key=lambda c: (-c.priority, -columns.index(c)))
+    order = sorted((c for c in fitting if c.priority > 0), key=lambda c: (-c.priority, -fitting.index(c)))
     for c in order:
         if sum(wanted(k) for k in kept) + table_overhead(len(kept)) <= width:
             break
@@ -121,7 +123,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Mapping[str, str]], width: int
             extra = min(room, natural[c.key] - widths[c.key])
             widths[c.key] += extra
             room -= extra
-    dropped.sort(key=lambda c: columns.index(c))
+    dropped.sort(key=lambda c: list(columns).index(c))
     return Fitted(kept, widths, dropped, sum(widths.values()) + table_overhead(len(kept)))
 
 

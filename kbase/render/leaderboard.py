@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
@@ -15,11 +16,12 @@ from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
-from kbase.render.units import fmt_ns, fmt_pct
+from kbase.units import fmt_ns, fmt_ns_range, fmt_pct
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kbase.analysis.diagnosis import Annotation
     from kbase.analysis.summary import LeaderboardSummary
 
 # Renderers take a leaderboard as rows (``analysis.board``): a computed Leaderboard is converted at the
@@ -34,9 +36,19 @@ def cut(rows: list[dict[str, Any]], limit: int | None) -> tuple[list[dict[str, A
     return rows[:limit], len(rows) - limit
 
 
+def row_notes(b: LeaderboardRows, rows: list[dict[str, Any]]) -> list[Annotation]:
+    """``analysis.diagnosis.annotate`` of ``rows`` (some of ``b``'s): the TC reason with its fix and the
+    diagnosis. The per-iteration bounds are read only when a row's Max/median needs them."""
+    from kbase.analysis.diagnosis import annotate
+
+    s = b.summary
+    return annotate(rows, s.gpu_models, b.bounds if s.aligned else None, s.iterations)
+
+
 def leaderboard_json(lb: AnyLeaderboard, limit: int | None = None, extra: dict[str, Any] | None = None) -> str:
     b = board_of(lb)
     shown, omitted = cut(b.rows, limit)
+    kernels = [r | a._asdict() for r, a in zip(shown, row_notes(b, shown))]
     doc = {
         "schema": LEADERBOARD_SCHEMA,
         **(extra or {}),
@@ -44,7 +56,7 @@ def leaderboard_json(lb: AnyLeaderboard, limit: int | None = None, extra: dict[s
         "notes": b.notes,
         "truncated": omitted > 0,
         "omitted": omitted,
-        "kernels": shown,
+        "kernels": kernels,
     }
     return jsonable.dumps(doc)
 
@@ -90,10 +102,14 @@ def rows_csv(columns: list[str], rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
+# What a row says beyond its columns (``analysis.diagnosis.Annotation``): in JSON, CSV and the tables alike.
+NOTE_COLUMNS = ["tc_reason", "diagnosis", "diagnosis_reason"]
+
+
 def leaderboard_csv(lb: AnyLeaderboard, limit: int | None = None) -> str:
     b = board_of(lb)
     shown, _ = cut(b.rows, limit)
-    return rows_csv(b.columns, shown)
+    return rows_csv(b.columns + NOTE_COLUMNS, [r | n._asdict() for r, n in zip(shown, row_notes(b, shown))])
 
 
 def _summary_lines(s: LeaderboardSummary) -> list[str]:
@@ -123,33 +139,37 @@ def _flags(r: dict) -> str:
     return " ".join(flags)
 
 
-# The screen table: priority 0 never drops (rank, name, time per iteration, share of kernel time);
-# the larger the number, the sooner a column drops as the terminal narrows.
+# The screen table: priority 0 never drops — rank, name and the four reads (TC, Count, Total, Avg); the larger
+# the number, the sooner a column drops as the terminal narrows: at 120 columns Min–Max, %kernel and the
+# diagnosis join, then %window, time per iteration, Amdahl and the rest. The reason is --wide only.
 COLUMNS = [
     Column("rank", "#", 0),
     Column("gpu", "GPU", 0, justify="left"),
-    Column("kernel", "Kernel", 0, min_width=28, want_width=40, max_width=90, justify="left", shrink=True,
+    Column("kernel", "Kernel", 0, min_width=28, want_width=32, max_width=90, justify="left", shrink=True,
            keep_tail=True, tiebreak="kernel_id"),
-    Column("cat", "Cat", 3, justify="left"),
-    Column("tc", "TC", 5, justify="left"),
-    Column("count", "Count", 2),
+    Column("tc", "TC", 0, justify="left"),
+    Column("count", "Count", 0),
     Column("total", "Total", 0),
-    Column("avg", "Avg", 3),
-    Column("med", "Med", 6),
-    Column("min", "Min", 7),
-    Column("max", "Max", 7),
-    Column("std", "Std", 7),
-    Column("per_iter", "/iter/GPU", 0),
+    Column("avg", "Avg", 0),
+    Column("minmax", "Min–Max", 1),
+    Column("share_kernel", "%kernel", 2),
+    Column("diag", "Diagnosis", 3, justify="left"),
     Column("share_window", "%window", 4),
-    Column("share_kernel", "%kernel", 0),
-    Column("amdahl", "Amdahl max", 5),
-    Column("flags", "Flags", 4, min_width=10, justify="left", shrink=True),
+    Column("per_iter", "/iter/GPU", 5),
+    Column("amdahl", "Amdahl max", 6),
+    Column("cat", "Cat", 7, justify="left"),
+    Column("med", "Med", 8),
+    Column("std", "Std", 9),
+    Column("flags", "Flags", 10, min_width=10, justify="left", shrink=True),
+    Column("why", "Why (TC; diagnosis)", 11, justify="left", wide_only=True),
 ]
 HEADERS = [c.header for c in COLUMNS if c.key not in ("rank", "gpu")]
 
 
-def row_cells(r: dict, rank: int, display: str) -> dict[str, str]:
+def row_cells(r: dict, rank: int, display: str, note: Annotation | None = None) -> dict[str, str]:
     """One leaderboard row as the screen and Markdown show it, keyed by ``COLUMNS``' keys."""
+    from kbase.analysis.diagnosis import LABELS
+
     cells = {
         "rank": str(rank),
         "kernel": display,
@@ -158,15 +178,16 @@ def row_cells(r: dict, rank: int, display: str) -> dict[str, str]:
         "count": f"{r['count']:,}",
         "total": fmt_ns(r["total_ns"]),
         "avg": fmt_ns(r["avg_ns"]),
+        "minmax": fmt_ns_range(r["min_ns"], r["max_ns"]),
         "med": fmt_ns(r["median_ns"]),
-        "min": fmt_ns(r["min_ns"]),
-        "max": fmt_ns(r["max_ns"]),
         "std": fmt_ns(r["std_ns"]),
         "per_iter": fmt_ns(r["per_iter_ns"]),
         "share_window": fmt_pct(r["share_window"]),
         "share_kernel": fmt_pct(r["share_kernel"]),
         "amdahl": "∞" if not math.isfinite(r["amdahl_ceiling"]) else f"{r['amdahl_ceiling']:.3f}x",
         "flags": _flags(r),
+        "diag": LABELS.get(note.diagnosis, "") if note is not None and note.diagnosis else "",
+        "why": f"{note.tc_reason}; {note.diagnosis_reason}" if note is not None else "",
     }
     if "gpu" in r:
         cells["gpu"] = str(r["gpu"])
@@ -174,12 +195,24 @@ def row_cells(r: dict, rank: int, display: str) -> dict[str, str]:
     return cells
 
 
-def _rows(b: LeaderboardRows, shown: list[dict[str, Any]], full_names: bool) -> list[dict[str, str]]:
+def _rows(b: LeaderboardRows, shown: list[dict[str, Any]], full_names: bool,
+          notes: list[Annotation]) -> list[dict[str, str]]:
     """The shown rows' cells; short names that collide anywhere in the leaderboard are told apart."""
     all_names = [r["name"] for r in b.rows]  # collisions count over every row; labels only for the shown
     names = display_names(all_names, [r["short_name"] for r in b.rows], full=full_names, first=len(shown))
     by_name = dict(zip(all_names, names))
-    return [row_cells(r, i, by_name.get(r["name"], r["short_name"])) for i, r in enumerate(shown, 1)]
+    return [row_cells(r, i, by_name.get(r["name"], r["short_name"]), n)
+            for i, (r, n) in enumerate(zip(shown, notes), 1)]
+
+
+def fix_lines(rows: Iterable[tuple[str, str]]) -> list[str]:
+    """(tc, tc reason) of each shown row, by rank: one line per distinct reason of the ``⚠`` rows, naming them
+    (``⚠ #1 #3: fp32 GEMM…; fix…``). The table, Markdown and the report's leaderboard print these."""
+    by_reason: dict[str, list[str]] = {}
+    for i, (tc, reason) in enumerate(rows, 1):
+        if tc == "fallback":
+            by_reason.setdefault(reason, []).append(f"#{i}")
+    return [f"⚠ {' '.join(ranks)}: {reason}" for reason, ranks in by_reason.items()]
 
 
 def _columns(per_gpu: bool) -> list[Column]:
@@ -189,15 +222,21 @@ def _columns(per_gpu: bool) -> list[Column]:
 def leaderboard_md(lb: AnyLeaderboard, limit: int | None = 20, full_names: bool = False) -> str:
     b = board_of(lb)
     shown, omitted = cut(b.rows, limit)
-    cols = _columns("gpu" in b.columns)
+    cols = [c for c in _columns("gpu" in b.columns) if not c.wide_only]  # the reasons follow as a list
     out = ["### Kernel leaderboard", ""] + [f"- {md_text(line)}" for line in _summary_lines(b.summary) + b.notes]
     out.append("")
     out.append("| " + " | ".join(c.header for c in cols) + " |")
     out.append("|" + "---|" * len(cols))
-    for cells in _rows(b, shown, full_names):
+    notes = row_notes(b, shown)
+    for cells in _rows(b, shown, full_names, notes):
         out.append("| " + " | ".join(md_text(cells.get(c.key, "")) for c in cols) + " |")
     if omitted:
         out.append(f"\n_{omitted} more kernel(s) not shown (truncated; use --limit 0 for all)._")
+    from kbase.analysis.diagnosis import LEGEND
+
+    fixes = fix_lines((r["tc"], n.tc_reason) for r, n in zip(shown, notes))
+    told = [f"#{i}: {n.diagnosis_reason}" for i, n in enumerate(notes, 1) if n.diagnosis]
+    out += [""] + [f"- {md_text(line)}" for line in fixes + told + [LEGEND]]
     return "\n".join(out) + "\n"
 
 
@@ -212,8 +251,17 @@ def print_leaderboard(lb: AnyLeaderboard, console: Any, limit: int | None = 20, 
         console.print(line, highlight=False, markup=False)
     for note in b.notes:
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
-    print_table(console, _columns("gpu" in b.columns), _rows(b, shown, full_names), wide=wide, title=title)
+    notes = row_notes(b, shown)
+    fitted = print_table(console, _columns("gpu" in b.columns), _rows(b, shown, full_names, notes), wide=wide,
+                         title=title)
     if omitted:
         console.print(f"truncated: {omitted} more kernel(s) not shown (--limit 0 for all)", highlight=False)
+    for line in fix_lines((r["tc"], n.tc_reason) for r, n in zip(shown, notes)):
+        console.print(line, highlight=False, markup=False)
     console.print("TC: ✓ tensor cores  - not eligible  ⚠ matmul/conv without a tensor-core path", style="dim",
                   highlight=False, markup=False)
+    if any(c.key == "diag" for c in fitted.columns):
+        from kbase.analysis.diagnosis import LEGEND
+
+        console.print(LEGEND, style="dim", highlight=False, markup=False)
+

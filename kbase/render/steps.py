@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbase.render.columns import Column
-from kbase.render.units import fmt_ns
+from kbase.units import fmt_ns
 
 if TYPE_CHECKING:
     from kbase.comparison.changepoints import KernelStep

@@ -238,7 +238,7 @@ class StoreReader(Generic[B, A]):
 
     def leaderboard_view(self, baseline_id: int) -> list[tuple]:
         """(name, short_name, category, tc, per_iter_ns, count_per_iter, avg_ns, share_window, share_kernel,
-        amdahl_ceiling, fragmented) of one baseline's kernels, by rank."""
+        amdahl_ceiling, fragmented, count, total_ns, min_ns, max_ns, median_ns) of one baseline's kernels, by rank."""
         return self.rows("leaderboard_view", {"id": baseline_id})
 
 

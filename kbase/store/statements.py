@@ -217,7 +217,8 @@ def kernel_series() -> Select:
 @_statement
 def leaderboard_view() -> Select:
     return (select(kn.name, kn.short_name, kn.category, kn.tc, bk.per_iter_ns, bk.count_per_iter, bk.avg_ns,
-                   bk.share_window, bk.share_kernel, bk.amdahl_ceiling, bk.fragmented)
+                   bk.share_window, bk.share_kernel, bk.amdahl_ceiling, bk.fragmented, bk.count, bk.total_ns,
+                   bk.min_ns, bk.max_ns, bk.median_ns)
             .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id == bindparam("id")).order_by(bk.rank))
 
 

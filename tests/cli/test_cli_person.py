@@ -181,7 +181,7 @@ def test_default_store_folder_is_ignored_by_git(demo, tmp_path):
 
 
 def test_incomparable_prints_both_sides_in_one_unit():
-    from kbase.render.units import fmt_ns_pair
+    from kbase.units import fmt_ns_pair
 
     assert fmt_ns_pair(1e9, 999_999_999.0) == ("1.000 s", "1.000 s")
     assert fmt_ns_pair(2_000_000, 999_000) == ("2.000 ms", "0.999 ms")
@@ -189,7 +189,7 @@ def test_incomparable_prints_both_sides_in_one_unit():
 
 
 def test_p_values_read_as_people_read_them():
-    from kbase.render.units import fmt_p
+    from kbase.units import fmt_p
 
     assert fmt_p(2e-246) == "< 1e-6" and fmt_p(0.03) == "0.03" and fmt_p(float("nan")) == "-"
 

@@ -107,6 +107,43 @@ def test_top_in_a_pty(export, width):
         assert "hidden at this width (--wide shows them):" in text
 
 
+# The leaderboard's four reads first at any width: TC, Count with Avg, Total; Min–Max (one column), %kernel and
+# the diagnosis join at 120, then %window, time per iteration, Amdahl and the rest.
+READS = ["#", "Kernel", "TC", "Count", "Total", "Avg"]
+AT_120 = READS + ["Min–Max", "%kernel", "Diagnosis"]
+AT_200 = AT_120 + ["%window", "/iter/GPU", "Amdahl max", "Cat", "Med", "Std"]
+
+
+def header_cells(text: str, title: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    return re.split(r"\s{2,}", lines[start + 1].strip())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("export", [H100, MMAGIC, A], ids=lambda p: p.stem)
+def test_top_columns_in_reading_order(export, width):
+    """At 80 columns exactly rank, kernel and the four reads; at 120 the compact Min–Max, %kernel and the
+    diagnosis after them; at 200 %window, /iter/GPU, Amdahl and the rest — in that order, in a real terminal."""
+    need(export)
+    rc, text = run_in_pty(["top", str(export), "-n", "12"], width)
+    assert rc == 0, text[-2000:]
+    cells = header_cells(text, "Kernel leaderboard")
+    if width == 80:
+        assert cells == READS, cells
+    elif width == 120:
+        assert cells[:len(AT_120)] == AT_120 and "Amdahl max" not in cells, cells  # %window next, if room
+    else:
+        assert cells[:len(AT_200)] == AT_200, cells
+    body = table_rows(text, "Kernel leaderboard")
+    minmax = [re.search(r"\d[\d.]*–[\d.]+ (?:ns|µs|ms|s)\b", line) for line in body]
+    assert width == 80 or all(minmax), body  # one column, one unit: "57.5–306 µs"
+    if width >= 120:
+        assert any(d in text for d in ("expected", "unhealthy")), text[-3000:]
+    if "⚠" in "".join(body):
+        assert re.search(r"^⚠ #\d+.*fix", text, re.M), text[-3000:]  # every ⚠ has its prescription under the table
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("pair", [(A, B), (CLOVER, CLOVER)], ids=["resnet-workers0-vs-4", "cloverleaf-self"])
 def test_diff_and_gate_in_a_pty(width, pair):

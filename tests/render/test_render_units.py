@@ -13,8 +13,8 @@ import kbase
 from kbase import jsonable
 from kbase.render import leaderboard as render_lb
 from kbase.render.diff import amdahl_text, diagnosis
-from kbase.render.units import fmt_delta_pct, fmt_ns, fmt_p, fmt_pct
 from kbase.synth.generate import ExportSpec, generate_export
+from kbase.units import fmt_delta_pct, fmt_ns, fmt_p, fmt_pct
 
 
 @pytest.mark.parametrize("ns, text", [(None, "-"), (float("nan"), "-"), (999, "999 ns"), (1500, "1.50 µs"),

@@ -86,6 +86,14 @@ class LeaderboardRow:
     share_kernel: float | None  # of all kernel time
     amdahl_ceiling: float | None  # 1 / (1 - share_window); None when unbounded
     fragmented: bool = False
+    count: int = 0  # launches in the window, all GPUs
+    total_ns: float | None = None  # in the window, all GPUs
+    min_ns: float | None = None
+    max_ns: float | None = None
+    median_ns: float | None = None
+    tc_reason: str = ""  # why its TC state; a ⚠'s fix (``analysis.diagnosis.annotate``, as ``kbase top`` says it)
+    diagnosis: str | None = None  # expected / not_expected / unhealthy; None: not fat
+    diagnosis_reason: str = ""
 
 
 @dataclass

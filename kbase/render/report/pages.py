@@ -6,9 +6,12 @@ from __future__ import annotations
 import hashlib
 import math
 
+from kbase.analysis.diagnosis import LABELS, LEGEND
+from kbase.render.leaderboard import fix_lines
 from kbase.render.report import figures as fig
 from kbase.render.report.model import KernelSeries, LeaderboardView, ReportData
 from kbase.render.report.safe import clip, html_text
+from kbase.units import fmt_ns_range
 
 TC_TEXT = {"tc": ("✓", "tensor cores"), "fallback": ("⚠", "matmul/conv without a tensor-core path"),
            "na": ("-", "not tensor-core work")}
@@ -46,9 +49,9 @@ def _effect(x) -> str:
     return "-" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.2%}"
 
 
-def _tc_cell(tc: str | None) -> str:
+def _tc_cell(tc: str | None, reason: str = "") -> str:
     symbol, text = TC_TEXT.get(tc or "na", TC_TEXT["na"])
-    return f'<td class="tc-{html_text(tc or "na")}" title="{html_text(text)}">{symbol}</td>'
+    return f'<td class="tc-{html_text(tc or "na")}" title="{html_text(reason or text)}">{symbol}</td>'
 
 
 def _notes(notes: list[str]) -> str:
@@ -189,18 +192,24 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
                "no matmul/convolution kernels")
     rows = []
     labels = fig.distinct_labels([(r.name, r.short_name) for r in view.rows[:top]], limit=80)
-    for i, r in enumerate(view.rows[:top], 1):
+    for i, r in enumerate(view.rows[:top], 1):  # the columns in ``kbase top``'s order: the four reads first
         ceiling = f"{r.amdahl_ceiling:.3f}x" if r.amdahl_ceiling else "∞"
+        why = "; ".join(x for x in (r.tc_reason if r.tc == "fallback" else "", r.diagnosis_reason
+                                    if r.diagnosis else "") if x)
         rows.append(
             f"<tr><td class='num'>{i}</td><td class='name' title='{html_text(r.name)}'>{html_text(labels[r.name])}"
-            f"</td><td>{html_text(r.category)}</td>{_tc_cell(r.tc)}<td class='num'>{fmt_ns(r.per_iter_ns)}</td>"
+            f"</td>{_tc_cell(r.tc, r.tc_reason)}<td class='num'>{r.count:,}</td><td class='num'>{fmt_ns(r.total_ns)}"
+            f"</td><td class='num'>{fmt_ns(r.avg_ns)}</td><td class='num'>{fmt_ns_range(r.min_ns, r.max_ns)}</td>"
+            f"<td class='num'>{_share(r.share_kernel)}</td>"
+            f"<td class='diag-{html_text(r.diagnosis or 'none')}' title='{html_text(r.diagnosis_reason)}'>"
+            f"{html_text(LABELS.get(r.diagnosis or '', ''))}</td><td class='num'>{_share(r.share_window)}</td>"
+            f"<td class='num'>{fmt_ns(r.per_iter_ns)}</td>"
             f"<td class='num'>{'-' if r.launches_per_iter is None else f'{r.launches_per_iter:,.1f}'}</td>"
-            f"<td class='num'>{fmt_ns(r.avg_ns)}</td><td class='num'>{_share(r.share_window)}</td>"
-            f"<td class='num'>{_share(r.share_kernel)}</td><td class='num'>{ceiling}</td>"
-            f"<td>{'fragmented' if r.fragmented else ''}</td></tr>")
+            f"<td class='num'>{ceiling}</td><td>{html_text(r.category)}</td>"
+            f"<td>{'fragmented' if r.fragmented else ''}</td><td class='why'>{html_text(why)}</td></tr>")
     busy = view.compute_ns + view.communication_ns + view.memory_ns
     overlap = busy > view.wall_ns if view.wall_ns == view.wall_ns else False
-    notes = [tc_line]
+    notes = [tc_line] + fix_lines((r.tc, r.tc_reason) for r in view.rows[:top])
     if overlap:
         notes.append(f"kernel time ({fmt_ns(busy)}) exceeds the iteration wall ({fmt_ns(view.wall_ns)}): "
                      "streams overlap (e.g. NCCL under compute), so idle is shown as 0")
@@ -210,7 +219,9 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>'
             '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
             '<div class="chart" id="fig-top"></div>'
-            "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>category</th><th>TC</th><th>/iter/GPU</th>"
-            "<th>launches/iter</th><th>avg/launch</th><th>%window</th><th>%kernel</th><th>Amdahl max</th><th>flags</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>TC</th><th>Count</th><th>Total</th>"
+            "<th>Avg</th><th>Min–Max</th><th>%kernel</th><th>Diagnosis</th><th>%window</th><th>/iter/GPU</th>"
+            "<th>launches/iter</th><th>Amdahl max</th><th>category</th><th>flags</th><th>why (⚠ fix; diagnosis)</th>"
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            f'<p class="sub">{html_text(LEGEND)}</p>')
     return body, {"fig-where": where, "fig-top": top_fig}
