@@ -194,7 +194,7 @@ def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
 
 def test_top_of_a_large_nsys_export_loads_no_pyarrow(tmp_path):
     """Past ``SMALL_TABLE_ROWS`` the kernel and runtime tables are decoded from the file's pages in numpy
-    (``readers/sqlite_pages.py``): no pyarrow or ADBC either."""
+    (``readers/sqlite_pages/``): no pyarrow or ADBC either."""
     import sqlite3
 
     from kbase.readers.sqlite_columns import SMALL_TABLE_ROWS

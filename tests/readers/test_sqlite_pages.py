@@ -11,6 +11,7 @@ import pytest
 from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
+from kbase.readers.sqlite_pages import btree, columns
 
 
 @pytest.mark.parametrize("page_size", [512, 4096, 65536])
@@ -35,7 +36,7 @@ def test_deep_tree_deleted_rows_and_rowids_in_any_order(tmp_path, monkeypatch):
     con.execute("DELETE FROM t WHERE rowid % 5 = 0")
     con.commit()
     con.close()
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 37)  # many chunks
+    monkeypatch.setattr(columns, "CHUNK_PAGES", 37)  # many chunks
     _assert_equal(_decoded(path, "t", names), _sqlite(path, "t", names))
 
 
@@ -120,7 +121,7 @@ def _root_and_leaves(path, size):
     root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 't'").fetchone()[0]
     con.close()
     with open(path, "rb", buffering=0) as fh:
-        leaves = sqlite_pages._Pages(fh).leaves(root).tolist()
+        leaves = btree.Pages(fh).leaves(root).tolist()
     data = bytearray(path.read_bytes())
     assert all(data[(p - 1) * size] == 13 for p in leaves)
     return data, (root - 1) * size, [(p - 1) * size for p in leaves]

@@ -9,6 +9,7 @@ import pytest
 from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
+from kbase.readers.sqlite_pages import columns
 
 
 @pytest.mark.parametrize("deleted", ["", "rowid % 7 = 0 OR rowid BETWEEN 5000 AND 9000"])
@@ -21,16 +22,16 @@ def test_a_helper_decodes_from_the_far_end(tmp_path, monkeypatch, deleted):
     names = _make(path, 20_000, page_size=1024, columns=5, seed=12)
     if deleted:
         _alter(path, f"DELETE FROM t WHERE {deleted}")
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
+    monkeypatch.setattr(columns, "CHUNK_PAGES", 3)
     decoders = []
-    real = sqlite_pages._decode
+    real = columns.decode_leaves
 
     def slow_decode(*a):  # records which thread decoded each chunk, and leaves the helper time to join
         decoders.append(threading.current_thread().name)
         time.sleep(0.002)
         return real(*a)
 
-    monkeypatch.setattr(sqlite_pages, "_decode", slow_decode)
+    monkeypatch.setattr(columns, "decode_leaves", slow_decode)
     assist = sqlite_pages.Assist()
     done = threading.Event()
 
@@ -88,8 +89,8 @@ def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
 
     path = tmp_path / "t.sqlite"
     names = _make(path, 20_000, page_size=1024, columns=5, seed=14)
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
-    real = sqlite_pages._decode
+    monkeypatch.setattr(columns, "CHUNK_PAGES", 3)
+    real = columns.decode_leaves
 
     def decode(*a):
         if threading.current_thread().name == "helper":
@@ -97,7 +98,7 @@ def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
         time.sleep(0.002)
         return real(*a)
 
-    monkeypatch.setattr(sqlite_pages, "_decode", decode)
+    monkeypatch.setattr(columns, "decode_leaves", decode)
     assist = sqlite_pages.Assist()
     errors = []
     done = threading.Event()
