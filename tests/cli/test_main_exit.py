@@ -1,4 +1,4 @@
-"""The ``kbase`` script's quick exit (``kbase.cli.__main__``): output complete and exit codes kept when it
+"""The ``kbase`` script's quick exit (``kbase.cli.tuning.leave``): output complete and exit codes kept when it
 leaves with ``os._exit``, and the ordinary exit whenever that would not be safe."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbase.cli.__main__ import leave
+from kbase.cli.tuning import leave
 
 
 def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
