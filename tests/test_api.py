@@ -14,7 +14,7 @@ import pytest
 import kbase
 from kbase.synth.generate import ExportSpec, default_kernel_mix, generate_export
 
-from conftest import REPO
+from helpers.shared import REPO
 
 
 def readme_python() -> str:

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from kbase.cli import app
 
-from conftest import REPO, make_tiny_export
+from helpers.shared import REPO
+from helpers.tiny_export import make_tiny_export
 
 runner = CliRunner()
 

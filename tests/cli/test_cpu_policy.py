@@ -12,7 +12,7 @@ import pytest
 
 from kbase.cli import tuning
 
-from conftest import REPO
+from helpers.shared import REPO
 
 FLAGS = "fpu vme sse sse2 avx avx2 bmi2"
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers.shared import REPO
 
 PROBE = """
 import ctypes, json, os, sys

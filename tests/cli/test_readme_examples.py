@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import REPO
 
 README = REPO / "README.md"
 BLOCK = re.compile(r"(<!-- example: (?P<cmd>[^\n]*?) -->\n```text\n)(?P<body>.*?)(```)", re.S)

@@ -13,7 +13,8 @@ import time
 import pytest
 from rich.cells import cell_len
 
-from conftest import KINETO_DIR, NSYS_DIR, REPO, SHARED_SKIP_REASON, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, NSYS_DIR, REPO, SHARED_SKIP_REASON
 
 WIDTHS = [80, 120, 200]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
-    FALLBACK_DDL,
-    NSYS_DIR,
-    SCHEMA_SOURCE,
-    export_ddl,
-    make_tiny_export,
-    require_shared,
-    ro_connect,
-    run_kbase,
-)
+from helpers.cli import run_kbase
+from helpers.shared import NSYS_DIR, SCHEMA_SOURCE, require_shared, ro_connect
+from helpers.tiny_export import FALLBACK_DDL, export_ddl, make_tiny_export
 
 
 def sha256(path: Path) -> str:

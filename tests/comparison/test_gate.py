@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_diff import SLOW, Exports, shared_export_dir
 
-from conftest import REPO, run_kbase
+from helpers.cli import run_kbase
+from helpers.diff_exports import SLOW, Exports, shared_export_dir
+from helpers.shared import REPO
 
 REPO_ROOT = REPO
 
@@ -157,9 +158,8 @@ def pg_module_url(request):
     scenarios are isolated by workload name, so their baselines are snapshotted once, not per test.
     None when conftest has no such server fixture (then each test gets ``pg_db_url``)."""
     try:
-        from conftest import _pg_module
+        from helpers import pg
 
-        pg = _pg_module()
         admin = request.getfixturevalue("pg_url")
     except (ImportError, AttributeError, pytest.FixtureLookupError):
         yield None

@@ -8,7 +8,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from tests.conftest import SHARED, SHARED_SKIP_REASON, kb
+from helpers.cli import kb
+from helpers.shared import SHARED, SHARED_SKIP_REASON
 
 KINETO = SHARED / "kineto"
 AA = [KINETO / f"v100_resnet50_w4_repeat_{x}.pt.trace.json.gz" for x in "ab"]

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import kb
+from helpers.cli import kb
 
 
 @pytest.fixture(scope="module")

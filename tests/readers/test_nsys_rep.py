@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
 
 FAKE_NSYS = """#!/usr/bin/env python3
 # Stand-in for `nsys export --type sqlite --output OUT REPORT`: records its arguments and writes

@@ -18,12 +18,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kineto_traces import attribute_steps
 
 from kbase.errors import InputError
 from kbase.readers.kineto import looks_like_kineto, read_kineto
 
-from conftest import REPO, SHARED  # noqa: E402
+from helpers.kineto_traces import attribute_steps
+from helpers.shared import REPO, SHARED  # noqa: E402
 
 KINETO = SHARED / "kineto"
 NO_SHARED = "../shared/data not present (fresh clone)"

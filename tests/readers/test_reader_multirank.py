@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from kineto_traces import trace_doc, write_trace
 
 from kbase.analysis.window import WindowSpec, select_window
 from kbase.readers.kineto import read_kineto
 
-from conftest import KINETO_DIR, run_kbase, shared_present
+from helpers.cli import run_kbase
+from helpers.kineto_traces import trace_doc, write_trace
+from helpers.shared import KINETO_DIR, shared_present
 
 LOW48 = (1 << 48) - 1
 

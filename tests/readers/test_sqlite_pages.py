@@ -8,10 +8,11 @@ import sqlite3
 
 import numpy as np
 import pytest
-from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
 from kbase.readers.sqlite_pages import btree, columns
+
+from helpers.pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 
 @pytest.mark.parametrize("page_size", [512, 4096, 65536])
@@ -170,7 +171,7 @@ def test_the_nsys_reader_decodes_pages_as_sqlite_reads_rows(tmp_path, monkeypatc
     """The whole reader, with and without the pages, on a tiny export: the same profile."""
     from kbase.readers import nsys, sqlite_columns
 
-    from conftest import assert_same_profile, make_tiny_export
+    from helpers.tiny_export import assert_same_profile, make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     calls = []

@@ -6,10 +6,11 @@ import sqlite3
 import time
 
 import pytest
-from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
 from kbase.readers.sqlite_pages import columns
+
+from helpers.pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 
 @pytest.mark.parametrize("deleted", ["", "rowid % 7 = 0 OR rowid BETWEEN 5000 AND 9000"])
@@ -60,7 +61,7 @@ def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
     from max(rowid) (which asked for 8 PiB), through the pages and through SQLite."""
     from kbase.readers import nsys, sqlite_columns
 
-    from conftest import make_tiny_export
+    from helpers.tiny_export import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     before = nsys.read_nsys(export)
@@ -77,7 +78,7 @@ def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
         mp.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)  # through ADBC, not sqlite3, when not pages
         mp.setattr(nsys, "bulk_int_columns", lambda *a, **k: plain(*a, **{**k, "pages": pages}))
         after = nsys.read_nsys(export)
-    from conftest import assert_same_profile
+    from helpers.tiny_export import assert_same_profile
 
     assert_same_profile(before, after)
 

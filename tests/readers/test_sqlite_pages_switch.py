@@ -14,7 +14,9 @@ import kbase
 from kbase.readers import nsys, sqlite_columns, sqlite_pages
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import export_params, make_tiny_export, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import export_params
+from helpers.tiny_export import make_tiny_export
 
 GENERATED = {
     "tiny": None,  # tests/helpers/tiny_export.py: a handful of rows, read by sqlite3 when not decoded

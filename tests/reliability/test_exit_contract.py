@@ -18,7 +18,7 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import kb
+from helpers.cli import kb
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

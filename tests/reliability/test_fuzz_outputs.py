@@ -25,7 +25,7 @@ from kbase.render.safe import SafeConsole, inert, json_safe, md_text, term_text,
 from kbase.synth.generate import ExportSpec, generate_export
 from kbase.synth.names import KernelSpec
 
-from conftest import kb
+from helpers.cli import kb
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -45,7 +45,11 @@ import pytest
 from kbase.store import open_store as store_open
 from kbase.store import queries
 
-from conftest import REPO, _pg_module, export_ddl, make_tiny_export, run_kbase, snap
+from helpers import pg
+from helpers.cli import run_kbase
+from helpers.library import snap
+from helpers.shared import REPO
+from helpers.tiny_export import export_ddl, make_tiny_export
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -123,7 +127,6 @@ def sha256_bytes(data: bytes) -> str:
 
 def pg_rows(url: str) -> dict[str, list]:
     """Every row of every table of the PostgreSQL database (public schema), in a stable order."""
-    pg = _pg_module()
     import psycopg
 
     out: dict[str, list] = {}
@@ -213,7 +216,6 @@ def sqlite_store(world) -> str:
 
 @pytest.fixture(scope="module")
 def pg_store(world, pg_url) -> str:
-    pg = _pg_module()
     url = pg.create_database(pg_url, prefix="rel_")
     try:
         yield _seed_store(world, url)

@@ -17,7 +17,8 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
-from conftest import KINETO_DIR, SHARED_SKIP_REASON, kb, shared_exports
+from helpers.cli import kb
+from helpers.shared import KINETO_DIR, SHARED_SKIP_REASON, shared_exports
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -27,7 +27,8 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import KINETO_DIR, NSYS_DIR, REPO, run_kbase, shared_present
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, NSYS_DIR, REPO, shared_present
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

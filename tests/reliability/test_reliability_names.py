@@ -17,7 +17,8 @@ import pytest
 from kbase.store import open_store as store_open
 from kbase.synth.generate import ExportSpec, KernelSpec, generate_export
 
-from conftest import kb, snap
+from helpers.cli import kb
+from helpers.library import snap
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -15,7 +15,9 @@ import pytest
 
 from kbase.readers.source import PROBE_BLOCK, BackgroundSource, describe_source, file_sha256, source_identity
 
-from conftest import kb, make_tiny_export, snap
+from helpers.cli import kb
+from helpers.library import snap
+from helpers.tiny_export import make_tiny_export
 
 FROM_STORE = "from the store: baseline @"
 
@@ -206,7 +208,7 @@ def test_read_before_store_decides_only_what_it_can(tmp_path, repo):
 
 def test_a_miss_costs_no_store_stack(tmp_path, repo):
     """A file not in the store is looked up with one sqlite3 query: SQLAlchemy is never imported."""
-    from test_imports import loaded
+    from helpers.imports import loaded
 
     stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
     db = f"sqlite:///{tmp_path / 'kb.db'}"

@@ -16,8 +16,9 @@ import pytest
 
 import kbase
 from kbase.store.sqlite_read import BASELINE_FIELDS, BaselineRecord, open_reader
-from tests.conftest import run_kbase
-from tests.test_imports import old_schema_copy
+
+from helpers.cli import run_kbase
+from helpers.library import old_schema_copy
 
 
 def _fill(url: str) -> list[str]:

@@ -31,7 +31,9 @@ from kbase.store import open_store as store_open
 from kbase.store import queries
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import REPO, run_kbase, snap
+from helpers.cli import run_kbase
+from helpers.library import snap
+from helpers.shared import REPO
 
 BACKENDS = ["sqlite", "postgresql"]
 SPEC = dict(n_gpus=2, iterations=6)

@@ -19,7 +19,7 @@ from kbase.synth.generate import (
     scaled_kernel_mix,
 )
 
-from conftest import SHARED  # noqa: E402
+from helpers.shared import SHARED  # noqa: E402
 
 REAL_325 = SHARED / "nsys" / "h100_2gpu_fsdp_t5.sqlite"
 REAL_GPU = SHARED / "nsys" / "a100_cloverleaf.sqlite"
