@@ -1,4 +1,4 @@
-"""Per-kernel noise and the per-kernel decision (README "Noise model").
+"""Per-kernel noise and the per-kernel decision (docs/noise-model.md).
 
 A kernel's change is an estimate ``rel`` (after/before - 1) with a standard error ``se`` from the best
 noise source available for that kernel:
