@@ -4,6 +4,9 @@ and the real data, ``helpers.cli``: running ``kbase``, ``helpers.tiny_export``, 
 - ``shared_data``: the real profiler data folder (skips where absent); ``tiny_export``: a small nsys export;
 - ``pg_url`` / ``pg_db_url``: a throwaway PostgreSQL server for the session / a fresh database per test;
   ``store_url``: a fresh store on each backend.
+
+Every PostgreSQL case is marked ``slow`` (a server per worker, then the same code path as SQLite's above the
+engine): the quick run ``-m "not slow"`` tests the SQLite store, the full suite both.
 """
 
 from __future__ import annotations
@@ -16,6 +19,14 @@ import pytest
 from helpers import pg
 from helpers.shared import require_shared
 from helpers.tiny_export import make_tiny_export
+
+
+@pytest.hookimpl(tryfirst=True)  # (before the -m selection)
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if {"pg_url", "pg_db_url"} & set(item.fixturenames) or "postgresql" in map(str, params.values()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ def project(tmp_path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_documented_python_example_runs_as_written(project):
     code = documented_python()
     assert "kbase.gate(" in code and "kbase.snapshot(" in code and "kbase.read(" in code

@@ -16,6 +16,8 @@ import pytest
 from helpers.imports import loaded
 from helpers.library import old_schema_copy
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory) -> tuple[str, str, Path]:

@@ -17,6 +17,8 @@ import yaml
 
 from helpers.workflow_runner import run_job
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 GITHUB = REPO / "ci" / "github" / "kbase.yml"
 GITLAB = REPO / "ci" / "gitlab" / "kbase.gitlab-ci.yml"

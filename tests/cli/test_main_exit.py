@@ -47,6 +47,7 @@ def test_piped_output_is_complete_and_the_store_closed(store, fast):
     assert not Path(str(root / "kb.db") + "-wal").exists() or (root / "kb.db-wal").stat().st_size == 0
 
 
+@pytest.mark.slow
 def test_exit_codes_survive_the_quick_exit(store):
     url, root = store
     assert _run("--version", cwd=root).returncode == 0

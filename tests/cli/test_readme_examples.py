@@ -77,6 +77,7 @@ def _where(match: re.Match, demo_repo: Path) -> Path | None:
     return folder if folder.is_dir() else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=[str(d.relative_to(REPO)) for d in DOCUMENTS])
 def test_examples_are_current(demo, doc):
     repo, db = demo

@@ -108,6 +108,7 @@ def test_top_in_a_pty(export, width):
         assert "hidden at this width (--wide shows them):" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("pair", [(A, B), (CLOVER, CLOVER)], ids=["resnet-workers0-vs-4", "cloverleaf-self"])
 def test_diff_and_gate_in_a_pty(width, pair):
@@ -147,6 +148,7 @@ def test_wide_and_full_names(monkeypatch):
     assert any(cell_len(line) > 80 for line in r.stdout.splitlines())  # asked for: longer than the terminal
 
 
+@pytest.mark.slow
 def test_kineto_read_shows_progress_in_a_pty():
     path = KINETO_DIR / "v100_df_index_resolver.json.gz"
     need(path)

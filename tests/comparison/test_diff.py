@@ -129,6 +129,7 @@ def test_same_parameters_different_seed_flags_nothing(ex):
     assert "gate: PASS (exit 0)" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pairs", [SEED_PAIRS, NOISY_PAIRS], ids=["default-mix", "noisy-small-kernels"])
 def test_seed_pairs_no_false_positive(ex, pairs):
     """Five pairs of identical workloads: the wobble of every kernel stays unflagged."""
@@ -252,6 +253,7 @@ def test_formats_json_md_csv(ex):
 # --------------------------------------------------------------------------- 8. pooling repeat captures
 
 
+@pytest.mark.slow
 def test_pooled_repeat_captures(ex, tmp_path):
     import git
 
@@ -308,6 +310,7 @@ def _real_files() -> list:
     return params
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,extra", _real_files())
 def test_real_file_diffed_with_itself_flags_nothing(path, extra):
     r = run_kbase("diff", path, path, "--format", "json", *extra)

@@ -295,6 +295,7 @@ def test_exit_2_far_fewer_iterations(world, db):
     assert any("far fewer iterations" in m for m in _json(r)["mismatches"])
 
 
+@pytest.mark.slow
 def test_exit_2_usage_errors_one_line(world, db):
     c = world.commits
     for args in (("--format", "xml"), ("--new-kernel", "maybe"), ("--alpha", "2"),
@@ -450,6 +451,7 @@ def test_base_ref_uses_merge_base(world, db):
 # --------------------------------------------------------------------------- acceptances
 
 
+@pytest.mark.slow
 def test_accept_then_expired(world, db):
     c = world.commits
     args = ("gate", c["c1"], c["c2"], "--format", "json")

@@ -8,6 +8,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.cli import run_kbase
@@ -27,6 +29,7 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_report_is_exported_beside_a_temp_copy(tmp_path, monkeypatch):
     export = tmp_path / "prepared.sqlite"
     generate_export(export, ExportSpec(n_gpus=1, iterations=4, seed=3))

@@ -85,6 +85,7 @@ def setup(tmp_path, monkeypatch):
     return user, tmp, install
 
 
+@pytest.mark.slow
 def test_a_hanging_export_is_stopped_at_the_timeout(setup, tmp_path, monkeypatch):
     user, tmp, install = setup
     pids = tmp_path / "pids"

@@ -216,6 +216,7 @@ def test_clock_skew_between_ranks_of_one_run_is_accepted(tmp_path):
     assert read_profile(run).n_gpus == 2
 
 
+@pytest.mark.slow
 def test_real_traces_of_two_runs_are_refused(tmp_path):
     """The 491-day window of the issue: two HTA sample traces (world sizes 1 and 2) in one folder."""
     names = ("v100_ns_resolution.pt.trace.json.gz", "v100_df_index_resolver.json.gz")

@@ -26,6 +26,7 @@ def test_every_width_null_and_constant_equals_sqlite(tmp_path, page_size):
     _assert_equal(_decoded(path, "t", picked), _sqlite(path, "t", picked))
 
 
+@pytest.mark.slow
 def test_deep_tree_deleted_rows_and_rowids_in_any_order(tmp_path, monkeypatch):
     """Three interior levels (512-byte pages), rows inserted in shuffled rowid order, large rowids (varints
     past the cell's first 8 bytes), and deleted rows: the B-tree's order is rowid order."""
@@ -200,6 +201,7 @@ def test_a_copy_reads_the_same(tmp_path):
     assert path.read_bytes() == copy.read_bytes()
 
 
+@pytest.mark.slow
 def test_random_damage_decodes_as_sqlite_reads_or_not_at_all(tmp_path):
     """Bytes of the table's pages overwritten at random, 600 times: the pages decode to exactly what SQLite
     reads, or not at all (None); never an exception, never rows SQLite would refuse as malformed."""

@@ -13,6 +13,7 @@ from kbase.readers.sqlite_pages import columns
 from helpers.pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("deleted", ["", "rowid % 7 = 0 OR rowid BETWEEN 5000 AND 9000"])
 def test_a_helper_decodes_from_the_far_end(tmp_path, monkeypatch, deleted):
     """A second thread offering help (``Assist.offer``) takes chunks from the end while the reading thread
@@ -83,6 +84,7 @@ def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
     assert_same_profile(before, after)
 
 
+@pytest.mark.slow
 def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
     """Any error in the helper's chunk (not only "not sure"): the table is not decoded (no rows returned
     with that chunk missing), and the helper's thread gets the error."""

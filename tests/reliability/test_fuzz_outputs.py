@@ -108,6 +108,7 @@ def names_of(doc: dict) -> set[str]:
     return {k["name"] for k in doc["kernels"]}
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(a=HOSTILE, b=HOSTILE)

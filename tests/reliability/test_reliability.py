@@ -339,6 +339,7 @@ def test_bad_profile_snapshot_leaves_store_unchanged(build, store_url, world, tm
     assert sorted(p.name for p in tmp_path.iterdir()) == files, "kbase wrote beside the profile"
 
 
+@pytest.mark.slow
 def test_bad_profile_snapshot_as_a_process(sqlite_store, world, tmp_path):
     """The same contract from the real program (no in-process shortcuts)."""
     args, mentions = truncated_sqlite(tmp_path, world)
@@ -351,6 +352,7 @@ def test_bad_profile_snapshot_as_a_process(sqlite_store, world, tmp_path):
 # --------------------------------------------------------------------------- git and baseline references
 
 
+@pytest.mark.slow
 def test_unknown_revision_diff_gate_snapshot(store_url, world):
     before = store_state(store_url)
     db = ("--db", store_url, "--repo", world.repo, "--name", "w")
@@ -440,6 +442,7 @@ def test_detached_head_snapshot_works(store_url, world, tmp_path):
     gc.collect()  # the commands' pooled connections: closed, the WAL checkpointed
 
 
+@pytest.mark.slow
 def test_baseline_id_that_does_not_exist(store_url, world):
     before = store_state(store_url)
     db = ("--db", store_url, "--repo", world.repo)
@@ -450,6 +453,7 @@ def test_baseline_id_that_does_not_exist(store_url, world):
     assert store_state(store_url) == before
 
 
+@pytest.mark.slow
 def test_workload_with_no_baselines(store_url, world):
     before = store_state(store_url)
     res = kb("gate", "--name", "nope", "--db", store_url, "--repo", world.repo)
@@ -462,6 +466,7 @@ def test_workload_with_no_baselines(store_url, world):
 # --------------------------------------------------------------------------- configuration and usage
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toml, mention", [
     ("[tool.kbase\nname = 'x'\n", "malformed TOML"),
     ("[tool.kbase]\nwarmup = 'two'\n", "warmup must be a int"),
@@ -479,6 +484,7 @@ def test_malformed_tool_kbase(store_url, world, tmp_path, toml, mention):
     assert store_state(store_url) == before
 
 
+@pytest.mark.slow
 def test_unknown_format_everywhere(store_url, world):
     before = store_state(store_url)
     db = ("--db", store_url, "--repo", world.repo, "--name", "w")
@@ -537,6 +543,7 @@ def private_store(world, tmp_path) -> str:
     return _seed_store(world, f"sqlite:///{tmp_path / 'st' / 'kbase.db'}")
 
 
+@pytest.mark.slow
 def test_read_only_database(private_store, world):
     path = Path(private_store[len("sqlite:///"):])
     before = store_state(private_store)
@@ -555,6 +562,7 @@ def test_read_only_database(private_store, world):
     assert store_state(private_store) == before
 
 
+@pytest.mark.slow
 def test_database_locked_past_the_timeout(private_store, world, monkeypatch):
     import kbase.store.engine
 
@@ -587,6 +595,7 @@ def private_any_store(request, world, tmp_path) -> str:
     return _seed_store(world, request.getfixturevalue("pg_db_url"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("private_any_store", ["sqlite", "postgresql"], indirect=True)
 def test_store_from_a_newer_kbase(private_any_store, world):
     """Stamped with Alembic revision 9999: every command refuses it in one line and changes nothing
@@ -633,6 +642,7 @@ def test_store_path_is_a_directory(tmp_path, world):
     assert list(d.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_postgresql_url_that_cannot_connect(world, monkeypatch):
     url = "postgresql+psycopg://kb:s3cret@127.0.0.1:1/x"
     res = kb_proc("snapshot", world.tiny, "--repo", world.repo, "--db", url, timeout=120)

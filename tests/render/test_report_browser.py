@@ -26,6 +26,8 @@ import pytest
 
 from helpers.report_fixtures import EVIL_SHORT, build_history_report
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("KBASE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]

@@ -42,7 +42,7 @@ from helpers.cli import run_kbase
 from helpers.library import snap
 from helpers.shared import REPO
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"), pytest.mark.slow]
 
 REV = "abcdef0123456789abcdef0123456789abcdef01"
 BIG_SPEC = dict(n_gpus=2, iterations=15, seed=11)  # + scaled_kernel_mix(20_000, 10_000): ~300k kernels

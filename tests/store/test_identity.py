@@ -206,6 +206,7 @@ def test_read_before_store_decides_only_what_it_can(tmp_path, repo):
     assert not check("postgresql://u@localhost/none") and not check("postgresql://u@localhost/none", force=True)
 
 
+@pytest.mark.slow
 def test_a_miss_costs_no_store_stack(tmp_path, repo):
     """A file not in the store is looked up with one sqlite3 query: SQLAlchemy is never imported."""
     from helpers.imports import loaded
@@ -220,6 +221,7 @@ def test_a_miss_costs_no_store_stack(tmp_path, repo):
     assert rc == 0 and not heavy & {"sqlalchemy", "sqlmodel", "pandas", "pyarrow"}, heavy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "md", "bmf", "github-benchmark"])
 def test_top_from_the_store_is_the_same_on_both_read_paths(tmp_path, repo, fmt, monkeypatch):
     export = make_tiny_export(tmp_path / "tiny.sqlite")
