@@ -26,11 +26,12 @@ def leave(rc: int) -> NoReturn:
     """Exit with ``rc`` now, skipping interpreter teardown when that loses nothing.
 
     A finished command has nothing left to do, yet interpreter teardown (finalising every module and object:
-    pandas, SQLAlchemy, pydantic) took 21-51 ms after ``kbase list`` / ``show`` and 28-86 ms after a stored
-    diff or gate, against 2-12 ms with ``os._exit`` (docs/performance.md). The caller has flushed and closed what
-    matters — ``kbase.cli.main`` disposes every store engine (connections closed, SQLite WAL checkpointed) —
-    and this falls back to the ordinary exit whenever the quick one is not clearly safe: another thread is still
-    running, a flush fails (a closed pipe is then reported as usual), or ``KBASE_NO_FAST_EXIT`` is set."""
+    pandas, SQLAlchemy, pydantic) took a median 30-118 ms after ``kbase list``, ``show``, a stored diff or gate,
+    against 2-17 ms with ``os._exit`` (``benchmarks/quick_exit.py``, docs/performance.md). The caller has flushed
+    and closed what matters — ``kbase.cli.main`` disposes every store engine (connections closed, SQLite WAL
+    checkpointed) — and this falls back to the ordinary exit whenever the quick one is not clearly safe: another
+    thread is still running, a flush fails (a closed pipe is then reported as usual), or ``KBASE_NO_FAST_EXIT``
+    is set."""
     if os.environ.get("KBASE_NO_FAST_EXIT", "") not in ("", "0") or threading.active_count() > 1:
         sys.exit(rc)
     try:
