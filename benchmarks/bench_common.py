@@ -179,7 +179,7 @@ def print_table(res: Results, header: str) -> str:
 
 
 def markdown_table(res: Results) -> str:
-    """The table as Markdown (README's performance section is pasted from it)."""
+    """The table as Markdown (docs/performance.md's table is pasted from it)."""
     out = ["| | what | median | min | runs | target | met | reference / note |", "|---|---|---|---|---|---|---|---|"]
     for r in res.rows:
         met = "" if r.met is None else ("yes" if r.met else "**no**")

@@ -1,5 +1,5 @@
 """Calibrate the noise model (not a timed test): false flags and detection rates on real traces and on
-generated histories. Prints the tables README's "Noise model" section quotes.
+generated histories. Prints the tables docs/noise-model.md quotes.
 
     .venv/bin/python benchmarks/calibrate.py [--data DIR] [--only aa,inject,nsys,workers,fpr,history,e2e,gatehist]
 

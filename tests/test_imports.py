@@ -9,43 +9,14 @@ script does) and then reports which of the heavy modules ended up in ``sys.modul
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HEAVY = ("pandas", "pyarrow", "numpy", "scipy", "sqlalchemy", "sqlmodel", "pydantic", "alembic", "git")
+from helpers.imports import loaded
+from helpers.library import old_schema_copy
 
-_PROBE = """
-import json, sys
-watch = json.loads(sys.argv[2])
-sys.argv = ["kbase", *json.loads(sys.argv[1])]
-from kbase.cli import main
-try:
-    main()
-except SystemExit as exc:
-    rc = exc.code
-else:
-    rc = 0
-sys.stdout.flush()
-sys.stderr.write("\\nMODULES " + json.dumps({"rc": rc, "heavy": [m for m in watch if m in sys.modules]}))
-"""
-
-
-def loaded(*args: str, cwd: Path, env: dict[str, str] | None = None, watch: tuple[str, ...] = HEAVY
-           ) -> tuple[int, set[str]]:
-    """(exit code, heavy modules loaded) of ``kbase ARGS`` run in a fresh interpreter."""
-    import os
-
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, **(env or {})}
-    p = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args)), json.dumps(watch)], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=120)
-    tail = p.stderr.rsplit("\nMODULES ", 1)
-    assert len(tail) == 2, p.stderr[-2000:]
-    got = json.loads(tail[1])
-    return got["rc"], set(got["heavy"])
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -107,25 +78,6 @@ def test_help_loads_neither_the_store_nor_the_data_stack(tmp_path):
     assert not heavy, f"kbase --help loaded {sorted(heavy)}"
 
 
-def old_schema_copy(url: str, dest: Path) -> str:
-    """A copy of the store downgraded one revision (what an older kbase left)."""
-    import shutil
-
-    from alembic import command
-
-    from kbase.store import engine as kdb
-
-    shutil.copy(url.removeprefix("sqlite:///"), dest)
-    old = f"sqlite:///{dest}"
-    eng = kdb.make_engine(old)
-    cfg = kdb.alembic_config(old)
-    with eng.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "-1")
-    eng.dispose()
-    return old
-
-
 def test_old_schema_store_takes_the_sqlalchemy_path(small_store, tmp_path):
     """A store one revision behind is migrated on use as before (Alembic): the fast path never reads it."""
     url, _, _ = small_store
@@ -182,7 +134,7 @@ def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
     """read -> window -> leaderboard on numpy columns: ``kbase top`` of an export is numpy and sqlite3 only
     (pandas with pyarrow is ~0.2 s, nearly half of a small export's answer); the tables are decoded from
     the file's pages, so not even pyarrow/ADBC is loaded."""
-    from conftest import make_tiny_export
+    from helpers.tiny_export import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite")
     rc, heavy = loaded("top", str(export), "--no-store", "--format", fmt, cwd=tmp_path)
@@ -194,7 +146,7 @@ def test_top_of_an_nsys_export_loads_no_pandas_or_pyarrow(tmp_path, fmt):
 
 def test_top_of_a_large_nsys_export_loads_no_pyarrow(tmp_path):
     """Past ``SMALL_TABLE_ROWS`` the kernel and runtime tables are decoded from the file's pages in numpy
-    (``readers/sqlite_pages.py``): no pyarrow or ADBC either."""
+    (``readers/sqlite_pages/``): no pyarrow or ADBC either."""
     import sqlite3
 
     from kbase.readers.sqlite_columns import SMALL_TABLE_ROWS
@@ -212,7 +164,7 @@ def test_top_of_a_large_nsys_export_loads_no_pyarrow(tmp_path):
 def test_snapshot_of_an_nsys_export_loads_no_pandas(tmp_path):
     """The store writes a computed leaderboard from its numpy columns (``codec.kernel_rows``,
     ``kernel_naming``): a snapshot loads the store stack but not pandas."""
-    from conftest import make_tiny_export
+    from helpers.tiny_export import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite")
     rc, heavy = loaded("snapshot", str(export), "--db", f"sqlite:///{tmp_path / 'kb.db'}", "--no-git", "--rev", "c" * 40,

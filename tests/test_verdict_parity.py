@@ -31,7 +31,7 @@ from kbase.analysis.names import short_id
 from kbase.synth.generate import KernelSpec, default_kernel_mix
 from kbase.synth.history import History, HistorySpec, InjectedStep, _kernel, generate_history
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
 
 GEMM = "nvjet_hsh_256x128"
 SWAPPED_OUT = _kernel("nvjet_hsh_192x192")

@@ -1,129 +1,16 @@
-"""The ``kbase`` script and ``python -m kbase.cli``: ``kbase.cli.main``, then a quick exit.
-
-A finished command has nothing left to do, yet interpreter teardown (finalising every module and
-object: pandas, SQLAlchemy, pydantic) cost 0.26–0.33 s after a stored diff. ``run`` flushes and closes
-what matters first — ``main`` has disposed every store engine (connections closed, SQLite WAL
-checkpointed) — then leaves with ``os._exit``. It falls back to the ordinary exit whenever that is
-not clearly safe: another thread is still running, a flush fails (a closed pipe is then reported as
-usual), or ``KBASE_NO_FAST_EXIT`` is set. ``main`` itself keeps ``sys.exit``, for callers in-process.
-"""
+"""The ``kbase`` script and ``python -m kbase.cli``: the process policies (:mod:`kbase.cli.tuning`), then
+``kbase.cli.main``, then the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
 
 from __future__ import annotations
 
-import os
 import sys
-import threading
 from typing import NoReturn
 
-
-def leave(rc: int) -> NoReturn:
-    """Exit with ``rc`` now, skipping interpreter teardown when that loses nothing."""
-    if os.environ.get("KBASE_NO_FAST_EXIT", "") not in ("", "0") or threading.active_count() > 1:
-        sys.exit(rc)
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-    except (OSError, ValueError):
-        sys.exit(rc)  # the ordinary path reports or swallows it as before
-    if "logging" in sys.modules:
-        sys.modules["logging"].shutdown()  # flush and close any handler a library attached
-    os._exit(rc)
-
-
-# The CLI's threads hand the GIL over every 0.2 ms instead of Python's 5: a thread running numpy between
-# short Python steps (the leaderboard's aggregate beside the name classification, a page decode beside
-# another) otherwise waits up to 5 ms for the GIL after each numpy call.
-SWITCH_INTERVAL_S = 0.0002
-
-
-def keep_freed_memory() -> None:
-    """Memory policy of a kbase process: freed memory stays in the process for the next array, in small pages.
-
-    A capture's work is large numpy arrays made and dropped again and again. glibc hands each block over
-    128 KiB-32 MiB back to the kernel on free (munmap), and numpy asks for transparent huge pages, so each
-    new array is fresh pages, zeroed by the kernel. On the benchmark VM that cost 0.4 (small pages) to
-    4.6 ms (huge pages) per MB: a 10M-kernel snapshot spent 6.2-6.5 s of its 11.7-12.2 s in system time;
-    with freed blocks kept (no mmap per block, no trimming) and no huge-page request, 1.8-2.1 s of
-    9.3-9.4 s, at a 0.90-0.92 GiB peak instead of 0.76-0.89. All threads share one malloc arena: the reader's
-    threads free their arrays where the main thread's next ones can take them (glibc gives each thread an arena
-    of its own, and the iteration window paid fresh pages for every temporary: 1M kernels 99 ms against 73).
-    ``KBASE_MALLOC=system`` leaves all three alone; other C libraries than glibc (no ``mallopt``) keep their own
-    policy. Set before numpy is imported."""
-    if os.environ.get("KBASE_MALLOC", "") == "system":
-        return
-    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # numpy reads it once, at import
-    try:
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    except (OSError, AttributeError, TypeError):
-        return
-    m_trim_threshold, m_mmap_max, m_arena_max = -1, -4, -8  # <malloc.h>
-    mallopt(m_mmap_max, 0)
-    mallopt(m_trim_threshold, 2**31 - 1)
-    mallopt(m_arena_max, 1)
-
-
-# numpy's CPU features to leave out on AMD Zen 4, by numpy release (each list exactly as that release names its
-# dispatch targets: a name it does not know is an ImportWarning, an error under ``-W error``).
-_AVX512_2_0 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL"
-_AVX512_TARGETS = {
-    (2, 0): _AVX512_2_0,
-    (2, 1): _AVX512_2_0,
-    (2, 2): _AVX512_2_0,
-    (2, 3): _AVX512_2_0 + " AVX512_SPR",
-    (2, 4): "X86_V4 AVX512_ICL AVX512_SPR",
-}
-
-
-def sort_without_avx512_on_zen4(cpuinfo: str = "/proc/cpuinfo") -> None:
-    """On AMD Zen 4, numpy sorts with its AVX2 code instead of its AVX-512 code.
-
-    numpy's AVX-512 sort (x86-simd-sort) writes through ``vpcompress`` to memory, which Zen 4 runs in microcode
-    (AMD's optimisation guide says to avoid it; Zen 5 fixed it). ``np.sort`` of 1M int64 took 50 ms there, and
-    10 ms with numpy's AVX2 sort: the leaderboard sorts every launch and the launch sketches sort them again
-    (a 10M-kernel snapshot). numpy reads ``NPY_DISABLE_CPU_FEATURES`` once, at import; Zen 4 runs AVX-512
-    arithmetic as two 256-bit halves, so the other kernels lose little. Only for numpy releases whose target
-    names are known (2.0-2.4), and never over a user's own ``NPY_DISABLE_CPU_FEATURES`` or
-    ``NPY_ENABLE_CPU_FEATURES`` (an empty one keeps numpy's choice). Set before numpy is imported."""
-    if "NPY_DISABLE_CPU_FEATURES" in os.environ or "NPY_ENABLE_CPU_FEATURES" in os.environ:
-        return
-    try:
-        with open(cpuinfo, "rb") as fh:
-            head = fh.read(16384).decode("ascii", "replace")
-    except OSError:
-        return
-    first = head.split("\n\n", 1)[0]  # the first processor's block
-    fields = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in first.splitlines()))
-    zen4 = (fields.get("vendor_id") == "AuthenticAMD" and fields.get("cpu family") == "25"
-            and "avx512f" in fields.get("flags", "").split())
-    if not zen4:
-        return
-    release = _numpy_release()
-    if release in _AVX512_TARGETS:
-        os.environ["NPY_DISABLE_CPU_FEATURES"] = _AVX512_TARGETS[release]
-
-
-def _numpy_release() -> tuple[int, int] | None:
-    """(major, minor) of the numpy the import system would load, from its ``version.py``, without importing it."""
-    import re  # (loaded by the command line anyway)
-
-    for entry in sys.path:
-        try:
-            with open(os.path.join(entry or ".", "numpy", "version.py"), encoding="utf-8") as fh:
-                found = re.search(r"""^version = ["'](\d+)\.(\d+)""", fh.read(4096), re.MULTILINE)
-        except OSError:
-            continue
-        return (int(found[1]), int(found[2])) if found else None
-    return None
+from kbase.cli import tuning
 
 
 def run() -> NoReturn:
-    keep_freed_memory()
-    sort_without_avx512_on_zen4()
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    tuning.apply()
     from kbase.cli import main
 
     try:
@@ -135,7 +22,7 @@ def run() -> NoReturn:
         code = 0
     if not isinstance(code, int):
         sys.exit(str(code))  # a message: let Python print it as usual
-    leave(code)
+    tuning.leave(code)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ numpy column, classes are vectorised selects, and only the significance tests ru
 Sentences (diagnosis, Amdahl text, gate reasons) are the renderer's job. No pandas: a diff of stored
 baselines never imports it (``DiffResult.rows`` builds a DataFrame on demand for the Python API).
 
-Noise model (see README "Noise model" and ``comparison.noise``): each matched kernel's change is tested
+Noise model (see docs/noise-model.md and ``comparison.noise``): each matched kernel's change is tested
 against its own noise — run-to-run spread from history or repeat captures when the store has them,
 else matched launch-duration quantiles or per-iteration samples plus a run-to-run floor — at the
 policy's false-positive rate ``fpr`` per comparison; the absolute (``abs_floor_us``), share

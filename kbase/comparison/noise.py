@@ -1,4 +1,4 @@
-"""Per-kernel noise and the per-kernel decision (README "Noise model").
+"""Per-kernel noise and the per-kernel decision (docs/noise-model.md).
 
 A kernel's change is an estimate ``rel`` (after/before - 1) with a standard error ``se`` from the best
 noise source available for that kernel:
@@ -205,11 +205,3 @@ def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, 
     return KernelDecision(rel=est.rel, delta_ns=delta, effect=effect, noise_rel=se, source=est.source,
                           test=f"z({est.source})", z=z, p_value=p, mde_rel=mde_rel, mde_ns=mde_ns,
                           regressed=bool(passes and delta > 0), improved=bool(passes and delta < 0))
-
-
-def decide_total(before: np.ndarray, after: np.ndarray, delta_pct: float, *, alpha: float, min_samples: int,
-                 increase_pct: float, p_value: float) -> tuple[bool, bool]:
-    """(enough samples, regressed) of the total-kernel-time rule: significant at ``alpha`` (rank test
-    p given) and at least ``increase_pct`` more kernel time per unit."""
-    enough = len(before) >= min_samples and len(after) >= min_samples
-    return enough, bool(enough and p_value < alpha and delta_pct >= increase_pct)

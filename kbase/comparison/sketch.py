@@ -91,7 +91,7 @@ def outlier_chunks(r: np.ndarray, ok: np.ndarray) -> np.ndarray:
     repeat captures). Why both tests: ESD's critical values assume normal chunks, and the MAD of 8
     values is a noisy scale; each alone, at a level that finds such launches, left out chunks of pure
     normal noise often enough to raise the simulated pure-noise false flags 1.2-1.7x; together they
-    raise them ~1.2x (README "Noise model")."""
+    raise them ~1.2x (docs/noise-model.md)."""
     out = np.zeros_like(ok)
     n = ok.sum(axis=-1)
     rows = np.flatnonzero(n >= MIN_CHUNKS_FOR_OUTLIERS)

@@ -4,7 +4,8 @@ would cost a CLI call more time than the whole diff).
 - ``mann_whitney_p``: two-sided Mann–Whitney U on per-iteration samples; exact null distribution
   when there are no ties and both sides are small, else the normal approximation with tie and
   continuity corrections.
-- ``welch_p``: two-sided Welch t-test from (count, mean, std) of per-launch durations.
+- ``t_two_sided_p`` / ``t_two_sided_quantile``: Student's t tail and threshold, for the noise model's z-tests
+  at an estimate's degrees of freedom.
 """
 
 from __future__ import annotations
@@ -184,92 +185,3 @@ def t_two_sided_quantile(p: float, df: float, z: float) -> float:
             return nxt
         t = nxt
     return t
-
-
-def welch_p(n1: float, m1: float, s1: float, n2: float, m2: float, s2: float) -> float:
-    if n1 < 2 or n2 < 2:
-        return 1.0
-    v1, v2 = s1 * s1 / n1, s2 * s2 / n2
-    if v1 + v2 == 0:
-        return 1.0 if m1 == m2 else 0.0
-    t = (m2 - m1) / math.sqrt(v1 + v2)
-    df = (v1 + v2) ** 2 / ((v1 * v1) / (n1 - 1) + (v2 * v2) / (n2 - 1)) if (v1 or v2) else n1 + n2 - 2
-    return t_two_sided_p(t, df)
-
-
-def _betacf_many(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``_betacf`` of every element at once: the same operations in the same order per element (so the
-    same bits), each element leaving the iteration when it converges, as the scalar loop breaks."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = np.ones_like(x)
-    d = 1.0 - qab * x / qap
-    d = 1.0 / np.where(np.abs(d) > 1e-300, d, 1e-300)
-    h = d.copy()
-    live = np.ones(len(x), dtype=bool)
-    with np.errstate(all="ignore"):
-        for m in range(1, 300):
-            if not live.any():
-                break
-            i = np.flatnonzero(live)
-            ai, bi, xi, ci, di = a[i], b[i], x[i], c[i], d[i]
-            m2 = 2 * m
-            aa = m * (bi - m) * xi / ((qam[i] + m2) * (ai + m2))
-            di = 1.0 + aa * di
-            di = 1.0 / np.where(np.abs(di) > 1e-300, di, 1e-300)
-            ci = np.where(np.abs(ci) > 1e-300, 1.0 + aa / ci, 1e300)
-            hi = h[i] * (di * ci)
-            aa = -(ai + m) * (qab[i] + m) * xi / ((ai + m2) * (qap[i] + m2))
-            di = 1.0 + aa * di
-            di = 1.0 / np.where(np.abs(di) > 1e-300, di, 1e-300)
-            ci = np.where(np.abs(ci) > 1e-300, 1.0 + aa / ci, 1e300)
-            delta = di * ci
-            hi = hi * delta
-            c[i], d[i], h[i] = ci, di, hi
-            live[i[np.abs(delta - 1.0) < 1e-12]] = False
-    return h
-
-
-def welch_many(n1, m1, s1, n2, m2, s2) -> np.ndarray:
-    """``welch_p`` of every element of six equal-length arrays: the same p-values, with the continued
-    fraction (the costly part) evaluated for all kernels at once."""
-    cols = [np.asarray(v, dtype=float).ravel() for v in (n1, m1, s1, n2, m2, s2)]
-    k = len(cols[0])
-    out = np.ones(k)
-    todo: list[tuple[int, float, float, float]] = []  # (index, a, b, x) of _betainc(a, b, x)
-    for i, (a1, b1, c1, a2, b2, c2) in enumerate(zip(*(c.tolist() for c in cols))):
-        if a1 < 2 or a2 < 2:
-            continue
-        v1, v2 = c1 * c1 / a1, c2 * c2 / a2
-        if v1 + v2 == 0:
-            out[i] = 1.0 if b1 == b2 else 0.0
-            continue
-        t = (b2 - b1) / math.sqrt(v1 + v2)
-        df = (v1 + v2) ** 2 / ((v1 * v1) / (a1 - 1) + (v2 * v2) / (a2 - 1)) if (v1 or v2) else a1 + a2 - 2
-        if not math.isfinite(t):
-            out[i] = 0.0
-        elif df <= 0:
-            out[i] = 1.0
-        else:
-            x = df / (df + t * t)
-            if x <= 0:
-                out[i] = 0.0
-            elif x >= 1:
-                out[i] = 1.0
-            else:
-                todo.append((i, df / 2.0, 0.5, x))
-    if not todo:
-        return out
-    idx = [t[0] for t in todo]
-    lbeta, flip, ca, cb, cx = [], [], [], [], []
-    for _, a, b, x in todo:
-        lbeta.append(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x))
-        f = not x < (a + 1) / (a + b + 2)
-        flip.append(f)
-        ca.append(b if f else a)
-        cb.append(a if f else b)
-        cx.append(1 - x if f else x)
-    cf = _betacf_many(np.array(ca), np.array(cb), np.array(cx)).tolist()
-    for j, (_, a, b, _x) in enumerate(todo):
-        p = 1.0 - math.exp(lbeta[j]) * cf[j] / b if flip[j] else math.exp(lbeta[j]) * cf[j] / a
-        out[idx[j]] = float(p)
-    return out

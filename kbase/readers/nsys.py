@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from kbase.errors import InputError
+from kbase.readers import sqlite_pages
 from kbase.readers.integrity import add_note, clean_names, clean_text, invalid_rows_note
 from kbase.readers.nsys_sql import (
     KERNEL_FLAWS,
@@ -60,13 +61,13 @@ KERNEL_PARTS = 2
 
 
 def _bulk_or_strict(path: Path, table: str, exprs: list[str], strict_exprs: list[str],
-                    progress=None, raw: Derive | None = None, parts: int = 1, assist: Assist | None = None
-                    ) -> list[np.ndarray]:
-    """:func:`bulk_int_columns` with the fast expressions (or their ``raw`` numpy twin); again with the
-    strict ones when the table holds text or fractional numbers (only damaged exports pay for the
-    second scan)."""
+                    progress=None, raw: Derive | None = None, parts: int = 1, pages: bool = True,
+                    assist: Assist | None = None) -> list[np.ndarray]:
+    """:func:`bulk_int_columns` with the fast expressions (or their ``raw`` numpy twin, from the file's pages
+    when ``pages``); again with the strict ones when the table holds text or fractional numbers (only damaged
+    exports pay for the second scan)."""
     try:
-        return bulk_int_columns(path, table, exprs, progress, raw, parts, assist=assist)
+        return bulk_int_columns(path, table, exprs, progress, raw, parts, pages=pages, assist=assist)
     except NotIntegers:
         return bulk_int_columns(path, table, strict_exprs, parts=parts)
 
@@ -113,13 +114,15 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     rcols = columns_of(conn, RUNTIME_TABLE) if RUNTIME_TABLE in tables else set()
     rexprs = runtime_exprs(rcols)
     # Two tables on their own threads (numpy and ADBC release the GIL); the kernel table as KERNEL_PARTS rowid
-    # ranges if SQLite reads it.
-    assist = Assist()  # the runtime table's thread, once done, helps decode the kernel table's pages
+    # ranges if SQLite reads it. The runtime table's thread, once done, helps decode the kernel table's pages;
+    # with KBASE_SQLITE_PAGES=0 SQLite reads both tables.
+    pages = sqlite_pages.enabled()
+    assist = Assist() if pages else None
     with ThreadPoolExecutor(max_workers=2) as pool:
         kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress, kernel_raw(kcols, stop_ns),
-                         KERNEL_PARTS, assist)
+                         KERNEL_PARTS, pages, assist)
         strict_rexprs = runtime_exprs(rcols, strict=True)
-        rf = (pool.submit(_runtime_index, db, [rexprs, strict_rexprs], runtime_raw(rcols), assist)
+        rf = (pool.submit(_runtime_index, db, [rexprs, strict_rexprs], runtime_raw(rcols), pages, assist)
               if rexprs and strict_rexprs else None)
         columns = kf.result()
         del kf  # the future holds the list too: gpu_key and name_key must die with it below
@@ -214,13 +217,13 @@ def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict
     return [c[keep] for c in columns]
 
 
-def _runtime_index(path: Path, exprs: list[list[str]], raw: Derive | None = None, assist: Assist | None = None
-                   ) -> list:
+def _runtime_index(path: Path, exprs: list[list[str]], raw: Derive | None = None, pages: bool = True,
+                   assist: Assist | None = None) -> list:
     """The runtime table as [launch index, thread, start]: done on the reader thread while the kernel table
     is still streaming, so the join after it is one lookup per kernel. ``exprs``: the fast and the strict
     expressions. The index is a :class:`_LaunchTable` when correlation ids are compact (as CUPTI numbers
     them: a counter per process), else the keys sorted (with the thread and start in that order)."""
-    r_key, r_tid, r_start = _bulk_or_strict(path, RUNTIME_TABLE, exprs[0], exprs[1], raw=raw)
+    r_key, r_tid, r_start = _bulk_or_strict(path, RUNTIME_TABLE, exprs[0], exprs[1], raw=raw, pages=pages)
     if assist is not None:
         assist.offer()
     table = _LaunchTable.build(r_key)

@@ -37,14 +37,14 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
     ``pages`` (with ``raw``): the plain columns are first decoded straight from the file's pages
     (:mod:`kbase.readers.sqlite_pages`, ~2x less CPU than SQLite stepping the rows; ``assist``: a
     ``sqlite_pages.Assist`` through which a thread done with its own table helps); SQLite reads the table
-    when they are not sure to decode.
+    when they are not sure to decode. The nsys reader passes ``pages=False`` under ``KBASE_SQLITE_PAGES=0``.
 
     ``parts``: a large table is read as that many rowid ranges on as many threads, each on its own
     connection, straight into its slice of the result (SQLite's row decoding is the reader's bottleneck,
     and ADBC releases the GIL while it runs: on 2 cores, 1M kernel rows read beside the runtime table in
     0.31 s instead of 0.39 s, and alone in 0.29 s instead of 0.56 s).
 
-    Measured on 1M kernel rows (README, "Reader"): Python's sqlite3 ``fetchmany`` spent 7 s
+    Measured on 1M kernel rows (docs/performance.md, "Reader"): Python's sqlite3 ``fetchmany`` spent 7 s
     building tuples; ADBC moves column batches into Arrow at ~1.2 s, and releases the GIL so the
     kernel and runtime tables are read on two threads at once. Arrays are preallocated from
     ``max(rowid)`` (an O(log n) lookup) so peak memory is the result plus one batch per thread.

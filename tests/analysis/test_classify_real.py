@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import NSYS_DIR, require_shared, ro_connect, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import NSYS_DIR, require_shared, ro_connect
 
 H100 = "h100_2gpu_fsdp_t5.sqlite"
 H200 = "h200_nvfuser_crossentropy.sqlite"

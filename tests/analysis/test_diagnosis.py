@@ -10,7 +10,8 @@ import pytest
 from kbase.analysis import diagnosis as dg
 from kbase.analysis.prescription import gpu_arch, name_arch, prescription, tc_reason
 
-from conftest import KINETO_DIR, NSYS_DIR, SHARED_SKIP_REASON, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, NSYS_DIR, SHARED_SKIP_REASON
 
 SGEMM = "ampere_sgemm_128x64_nn"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >()"

@@ -15,7 +15,7 @@ import pytest
 
 from kbase.analysis import classify
 
-from conftest import KINETO_DIR, NSYS_DIR, SHARED_SKIP_REASON, ro_connect
+from helpers.shared import KINETO_DIR, NSYS_DIR, SHARED_SKIP_REASON, ro_connect
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "kernel_names.jsonl"
 FAMILIES = {  # every family the issue names must be there, with at least this many names

@@ -15,12 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
-    export_params,
-    require_shared,
-    ro_connect,
-    run_kbase,
-)
+from helpers.cli import run_kbase
+from helpers.shared import export_params, require_shared, ro_connect
 
 H100 = "h100_2gpu_fsdp_t5.sqlite"
 

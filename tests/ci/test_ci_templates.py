@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_runner import run_job
+
+from helpers.workflow_runner import run_job
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 GITHUB = REPO / "ci" / "github" / "kbase.yml"

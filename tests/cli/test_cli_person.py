@@ -11,7 +11,8 @@ import tomllib
 
 import pytest
 
-from conftest import KINETO_DIR, SHARED_SKIP_REASON, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, SHARED_SKIP_REASON
 
 A = KINETO_DIR / "v100_resnet50_w4_repeat_a.pt.trace.json.gz"
 B = KINETO_DIR / "v100_resnet50_w4_repeat_b.pt.trace.json.gz"

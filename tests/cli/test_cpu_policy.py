@@ -1,4 +1,4 @@
-"""The command line's numpy CPU policy (``kbase.cli.__main__.sort_without_avx512_on_zen4``): on AMD Zen 4 numpy
+"""The command line's numpy CPU policy (``kbase.cli.tuning.sort_without_avx512_on_zen4``): on AMD Zen 4 numpy
 leaves out its AVX-512 targets (its AVX-512 sort runs microcoded there), named exactly as the installed numpy
 names them, so that numpy imports cleanly even under ``-W error``; other CPUs, unknown numpy releases and a
 user's own setting are left alone. Each import runs in a fresh interpreter."""
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-import kbase.cli.__main__ as cli_main
+from kbase.cli import tuning
 
-from conftest import REPO
+from helpers.shared import REPO
 
 FLAGS = "fpu vme sse sse2 avx avx2 bmi2"
 
@@ -32,17 +32,17 @@ def clean_env(monkeypatch):
 
 
 def _decided(path) -> str | None:
-    cli_main.sort_without_avx512_on_zen4(str(path))
+    tuning.sort_without_avx512_on_zen4(str(path))
     return os.environ.get("NPY_DISABLE_CPU_FEATURES")
 
 
 def test_zen4_leaves_out_the_avx512_targets_of_the_installed_numpy(tmp_path, clean_env):
-    release = cli_main._numpy_release()
+    release = tuning._numpy_release()
     targets = _decided(_cpuinfo(tmp_path, "AuthenticAMD", 25, avx512=True))
-    if release not in cli_main._AVX512_TARGETS:
+    if release not in tuning._AVX512_TARGETS:
         assert targets is None
         pytest.skip(f"numpy {release}: its target names are not known, so it is left alone")
-    assert targets == cli_main._AVX512_TARGETS[release]
+    assert targets == tuning._AVX512_TARGETS[release]
     if not _has_avx512():
         pytest.skip("this machine has no AVX-512: numpy cannot be shown leaving it out")
     # numpy accepts every name (an unknown one is an ImportWarning: an error here) and drops AVX-512, not AVX2
@@ -87,16 +87,16 @@ def test_the_numpy_release_is_read_without_importing_numpy(tmp_path, monkeypatch
         (tmp_path / name / "numpy").mkdir(parents=True)
         (tmp_path / name / "numpy" / "version.py").write_text(text)
     monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path / "new"), str(tmp_path / "dev")])
-    assert cli_main._numpy_release() == (2, 4)  # the first on the path, as the import system finds it
+    assert tuning._numpy_release() == (2, 4)  # the first on the path, as the import system finds it
     monkeypatch.setattr(sys, "path", [str(tmp_path / "dev")])
-    assert cli_main._numpy_release() == (2, 5)
+    assert tuning._numpy_release() == (2, 5)
     monkeypatch.setattr(sys, "path", [str(tmp_path / "bad"), str(tmp_path / "new")])
-    assert cli_main._numpy_release() is None
+    assert tuning._numpy_release() is None
 
 
 def test_the_kbase_script_sets_it_before_numpy_loads():
     probe = (f"import sys; sys.path.insert(0, {str(REPO)!r}); import kbase.cli.__main__ as m; "
-             "m.sort_without_avx512_on_zen4 = lambda: print('policy', 'numpy' in sys.modules); "
+             "m.tuning.sort_without_avx512_on_zen4 = lambda: print('policy', 'numpy' in sys.modules); "
              "import kbase.cli; kbase.cli.main = lambda: None; m.run()")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

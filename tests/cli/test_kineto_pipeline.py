@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KINETO_DIR, SHARED_SKIP_REASON, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, SHARED_SKIP_REASON
+
+pytestmark = pytest.mark.slow
 
 TRACES = sorted(KINETO_DIR.glob("*.json.gz")) if KINETO_DIR.is_dir() else []
 W0 = KINETO_DIR / "v100_resnet50_workers0.pt.trace.json.gz"

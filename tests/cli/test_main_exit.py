@@ -1,4 +1,4 @@
-"""The ``kbase`` script's quick exit (``kbase.cli.__main__``): output complete and exit codes kept when it
+"""The ``kbase`` script's quick exit (``kbase.cli.tuning.leave``): output complete and exit codes kept when it
 leaves with ``os._exit``, and the ordinary exit whenever that would not be safe."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbase.cli.__main__ import leave
+from kbase.cli.tuning import leave
 
 
 def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -47,6 +47,7 @@ def test_piped_output_is_complete_and_the_store_closed(store, fast):
     assert not Path(str(root / "kb.db") + "-wal").exists() or (root / "kb.db-wal").stat().st_size == 0
 
 
+@pytest.mark.slow
 def test_exit_codes_survive_the_quick_exit(store):
     url, root = store
     assert _run("--version", cwd=root).returncode == 0

@@ -1,4 +1,4 @@
-"""The command line's memory policy (``kbase.cli.__main__.keep_freed_memory``): on glibc a large array is no
+"""The command line's memory policy (``kbase.cli.tuning.keep_freed_memory``): on glibc a large array is no
 longer its own mmap (freed memory stays for the next one), what a thread frees the main thread reuses (one
 arena), numpy asks for no huge pages, a user's setting stands and ``KBASE_MALLOC=system`` turns it all off.
 Each case runs in a fresh interpreter."""
@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers.shared import REPO
 
 PROBE = """
 import ctypes, json, os, sys
 sys.path.insert(0, {repo!r})
-from kbase.cli.__main__ import keep_freed_memory
+from kbase.cli.tuning import keep_freed_memory
 keep_freed_memory()
 import numpy as np
 mmapped = None

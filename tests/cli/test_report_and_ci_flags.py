@@ -11,7 +11,7 @@ import pytest
 
 from kbase.render.comment import MARKER
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
 
 
 @pytest.fixture(scope="module")

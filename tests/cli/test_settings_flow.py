@@ -13,7 +13,8 @@ import pytest
 from kbase.settings import Origin, Settings
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import GLOBAL_TID, STEP_NS, T0, make_tiny_export, run_kbase
+from helpers.cli import run_kbase
+from helpers.tiny_export import GLOBAL_TID, STEP_NS, T0, make_tiny_export
 
 
 def git(repo: Path, *args: str) -> str:

@@ -13,7 +13,8 @@ import time
 import pytest
 from rich.cells import cell_len
 
-from conftest import KINETO_DIR, NSYS_DIR, REPO, SHARED_SKIP_REASON, run_kbase
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, NSYS_DIR, REPO, SHARED_SKIP_REASON
 
 WIDTHS = [80, 120, 200]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -144,6 +145,7 @@ def test_top_columns_in_reading_order(export, width):
         assert re.search(r"^⚠ #\d+.*fix", text, re.M), text[-3000:]  # every ⚠ has its prescription under the table
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("pair", [(A, B), (CLOVER, CLOVER)], ids=["resnet-workers0-vs-4", "cloverleaf-self"])
 def test_diff_and_gate_in_a_pty(width, pair):
@@ -183,6 +185,7 @@ def test_wide_and_full_names(monkeypatch):
     assert any(cell_len(line) > 80 for line in r.stdout.splitlines())  # asked for: longer than the terminal
 
 
+@pytest.mark.slow
 def test_kineto_read_shows_progress_in_a_pty():
     path = KINETO_DIR / "v100_df_index_resolver.json.gz"
     need(path)

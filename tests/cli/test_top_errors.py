@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
-    FALLBACK_DDL,
-    NSYS_DIR,
-    SCHEMA_SOURCE,
-    export_ddl,
-    make_tiny_export,
-    require_shared,
-    ro_connect,
-    run_kbase,
-)
+from helpers.cli import run_kbase
+from helpers.shared import NSYS_DIR, SCHEMA_SOURCE, require_shared, ro_connect
+from helpers.tiny_export import FALLBACK_DDL, export_ddl, make_tiny_export
 
 
 def sha256(path: Path) -> str:
@@ -234,6 +227,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, build, subprocess: bool) -
     assert snapshot(tmp_path) == before, "the input (or its folder) changed"
 
 
+@pytest.mark.slow
 def test_error_cases_do_not_write_to_shared_exports(tmp_path: Path) -> None:
     """Errors found on a real export (marker, window, GPU) leave the read-only file untouched."""
     src = require_shared("h100_2gpu_fsdp_t5.sqlite")
@@ -255,6 +249,7 @@ def test_error_cases_do_not_write_to_shared_exports(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- success leaves input alone
 
 
+@pytest.mark.slow
 def test_successful_run_leaves_the_export_unchanged(tmp_path: Path) -> None:
     export = make_tiny_export(tmp_path / "run.sqlite")
     before = snapshot(tmp_path)

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import run_kbase
+from helpers.cli import run_kbase
 
 FORMATS = ("table", "json", "md", "csv", "bmf", "github-benchmark")
 GATE_FILES = ("junit.xml", "report.json", "comment.md")

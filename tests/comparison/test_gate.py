@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from test_diff import SLOW, Exports, shared_export_dir
 
-from conftest import REPO, run_kbase
+from helpers.cli import run_kbase
+from helpers.diff_exports import SLOW, Exports, shared_export_dir
+from helpers.shared import REPO
 
 REPO_ROOT = REPO
 
@@ -157,9 +158,8 @@ def pg_module_url(request):
     scenarios are isolated by workload name, so their baselines are snapshotted once, not per test.
     None when conftest has no such server fixture (then each test gets ``pg_db_url``)."""
     try:
-        from conftest import _pg_module
+        from helpers import pg
 
-        pg = _pg_module()
         admin = request.getfixturevalue("pg_url")
     except (ImportError, AttributeError, pytest.FixtureLookupError):
         yield None
@@ -295,6 +295,7 @@ def test_exit_2_far_fewer_iterations(world, db):
     assert any("far fewer iterations" in m for m in _json(r)["mismatches"])
 
 
+@pytest.mark.slow
 def test_exit_2_usage_errors_one_line(world, db):
     c = world.commits
     for args in (("--format", "xml"), ("--new-kernel", "maybe"), ("--alpha", "2"),
@@ -450,6 +451,7 @@ def test_base_ref_uses_merge_base(world, db):
 # --------------------------------------------------------------------------- acceptances
 
 
+@pytest.mark.slow
 def test_accept_then_expired(world, db):
     c = world.commits
     args = ("gate", c["c1"], c["c2"], "--format", "json")

@@ -8,7 +8,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from tests.conftest import SHARED, SHARED_SKIP_REASON, kb
+from helpers.cli import kb
+from helpers.shared import SHARED, SHARED_SKIP_REASON
 
 KINETO = SHARED / "kineto"
 AA = [KINETO / f"v100_resnet50_w4_repeat_{x}.pt.trace.json.gz" for x in "ab"]
@@ -29,6 +30,7 @@ def aa_profiles():
     return s, [kbase.read(p, s) for p in AA]
 
 
+@pytest.mark.slow
 def test_aa_pair_both_ways_flags_nothing_and_passes(tmp_path):
     _need(*AA)
     for x, y in (AA, AA[::-1]):
@@ -91,6 +93,7 @@ def test_nsys_without_markers_top_kernel_ten_percent_fails(tmp_path):
     assert same.rc == 0, same
 
 
+@pytest.mark.slow
 def test_workers0_vs_workers4_passes_with_the_swap_reported(tmp_path):
     a, b = (KINETO / f"v100_resnet50_workers{n}.pt.trace.json.gz" for n in (0, 4))
     _need(a, b)

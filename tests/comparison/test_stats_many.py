@@ -98,21 +98,3 @@ def test_many_edge_shapes():
     nan_row = np.array([[np.nan, 1.0, 2.0]])
     assert mann_whitney_many(nan_row, np.array([[3.0, np.nan]]))[0] == mann_whitney_p(nan_row[0], [3.0, np.nan])
 
-
-def test_welch_many_equals_the_scalar_test():
-    from kbase.comparison.stats import welch_many, welch_p
-
-    rng = np.random.default_rng(11)
-    k = 3000
-    n1, n2 = rng.integers(0, 4000, k).astype(float), rng.integers(0, 4000, k).astype(float)
-    n1[::50], n2[::77] = 1, 0  # too few launches: p = 1
-    n1[::31], n2[::31] = 2, 3  # few degrees of freedom: slow convergence of the continued fraction
-    m1 = rng.uniform(1e3, 1e6, k)
-    m2 = m1 * (1 + rng.normal(0, 0.05, k))
-    m2[::9] = m1[::9]
-    s1, s2 = m1 * rng.uniform(0, 0.3, k), m2 * rng.uniform(0, 0.3, k)
-    s1[::13], s2[::13] = 0.0, 0.0  # no spread on either side: 1 or 0
-    s1[::17] = 0.0
-    want = np.array([welch_p(*v) for v in zip(n1, m1, s1, n2, m2, s2)])
-    assert np.array_equal(welch_many(n1, m1, s1, n2, m2, s2), want)  # bit-identical
-    assert welch_many([], [], [], [], [], []).shape == (0,)

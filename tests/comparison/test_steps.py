@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import kb
+from helpers.cli import kb
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,7 @@ def test_gate_uses_history_noise_and_stored_sketches(hist):
     assert lb.sketches and all(v.shape == (8, 18) for v in lb.sketches.values())
 
 
+@pytest.mark.slow
 def test_history_noise_leaves_out_baselines_without_step_markers(tmp_path):
     """A baseline without iteration markers stores no per-iteration level: among aligned baselines it
     is left out of the history noise (it counted as a level of 0), and a workload captured without

@@ -29,7 +29,7 @@ def test_small_tables_read_by_sqlite3_equal_the_arrow_read(tmp_path, monkeypatch
     import kbase.readers.nsys as nsys
     import kbase.readers.sqlite_columns as sqlite_columns
 
-    from conftest import assert_same_profile, make_tiny_export
+    from helpers.tiny_export import assert_same_profile, make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     small = nsys.read_nsys(export)

@@ -8,9 +8,11 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
 
 FAKE_NSYS = """#!/usr/bin/env python3
 # Stand-in for `nsys export --type sqlite --output OUT REPORT`: records its arguments and writes
@@ -27,6 +29,7 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_report_is_exported_beside_a_temp_copy(tmp_path, monkeypatch):
     export = tmp_path / "prepared.sqlite"
     generate_export(export, ExportSpec(n_gpus=1, iterations=4, seed=3))

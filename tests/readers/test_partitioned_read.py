@@ -114,7 +114,7 @@ def test_progress_counts_every_row_once(tmp_path):
 
 
 def test_reader_with_ranges_equals_one_scan(tmp_path, monkeypatch):
-    from conftest import assert_same_profile, make_tiny_export
+    from helpers.tiny_export import assert_same_profile, make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     plain = sqlite_columns.bulk_int_columns  # through ADBC: the pages would be decoded on one thread

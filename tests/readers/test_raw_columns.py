@@ -47,6 +47,7 @@ def _table(path, columns: list[str], rows: int, seed: int, table: str = KERNEL_T
 FULL = ["start", "end", "deviceId", "demangledName", "globalPid", "correlationId", "shortName"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [FULL, FULL[:4], FULL[:4] + ["correlationId"], FULL[:5]])
 @pytest.mark.parametrize("stop_ns", [None, 5 * 10**8])
 @pytest.mark.parametrize("pages", [False, True])

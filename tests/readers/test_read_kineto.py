@@ -18,12 +18,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kineto_traces import attribute_steps
 
 from kbase.errors import InputError
 from kbase.readers.kineto import looks_like_kineto, read_kineto
 
-from conftest import REPO, SHARED  # noqa: E402
+from helpers.kineto_traces import attribute_steps
+from helpers.shared import REPO, SHARED  # noqa: E402
 
 KINETO = SHARED / "kineto"
 NO_SHARED = "../shared/data not present (fresh clone)"
@@ -126,6 +126,7 @@ def profile_of(path: Path):
 # real traces
 
 
+@pytest.mark.slow
 def test_kernels_match_raw_json(trace):
     prof = profile_of(trace)
     ref = raw_summary(trace)
@@ -142,6 +143,7 @@ def test_kernels_match_raw_json(trace):
     assert ((k["launch_tid"] < 0) == (k["launch_start"] < 0)).all()
 
 
+@pytest.mark.slow
 def test_contract_dtypes(trace):
     prof = profile_of(trace)
     k, r, g = prof.kernels, prof.ranges, prof.gpus
@@ -162,6 +164,7 @@ def test_contract_dtypes(trace):
     assert launched, "no kernel found its launch call"
 
 
+@pytest.mark.slow
 def test_steps_match_raw_json(trace):
     prof = profile_of(trace)
     ref = raw_summary(trace)
@@ -196,6 +199,7 @@ def test_markers_available():
     assert set(r1.kernels["launch_tid"]) == {(783658 << 24) | 783658, (783658 << 24) | 785244}
 
 
+@pytest.mark.slow
 def test_traces_of_two_runs_in_one_directory_are_refused(tmp_path):
     """A rank 1 of 2 and a rank 0 of 16 are not one run: refused, naming both world sizes (issue 12).
     Coherent multi-rank directories are read rank by rank in tests/readers/test_reader_multirank.py."""
@@ -209,6 +213,7 @@ def test_traces_of_two_runs_in_one_directory_are_refused(tmp_path):
         read_kineto(run)
 
 
+@pytest.mark.slow
 def test_same_rank_twice_is_an_error(tmp_path):
     a = _shared_trace("a100_rank0_of16.json.gz")
     shutil.copy(a, tmp_path / "x.json.gz")
@@ -221,6 +226,7 @@ def test_sniffing_real_traces(trace):
     assert looks_like_kineto(trace)
 
 
+@pytest.mark.slow
 def test_memory_is_bounded():
     """The reader streams: peak RSS growth stays far below the uncompressed JSON size."""
     import subprocess

@@ -8,12 +8,13 @@ import gzip
 from pathlib import Path
 
 import pytest
-from kineto_traces import attribute_steps
 
 from kbase.analysis.names import short_name as short_kernel_name
 from kbase.errors import InputError
 from kbase.readers import kineto_json
 from kbase.readers.kineto import _ns, looks_like_kineto, read_kineto
+
+from helpers.kineto_traces import attribute_steps
 
 OLD_FORMAT = """[
   {"ph": "X", "cat": "Operator", "name": "ProfilerStep#1", "pid": 100, "tid": "3000000001",

@@ -22,11 +22,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from kineto_traces import edit, folder_state, trace_doc, write_trace
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
+from helpers.kineto_traces import edit, folder_state, trace_doc, write_trace
 
 K = "CUPTI_ACTIVITY_KIND_KERNEL"
 FULL_HASH = "fedcba9876543210fedcba9876543210fedcba98"

@@ -17,7 +17,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from kineto_traces import edit, folder_state, trace_doc, write_trace
 
 from kbase.analysis.window import WindowSpec, select_window
 from kbase.errors import InputError
@@ -25,7 +24,8 @@ from kbase.readers import read_profile
 from kbase.readers.integrity import MAX_INVALID_FRACTION
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
+from helpers.kineto_traces import edit, folder_state, trace_doc, write_trace
 
 K = "CUPTI_ACTIVITY_KIND_KERNEL"
 

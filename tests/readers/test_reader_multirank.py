@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from kineto_traces import trace_doc, write_trace
 
 from kbase.analysis.window import WindowSpec, select_window
 from kbase.readers.kineto import read_kineto
 
-from conftest import KINETO_DIR, run_kbase, shared_present
+from helpers.cli import run_kbase
+from helpers.kineto_traces import trace_doc, write_trace
+from helpers.shared import KINETO_DIR, shared_present
 
 LOW48 = (1 << 48) - 1
 
@@ -109,6 +110,7 @@ def real_two_ranks(tmp_path) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_real_run_of_two_ranks(real_two_ranks):
     run = real_two_ranks
     prof = read_kineto(run)
@@ -118,6 +120,7 @@ def test_real_run_of_two_ranks(real_two_ranks):
     assert any("ranks 2-15 of a world of 16 have no trace" in n for n in prof.extra["notes"])
 
 
+@pytest.mark.slow
 def test_real_run_through_the_cli_has_a_gpu_per_rank(real_two_ranks):
     res = run_kbase("top", real_two_ranks, "--format", "json", "--limit", "0", "--per-gpu")
     assert res.rc == 0, res

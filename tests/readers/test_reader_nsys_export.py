@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
-from kineto_traces import folder_state
 
 from kbase.errors import InputError
 from kbase.readers import read_profile
 from kbase.readers.nsys_report import DEFAULT_TIMEOUT_S, TIMEOUT_ENV, export_timeout
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
+from helpers.kineto_traces import folder_state
 
 HANGING_NSYS = """#!/bin/sh
 # records its pid, starts a child that outlives it unless the group is killed, then hangs
@@ -85,6 +85,7 @@ def setup(tmp_path, monkeypatch):
     return user, tmp, install
 
 
+@pytest.mark.slow
 def test_a_hanging_export_is_stopped_at_the_timeout(setup, tmp_path, monkeypatch):
     user, tmp, install = setup
     pids = tmp_path / "pids"

@@ -13,13 +13,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from kineto_traces import folder_state
 
 from kbase.analysis.window import WindowSpec, select_window
 from kbase.readers import read_profile
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
+from helpers.kineto_traces import folder_state
 
 ALL = ["start", "end", "eventType", "globalTid", "text", "textId"]
 

@@ -20,7 +20,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kineto_traces import BASE_NS, edit, folder_state, make_run, make_trace, trace_doc, write_trace
 
 from kbase.analysis.leaderboard import build_leaderboard
 from kbase.analysis.window import WindowSpec, select_window
@@ -29,7 +28,9 @@ from kbase.readers import read_profile
 from kbase.readers.kineto import read_kineto
 from kbase.render.leaderboard import leaderboard_json, leaderboard_md
 
-from conftest import KINETO_DIR, run_kbase, shared_present
+from helpers.cli import run_kbase
+from helpers.kineto_traces import BASE_NS, edit, folder_state, make_run, make_trace, trace_doc, write_trace
+from helpers.shared import KINETO_DIR, shared_present
 
 
 def refused(*args) -> str:
@@ -215,6 +216,7 @@ def test_clock_skew_between_ranks_of_one_run_is_accepted(tmp_path):
     assert read_profile(run).n_gpus == 2
 
 
+@pytest.mark.slow
 def test_real_traces_of_two_runs_are_refused(tmp_path):
     """The 491-day window of the issue: two HTA sample traces (world sizes 1 and 2) in one folder."""
     names = ("v100_ns_resolution.pt.trace.json.gz", "v100_df_index_resolver.json.gz")

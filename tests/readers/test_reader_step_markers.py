@@ -14,7 +14,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from kineto_traces import edit, folder_state, make_run, trace_doc, write_trace
 
 from kbase.analysis.leaderboard import build_leaderboard
 from kbase.analysis.window import WindowSpec, select_window
@@ -23,7 +22,8 @@ from kbase.readers import read_profile
 from kbase.render.leaderboard import leaderboard_json, leaderboard_md
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
+from helpers.kineto_traces import edit, folder_state, make_run, trace_doc, write_trace
 
 
 def refused(*args) -> str:

@@ -19,10 +19,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from kineto_traces import folder_state
 
 from kbase.readers import read_profile
 from kbase.synth.generate import ExportSpec, generate_export
+
+from helpers.kineto_traces import folder_state
 
 K = "CUPTI_ACTIVITY_KIND_KERNEL"
 

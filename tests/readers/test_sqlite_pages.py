@@ -8,9 +8,11 @@ import sqlite3
 
 import numpy as np
 import pytest
-from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
+from kbase.readers.sqlite_pages import btree, columns
+
+from helpers.pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 
 @pytest.mark.parametrize("page_size", [512, 4096, 65536])
@@ -24,6 +26,7 @@ def test_every_width_null_and_constant_equals_sqlite(tmp_path, page_size):
     _assert_equal(_decoded(path, "t", picked), _sqlite(path, "t", picked))
 
 
+@pytest.mark.slow
 def test_deep_tree_deleted_rows_and_rowids_in_any_order(tmp_path, monkeypatch):
     """Three interior levels (512-byte pages), rows inserted in shuffled rowid order, large rowids (varints
     past the cell's first 8 bytes), and deleted rows: the B-tree's order is rowid order."""
@@ -35,7 +38,7 @@ def test_deep_tree_deleted_rows_and_rowids_in_any_order(tmp_path, monkeypatch):
     con.execute("DELETE FROM t WHERE rowid % 5 = 0")
     con.commit()
     con.close()
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 37)  # many chunks
+    monkeypatch.setattr(columns, "CHUNK_PAGES", 37)  # many chunks
     _assert_equal(_decoded(path, "t", names), _sqlite(path, "t", names))
 
 
@@ -120,7 +123,7 @@ def _root_and_leaves(path, size):
     root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 't'").fetchone()[0]
     con.close()
     with open(path, "rb", buffering=0) as fh:
-        leaves = sqlite_pages._Pages(fh).leaves(root).tolist()
+        leaves = btree.Pages(fh).leaves(root).tolist()
     data = bytearray(path.read_bytes())
     assert all(data[(p - 1) * size] == 13 for p in leaves)
     return data, (root - 1) * size, [(p - 1) * size for p in leaves]
@@ -169,7 +172,7 @@ def test_the_nsys_reader_decodes_pages_as_sqlite_reads_rows(tmp_path, monkeypatc
     """The whole reader, with and without the pages, on a tiny export: the same profile."""
     from kbase.readers import nsys, sqlite_columns
 
-    from conftest import assert_same_profile, make_tiny_export
+    from helpers.tiny_export import assert_same_profile, make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     calls = []
@@ -198,6 +201,7 @@ def test_a_copy_reads_the_same(tmp_path):
     assert path.read_bytes() == copy.read_bytes()
 
 
+@pytest.mark.slow
 def test_random_damage_decodes_as_sqlite_reads_or_not_at_all(tmp_path):
     """Bytes of the table's pages overwritten at random, 600 times: the pages decode to exactly what SQLite
     reads, or not at all (None); never an exception, never rows SQLite would refuse as malformed."""

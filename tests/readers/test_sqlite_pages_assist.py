@@ -6,11 +6,14 @@ import sqlite3
 import time
 
 import pytest
-from pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 from kbase.readers import sqlite_pages
+from kbase.readers.sqlite_pages import columns
+
+from helpers.pages_tables import _alter, _assert_equal, _decoded, _make, _sqlite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("deleted", ["", "rowid % 7 = 0 OR rowid BETWEEN 5000 AND 9000"])
 def test_a_helper_decodes_from_the_far_end(tmp_path, monkeypatch, deleted):
     """A second thread offering help (``Assist.offer``) takes chunks from the end while the reading thread
@@ -21,16 +24,16 @@ def test_a_helper_decodes_from_the_far_end(tmp_path, monkeypatch, deleted):
     names = _make(path, 20_000, page_size=1024, columns=5, seed=12)
     if deleted:
         _alter(path, f"DELETE FROM t WHERE {deleted}")
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
+    monkeypatch.setattr(columns, "CHUNK_PAGES", 3)
     decoders = []
-    real = sqlite_pages._decode
+    real = columns.decode_leaves
 
     def slow_decode(*a):  # records which thread decoded each chunk, and leaves the helper time to join
         decoders.append(threading.current_thread().name)
         time.sleep(0.002)
         return real(*a)
 
-    monkeypatch.setattr(sqlite_pages, "_decode", slow_decode)
+    monkeypatch.setattr(columns, "decode_leaves", slow_decode)
     assist = sqlite_pages.Assist()
     done = threading.Event()
 
@@ -59,7 +62,7 @@ def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
     from max(rowid) (which asked for 8 PiB), through the pages and through SQLite."""
     from kbase.readers import nsys, sqlite_columns
 
-    from conftest import make_tiny_export
+    from helpers.tiny_export import make_tiny_export
 
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     before = nsys.read_nsys(export)
@@ -76,11 +79,12 @@ def test_an_export_with_a_huge_rowid_reads(tmp_path, pages):
         mp.setattr(sqlite_columns, "SMALL_TABLE_ROWS", 0)  # through ADBC, not sqlite3, when not pages
         mp.setattr(nsys, "bulk_int_columns", lambda *a, **k: plain(*a, **{**k, "pages": pages}))
         after = nsys.read_nsys(export)
-    from conftest import assert_same_profile
+    from helpers.tiny_export import assert_same_profile
 
     assert_same_profile(before, after)
 
 
+@pytest.mark.slow
 def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
     """Any error in the helper's chunk (not only "not sure"): the table is not decoded (no rows returned
     with that chunk missing), and the helper's thread gets the error."""
@@ -88,8 +92,8 @@ def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
 
     path = tmp_path / "t.sqlite"
     names = _make(path, 20_000, page_size=1024, columns=5, seed=14)
-    monkeypatch.setattr(sqlite_pages, "CHUNK_PAGES", 3)
-    real = sqlite_pages._decode
+    monkeypatch.setattr(columns, "CHUNK_PAGES", 3)
+    real = columns.decode_leaves
 
     def decode(*a):
         if threading.current_thread().name == "helper":
@@ -97,7 +101,7 @@ def test_a_helper_that_fails_leaves_no_hole(tmp_path, monkeypatch):
         time.sleep(0.002)
         return real(*a)
 
-    monkeypatch.setattr(sqlite_pages, "_decode", decode)
+    monkeypatch.setattr(columns, "decode_leaves", decode)
     assist = sqlite_pages.Assist()
     errors = []
     done = threading.Event()

@@ -18,7 +18,7 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import kb
+from helpers.cli import kb
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -119,6 +119,7 @@ def assert_contract(r, *, secret: str | None = None) -> None:
         assert secret not in r.stderr and secret not in r.stdout, r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "param", "value"), _cases())
 def test_every_option_keeps_the_exit_code_contract(world, tmp_path, monkeypatch, command, param, value):
     monkeypatch.chdir(tmp_path)  # a relative --db value written by a writing command lands here, not in the checkout

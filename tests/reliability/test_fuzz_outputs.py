@@ -25,7 +25,7 @@ from kbase.render.safe import SafeConsole, inert, json_safe, md_text, term_text,
 from kbase.synth.generate import ExportSpec, generate_export
 from kbase.synth.names import KernelSpec
 
-from conftest import kb
+from helpers.cli import kb
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -108,6 +108,7 @@ def names_of(doc: dict) -> set[str]:
     return {k["name"] for k in doc["kernels"]}
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(a=HOSTILE, b=HOSTILE)

@@ -45,7 +45,11 @@ import pytest
 from kbase.store import open_store as store_open
 from kbase.store import queries
 
-from conftest import REPO, _pg_module, export_ddl, make_tiny_export, run_kbase, snap
+from helpers import pg
+from helpers.cli import run_kbase
+from helpers.library import snap
+from helpers.shared import REPO
+from helpers.tiny_export import export_ddl, make_tiny_export
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -123,7 +127,6 @@ def sha256_bytes(data: bytes) -> str:
 
 def pg_rows(url: str) -> dict[str, list]:
     """Every row of every table of the PostgreSQL database (public schema), in a stable order."""
-    pg = _pg_module()
     import psycopg
 
     out: dict[str, list] = {}
@@ -213,7 +216,6 @@ def sqlite_store(world) -> str:
 
 @pytest.fixture(scope="module")
 def pg_store(world, pg_url) -> str:
-    pg = _pg_module()
     url = pg.create_database(pg_url, prefix="rel_")
     try:
         yield _seed_store(world, url)
@@ -337,6 +339,7 @@ def test_bad_profile_snapshot_leaves_store_unchanged(build, store_url, world, tm
     assert sorted(p.name for p in tmp_path.iterdir()) == files, "kbase wrote beside the profile"
 
 
+@pytest.mark.slow
 def test_bad_profile_snapshot_as_a_process(sqlite_store, world, tmp_path):
     """The same contract from the real program (no in-process shortcuts)."""
     args, mentions = truncated_sqlite(tmp_path, world)
@@ -349,6 +352,7 @@ def test_bad_profile_snapshot_as_a_process(sqlite_store, world, tmp_path):
 # --------------------------------------------------------------------------- git and baseline references
 
 
+@pytest.mark.slow
 def test_unknown_revision_diff_gate_snapshot(store_url, world):
     before = store_state(store_url)
     db = ("--db", store_url, "--repo", world.repo, "--name", "w")
@@ -438,6 +442,7 @@ def test_detached_head_snapshot_works(store_url, world, tmp_path):
     gc.collect()  # the commands' pooled connections: closed, the WAL checkpointed
 
 
+@pytest.mark.slow
 def test_baseline_id_that_does_not_exist(store_url, world):
     before = store_state(store_url)
     db = ("--db", store_url, "--repo", world.repo)
@@ -448,6 +453,7 @@ def test_baseline_id_that_does_not_exist(store_url, world):
     assert store_state(store_url) == before
 
 
+@pytest.mark.slow
 def test_workload_with_no_baselines(store_url, world):
     before = store_state(store_url)
     res = kb("gate", "--name", "nope", "--db", store_url, "--repo", world.repo)
@@ -460,6 +466,7 @@ def test_workload_with_no_baselines(store_url, world):
 # --------------------------------------------------------------------------- configuration and usage
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toml, mention", [
     ("[tool.kbase\nname = 'x'\n", "malformed TOML"),
     ("[tool.kbase]\nwarmup = 'two'\n", "warmup must be a int"),
@@ -477,6 +484,7 @@ def test_malformed_tool_kbase(store_url, world, tmp_path, toml, mention):
     assert store_state(store_url) == before
 
 
+@pytest.mark.slow
 def test_unknown_format_everywhere(store_url, world):
     before = store_state(store_url)
     db = ("--db", store_url, "--repo", world.repo, "--name", "w")
@@ -535,6 +543,7 @@ def private_store(world, tmp_path) -> str:
     return _seed_store(world, f"sqlite:///{tmp_path / 'st' / 'kbase.db'}")
 
 
+@pytest.mark.slow
 def test_read_only_database(private_store, world):
     path = Path(private_store[len("sqlite:///"):])
     before = store_state(private_store)
@@ -553,6 +562,7 @@ def test_read_only_database(private_store, world):
     assert store_state(private_store) == before
 
 
+@pytest.mark.slow
 def test_database_locked_past_the_timeout(private_store, world, monkeypatch):
     import kbase.store.engine
 
@@ -585,6 +595,7 @@ def private_any_store(request, world, tmp_path) -> str:
     return _seed_store(world, request.getfixturevalue("pg_db_url"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("private_any_store", ["sqlite", "postgresql"], indirect=True)
 def test_store_from_a_newer_kbase(private_any_store, world):
     """Stamped with Alembic revision 9999: every command refuses it in one line and changes nothing
@@ -631,6 +642,7 @@ def test_store_path_is_a_directory(tmp_path, world):
     assert list(d.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_postgresql_url_that_cannot_connect(world, monkeypatch):
     url = "postgresql+psycopg://kb:s3cret@127.0.0.1:1/x"
     res = kb_proc("snapshot", world.tiny, "--repo", world.repo, "--db", url, timeout=120)

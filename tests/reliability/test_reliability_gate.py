@@ -17,7 +17,8 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
-from conftest import KINETO_DIR, SHARED_SKIP_REASON, kb, shared_exports
+from helpers.cli import kb
+from helpers.shared import KINETO_DIR, SHARED_SKIP_REASON, shared_exports
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -74,6 +75,7 @@ def test_self_gate_never_fails_on_generated_shapes(shapes, key, tmp_path):
     assert_self_gate_passes(db, shapes[key], key, policies=((), STRICT))
 
 
+@pytest.mark.slow
 def test_self_gate_never_fails_on_postgresql(shapes, pg_db_url):
     for key in ("2gpu-default-mix", "no-nvtx-not-aligned", "sliced-capture"):
         assert_self_gate_passes(pg_db_url, shapes[key], key)
@@ -95,6 +97,7 @@ def test_self_gate_never_fails_on_real_exports(path, tmp_path):
     assert_self_gate_passes(db, path, "real")
 
 
+@pytest.mark.slow
 def test_far_fewer_iterations_is_incomparable(shapes, store_url):
     """A baseline of 12 iterations against a candidate of 3: exit 2, never a pass or a regression."""
     many = snap(shapes["12-iterations"], store_url, "iters", REV1)

@@ -27,7 +27,8 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import KINETO_DIR, NSYS_DIR, REPO, run_kbase, shared_present
+from helpers.cli import run_kbase
+from helpers.shared import KINETO_DIR, NSYS_DIR, REPO, shared_present
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -76,6 +77,7 @@ def _sources() -> list:
     return params
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", _sources())
 def test_profile_is_never_written(source, tmp_path):
     folder = tmp_path / "profile"
@@ -184,6 +186,7 @@ def _python_files() -> list[Path]:
     return sorted((REPO / "kbase").rglob("*.py"))  # every package, migrations included
 
 
+@pytest.mark.slow
 def test_no_user_value_is_formatted_into_sql():
     """Rule: SQL text is a literal; an f-string may only splice in our own table/column names
     (``ALLOWED_NAMES``) or an int. Every value goes through a bound parameter."""

@@ -17,7 +17,8 @@ import pytest
 from kbase.store import open_store as store_open
 from kbase.synth.generate import ExportSpec, KernelSpec, generate_export
 
-from conftest import kb, snap
+from helpers.cli import kb
+from helpers.library import snap
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -94,6 +95,7 @@ def test_top_renders_weird_names(exports, fmt):
         assert {r["name"] for r in rows} >= set(NAMES)
 
 
+@pytest.mark.slow
 def test_store_show_diff_history_round_trip(exports, store_url):
     db = ("--db", store_url, "--no-git", "--rev", FULL_HASH, "--name", "weird")
     ids = []

@@ -10,7 +10,7 @@ import pytest
 
 from kbase.store.engine import mask_url
 
-from conftest import kb
+from helpers.cli import kb
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

@@ -139,6 +139,7 @@ def test_names_are_inert():
     assert "\x1b[31m" not in out and "\u202e" not in out and "t [red]x[/red]" in out
 
 
+@pytest.mark.slow
 def test_table_text_prints_what_the_rich_table_prints():
     """``print_table`` lays a table out itself (``table_text``) where rich would not squeeze it: on random
     tables (wide characters, escapes, markup-like text, trailing blanks, styles, titles, --wide) the

@@ -23,7 +23,10 @@ import time
 from pathlib import Path
 
 import pytest
-from report_fixtures import EVIL_SHORT, build_history_report
+
+from helpers.report_fixtures import EVIL_SHORT, build_history_report
+
+pytestmark = pytest.mark.slow
 
 CHROMIUM = os.environ.get("KBASE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -262,7 +265,7 @@ def test_report_of_real_resnet_captures(browser, tmp_path, shots):
     traces = [KINETO / f"{n}.pt.trace.json.gz" for n in RESNET]
     if not all(t.is_file() for t in traces):
         pytest.skip("needs ../shared/data/kineto (the real ResNet-50 traces); not part of a fresh clone")
-    from conftest import run_kbase
+    from helpers.cli import run_kbase
 
     repo, db = tmp_path / "repo", f"sqlite:///{tmp_path / 'k.db'}"
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)

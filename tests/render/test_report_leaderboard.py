@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,11 @@ import json
 import re
 
 import pytest
-from report_fixtures import EVIL_NAME, evil_kernel
 
 from kbase.errors import InputError
 from kbase.render.report.safe import html_text, plot_text, script_json
+
+from helpers.report_fixtures import EVIL_NAME, evil_kernel
 
 
 @pytest.fixture(scope="module")

@@ -37,9 +37,12 @@ from kbase.store import open_store as store_open
 from kbase.store import queries
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
-from conftest import REPO, _pg_module, run_kbase, snap
+from helpers import pg
+from helpers.cli import run_kbase
+from helpers.library import snap
+from helpers.shared import REPO
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"), pytest.mark.slow]
 
 REV = "abcdef0123456789abcdef0123456789abcdef01"
 BIG_SPEC = dict(n_gpus=2, iterations=15, seed=11)  # + scaled_kernel_mix(20_000, 10_000): ~300k kernels
@@ -166,7 +169,7 @@ class PgProbe:
     def __init__(self, url: str):
         import psycopg
 
-        self.conn = psycopg.connect(_pg_module().psycopg_dsn(url), autocommit=True, connect_timeout=10)
+        self.conn = psycopg.connect(pg.psycopg_dsn(url), autocommit=True, connect_timeout=10)
 
     def __call__(self, _url: str) -> bool:
         n = self.conn.execute(

@@ -16,7 +16,7 @@ from kbase.store.engine import NoStoreError, open_store
 from kbase.store.guard import _file_lock
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import kb
+from helpers.cli import kb
 
 REV = "1111111111111111111111111111111111111111"
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")

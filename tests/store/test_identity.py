@@ -15,7 +15,9 @@ import pytest
 
 from kbase.readers.source import PROBE_BLOCK, BackgroundSource, describe_source, file_sha256, source_identity
 
-from conftest import kb, make_tiny_export, snap
+from helpers.cli import kb
+from helpers.library import snap
+from helpers.tiny_export import make_tiny_export
 
 FROM_STORE = "from the store: baseline @"
 
@@ -204,9 +206,10 @@ def test_read_before_store_decides_only_what_it_can(tmp_path, repo):
     assert not check("postgresql://u@localhost/none") and not check("postgresql://u@localhost/none", force=True)
 
 
+@pytest.mark.slow
 def test_a_miss_costs_no_store_stack(tmp_path, repo):
     """A file not in the store is looked up with one sqlite3 query: SQLAlchemy is never imported."""
-    from test_imports import loaded
+    from helpers.imports import loaded
 
     stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
     db = f"sqlite:///{tmp_path / 'kb.db'}"
@@ -218,6 +221,7 @@ def test_a_miss_costs_no_store_stack(tmp_path, repo):
     assert rc == 0 and not heavy & {"sqlalchemy", "sqlmodel", "pandas", "pyarrow"}, heavy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "md", "bmf", "github-benchmark"])
 def test_top_from_the_store_is_the_same_on_both_read_paths(tmp_path, repo, fmt, monkeypatch):
     export = make_tiny_export(tmp_path / "tiny.sqlite")

@@ -52,6 +52,8 @@ from kbase.store import open_store as store_open
 from kbase.store import queries
 from kbase.synth.generate import ExportSpec, generate_export
 
+pytestmark = pytest.mark.slow
+
 FIRST = "0001"
 
 

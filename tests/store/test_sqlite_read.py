@@ -16,8 +16,9 @@ import pytest
 
 import kbase
 from kbase.store.sqlite_read import BASELINE_FIELDS, BaselineRecord, open_reader
-from tests.conftest import run_kbase
-from tests.test_imports import old_schema_copy
+
+from helpers.cli import run_kbase
+from helpers.library import old_schema_copy
 
 
 def _fill(url: str) -> list[str]:
@@ -154,6 +155,7 @@ SHOW_ARGS = [["-f", f] for f in ("table", "json", "csv", "md", "bmf", "github-be
     ["-q"], ["--wide", "-n", "0"], ["--full-names", "-f", "md", "-n", "0"], ["-f", "json", "-n", "2"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bid", [2, 4, 5, 7])
 @pytest.mark.parametrize("args", SHOW_ARGS, ids=lambda a: " ".join(a))
 def test_show_output_is_byte_identical(store, monkeypatch, bid, args):
@@ -280,6 +282,7 @@ def _same_records(fast, slow, names) -> None:
             (k, getattr(f, k), getattr(s, k)) for k in names if not _same(getattr(f, k), getattr(s, k))]
 
 
+@pytest.mark.slow
 def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
     """Every read of diff/gate gives the same values (types included) on both paths: records field for field,
     the kernel frames column for column with the same dtypes."""

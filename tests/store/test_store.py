@@ -32,7 +32,9 @@ from kbase.store import queries
 from kbase.store.reader import EngineReader
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import REPO, run_kbase, snap
+from helpers.cli import run_kbase
+from helpers.library import snap
+from helpers.shared import REPO
 
 BACKENDS = ["sqlite", "postgresql"]
 SPEC = dict(n_gpus=2, iterations=6)
@@ -255,6 +257,7 @@ def baseline_rows(url: str, **filters) -> list:
 # --------------------------------------------------------------------------- snapshot round trip
 
 
+@pytest.mark.slow
 def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a, real_reads):
     res = snap(exports["a"], name="w", db=store_url, repo=git_repo)
     assert res.created
@@ -290,6 +293,7 @@ def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a,
         assert math.isclose(g, w, rel_tol=1e-6)
 
 
+@pytest.mark.slow
 def test_cli_snapshot_matches_top(store_url, exports, git_repo, top_a, backend, real_reads):
     args = ("snapshot", exports["a"], "--db", store_url, "--repo", git_repo, "--name", "w", "--format",
             "json", "--limit", "0")
@@ -320,6 +324,7 @@ def test_cli_snapshot_matches_top(store_url, exports, git_repo, top_a, backend, 
 # --------------------------------------------------------------------------- git facts
 
 
+@pytest.mark.slow
 def test_git_facts(store_url, exports, git_repo):
     c1, c2 = head(git_repo, "HEAD~1"), head(git_repo)
     r = kb("snapshot", exports["a"], "--db", store_url, "--name", "w", "--format", "json",
@@ -362,6 +367,7 @@ def test_git_facts(store_url, exports, git_repo):
     assert len(baseline_rows(store_url)) == 4
 
 
+@pytest.mark.slow
 def test_outside_git_repository_and_no_git(exports, tmp_path):
     outside = tmp_path / "nowhere"
     outside.mkdir()
@@ -388,6 +394,7 @@ def test_outside_git_repository_and_no_git(exports, tmp_path):
 # --------------------------------------------------------------------------- idempotence
 
 
+@pytest.mark.slow
 def test_idempotent_snapshot_force_and_other_export(store_url, exports, git_repo):
     args = ("--db", store_url, "--name", "w", "--format", "json")
     r1 = kb("snapshot", exports["a"], *args, cwd=git_repo)
@@ -432,6 +439,7 @@ def test_idempotent_snapshot_force_and_other_export(store_url, exports, git_repo
 # --------------------------------------------------------------------------- rollback
 
 
+@pytest.mark.slow
 def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
     assert snap(exports["a"], name="w", db=store_url, repo=git_repo).created
     before = counts(store_url)
@@ -471,6 +479,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
 # --------------------------------------------------------------------------- list / show / rm
 
 
+@pytest.mark.slow
 def test_list_show_rm(store_url, exports, git_repo, top_a, monkeypatch):
     c1, c2 = head(git_repo, "HEAD~1"), head(git_repo)
     db = ("--db", store_url)
@@ -614,6 +623,7 @@ def test_kbase_db_env_selects_the_store(store_url, exports, git_repo, monkeypatc
     assert [b["workload"] for b in json.loads(r.stdout)["baselines"]] == ["env"]
 
 
+@pytest.mark.slow
 def test_pyproject_db_profile_and_name(exports, git_repo, tmp_path, monkeypatch):
     shutil.copy(exports["a"], git_repo / "x.sqlite")
     (git_repo / "pyproject.toml").write_text(
@@ -672,6 +682,7 @@ def test_sqlite_store_is_in_wal_mode(exports, git_repo, tmp_path):
 # --------------------------------------------------------------------------- history
 
 
+@pytest.mark.slow
 def test_history_one_row_per_baseline(store_url, exports, git_repo, top_a):
     db = ("--db", store_url)
     assert kb("snapshot", exports["b"], *db, "--name", "w", "--rev", "HEAD~1", cwd=git_repo).rc == 0

@@ -21,7 +21,7 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from conftest import REPO
+from helpers.shared import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from kbase.synth.generate import (
     scaled_kernel_mix,
 )
 
-from conftest import SHARED  # noqa: E402
+from helpers.shared import SHARED  # noqa: E402
 
 REAL_325 = SHARED / "nsys" / "h100_2gpu_fsdp_t5.sqlite"
 REAL_GPU = SHARED / "nsys" / "a100_cloverleaf.sqlite"
@@ -93,6 +93,7 @@ def check_per_step(path: Path, truth, pattern: str = "ProfilerStep#%") -> None:
     assert {key: v for key, v in want.items() if v} == dict(got)
 
 
+@pytest.mark.slow
 def test_default_mix_truth_and_attribution(tmp_path):
     truth = generate_export(tmp_path / "d.sqlite", n_gpus=2, iterations=10)  # > one 50k-row batch
     assert truth.n_kernels > 50_000

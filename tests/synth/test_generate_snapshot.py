@@ -13,7 +13,7 @@ from kbase.store import queries
 from kbase.store.reader import EngineReader
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
-from conftest import run_kbase
+from helpers.cli import run_kbase
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 N_GPUS, ITERATIONS = 2, 6

@@ -1,11 +1,13 @@
 """A tiny Nsight-Systems-like export with the real column names (``make_tiny_export``), what it is built
 from (``export_ddl``, ``insert_rows``, ``TINY_KERNELS`` and its ids and timings), and the check that two
-reads of one export agree (``assert_same_profile``). ``conftest`` re-exports every name here."""
+reads of one export agree (``assert_same_profile``)."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+
+from helpers.shared import SCHEMA_SOURCE, ro_connect
 
 # Used only when the shared exports are absent: the real column names (nsys 2024–2026 exports) of
 # the tables kbase reads, trimmed to the columns it needs plus their NOT NULL neighbours.
@@ -42,7 +44,6 @@ FALLBACK_DDL = {
 
 def export_ddl(tables: list[str]) -> dict[str, str]:
     """CREATE TABLE statements: copied from a real export when shared data is present."""
-    from conftest import SCHEMA_SOURCE, ro_connect  # (at call time: conftest imports this module)
 
     if SCHEMA_SOURCE.is_file():
         conn = ro_connect(SCHEMA_SOURCE)
