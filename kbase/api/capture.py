@@ -218,12 +218,14 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
     very file (size, mtime, first/last 64 KiB) at ``commit`` with this window (``force``: whatever it holds).
     False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
     from kbase import __version__
+    from kbase.store.guard import check_store_location
     from kbase.store.identity import sqlite_identity_lookup
     from kbase.store.urls import sqlite_path
 
     db_file = sqlite_path(settings.store_url())
     if db_file is None:
         return False
+    check_store_location(db_file)  # a store that can never be created: said before the profile is read
     if not db_file.exists():
         return True
     decided, found = sqlite_identity_lookup(db_file, (commit, ident.probe, ident.size, ident.mtime_ns, window_spec,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
-from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
-from kbase.store.schema_names import HEAD_REVISION
+from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_store_location
+from kbase.store.schema_names import HEAD_REVISION, OWN_TABLES
 from kbase.store.urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
@@ -78,8 +78,7 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     path = sqlite_path(url)
     if path is not None:
-        if path.exists() and path.is_dir():
-            raise StoreError(f"store {path}: is a directory, not a database file")
+        check_store_location(path)
         check_sqlite_file(path)
         if not path.exists():
             created = not path.parent.exists()
@@ -99,11 +98,6 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
 
 
 def _make_parent(path: Path) -> None:
-    for parent in (path.parent, *path.parent.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise StoreError(f"store {path}: {parent} is a file, not a directory")
-            break
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -169,17 +163,38 @@ def schema_state(engine, url: str) -> tuple[str | None, str, set[str]]:
     return current, script.get_current_head() or "", known
 
 
-def _stamped_revision(engine) -> str | None:
-    """The store's Alembic revision by a plain query (None when not stamped or unreadable)."""
+def _stamped_revisions(engine) -> list | None:
+    """The rows of the store's Alembic version table by a plain query (None when there is none, or it
+    cannot be read)."""
     from sqlalchemy import text
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
         with engine.connect() as conn:
-            rows = conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()
+            return [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()]
     except SQLAlchemyError:
         return None
-    return rows[0][0] if len(rows) == 1 else None
+
+
+def check_stamp(engine, url: str, stamped: list | None) -> None:
+    """A store whose version table cannot be right: more than one revision in it (Alembic refuses to read
+    it), or the head revision with one of kbase's tables missing (a damaged or hand-edited store). One line,
+    nothing changed: migrating or writing it could only make things worse."""
+    from sqlalchemy import inspect
+
+    if stamped is None:
+        return
+    if len(stamped) > 1:
+        shown = ", ".join(repr(v) for v in stamped[:4]) + (", …" if len(stamped) > 4 else "")
+        raise StoreError(f"store {mask_url(url)}: its alembic_version table holds {len(stamped)} revisions "
+                         f"({shown}) where a kbase store has one: damaged or edited by hand; nothing was changed")
+    # (No row beside kbase's tables is not refused here: a store being created by another process looks so
+    # for a moment, since SQLite's driver runs the migrations' DDL outside a transaction.)
+    if stamped == [HEAD_REVISION]:  # (the stamp reaches head only after the last migration's tables exist)
+        missing = sorted(OWN_TABLES - set(inspect(engine).get_table_names()))
+        if missing:
+            raise StoreError(f"store {mask_url(url)}: stamped at revision {HEAD_REVISION} but table(s) "
+                             f"{', '.join(missing)} are missing: damaged or edited by hand; nothing was changed")
 
 
 def upgrade(engine, url: str, revision: str = "head") -> None:
@@ -229,6 +244,8 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True, re
         settings = target or Settings.load()
         url, busy = settings.store_url(), settings.busy_timeout_s
     path = sqlite_path(url)
+    if path is not None:
+        check_store_location(path)
     if readonly and path is not None and not path.exists():
         raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
     return Store(_open_engine(url, busy, migrate), url)
@@ -239,7 +256,9 @@ def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engin
 
     engine = make_engine(url, busy_timeout_s)
     try:
-        if _stamped_revision(engine) == HEAD_REVISION:
+        stamped = _stamped_revisions(engine)
+        check_stamp(engine, url, stamped)
+        if stamped == [HEAD_REVISION]:
             return engine
         if sqlite_path(url) is None and not is_memory(url):
             check_server_database(engine, url)
@@ -289,6 +308,8 @@ def write_transaction(engine: Engine, url: str = "") -> Iterator[Connection]:
 def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
     """The store's schema revision against this kbase's head, without changing (or creating) anything."""
     path = sqlite_path(url)
+    if path is not None:
+        check_store_location(path)
     if path is not None and not path.exists():  # opening it would create the file (and its folder)
         from alembic.script import ScriptDirectory
 
@@ -296,7 +317,10 @@ def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
         return f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)"
     engine = make_engine(url, busy_timeout_s)
     try:
+        check_stamp(engine, url, _stamped_revisions(engine))
         current, head, known = schema_state(engine, url)
+    except StoreError:
+        raise
     except Exception as exc:  # noqa: BLE001
         raise store_error(url, exc) from None
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,31 @@ from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES
 from kbase.store.urls import mask_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_store_location(path: Path) -> None:
+    """Refuse a store path that can never hold a database file: a folder, or a path under a file
+    (``--db notes.txt/kbase.db``). A missing folder is fine (a writing command creates it, a reading one
+    finds no store). Checked by every command that opens or looks for a SQLite store, read-only ones too."""
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            raise StoreError(f"store {path}: is a directory, not a database file", path=path)
+        return  # it exists and is not a folder: the file checks say whether it is a store
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be looked at ({exc.strerror or exc})", path=path) from None
+    for parent in path.parents:
+        try:
+            mode = os.stat(parent).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # missing (created later), or under a file: a parent further up says which
+        except OSError as exc:
+            raise StoreError(f"store {path}: its folder {parent} cannot be looked at ({exc.strerror or exc})",
+                             path=path) from None
+        if not stat.S_ISDIR(mode):
+            raise StoreError(f"store {path}: {parent} is a file, not a directory", path=path)
+        return
 
 
 def _sqlite_tables(path: Path) -> set[str]:

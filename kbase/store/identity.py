@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbase.errors import InputError
+from kbase.store.guard import check_store_location
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
@@ -50,6 +51,7 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     db_file = sqlite_path(url)
     if db_file is None:
         return False, None
+    check_store_location(db_file)
     if not db_file.is_file():
         return True, None  # no store here: never create one for a read
     key = _identity_key(profile, settings)
@@ -79,6 +81,8 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
 
     url = settings.store_url()
     db_file = sqlite_path(url)
+    if db_file is not None:
+        check_store_location(db_file)
     if db_file is not None and not db_file.is_file():
         return None  # no store here: never create one for a read
     key = _identity_key(profile, settings)
