@@ -275,11 +275,15 @@ def runtime_raw(rcols: set[str]) -> Derive:
 def strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
     """The texts of StringIds ``ids``, looked up by id (an export's table holds every NVTX and API string too:
     ~20k rows in a 2 MB FSDP export, of which a leaderboard needs its kernels' few hundred)."""
+    from kbase.readers.sqlite_columns import without_rowid
+
     wanted = sorted(set(ids.tolist()))
     out: dict[int, str] = {}
+    # (rowid order: of two rows with one id the later one wins; a WITHOUT ROWID table's key orders its rows)
+    order = "" if without_rowid(conn, "StringIds") else " ORDER BY rowid"
     for lo in range(0, len(wanted), 500):  # (SQLite's parameter limit is 999 in old builds)
         part = wanted[lo : lo + 500]
-        sql = f"SELECT id, value FROM StringIds WHERE id IN ({', '.join('?' * len(part))}) ORDER BY rowid"
+        sql = f"SELECT id, value FROM StringIds WHERE id IN ({', '.join('?' * len(part))}){order}"
         for sid, value in conn.execute(sql, part):
             if value is not None:
                 # nsys writes text; a BLOB or number is still the name it holds
