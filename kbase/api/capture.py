@@ -286,7 +286,7 @@ def baseline_rows(ref: str, settings: Settings | None = None, *, store: Store | 
     revision, a missing id, another store) goes through ``baseline``."""
     settings = settings or Settings.load()
     token = ref[1:] if ref.startswith("@") else ""
-    if token.isdigit() and token.isascii():
+    if token.isdigit() and token.isascii() and len(token) <= 18:  # (< 2^63; any other: ``baseline`` says)
 
         def read(rd):
             b = rd.get_baseline(int(token))

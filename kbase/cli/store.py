@@ -197,10 +197,12 @@ def rm(
         return typer.confirm(f"Delete baseline @{b.id} ({b.workload} at {b.commit[:12]}, "
                              f"{b.created_at:%Y-%m-%d %H:%M})?", abort=True)
 
-    token = ref.removeprefix("@")
-    if not token.isdigit():
+    from kbase.comparison.resolve import RefKind, parse_ref
+
+    parsed = parse_ref("@" + ref.removeprefix("@"), profiles=False)  # (ids past 64 bits: no such baseline)
+    if parsed.kind != RefKind.BASELINE or parsed.baseline_id is None:
         raise InputError("expected a baseline id like @12", field="ref", value=ref)
-    b = kbase.remove(int(token), settings, confirm=confirm)
+    b = kbase.remove(parsed.baseline_id, settings, confirm=confirm)
     if b is not None and not quiet:
         console(stderr=True).print(f"deleted baseline @{b.id}", highlight=False)
 

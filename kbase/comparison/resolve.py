@@ -43,20 +43,39 @@ class Ref:
     path: Path | None = None
 
 
+# The largest id a baseline can have (SQLite's and PostgreSQL's 64-bit integer keys).
+MAX_BASELINE_ID = 2**63 - 1
+
+
 def parse_ref(text: str, *, profiles: bool = True) -> Ref:
     """``@12`` a baseline, an existing file a profile (when ``profiles``), else a git revision. A folder is
     read as a (per-rank trace) profile only when written as a path (``./main``, ``runs/a``): a bare word
-    is a revision even if a folder of that name exists, so a directory named like a branch never shadows it."""
+    is a revision even if a folder of that name exists, so a directory named like a branch never shadows it.
+    git's own revisions that start with ``@`` (``@``, ``@{1}``, ``@{upstream}``, ``@~2``, ``@^``) are revisions."""
     if text.startswith("@"):
         token = text[1:]
-        if not token.isdigit():
+        if token.isascii() and token.isdigit():
+            if len(token.lstrip("0")) > 19 or int(token) > MAX_BASELINE_ID:  # (no int() of 5,000 digits)
+                raise InputError(f"no such baseline in the store (ids go up to {MAX_BASELINE_ID})", field="ref",
+                                 value=text)
+            return Ref(text, RefKind.BASELINE, baseline_id=int(token))
+        if token and token[0] not in "{~^":
             raise InputError("a baseline id looks like @12", field="ref", value=text)
-        return Ref(text, RefKind.BASELINE, baseline_id=int(token))
-    if profiles and text and Path(text).exists() and (not Path(text).is_dir() or _written_as_path(text)):
+        return Ref(text, RefKind.REVISION)
+    if profiles and text and _exists(text) and (not Path(text).is_dir() or _written_as_path(text)):
         return Ref(text, RefKind.PROFILE, path=Path(text))
     if not text.strip():
         raise InputError("empty revision", field="ref", value=text)
     return Ref(text, RefKind.REVISION)
+
+
+def _exists(text: str) -> bool:
+    """Whether a file or folder of this name exists (a name too long or with a NUL for the file system
+    names none: it is then read as a revision, and git says what is wrong with it)."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _written_as_path(text: str) -> bool:
@@ -153,7 +172,7 @@ def resolve_baseline(ref: Ref, engine: Engine, *, workload: str, repo: Path | No
     try:
         commit = resolve_commit(open_repo(repo), ref.text).hexsha
     except InputError:
-        if ref.text.isdigit():  # "12" is a revision to git; say how to name baseline 12
+        if ref.text.isascii() and ref.text.isdigit() and len(ref.text) <= 18:  # "12": say how to name baseline 12
             raise InputError(f"not a git revision; for baseline {ref.text} write @{ref.text}", field="ref",
                              value=ref.text) from None
         raise

@@ -22,6 +22,11 @@ from kbase.errors import InputError
 # More invalid kernel rows than this share of a file and it is refused rather than read without them.
 MAX_INVALID_FRACTION = 0.01
 
+# The largest step number a marker range (``ProfilerStep#N``, ``step N``) may carry: 2^53 - 1, the largest
+# integer every consumer of kbase's JSON (JavaScript's numbers, the report's charts) holds exactly; a real run
+# counts steps in the millions. A larger one (or a 5,000-digit one) is damage, not a step.
+MAX_STEP_NUMBER = 2**53 - 1
+
 _UNWRITABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
@@ -47,6 +52,17 @@ def clean_names(names: Iterable[str]) -> tuple[list[str], int]:
         changed += fixed is not name
         out.append(fixed)
     return out, changed
+
+
+def step_number(digits: str, name: str, label: str) -> int:
+    """The step number ``digits`` (taken from the range named ``name``) as an int; an ``InputError`` naming
+    ``label`` (the file) when it is past ``MAX_STEP_NUMBER``."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) <= 16 and int(significant) <= MAX_STEP_NUMBER:
+        return int(significant)
+    shown = significant if len(significant) <= 24 else significant[:24] + f"… ({len(significant):,} digits)"
+    raise InputError(f"{label}: marker range {name[:80]!r} numbers step {shown}, past {MAX_STEP_NUMBER:,}: "
+                     "not a training step number")
 
 
 def describe_reasons(reasons: Mapping[str, int]) -> str:
