@@ -10,6 +10,10 @@ Rules shared by every reader:
   copies those notes, so the leaderboard, the stored baseline and every rendered format show them.
 - Text that no output can carry faithfully (lone UTF-16 surrogates, NUL) is replaced with U+FFFD
   and counted; other characters are data and left to the renderers to neutralise.
+- A name (kernel, NVTX or annotation range, thread, process, GPU) longer than ``MAX_NAME_CHARS`` is not a
+  name a profiler writes: the file is refused (``NameTooLong``), and no reader holds more of it in memory
+  than the cap (SQL reads cut it with ``capped_sql``; the JSON stream refuses any one value past
+  ``kineto_json.MAX_VALUE_CHARS`` before it is decoded).
 """
 
 from __future__ import annotations
@@ -29,6 +33,37 @@ MAX_STEP_NUMBER = 2**53 - 1
 
 _UNWRITABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+
+
+# 64 Ki characters: the longest C++ template kernel names seen in real captures (CUTLASS/CuTe, nvFuser, Flash
+# attention) are 1-30 thousand characters, so this leaves room for twice the worst; a name of megabytes is
+# damage or an attack (one 2 GiB name in a 1 MiB gzipped trace), and every stage after the reader (name
+# classification, tables, the store) would pay for it.
+MAX_NAME_CHARS = 1 << 16
+
+
+class NameTooLong(ValueError):
+    """A name past ``MAX_NAME_CHARS``; the reader turns it into an ``InputError`` naming its file."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"a {what} of more than {MAX_NAME_CHARS:,} characters: not a name a profiler writes "
+                         "(kbase reads names up to that length), refusing the file")
+
+
+def check_name(value, what: str):
+    """``value`` itself, or ``NameTooLong`` when it is a text (or bytes) longer than ``MAX_NAME_CHARS``."""
+    if isinstance(value, (str, bytes)) and len(value) > MAX_NAME_CHARS:
+        raise NameTooLong(what)
+    return value
+
+
+def capped_sql(expr: str) -> str:
+    """A SQL expression of ``expr`` that never hands Python more than 4 bytes a character of ``MAX_NAME_CHARS``:
+    a longer text or blob comes back as a blob just past that (which ``check_name`` refuses), anything else
+    as it is. (Bytes, not ``substr`` or ``length`` of the text: those stop at a NUL inside it.)"""
+    limit = 4 * MAX_NAME_CHARS
+    return (f"(CASE WHEN typeof({expr}) IN ('text', 'blob') AND length(CAST({expr} AS BLOB)) > {limit} "
+            f"THEN zeroblob({limit + 1}) ELSE {expr} END)")
 
 
 def add_note(extra: dict, note: str) -> None:
