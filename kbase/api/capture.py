@@ -151,7 +151,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
-    from kbase.readers.source import describe_source, source_identity
+    from kbase.readers.source import describe_source, source_identity, unchanged_since
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -172,14 +172,15 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     from kbase.store.queries import find_by_identity, find_duplicate, load_leaderboard
 
     with _store(settings, store) as st:
-        seen = None if force else find_by_identity(st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe,
-                                                   wkey, __version__, settings.workload)
+        seen = None if force or ident.probe is None else find_by_identity(
+            st.engine, commit.hash, ident.size, ident.mtime_ns, ident.probe, wkey, __version__, settings.workload)
         if seen is not None:  # most likely stored already: the full sha256 decides before any reading
             source = describe_source(path, fmt, ident)
             dup = find_duplicate(st.engine, settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
             lb = _board(path, settings, progress, fmt=fmt, sketches=True)
+            unchanged_since(path, ident)
         else:
             lb, source = _board_and_source(path, settings, progress, fmt, ident)
         return _save(st, lb, source, settings, commit, wkey, tags, note, force)
@@ -189,11 +190,13 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
                       ident: SourceIdentity) -> tuple[Leaderboard, SourceInfo]:
     """The leaderboard with sketches, and the file's description: its sha256 in a thread while the reader
     parses (hashing a 1.4 GB export alone took 1.5-1.8 s)."""
-    from kbase.readers.source import BackgroundSource
+    from kbase.readers.source import BackgroundSource, unchanged_since
 
     hashing = BackgroundSource(path, fmt, ident)
     lb = _board(path, settings, progress, fmt=fmt, sketches=True)
-    return lb, hashing.result()
+    source = hashing.result()
+    unchanged_since(path, ident)  # what was read, hashed and identified is one state of the file
+    return lb, source
 
 
 def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
@@ -215,7 +218,8 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
                       force: bool = False) -> bool:
     """Whether ``snapshot`` may read the profile before it opens the store: a SQLite store not created yet,
     or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
-    very file (size, mtime, first/last 64 KiB) at ``commit`` with this window (``force``: whatever it holds).
+    very file (``readers.source`` identity; an unsure one finds none) at ``commit`` with this window
+    (``force``: whatever it holds).
     False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
     from kbase import __version__
     from kbase.store.guard import check_store_location
