@@ -162,34 +162,21 @@ def check_choice(value: str, choices: type[StrEnum], flag: str = "--format") -> 
 
 
 def check_writable(path: Path | str | None, field: str) -> None:
-    """Refuse, before any work is done or any verdict printed, an output file that cannot be written: its
-    folder missing or a file, the path a folder, or no write permission."""
-    from kbase.errors import SettingsError
+    """Refuse, before any work is done or any verdict printed, an output file that cannot or must not be
+    written (``safe_write.check_output_file``: folder missing or a file, a folder, no permission, a link)."""
+    from kbase.safe_write import check_output_file
 
     if path is None or str(path) == "":
         return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise SettingsError("is a directory, not a file", field=field, value=str(p))
-    if not parent.exists():
-        raise SettingsError(f"cannot be written: folder {parent} does not exist", field=field, value=str(p))
-    if not parent.is_dir():
-        raise SettingsError(f"cannot be written: {parent} is a file, not a folder", field=field, value=str(p))
-    target = p if p.exists() else parent
-    if not os.access(target, os.W_OK):
-        raise SettingsError(f"cannot be written: {target} is not writable", field=field, value=str(p))
+    check_output_file(path, field)
 
 
 def write_output(path: Path | str, text: str, field: str, append: bool = False) -> None:
-    """Write (or append) an output file; a failure is one line naming the option, exit 2."""
-    from kbase.errors import SettingsError
+    """Write (or append) an output file without following a link (``safe_write``); a failure is one line
+    naming the option, exit 2."""
+    from kbase.safe_write import write_output_file
 
-    try:
-        with open(path, "a" if append else "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise SettingsError(f"cannot be written ({exc.strerror})", field=field, value=str(path)) from None
+    write_output_file(path, text, field, append=append)
 
 
 def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int | None:

@@ -199,9 +199,11 @@ def rm(
 
     from kbase.comparison.resolve import RefKind, parse_ref
 
-    parsed = parse_ref("@" + ref.removeprefix("@"), profiles=False)  # (ids past 64 bits: no such baseline)
-    if parsed.kind != RefKind.BASELINE or parsed.baseline_id is None:
+    token = ref.removeprefix("@")
+    if not (token.isascii() and token.isdigit()):
         raise InputError("expected a baseline id like @12", field="ref", value=ref)
+    parsed = parse_ref("@" + token, profiles=False)  # (ids past 64 bits: no such baseline)
+    assert parsed.kind == RefKind.BASELINE and parsed.baseline_id is not None
     b = kbase.remove(parsed.baseline_id, settings, confirm=confirm)
     if b is not None and not quiet:
         console(stderr=True).print(f"deleted baseline @{b.id}", highlight=False)
