@@ -73,8 +73,8 @@ def _bad_values(param) -> list[typing.Any]:
         return ["x", "-3", "9" * 30]
     if kind == "float":
         return ["x", "nan", "-1", "1e999"]
-    if kind == "path":
-        return ["/missing/dir/f", "{F}/sub", "{D}", HOSTILE[1]]
+    if kind == "path":  # (issue 29: links to a file and to nothing, never written through)
+        return ["/missing/dir/f", "{F}/sub", "{D}", HOSTILE[1], "{L}", "{DL}"]
     return HOSTILE + (ODD_REVS if param.name in ("a", "b", "ref", "rev", "base_ref", "history_ref") else [])
 
 
@@ -100,12 +100,15 @@ def world(tmp_path_factory) -> dict[str, Path]:
         assert r.rc == 0, r
     (d / "afile").write_text("x")
     (d / "adir").mkdir()
-    return {"P": p, "S": store, "F": d / "afile", "D": d / "adir", "d": d}
+    (d / "alink").symlink_to(d / "afile")
+    (d / "dangling").symlink_to(d / "nothing-here")
+    return {"P": p, "S": store, "F": d / "afile", "D": d / "adir", "L": d / "alink", "DL": d / "dangling", "d": d}
 
 
 def _fill(value: str, world: dict[str, Path], writable: Path) -> str:
     return (value.replace("{P}", str(world["P"])).replace("{S}", str(world["S"])).replace("{W}", str(writable))
-            .replace("{F}", str(world["F"])).replace("{D}", str(world["D"])))
+            .replace("{F}", str(world["F"])).replace("{DL}", str(world["DL"])).replace("{D}", str(world["D"]))
+            .replace("{L}", str(world["L"])))
 
 
 def _digest(path: Path) -> str:
@@ -161,6 +164,8 @@ ENV_CASES = [
     ("GITHUB_STEP_SUMMARY", "/missing/dir/s.md", ["gate", "@1", "@2", "--db", "{S}"]),
     ("GITHUB_STEP_SUMMARY", "{D}", ["gate", "@1", "@2", "--db", "{S}"]),
     ("GITHUB_STEP_SUMMARY", "{F}/s.md", ["gate", "@1", "@2", "--db", "{S}"]),
+    ("GITHUB_STEP_SUMMARY", "{L}", ["gate", "@1", "@2", "--db", "{S}"]),
+    ("GITHUB_STEP_SUMMARY", "{DL}", ["gate", "@1", "@2", "--db", "{S}"]),
 ]
 
 
@@ -177,13 +182,15 @@ def test_every_environment_variable_keeps_the_contract(world, tmp_path, monkeypa
     assert _digest(world["S"]) == before
 
 
-@pytest.mark.parametrize("flag", ["--junit", "--output"])
-@pytest.mark.parametrize("where", ["/missing/dir/out", "{D}", "{F}/out"])
+@pytest.mark.parametrize("flag", ["--junit", "--output", "--comment-md"])
+@pytest.mark.parametrize("where", ["/missing/dir/out", "{D}", "{F}/out", "{L}", "{DL}"])
 def test_unwritable_output_refused_before_the_verdict(world, flag, where):
+    before = world["F"].read_text()
     r = kb("gate", "@1", "@2", "--db", str(world["S"]), flag, _fill(where, world, world["S"]))
     assert r.rc == 2 and r.stdout == "" and "PASS" not in r.stderr, r
     assert flag in r.stderr, r
     assert_contract(r)
+    assert world["F"].read_text() == before and not (world["d"] / "nothing-here").exists()
 
 
 # ------------------------------------------------------------------------------------------ git
