@@ -92,7 +92,8 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
             engine = create_engine(url, pool_pre_ping=True,
                                    connect_args={"connect_timeout": 10} if "postgresql" in url else {})
         except Exception as exc:  # noqa: BLE001 - bad dialect / missing driver
-            raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: {exc})") from None
+            raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: "
+                             f"{mask_url(str(exc), secret_of=url)})") from None
     _ENGINES.append(engine)
     return engine
 
