@@ -59,6 +59,31 @@ def side_files(path: Path, *suffixes: str, empty_too: bool = False) -> list[tupl
     return found
 
 
+def committed_copy(path: Path, sides: list[tuple[str, Path]], folder: Path) -> Path:
+    """A copy of database ``path`` in ``folder`` with its side files ``sides`` applied as SQLite applies them
+    (WAL replayed and checkpointed, journal rolled back): a plain rollback-mode file. Only ever reads ``path``."""
+    copy = folder / "database.sqlite"
+    source = path
+    try:
+        shutil.copyfile(path, copy)
+        for suffix, side in sides:
+            source = side
+            shutil.copyfile(side, Path(str(copy) + suffix))
+    except OSError as exc:
+        raise InputError(f"{source}: cannot copy it to a temporary folder to read it "
+                         f"({exc.strerror or exc})") from None
+    conn = sqlite3.connect(copy)  # read-write, on our copy only: replays the WAL or rolls back
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # first read: recovery runs here
+        conn.execute("PRAGMA journal_mode=DELETE").fetchall()  # checkpoint into the copy's main file
+    except sqlite3.DatabaseError as exc:
+        names = " and ".join(str(s) for _, s in sides)
+        raise InputError(f"{path}: cannot apply {names} ({exc})") from None
+    finally:
+        conn.close()
+    return copy
+
+
 @contextlib.contextmanager
 def committed_export(path: Path) -> Iterator[Path]:
     """The file to read for ``path``: itself, or a private copy with its committed state applied.
@@ -70,23 +95,4 @@ def committed_export(path: Path) -> Iterator[Path]:
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="kbase-export-", ignore_cleanup_errors=True) as tmp:
-        copy = Path(tmp) / "export.sqlite"
-        source = path
-        try:
-            shutil.copyfile(path, copy)
-            for suffix, side in sides:
-                source = side
-                shutil.copyfile(side, Path(str(copy) + suffix))
-        except OSError as exc:
-            raise InputError(f"{source}: cannot copy it to a temporary folder to read it "
-                             f"({exc.strerror or exc})") from None
-        conn = sqlite3.connect(copy)  # read-write, on our copy only: replays the WAL or rolls back
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # first read: recovery runs here
-            conn.execute("PRAGMA journal_mode=DELETE").fetchall()  # checkpoint into the copy's main file
-        except sqlite3.DatabaseError as exc:
-            names = " and ".join(str(s) for _, s in sides)
-            raise InputError(f"{path}: cannot apply {names} ({exc})") from None
-        finally:
-            conn.close()
-        yield copy
+        yield committed_copy(path, sides, Path(tmp))

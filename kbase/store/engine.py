@@ -249,7 +249,49 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True, re
         check_store_location(path)
     if readonly and path is not None and not path.exists():
         raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
+    if readonly and path is not None:
+        return Store(_open_readonly(url, path, busy, migrate), url)
     return Store(_open_engine(url, busy, migrate), url)
+
+
+def _open_readonly(url: str, path: Path, busy_timeout_s: float | None, migrate: bool) -> Engine:
+    """A read command's engine on a SQLite store: read-only connections only (``readonly.connect_store``), so
+    a store on read-only media is read as it lies. A store at an older schema is first upgraded through a
+    writable engine, as by any command (one that cannot be written says so, naming its revision)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from kbase.store.readonly import readonly_engine
+
+    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
+    check_sqlite_file(path)
+
+    def opened() -> Engine:
+        engine = readonly_engine(url, path, busy)
+        _ENGINES.append(engine)
+        return engine
+
+    engine = opened()
+    try:
+        stamped = _stamped_revisions(engine)
+        check_stamp(engine, url, stamped)
+    except StoreError:
+        engine.dispose()
+        raise
+    except (SQLAlchemyError, OSError) as exc:
+        engine.dispose()
+        raise store_error(url, exc) from None
+    if stamped == [HEAD_REVISION] or not migrate:
+        return engine
+    engine.dispose()
+    try:
+        _open_engine(url, busy, migrate=True).dispose()  # upgrade, or the usual refusal (newer, foreign)
+    except StoreError as exc:
+        if "read-only" in exc.message and stamped:
+            raise StoreError(f"store {mask_url(url)}: at schema revision {stamped[0]}, older than this kbase's "
+                             f"{HEAD_REVISION}, and it cannot be upgraded here ({exc.message}); run kbase db "
+                             "upgrade where it can be written, or read it with the kbase that wrote it") from None
+        raise
+    return opened()
 
 
 def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
@@ -316,7 +358,13 @@ def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
 
         head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
         return f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)"
-    engine = make_engine(url, busy_timeout_s)
+    if path is not None:  # read-only connections: also a store on read-only media
+        from kbase.store.readonly import readonly_engine
+
+        check_sqlite_file(path)
+        engine = readonly_engine(url, path, BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s)
+    else:
+        engine = make_engine(url, busy_timeout_s)
     try:
         check_stamp(engine, url, _stamped_revisions(engine))
         current, head, known = schema_state(engine, url)

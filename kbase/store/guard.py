@@ -44,14 +44,11 @@ def check_store_location(path: Path) -> None:
 
 def _sqlite_tables(path: Path) -> set[str]:
     """The table names of an existing SQLite file, read without writing, locking or creating anything
-    (immutable; a -wal beside it is read through a read-only connection)."""
-    import sqlite3
-    from urllib.parse import quote
+    (immutable; a -wal with content beside it through a read-only connection, or a private copy where even
+    that cannot open it: ``readonly.connect_store``)."""
+    from kbase.store.readonly import connect_store
 
-    uri = f"file:{quote(str(path))}"
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
-    conn = sqlite3.connect(f"{uri}?{mode}", uri=True)
+    conn = connect_store(path, immutable_first=True)
     try:
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     finally:

@@ -102,7 +102,7 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
     from kbase.store.queries import find_by_identity, load_leaderboard
 
     try:
-        with open_store(settings, migrate=False) as st:
+        with open_store(settings, migrate=False, readonly=True) as st:
             b = find_by_identity(st.engine, head, size, mtime_ns, probe, wkey, version)
             if b is None or b.id is None:
                 return None
