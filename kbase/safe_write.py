@@ -197,6 +197,14 @@ class OutputDir:
             return "link"
         return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
+    def refuse_links(self, names: list[str]) -> None:
+        """Refuse (exit 2) when any of ``names`` is a symbolic link: for a folder whose files are written by
+        tools that follow links (SQLite, git: the demo's ``--dir``)."""
+        for name in names:
+            if self.kind(name) == "link":
+                raise self._error("is a symbolic link; kbase does not write through links (remove it, or choose "
+                                  "another folder)", name)
+
     def remove(self, name: str) -> None:
         """Remove entry ``name`` (a file or a link: the link itself, never its target)."""
         with contextlib.suppress(FileNotFoundError):

@@ -218,3 +218,18 @@ def test_a_link_swapped_in_inside_an_open_folder_is_replaced(tmp_path, victim):
         d.write("late.html", "<p>")
     assert (tmp_path / "moved" / "page.html").read_text() == "<p>" and (tmp_path / "moved" / "late.html").is_file()
     assert sorted(p.name for p in victim.iterdir()) == ["passwd"] and (victim / "passwd").read_text() == "root:x:0:0\n"
+
+
+@pytest.mark.parametrize("entry", ["", "repo", "train_v1.sqlite", "kbase.db", "kbase.db-wal", "train_v2.sqlite-journal"])
+def test_the_demo_folder_holds_no_link_it_would_write_through(tmp_path, victim, entry):
+    """``kbase demo --dir D``: SQLite and git write its files following links, so none may be one (nor D)."""
+    folder = tmp_path / "demo"
+    if entry:
+        folder.mkdir()
+        (folder / entry).symlink_to(victim / "passwd" if "." in entry else victim)
+    else:
+        folder.symlink_to(victim)
+    before = state(victim)
+    r = kb("demo", "--dir", folder, "-q")
+    assert r.rc == 2 and "--dir" in r.stderr and "symbolic link" in r.stderr, r
+    assert len(r.stderr.strip().splitlines()) == 1 and state(victim) == before
