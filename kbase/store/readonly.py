@@ -39,6 +39,18 @@ class _CopyConnection(sqlite3.Connection):
             self.folder = None
 
 
+_CANTOPEN, _READONLY = 14, 8  # SQLite's primary result codes
+
+
+def _cannot_open_beside(exc: sqlite3.Error) -> bool:
+    """Whether ``mode=ro`` failed because SQLite could not open or create a file beside the store (its
+    ``-shm`` on read-only media), not because of a lock or damage."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_CANTOPEN, _READONLY)
+    return "unable to open" in str(exc) or "readonly" in str(exc)
+
+
 def _uri(path: Path, options: str) -> str:
     return f"file:{quote(str(path.resolve()))}?{options}"
 
@@ -64,6 +76,8 @@ def connect_store(path: Path, timeout: float = 30.0, *, immutable_first: bool = 
     try:
         return _checked(sqlite3.connect(_uri(path, "mode=ro"), uri=True, timeout=timeout, check_same_thread=False))
     except sqlite3.OperationalError as first:
+        if not _cannot_open_beside(first):
+            raise  # (locked, busy, damaged: what SQLite says; never read around a writer)
         error = first
     try:
         if not sides:
