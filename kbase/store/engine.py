@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbase.errors import StoreError
 from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_store_location
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.settings import Settings
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
 
@@ -258,8 +260,6 @@ def _open_readonly(url: str, path: Path, busy_timeout_s: float | None, migrate: 
     """A read command's engine on a SQLite store: read-only connections only (``readonly.connect_store``), so
     a store on read-only media is read as it lies. A store at an older schema is first upgraded through a
     writable engine, as by any command (one that cannot be written says so, naming its revision)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from kbase.store.readonly import readonly_engine
 
     busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
@@ -271,15 +271,7 @@ def _open_readonly(url: str, path: Path, busy_timeout_s: float | None, migrate: 
         return engine
 
     engine = opened()
-    try:
-        stamped = _stamped_revisions(engine)
-        check_stamp(engine, url, stamped)
-    except StoreError:
-        engine.dispose()
-        raise
-    except (SQLAlchemyError, OSError) as exc:
-        engine.dispose()
-        raise store_error(url, exc) from None
+    stamped = _guarded(engine, url, lambda: _checked_stamp(engine, url))
     if stamped == [HEAD_REVISION] or not migrate:
         return engine
     engine.dispose()
@@ -294,34 +286,48 @@ def _open_readonly(url: str, path: Path, busy_timeout_s: float | None, migrate: 
     return opened()
 
 
-def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
+def _checked_stamp(engine: Engine, url: str) -> list | None:
+    stamped = _stamped_revisions(engine)
+    check_stamp(engine, url, stamped)
+    return stamped
+
+
+def _guarded(engine: Engine, url: str, work: Callable[[], T]) -> T:
+    """``work()``; on any error the engine is disposed, a driver error becomes one line (``store_error``)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    engine = make_engine(url, busy_timeout_s)
     try:
-        stamped = _stamped_revisions(engine)
-        check_stamp(engine, url, stamped)
-        if stamped == [HEAD_REVISION]:
-            return engine
-        if sqlite_path(url) is None and not is_memory(url):
-            check_server_database(engine, url)
-        current, head, known = schema_state(engine, url)
-        if current is not None and current not in known:
-            raise StoreError(
-                f"store {mask_url(url)}: schema revision {current} comes from a newer kbase "
-                f"(this one knows up to {head}); upgrade kbase — the database was not changed"
-            )
-        if migrate and current != head:
-            with _schema_lock(engine, url):
-                current, head, _ = schema_state(engine, url)
-                if current != head:
-                    upgrade(engine, url)
+        return work()
     except StoreError:
         engine.dispose()
         raise
     except (SQLAlchemyError, OSError) as exc:
         engine.dispose()
         raise store_error(url, exc) from None
+
+
+def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
+    engine = make_engine(url, busy_timeout_s)
+    return _guarded(engine, url, lambda: _migrated(engine, url, migrate))
+
+
+def _migrated(engine: Engine, url: str, migrate: bool) -> Engine:
+    """``engine`` once its store is checked (stamp, foreign tables, newer schema) and, with ``migrate``, at head."""
+    if _checked_stamp(engine, url) == [HEAD_REVISION]:
+        return engine
+    if sqlite_path(url) is None and not is_memory(url):
+        check_server_database(engine, url)
+    current, head, known = schema_state(engine, url)
+    if current is not None and current not in known:
+        raise StoreError(
+            f"store {mask_url(url)}: schema revision {current} comes from a newer kbase "
+            f"(this one knows up to {head}); upgrade kbase — the database was not changed"
+        )
+    if migrate and current != head:
+        with _schema_lock(engine, url):
+            current, head, _ = schema_state(engine, url)
+            if current != head:
+                upgrade(engine, url)
     return engine
 
 

@@ -29,6 +29,15 @@ FORMS = [
 ]
 
 
+def both_ways(args: tuple, url: str, monkeypatch) -> list:
+    """``kbase ARGS`` with the store given as ``--db URL`` and as ``KBASE_DB=URL``."""
+    out = [kb(*args, "--db", url)]
+    monkeypatch.setenv("KBASE_DB", url)
+    out.append(kb(*args))
+    monkeypatch.delenv("KBASE_DB")
+    return out
+
+
 def leaks(text: str, secret: str) -> bool:
     return any(s in text for s in {secret, unquote(secret)})
 
@@ -44,13 +53,7 @@ def test_mask_url_hides_every_form(url, secret):
                                   ("gate", "@1", "@2", "--format", "json"), ("db", "upgrade")])
 def test_no_command_prints_a_password(url, secret, args, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    for how in ("flag", "env"):
-        if how == "flag":
-            r = kb(*args, "--db", url)
-        else:
-            monkeypatch.setenv("KBASE_DB", url)
-            r = kb(*args)
-            monkeypatch.delenv("KBASE_DB")
+    for r in both_ways(args, url, monkeypatch):
         assert r.rc in (0, 2), r
         assert not leaks(r.stdout + r.stderr, secret), r
         if r.rc == 2:
@@ -118,13 +121,7 @@ def test_real_driver_errors_show_no_piece_of_the_password(pg_url, pw, tmp_path, 
     hostport = pg_url.split("@", 1)[1].split("/", 1)[0]
     url = f"postgresql://postgres:{pw}@{hostport}/kbase_test"
     for args in (("list",), ("db", "current"), ("show", "@1"), ("list", "--format", "json")):
-        for how in ("flag", "env"):
-            if how == "flag":
-                r = kb(*args, "--db", url)
-            else:
-                monkeypatch.setenv("KBASE_DB", url)
-                r = kb(*args)
-                monkeypatch.delenv("KBASE_DB")
+        for r in both_ways(args, url, monkeypatch):
             assert r.rc in (0, 2), r
             assert shows_a_piece(r.stdout + r.stderr, pw) is None, (pw, r)
             if r.rc == 2:

@@ -36,6 +36,7 @@ from conftest import kb
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "readers"))
 from kineto_traces import make_run, trace_doc, write_trace  # noqa: E402
+from test_reader_wal import HOT_JOURNAL_WRITER  # noqa: E402
 
 FROM_STORE = "from the store"
 K = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -224,17 +225,6 @@ def test_the_wal_is_replaced_at_the_same_size(exports, world, mode):
     assert_never_stale(world, path, change)
     w1.close()
     w2.close()
-
-
-HOT_JOURNAL_WRITER = """
-import os, sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA journal_mode=DELETE")
-conn.execute("PRAGMA cache_size=1")  # spill changed pages to the main file before commit
-conn.execute("BEGIN")
-conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + 5000000")
-os._exit(0)  # die mid-transaction: a hot journal is left behind
-"""
 
 
 def test_a_hot_journal_appears(exports, world, mode):

@@ -12,13 +12,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import test_exit_contract as contract
 
 from kbase.store.schema_names import OWN_TABLES
-from kbase.synth.generate import ExportSpec, generate_export
 
 from conftest import kb
 
-REV1, REV2 = "1" * 40, "2" * 40
+world = contract.world  # the fixture: the exit-code contract test's store (@1, @2) and profile
+
+REV1 = "1" * 40
 
 # Every command that opens or looks for the store, with the arguments it needs ({P}: a profile).
 COMMANDS = [
@@ -27,16 +29,6 @@ COMMANDS = [
     ("report", "--out", "{T}/rep"), ("accept", "--list"), ("accept", "--revoke", "1"), ("top", "{P}"),
     ("snapshot", "{P}", "--no-git", "--rev", REV1),
 ]
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("paths")
-    p = generate_export(d / "p.sqlite", ExportSpec(n_gpus=1, iterations=5, seed=1)).path
-    store = d / "store.db"
-    for rev in (REV1, REV2):
-        assert kb("snapshot", p, "--no-git", "--rev", rev, "--db", store).rc == 0
-    return {"P": p, "S": store, "d": d}
 
 
 def _args(cmd: tuple[str, ...], world: dict[str, Path], tmp: Path) -> list[str]:
