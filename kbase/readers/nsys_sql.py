@@ -280,10 +280,12 @@ def strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
     wanted = sorted(set(ids.tolist()))
     out: dict[int, str] = {}
     # (rowid order: of two rows with one id the later one wins; a WITHOUT ROWID table's key orders its rows)
-    order = "" if without_rowid(conn, "StringIds") else " ORDER BY rowid"
+    by_rowid = not without_rowid(conn, "StringIds")
     for lo in range(0, len(wanted), 500):  # (SQLite's parameter limit is 999 in old builds)
         part = wanted[lo : lo + 500]
-        sql = f"SELECT id, {capped_sql('value')} FROM StringIds WHERE id IN ({', '.join('?' * len(part))}){order}"
+        sql = f"SELECT id, {capped_sql('value')} FROM StringIds WHERE id IN ({', '.join('?' * len(part))})"
+        if by_rowid:
+            sql += " ORDER BY rowid"
         for sid, value in conn.execute(sql, part):
             if value is not None:
                 check_name(value, "kernel name")
