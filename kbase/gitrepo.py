@@ -63,26 +63,79 @@ def refused_by_git(repo) -> None:
                              f"{repo.working_tree_dir}") from None
 
 
+# Longer than any revision a person writes (git's own ref names stop at the file system's 255 bytes a part);
+# past it the argument itself would be the problem (E2BIG at 128 KiB), not the revision it might name.
+MAX_REVISION_CHARS = 4096
+
+
+def rev_parse(repo, rev: str) -> str:
+    """The full hash of the commit ``rev`` names, as git itself resolves it (``git rev-parse --verify
+    --end-of-options REV``, then ``HASH^{commit}`` to peel a tag: the whole revision syntax, ``HEAD@{1.day.ago}``,
+    ``main@{yesterday}``, ``@{1}``, ``:/message`` included, and nothing that could be read as an option). One
+    clear line (``UnknownRevisionError``, exit 2) for every way it can name none."""
+    where = f"{repo.working_tree_dir or repo.git_dir}"
+    if len(rev) > MAX_REVISION_CHARS:
+        raise UnknownRevisionError(f"git revision {rev[:40]!r}… of {len(rev):,} characters (at most "
+                                   f"{MAX_REVISION_CHARS:,}): not a revision")
+    if "\x00" in rev:
+        raise UnknownRevisionError(f"unknown git revision {rev!r} in {where} (it holds a NUL character)")
+    # (two steps: "REV^{commit}" at once would change what an open-ended ":/message" searches for)
+    oid = _verify(where, rev)
+    return oid if oid is None else _verify(where, oid + "^{commit}", shown=rev)
+
+
+def _verify(where: str, rev: str, shown: str | None = None) -> str:
+    import subprocess
+
+    shown = rev if shown is None else shown
+    try:
+        out = subprocess.run(["git", "-C", where, "rev-parse", "--verify", "--end-of-options", rev],
+                             capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise UnknownRevisionError(f"git revision {shown!r} cannot be resolved in {where} "
+                                   f"({getattr(exc, 'strerror', None) or exc})") from None
+    found = out.stdout.decode("ascii", "replace").strip().lower()
+    if out.returncode == 0 and FULL_HASH.match(found):
+        return found
+    said = [ln.strip() for ln in out.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    why = next((ln.split(":", 1)[1].strip() for ln in said if ln.startswith("error:")), "")
+    if "ambiguous" in why:
+        raise UnknownRevisionError(f"ambiguous git revision {shown!r} in {where} ({why}): give more of the hash "
+                                   "or a full ref name")
+    if shown is not rev and why:  # the peel: it names an object, but no commit
+        why = why.replace(rev, shown)
+    raise UnknownRevisionError(f"unknown git revision {shown!r} in {where}" + (f" ({why})" if why else ""))
+
+
 def resolve_commit(repo, rev: str):
-    """The commit object a revision names; one clear line when it names none."""
+    """The commit object a revision names (resolved by ``rev_parse``); one clear line when it names none."""
     import git
 
     try:
-        commit = repo.commit(rev)
-        # Objects load lazily: in a shallow clone ``HEAD~1`` names a parent whose object is not
-        # there, which only fails on first use. Read it now, inside this try.
+        commit = repo.commit(rev_parse(repo, rev))
+        # Objects load lazily: in a shallow clone a parent's object may be missing, which only fails on
+        # first use. Read it now, inside this try.
         commit.committed_date  # noqa: B018
         return commit
-    except (git.BadName, git.BadObject, ValueError, IndexError, TypeError, git.GitCommandError, BrokenPipeError):
+    except (UnknownRevisionError, git.BadName, git.BadObject, ValueError, git.GitCommandError,
+            BrokenPipeError) as exc:
         # BrokenPipeError: git's object reader exited (a refused repository) while GitPython wrote to it
-        # IndexError: GitPython's own parser on @{-N}; TypeError on some malformed selectors
         shallow = (Path(repo.git_dir) / "shallow").exists()
         hint = (" (shallow clone: history is cut; fetch more with git fetch --deepen=N or --unshallow)"
                 if shallow else "")
         refused_by_git(repo)
-        if "/" not in rev and Path(rev).is_dir():
+        if "/" not in rev and len(rev) < MAX_REVISION_CHARS and "\x00" not in rev and _is_dir(rev):
             hint += f" (a folder named {rev!r} exists here: write ./{rev} to read it as a trace directory)"
+        if isinstance(exc, UnknownRevisionError):
+            raise UnknownRevisionError(exc.message + hint) from None
         raise UnknownRevisionError(f"unknown git revision {rev!r} in {repo.working_tree_dir}{hint}") from None
+
+
+def _is_dir(text: str) -> bool:
+    try:
+        return Path(text).is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def commit_info(repo_path: Path | None = None, rev: str | None = None, no_git: bool = False) -> CommitInfo:

@@ -17,30 +17,55 @@ _KV_SECRET = re.compile(rf"(?i)\b({_SECRET_KEYS})(\s*=\s*|%3D)"
 _LIBPQ_DSN = re.compile(r"(?i)^\s*(host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=")
 
 
-def _url_password(url: str) -> str | None:
-    """The password of ``scheme://user:password@host`` (text before the last '@'), if any."""
-    m = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^\s]*)@", url)
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"
+# What a URL parser may cut a password at: a driver that splits a password holding '@' (or ':' '/' '?' ...)
+# where the user did not mean it echoes the pieces as a host, port or database name.
+_PIECES = re.compile(r"[@:/?#&=;,\s]+")
+_SHORT = 4  # pieces shorter than this are masked only where they stand alone (quoted, between delimiters)
+_EDGE = "\"'@:/=?&;,\\s"
+
+
+def _url_password(url: str, spaces: bool = False) -> str | None:
+    """The password of ``scheme://user:password@host``: the text between the first ':' of the userinfo and the
+    last '@' (so '@', ':' and '/' in a password are covered), if any. ``spaces``: ``url`` is one URL, whose
+    password may hold spaces (not a message quoting one)."""
+    m = re.match(_SCHEME + (r"(.*)@" if spaces else r"([^\s]*)@"), url, re.DOTALL)
     if not m or ":" not in m.group(1):
         return None
     return m.group(1).split(":", 1)[1] or None
 
 
+def _secrets_of(source: str, whole_url: bool) -> set[str]:
+    """Every form of every password in ``source``: as written, percent-decoded, and each piece a parser may
+    cut it into (see ``_PIECES``)."""
+    from urllib.parse import unquote
+
+    found = [_url_password(source), _url_password(source, spaces=True) if whole_url else None]
+    found += [m.group(3).strip("'\"") for m in _KV_SECRET.finditer(source)]
+    out: set[str] = set()
+    for pw in filter(None, found):
+        for form in (pw, unquote(pw)):
+            out.add(form)
+            out.update(piece for piece in _PIECES.split(form) if piece)
+    return out
+
+
 def mask_url(url: str, secret_of: str | None = None) -> str:
     """``url`` (or any message) with every password replaced by ***: the ``user:password@`` part of a URL
     (up to the last '@', so '@', ':' and '/' in a password are covered), ``password=`` in a query string or a
-    libpq ``key=value`` string (quoted, or URL-encoded), and any literal occurrence (raw or percent-decoded)
-    of the password of ``secret_of`` (the store URL), which drivers may echo in their errors."""
-    from urllib.parse import unquote
-
+    libpq ``key=value`` string (quoted, or URL-encoded), and any occurrence (raw or percent-decoded) of the
+    password of ``secret_of`` (the store URL) or of a piece of it, which drivers echo in their errors when they
+    cut a password with '@' in it where the user did not mean (``'ngPw99@127.0.0.1'`` of ``u:Wr@ngPw99@host``):
+    pieces of 4 characters or more wherever they appear, shorter ones where they stand alone."""
     text = str(url)
-    secrets = [p for p in {_url_password(text), _url_password(secret_of or "")} if p]
-    for source in (text, secret_of or ""):  # ?password=… and libpq password=… values, quotes stripped
-        secrets += [m.group(3).strip("'\"") for m in _KV_SECRET.finditer(source) if m.group(3).strip("'\"")]
-    for pw in list(secrets):
-        secrets.append(unquote(pw))
-    for pw in sorted({p for p in secrets if len(p) >= 1}, key=len, reverse=True):
+    secrets = _secrets_of(text, whole_url=re.match(_SCHEME, text) is not None)
+    if secret_of:
+        secrets |= _secrets_of(secret_of, whole_url=True)
+    for pw in sorted((p for p in secrets if len(p) >= _SHORT), key=len, reverse=True):
         text = text.replace(pw, "***")
-    text = re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)([^\s]*)@",
+    for pw in sorted((p for p in secrets if len(p) < _SHORT), key=len, reverse=True):
+        text = re.sub(f"(?:(?<=[{_EDGE}])|^){re.escape(pw)}(?=[{_EDGE}]|$)", "***", text)
+    text = re.sub(rf"({_SCHEME})([^\s]*)@",
                   lambda m: m.group(1) + (m.group(2).split(":", 1)[0] + ":***" if ":" in m.group(2)
                                           else m.group(2)) + "@", text)
     return _KV_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)

@@ -19,6 +19,7 @@ import numpy as np
 
 from kbase.enums import AttributionMode
 from kbase.errors import WindowError
+from kbase.readers.integrity import step_number
 from kbase.readers.profile import Profile, RangeColumns
 
 # Tried in order; the first that names any range wins.
@@ -115,7 +116,7 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
         it = np.full(len(k), NOT_IN_ITERATION, dtype=np.int64)
         return Iterations(it, [], "", AttributionMode.NONE, no_launch, 0, MarkerRanges.empty())
     regex, label = picked
-    r = _key_ranges(profile.range_columns.take(_matching(profile.range_columns.name, regex)))
+    r = _key_ranges(profile.range_columns.take(_matching(profile.range_columns.name, regex)), str(profile.source))
     # Step markers cover every thread of their process; other markers (ops) only their own thread.
     step_like = any(re.search(p, str(n), re.IGNORECASE) for n in r.ranges.name[:50] for _, p in AUTO_MARKERS)
     it = _project(profile, r, cross_thread=step_like)
@@ -125,15 +126,16 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
     return Iterations(it, keys, label, AttributionMode.MARKER, no_launch, outside, r)
 
 
-def _key_ranges(r: RangeColumns) -> MarkerRanges:
-    """Give each marker range its iteration key; drop ranges that never closed (partial steps)."""
+def _key_ranges(r: RangeColumns, label: str = "profile") -> MarkerRanges:
+    """Give each marker range its iteration key; drop ranges that never closed (partial steps). ``label``
+    names the file in the error for a step number past ``MAX_STEP_NUMBER``."""
     closed = np.flatnonzero(r.end >= 0)
     r = r.take(closed[np.lexsort((r.start[closed], r.pid[closed]))])  # by (pid, start), stable
     found = [_NUMBER.search(n) for n in r.name.tolist()]
     numbered = len(r) > 0 and all(m is not None for m in found)
     key = np.zeros(len(r), dtype=np.int64)
     if numbered:
-        key = np.array([int(m.group(1)) for m in found if m is not None], dtype=np.int64)
+        key = np.array([step_number(m.group(1), m.string, label) for m in found if m is not None], dtype=np.int64)
         # Numbers are step ids only if unique within each process and shared across processes
         # (op ids like "aten::linear, op_id = 314300" are neither).
         pairs = set(zip(r.pid.tolist(), key.tolist()))

@@ -151,7 +151,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
-    from kbase.readers.source import describe_source, source_identity
+    from kbase.readers.source import describe_source, source_identity, unchanged_since
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -174,14 +174,15 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
 
     with _store(settings, store) as st:
         reader = EngineReader(st.engine)
-        seen = None if force else reader.find_by_identity(commit.hash, ident.probe, ident.size, ident.mtime_ns, wkey,
-                                                          __version__, settings.workload)
+        seen = None if force or ident.probe is None else reader.find_by_identity(
+            commit.hash, ident.probe, ident.size, ident.mtime_ns, wkey, __version__, settings.workload)
         if seen is not None:  # most likely stored already: the full sha256 decides before any reading
             source = describe_source(path, fmt, ident)
             dup = reader.find_duplicate(settings.workload, commit.hash, source.sha256, wkey)
             if dup is not None and dup.id is not None:
                 return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
             lb = _board(path, settings, progress, fmt=fmt, sketches=True)
+            unchanged_since(path, ident)
         else:
             lb, source = _board_and_source(path, settings, progress, fmt, ident)
         return _save(st, lb, source, settings, commit, wkey, tags, note, force)
@@ -191,11 +192,13 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
                       ident: SourceIdentity) -> tuple[Leaderboard, SourceInfo]:
     """The leaderboard with sketches, and the file's description: its sha256 in a thread while the reader
     parses (hashing a 1.4 GB export alone took 1.5-1.8 s)."""
-    from kbase.readers.source import BackgroundSource
+    from kbase.readers.source import BackgroundSource, unchanged_since
 
     hashing = BackgroundSource(path, fmt, ident)
     lb = _board(path, settings, progress, fmt=fmt, sketches=True)
-    return lb, hashing.result()
+    source = hashing.result()
+    unchanged_since(path, ident)  # what was read, hashed and identified is one state of the file
+    return lb, source
 
 
 def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
@@ -219,8 +222,10 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
                       force: bool = False) -> bool:
     """Whether ``snapshot`` may read the profile before it opens the store: a SQLite store not created yet,
     or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
-    very file (size, mtime, first/last 64 KiB) at ``commit`` with this window (``force``: whatever it holds).
+    very file (``readers.source`` identity; an unsure one finds none) at ``commit`` with this window
+    (``force``: whatever it holds).
     False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
+    from kbase.store.guard import check_store_location
     from kbase.store.identity import sqlite_identity_lookup
     from kbase.store_urls import sqlite_path
     from kbase.version import __version__
@@ -228,6 +233,7 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
     db_file = sqlite_path(settings.store_url())
     if db_file is None:
         return False
+    check_store_location(db_file)  # a store that can never be created: said before the profile is read
     if not db_file.exists():
         return True
     decided, found = sqlite_identity_lookup(db_file, (commit, ident.probe, ident.size, ident.mtime_ns, window_spec,
@@ -272,7 +278,7 @@ def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = 
     else (a revision, a missing id, another store) as a ``Baseline`` and ``Leaderboard``."""
     settings = settings or Settings.load()
     token = ref[1:] if ref.startswith("@") else ""
-    if stored_rows and token.isdigit() and token.isascii():
+    if stored_rows and token.isdigit() and token.isascii() and len(token) <= 18:  # (< 2^63; any other: resolve says)
 
         def read(rd: SqliteReader) -> StoredLeaderboard | None:
             b = rd.get_baseline(int(token))

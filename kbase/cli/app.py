@@ -42,14 +42,16 @@ class KbaseGroup(TyperGroup):
             raise
         except UnicodeEncodeError as exc:  # a value with bytes that are not UTF-8 (Python keeps them as surrogates)
             near = exc.object[max(exc.start - 20, 0):exc.end + 20] if isinstance(exc.object, str) else ""
-            typer.echo(f"kbase: error: a value is not valid UTF-8 and cannot be used: {error_line(near, None)}",
+            typer.echo("kbase: error: a value is not valid UTF-8 and cannot be used: "
+                       f"{error_line(near, current_settings(), labels=False)}",
                        err=True)
             raise typer.Exit(ExitCode.USAGE) from None
         except Exception as exc:
             if _is_click_exception(exc) or os.environ.get("KBASE_DEBUG"):
                 raise
-            typer.echo(f"kbase: internal error: {type(exc).__name__}: {error_line(exc, None)} "
-                       "(set KBASE_DEBUG=1 for a traceback)", err=True)
+            line = error_line(exc, current_settings(), labels=False)
+            typer.echo(f"kbase: internal error: {type(exc).__name__}: {line} (set KBASE_DEBUG=1 for a traceback)",
+                       err=True)
             raise typer.Exit(ExitCode.INTERNAL) from None
 
 

@@ -30,6 +30,12 @@ def demo(
         from rich.console import Console
 
         out = Console(file=io.StringIO(), width=out.width)
+    if directory is not None:  # SQLite and git write its files following links: none may be one
+        from kbase.safe_write import OutputDir
+
+        with OutputDir(directory, "dir") as d:
+            d.refuse_links([f"{base}{side}" for base in ("train_v1.sqlite", "train_v2.sqlite", "kbase.db")
+                            for side in ("", "-wal", "-shm", "-journal")] + ["repo", "kbase.db.migrate-lock"])
     with tempfile.TemporaryDirectory(prefix="kbase-demo-") as tmp:
         root = directory or Path(tmp)
         out.rule("1. generate a 2-GPU Nsight Systems export (real schema) and a git repository")

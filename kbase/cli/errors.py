@@ -19,7 +19,8 @@ FLAGS = {
     "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks",
     "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "junit": "--junit", "output": "--output", "comment_md": "--comment-md",
     "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit", "if-no-baseline": "--if-no-baseline",
-    "fpr": "--fpr", "history_ref": "--history-ref",
+    "fpr": "--fpr", "history_ref": "--history-ref", "out": "--out",
+    "dir": "--dir",
 }
 ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT",
             "step_summary": "GITHUB_STEP_SUMMARY"}
@@ -62,19 +63,33 @@ def _mask(field: str, value: Any) -> str:
     return str(value)
 
 
-def one_line(text: str) -> str:
+def one_line(text: str, secrets_of: tuple[str, ...] = ()) -> str:
     """Messages may quote names and paths with newlines, escape sequences, bidi controls or bytes that
     are not UTF-8, and URLs with passwords: one line on stderr, every such character escaped, passwords
-    masked in every form (``kbase.store.engine.mask_url``)."""
+    masked in every form (``kbase.store.engine.mask_url``), also the pieces of the store URLs ``secrets_of``
+    (the ``--db`` value, ``KBASE_DB``) that a driver echoes in its own words."""
     from kbase.render.safe import inert
     from kbase.store.engine import mask_url
 
-    return inert(mask_url(str(text).strip()))
+    masked = mask_url(str(text).strip())
+    for url in secrets_of:
+        masked = mask_url(masked, secret_of=url)
+    return inert(masked)
 
 
-def error_line(exc: BaseException | str, settings: Settings | None) -> str:
+def store_urls(settings: Settings | None) -> tuple[str, ...]:
+    """The store URLs a message may quote pieces of: the settings' ``db`` and ``KBASE_DB``."""
+    import os
+
+    urls = [os.environ.get("KBASE_DB", ""), str(settings.db or "") if settings is not None else ""]
+    return tuple(u for u in dict.fromkeys(urls) if u)
+
+
+def error_line(exc: BaseException | str, settings: Settings | None, *, labels: bool = True) -> str:
+    """One line for ``exc``; ``labels``: a library error's field named as the user gave it (``settings``)."""
     from kbase.errors import KbaseError
 
-    if isinstance(exc, KbaseError):
-        return one_line(exc.render(lambda f, v: label(f, v, settings)))
-    return one_line(str(exc))
+    secrets = store_urls(settings)
+    if isinstance(exc, KbaseError) and labels:
+        return one_line(exc.render(lambda f, v: label(f, v, settings)), secrets)
+    return one_line(str(exc), secrets)

@@ -197,10 +197,14 @@ def rm(
         return typer.confirm(f"Delete baseline @{b.id} ({b.workload} at {b.commit[:12]}, "
                              f"{b.created_at:%Y-%m-%d %H:%M})?", abort=True)
 
+    from kbase.comparison.resolve import RefKind, parse_ref
+
     token = ref.removeprefix("@")
-    if not token.isdigit():
+    if not (token.isascii() and token.isdigit()):
         raise InputError("expected a baseline id like @12", field="ref", value=ref)
-    b = kbase.remove(int(token), settings, confirm=confirm)
+    parsed = parse_ref("@" + token, profiles=False)  # (ids past 64 bits: no such baseline)
+    assert parsed.kind == RefKind.BASELINE and parsed.baseline_id is not None
+    b = kbase.remove(parsed.baseline_id, settings, confirm=confirm)
     if b is not None and not quiet:
         console(stderr=True).print(f"deleted baseline @{b.id}", highlight=False)
 

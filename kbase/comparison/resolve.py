@@ -44,20 +44,39 @@ class Ref:
     path: Path | None = None
 
 
+# The largest id a baseline can have (SQLite's and PostgreSQL's 64-bit integer keys).
+MAX_BASELINE_ID = 2**63 - 1
+
+
 def parse_ref(text: str, *, profiles: bool = True) -> Ref:
     """``@12`` a baseline, an existing file a profile (when ``profiles``), else a git revision. A folder is
     read as a (per-rank trace) profile only when written as a path (``./main``, ``runs/a``): a bare word
-    is a revision even if a folder of that name exists, so a directory named like a branch never shadows it."""
+    is a revision even if a folder of that name exists, so a directory named like a branch never shadows it.
+    git's own revisions that start with ``@`` (``@``, ``@{1}``, ``@{upstream}``, ``@~2``, ``@^``) are revisions."""
     if text.startswith("@"):
         token = text[1:]
-        if not token.isdigit():
+        if token.isascii() and token.isdigit():
+            if len(token.lstrip("0")) > 19 or int(token) > MAX_BASELINE_ID:  # (no int() of 5,000 digits)
+                raise InputError(f"no such baseline in the store (ids go up to {MAX_BASELINE_ID})", field="ref",
+                                 value=text)
+            return Ref(text, RefKind.BASELINE, baseline_id=int(token))
+        if token and token[0] not in "{~^":
             raise InputError("a baseline id looks like @12", field="ref", value=text)
-        return Ref(text, RefKind.BASELINE, baseline_id=int(token))
-    if profiles and text and Path(text).exists() and (not Path(text).is_dir() or _written_as_path(text)):
+        return Ref(text, RefKind.REVISION)
+    if profiles and text and _exists(text) and (not Path(text).is_dir() or _written_as_path(text)):
         return Ref(text, RefKind.PROFILE, path=Path(text))
     if not text.strip():
         raise InputError("empty revision", field="ref", value=text)
     return Ref(text, RefKind.REVISION)
+
+
+def _exists(text: str) -> bool:
+    """Whether a file or folder of this name exists (a name too long or with a NUL for the file system
+    names none: it is then read as a revision, and git says what is wrong with it)."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _written_as_path(text: str) -> bool:
@@ -113,20 +132,21 @@ def _from_baselines(reader: StoreReader, bs: Sequence[Baseline | BaselineRecord]
 FULL_HASH = re.compile(r"[0-9a-f]{40}")
 
 
-def _line_of(text: str, repo: Path | None) -> tuple[str, list[str]]:
-    """(commit, its first-parent line, itself first) of a revision. A full commit hash that git cannot read
-    here (no repository, a commit made in another clone: a CI artifact's store, ``kbase report`` of its
-    history) is taken as it is, with no ancestry: its own baselines or none."""
+def _line_of(text: str, repo: Path | None) -> tuple[str, list[str], InputError | None]:
+    """(commit, its first-parent line, itself first; git's error when git does not know it) of a revision.
+    A full commit hash that git cannot read here (no repository, a commit made in another clone: a CI
+    artifact's store, ``kbase report`` of its history) is taken as it is, with no ancestry: its own
+    baselines, or git's own error when the store holds none either."""
     from kbase.gitrepo import first_parents, open_repo, resolve_commit
 
     try:
         repo_obj = open_repo(repo)
         commit = resolve_commit(repo_obj, text).hexsha
-    except InputError:
+    except InputError as exc:
         if not FULL_HASH.fullmatch(text.lower()):
             raise
-        return text.lower(), [text.lower()]
-    return commit, first_parents(repo_obj, commit, ANCESTRY_LIMIT)
+        return text.lower(), [text.lower()], exc
+    return commit, first_parents(repo_obj, commit, ANCESTRY_LIMIT), None
 
 
 def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, repo: Path | None = None,
@@ -140,7 +160,7 @@ def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, rep
         assert ref.baseline_id is not None
         b = reader.baseline(ref.baseline_id)
         return _from_baselines(reader, [b], f"@{b.id} ({b.commit[:12]})", [])
-    commit, chain = _line_of(ref.text, repo)
+    commit, chain, unknown = _line_of(ref.text, repo)
     found = reader.baselines_at(workload, chain)
     for skipped, c in enumerate(chain):
         if c in found:
@@ -153,6 +173,8 @@ def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, rep
                 notes.append(f"{ref.text}: no baseline at {commit[:12]}; using {c[:12]} ({skipped} commit(s) back on "
                              "first-parent history)")
             return _from_baselines(reader, found[c], f"{ref.text} ({c[:12]})", notes)
+    if unknown is not None:  # neither git nor the store knows it: most likely a mistyped hash
+        raise unknown
     raise NoBaselineError(f"no baseline of workload {workload!r} at {ref.text} ({commit[:12]}) or its "
                      f"{len(chain) - 1} first-parent ancestor(s); run kbase snapshot there first")
 
@@ -171,7 +193,7 @@ def resolve_baseline(ref: Ref, source: Engine | StoreReader, *, workload: str,
     try:
         commit = resolve_commit(open_repo(repo), ref.text).hexsha
     except InputError:
-        if ref.text.isdigit():  # "12" is a revision to git; say how to name baseline 12
+        if ref.text.isascii() and ref.text.isdigit() and len(ref.text) <= 18:  # "12": say how to name baseline 12
             raise InputError(f"not a git revision; for baseline {ref.text} write @{ref.text}", field="ref",
                              value=ref.text) from None
         raise

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from kbase.errors import InputError
-from kbase.readers.integrity import add_note
+from kbase.readers.integrity import add_note, step_number
 from kbase.readers.kineto_file import _launches
 from kbase.readers.kineto_ids import PID_SHIFT
 from kbase.readers.kineto_json import _ns, looks_like_kineto
@@ -231,7 +231,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
                 steps[nm] = steps.get(nm, 0) + (e - s)
         step_wall[rank] = steps
         for nm, wall in steps.items():
-            step_walls_by_number.setdefault(int(nm.rsplit("#", 1)[1]), []).append(wall)
+            step_walls_by_number.setdefault(step_number(nm.rsplit("#", 1)[1], nm, fd.label), []).append(wall)
 
         for k, v in fd.thread_names.items():
             thread_names[k | (slot << _SLOT_SHIFT_TID)] = v

@@ -16,7 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from kbase.errors import InputError
-from kbase.readers.integrity import clean_text, describe_reasons, invalid_rows_note
+from kbase.readers.integrity import (
+    MAX_NAME_CHARS,
+    NameTooLong,
+    check_name,
+    clean_text,
+    describe_reasons,
+    invalid_rows_note,
+)
 from kbase.readers.kineto_ids import ThreadIds
 from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream
 
@@ -145,11 +152,18 @@ def _read_one(path: Path) -> _FileData:
     ids = ThreadIds(label)
     key = ids.key
 
-    def intern(nm: str) -> str:
-        """One str object per distinct name, cleaned once."""
+    def named(nm: str, what: str) -> str:
+        """``nm``, or an ``InputError`` naming the file when it is past ``MAX_NAME_CHARS``."""
+        try:
+            return check_name(nm, f"{what} name")
+        except NameTooLong as exc:
+            raise InputError(f"{label}: {exc}") from None
+
+    def intern(nm: str, what: str) -> str:
+        """One str object per distinct name, cleaned once (and refused past ``MAX_NAME_CHARS``)."""
         got = names.get(nm)
         if got is None:
-            got = names[nm] = clean_text(nm)
+            got = names[nm] = clean_text(named(nm, what))
             if got is not nm:
                 fixed_names.append(got)
         return got
@@ -171,9 +185,9 @@ def _read_one(path: Path) -> _FileData:
                     a = ev.get("args")
                     if isinstance(a, dict) and isinstance(a.get("name"), str):
                         if nm == "thread_name":
-                            thread_names[key(ev.get("pid"), ev.get("tid"))] = clean_text(a["name"])
+                            thread_names[key(ev.get("pid"), ev.get("tid"))] = clean_text(named(a["name"], "thread"))
                         elif nm == "process_name":
-                            process_names[ids.pid_code(ev.get("pid"))] = clean_text(a["name"])
+                            process_names[ids.pid_code(ev.get("pid"))] = clean_text(named(a["name"], "process"))
                 continue
             try:
                 lc = cats[cat]
@@ -213,7 +227,7 @@ def _read_one(path: Path) -> _FileData:
                 nm = ev.get("name")
                 if not isinstance(nm, str):
                     nm = a_nm if isinstance(a_nm := args.get("name"), str) else "<unnamed kernel>"
-                k_names.append(intern(nm))
+                k_names.append(intern(nm, "kernel"))
             elif lc in _LAUNCH_CATS:
                 args = ev.get("args")
                 corr = _corr_of(args) if isinstance(args, dict) else None
@@ -227,7 +241,7 @@ def _read_one(path: Path) -> _FileData:
                     l_ts.append(ts)
             elif lc in _RANGE_CATS:
                 nm = ev.get("name")
-                nm = intern(nm) if isinstance(nm, str) else str(nm)
+                nm = intern(nm, "range") if isinstance(nm, str) else str(nm)[:MAX_NAME_CHARS]
                 if ph == "X":
                     ts = _ns_ok(ev.get("ts"))
                     dur = _ns_ok(ev.get("dur"))

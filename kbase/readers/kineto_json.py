@@ -21,6 +21,11 @@ from kbase.errors import InputError
 _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF_CHARS = 256 * 1024
 _CHUNK = 1 << 20
+# The most text one JSON value may take: one trace event, or one top-level metadata value. Real ones take a
+# few KB (the largest event of the shared traces: 2.8 KB; metadata: 21 KB); names are capped at 64 Ki
+# characters (``integrity.MAX_NAME_CHARS``). Past it the file is refused before the value is decoded, so a
+# gzip bomb of one huge string costs at most about twice this much text in memory, not the string.
+MAX_VALUE_CHARS = 16 << 20
 
 
 def _trace_files_in(directory: Path) -> list[Path]:
@@ -180,6 +185,10 @@ class _Stream:
                 self.fail("values nested too deeply")
             except json.JSONDecodeError as e:
                 truncated = e.pos >= len(self.buf) - 64 or e.msg.startswith("Unterminated string")
+                if truncated and len(self.buf) - self.pos > MAX_VALUE_CHARS:
+                    raise InputError(f"{self.label}: one JSON value (from char {self.dropped + self.pos:,}) runs "
+                                     f"past {MAX_VALUE_CHARS >> 20} MiB of text: no trace event or metadata value is "
+                                     "this large, refusing the file") from None
                 if truncated and self.more(len(self.buf) - self.pos):
                     continue
                 if truncated and self.eof:
@@ -192,7 +201,7 @@ class _Stream:
                 ) from None
             except ValueError as e:  # e.g. an integer of more than 4300 digits
                 self.fail(f"a value cannot be read: {str(e).split(';')[0]}")
-            if end >= len(self.buf) and self.more():
+            if end >= len(self.buf) and end - self.pos <= MAX_VALUE_CHARS and self.more():
                 continue  # a number at the end of the buffer may go on
             self.pos = end
             return val

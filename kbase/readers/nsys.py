@@ -26,7 +26,7 @@ import numpy as np
 
 from kbase.errors import InputError
 from kbase.readers import sqlite_pages
-from kbase.readers.integrity import add_note, clean_names, clean_text, invalid_rows_note
+from kbase.readers.integrity import NameTooLong, add_note, clean_names, clean_text, invalid_rows_note
 from kbase.readers.nsys_sql import (
     KERNEL_FLAWS,
     KERNEL_TABLE,
@@ -90,6 +90,8 @@ def read_nsys(path: Path, progress=None, label: Path | None = None) -> Profile:
     except NotIntegers as exc:
         raise InputError(f"{label}: damaged export: {exc} holds text or fractional numbers "
                          "where nsys writes integers") from None
+    except NameTooLong as exc:
+        raise InputError(f"{label}: {exc}") from None
     except OSError as exc:
         raise InputError(f"{label}: damaged or truncated SQLite export ({exc})") from None
     except sqlite3.DatabaseError as exc:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from kbase.errors import InputError
-from kbase.readers.integrity import add_note, clean_text
+from kbase.readers.integrity import MAX_NAME_CHARS, add_note, capped_sql, check_name, clean_text
 from kbase.readers.profile import RangeColumns
 from kbase.readers.sqlite_columns import Derive
 
@@ -275,13 +275,20 @@ def runtime_raw(rcols: set[str]) -> Derive:
 def strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
     """The texts of StringIds ``ids``, looked up by id (an export's table holds every NVTX and API string too:
     ~20k rows in a 2 MB FSDP export, of which a leaderboard needs its kernels' few hundred)."""
+    from kbase.readers.sqlite_columns import without_rowid
+
     wanted = sorted(set(ids.tolist()))
     out: dict[int, str] = {}
+    # (rowid order: of two rows with one id the later one wins; a WITHOUT ROWID table's key orders its rows)
+    by_rowid = not without_rowid(conn, "StringIds")
     for lo in range(0, len(wanted), 500):  # (SQLite's parameter limit is 999 in old builds)
         part = wanted[lo : lo + 500]
-        sql = f"SELECT id, value FROM StringIds WHERE id IN ({', '.join('?' * len(part))}) ORDER BY rowid"
+        sql = f"SELECT id, {capped_sql('value')} FROM StringIds WHERE id IN ({', '.join('?' * len(part))})"
+        if by_rowid:
+            sql += " ORDER BY rowid"
         for sid, value in conn.execute(sql, part):
             if value is not None:
+                check_name(value, "kernel name")
                 # nsys writes text; a BLOB or number is still the name it holds
                 out[sid] = value if isinstance(value, str) else _as_text(value)
     return out
@@ -297,17 +304,19 @@ def meta(conn: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
     # Older exporters name the table EXPORT_META_DATA.
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if table in tables and {"name", "value"} <= columns_of(conn, table):
-            rows = conn.execute(f"SELECT name, value FROM {table}")
-            return {str(name): clean_text(str(value)) for name, value in rows if value is not None}
+            # (a value past the cap is left out: the reader uses a few short ones, and is told nothing wrong)
+            rows = conn.execute(f"SELECT {capped_sql('name')}, {capped_sql('value')} FROM {table}")
+            return {str(name): clean_text(str(value)) for name, value in rows
+                    if value is not None and len(str(name)) <= MAX_NAME_CHARS and len(str(value)) <= MAX_NAME_CHARS}
     return {}
 
 
 def gpu_models(conn: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     for table, id_col in (("TARGET_INFO_GPU", "id"), ("TARGET_INFO_CUDA_DEVICE", "cudaId")):
         if table in tables and {id_col, "name"} <= columns_of(conn, table):
-            sql = ("SELECT id, name FROM TARGET_INFO_GPU" if id_col == "id"
-                   else "SELECT cudaId, name FROM TARGET_INFO_CUDA_DEVICE")
-            return {i: clean_text(str(n)) for i, n in conn.execute(sql) if type(i) is int and n}
+            sql = (f"SELECT id, {capped_sql('name')} FROM TARGET_INFO_GPU" if id_col == "id"
+                   else f"SELECT cudaId, {capped_sql('name')} FROM TARGET_INFO_CUDA_DEVICE")
+            return {i: clean_text(str(check_name(n, "GPU name"))) for i, n in conn.execute(sql) if type(i) is int and n}
     return {}
 
 
@@ -329,7 +338,7 @@ def read_nvtx(conn: sqlite3.Connection, tables: set[str], extra: dict) -> RangeC
         f"CASE WHEN {_is_int('e.end')} THEN e.end ELSE -1 END" if "end" in cols else "-1",
         "e.eventType",
         f"CASE WHEN {_is_int('e.globalTid')} THEN e.globalTid ELSE -1 END" if "globalTid" in cols else "-1",
-        f"coalesce({text}, s.value)" if text_id else text,
+        capped_sql(f"coalesce({text}, s.value)" if text_id else text),
     ]
     rows = fetch_texts(conn, f"SELECT {', '.join(exprs)} FROM {table} WHERE e.eventType IN (?, ?)",
                        (NVTX_PUSHPOP, NVTX_STARTEND))
@@ -358,6 +367,8 @@ def _range_names(values: list) -> np.ndarray:
 
     out = np.empty(len(values), dtype=object)
     distinct = list(dict.fromkeys(values))
+    for v in distinct:
+        check_name(v, "NVTX range name")
     if all(type(v) is str for v in distinct):
         joined = "".join(distinct)  # one scan in C, not a call per name: plain ASCII names need no cleaning
         if joined.isascii() and "\x00" not in joined:

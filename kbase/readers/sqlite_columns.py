@@ -7,6 +7,7 @@ a small one is read by Python's sqlite3, which costs less than loading pyarrow a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,7 +53,8 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
     # Room for every row: max(rowid) + 1 when rowids are dense (nsys numbers them 1..n), else what the file's
     # size allows (a row takes 6 bytes at least: its cell and the cell's pointer), not 8 bytes per rowid.
     ceiling = path.stat().st_size // 6 + 1
-    cap = min(_max_rowid(path, table) + 1, ceiling)
+    top = _max_rowid(path, table)  # None: a WITHOUT ROWID table (no rowid ranges; SQLite counts its rows)
+    cap = min((_count_rows(path, table) if top is None else top) + 1, ceiling)
     if raw is not None and pages:
         from kbase.readers.sqlite_pages import int_columns
 
@@ -73,7 +75,7 @@ def bulk_int_columns(path: Path, table: str, exprs: list[str], progress=None, ra
             with lock:
                 shown(m, total)
 
-    if parts > 1 and PARTITION_MIN_ROWS <= cap < ceiling:  # (rowid ranges need the true max(rowid))
+    if parts > 1 and top is not None and PARTITION_MIN_ROWS <= cap < ceiling:  # (ranges need the true max(rowid))
         try:
             return _trimmed(out, _scan_parts(path, select, table, out, raw, progress, parts))
         except _RangeFull:  # rowids below 1 (never written by nsys): one scan
@@ -179,13 +181,43 @@ PARTITION_MIN_ROWS = 1 << 17
 SMALL_TABLE_ROWS = 1 << 14
 
 
-def _max_rowid(path: Path, table: str) -> int:
-    """max(rowid): a B-tree descent, not a scan (an upper bound on the rows: exact unless rows were deleted)."""
+def _max_rowid(path: Path, table: str) -> int | None:
+    """max(rowid): a B-tree descent, not a scan (an upper bound on the rows: exact unless rows were deleted);
+    None for a ``WITHOUT ROWID`` table, which has none."""
     conn = connect_readonly(path)
     try:
+        if without_rowid(conn, table):
+            return None
         return int(conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0)  # table: a literal of ours
     finally:
         conn.close()
+
+
+def _count_rows(path: Path, table: str) -> int:
+    conn = connect_readonly(path)
+    try:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # table: a literal of ours
+    finally:
+        conn.close()
+
+
+_WITHOUT_ROWID = re.compile(r"\)\s*(?:STRICT\s*,\s*)?WITHOUT\s+ROWID\b[\s,A-Za-z]*;?\s*$", re.IGNORECASE)
+
+
+def without_rowid(conn, table: str) -> bool:
+    """Whether ``table`` is a ``WITHOUT ROWID`` table (its key is its primary key: no rowid to read or order
+    by): SQLite's own ``PRAGMA table_list`` (3.37+), else its CREATE statement's table options."""
+    import sqlite3
+
+    try:
+        listed = conn.execute("SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?",
+                              (table,)).fetchone()
+        if listed is not None:
+            return bool(listed[0])
+    except sqlite3.Error:
+        pass  # an older SQLite
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    return bool(row and isinstance(row[0], str) and _WITHOUT_ROWID.search(row[0]))
 
 
 def _small_int_columns(path: Path, table: str, exprs: list[str], progress=None) -> list[np.ndarray]:

@@ -9,12 +9,9 @@ exit 2 with no verdict printed either.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from kbase.errors import SettingsError
 
 if TYPE_CHECKING:
     from kbase.comparison.result import GateResult
@@ -35,30 +32,21 @@ class GateFiles:
 
 
 def check_writable(path: Path | str | None, field: str) -> None:
-    """Refuse, before any work is done or any verdict printed, an output file that cannot be written: its
-    folder missing or a file, the path a folder, or no write permission."""
+    """Refuse, before any work is done or any verdict printed, an output file that cannot or must not be
+    written (``safe_write.check_output_file``: folder missing or a file, a folder, no permission, a link)."""
+    from kbase.safe_write import check_output_file
+
     if path is None or str(path) == "":
         return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise SettingsError("is a directory, not a file", field=field, value=str(p))
-    if not parent.exists():
-        raise SettingsError(f"cannot be written: folder {parent} does not exist", field=field, value=str(p))
-    if not parent.is_dir():
-        raise SettingsError(f"cannot be written: {parent} is a file, not a folder", field=field, value=str(p))
-    target = p if p.exists() else parent
-    if not os.access(target, os.W_OK):
-        raise SettingsError(f"cannot be written: {target} is not writable", field=field, value=str(p))
+    check_output_file(path, field)
 
 
 def write_output(path: Path | str, text: str, field: str, append: bool = False) -> None:
-    """Write (or append) an output file; a failure is one line naming the option, exit 2."""
-    try:
-        with open(path, "a" if append else "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise SettingsError(f"cannot be written ({exc.strerror})", field=field, value=str(path)) from None
+    """Write (or append) an output file without following a link (``safe_write``); a failure is one line
+    naming the option, exit 2."""
+    from kbase.safe_write import write_output_file
+
+    write_output_file(path, text, field, append=append)
 
 
 def check_gate_files(files: GateFiles) -> None:

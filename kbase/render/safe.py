@@ -9,7 +9,8 @@ ranges, paths, commit subjects) can act on the reader of kbase's output.
 - ``md_text``: GitHub Markdown inline text, also in a table cell (no table break, code span, emphasis,
   link, HTML tag, comment, mention or line break can come out of a name); used by ``render.comment``.
 - ``html_text``: HTML element text or quoted attribute value (``render.report.safe.visible`` is ``inert``).
-- ``xml_text`` / ``xml_attr``: well-formed XML 1.0 (characters XML cannot carry shown as escapes).
+- ``xml_text`` / ``xml_attr``: well-formed XML 1.0: ``inert``, then every character outside XML 1.0's ``Char``
+  production (U+FFFE, U+FFFF; whatever ``inert`` lets through) shown as an escape too.
 - ``json_safe``: JSON text with those characters as ``\\uXXXX`` (``kbase.jsonable.dumps`` applies it).
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 from kbase.jsonable import json_safe  # re-exported: it lives with the JSON writer, apart from rich
 
-__all__ = ["csv_text", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_text"]
+__all__ = ["csv_text", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_chars", "xml_text"]
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # C0, DEL, C1; bidi marks, embeddings, overrides and isolates; line/paragraph separators; BOM; surrogates.
@@ -81,18 +82,28 @@ def term_text(text: object) -> str:
     return escape(inert(text))
 
 
+# Anything but XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF].
+# (``inert`` has escaped the C0 controls, tab and newline included, and the surrogates already.)
+_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_chars(text: object) -> str:
+    """``inert`` text holding only characters XML 1.0 allows (the rest as ``\\uNNNN``)."""
+    return _NOT_XML_CHAR.sub(_escape_char, inert(text))
+
+
 def xml_text(text: object) -> str:
     """Element text of well-formed XML 1.0."""
     from xml.sax.saxutils import escape  # here: xml.sax pulls in urllib (~8 ms); only JUnit writes XML
 
-    return escape(inert(text))
+    return escape(xml_chars(text))
 
 
 def xml_attr(text: object) -> str:
     """A quoted XML attribute value (quotes included)."""
     from xml.sax.saxutils import quoteattr
 
-    return quoteattr(inert(text))
+    return quoteattr(xml_chars(text))
 
 
 def __getattr__(name: str) -> Any:

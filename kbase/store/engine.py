@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbase.errors import StoreError
-from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file
-from kbase.store.schema_names import head_revision, migrations_dir
+from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_store_location
+from kbase.store.schema_names import OWN_TABLES, head_revision, migrations_dir
 from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.settings import Settings
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
 
@@ -70,8 +72,7 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     path = sqlite_path(url)
     if path is not None:
-        if path.exists() and path.is_dir():
-            raise StoreError(f"store {path}: is a directory, not a database file")
+        check_store_location(path)
         check_sqlite_file(path)
         if not path.exists():
             created = not path.parent.exists()
@@ -85,17 +86,13 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
             engine = create_engine(url, pool_pre_ping=True,
                                    connect_args={"connect_timeout": 10} if "postgresql" in url else {})
         except Exception as exc:  # noqa: BLE001 - bad dialect / missing driver
-            raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: {exc})") from None
+            raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: "
+                             f"{mask_url(str(exc), secret_of=url)})") from None
     _ENGINES.append(engine)
     return engine
 
 
 def _make_parent(path: Path) -> None:
-    for parent in (path.parent, *path.parent.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise StoreError(f"store {path}: {parent} is a file, not a directory")
-            break
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -161,17 +158,38 @@ def schema_state(engine, url: str) -> tuple[str | None, str, set[str]]:
     return current, script.get_current_head() or "", known
 
 
-def _stamped_revision(engine) -> str | None:
-    """The store's Alembic revision by a plain query (None when not stamped or unreadable)."""
+def _stamped_revisions(engine) -> list | None:
+    """The rows of the store's Alembic version table by a plain query (None when there is none, or it
+    cannot be read)."""
     from sqlalchemy import text
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
         with engine.connect() as conn:
-            rows = conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()
+            return [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()]
     except SQLAlchemyError:
         return None
-    return rows[0][0] if len(rows) == 1 else None
+
+
+def check_stamp(engine, url: str, stamped: list | None) -> None:
+    """A store whose version table cannot be right: more than one revision in it (Alembic refuses to read
+    it), or the head revision with one of kbase's tables missing (a damaged or hand-edited store). One line,
+    nothing changed: migrating or writing it could only make things worse."""
+    from sqlalchemy import inspect
+
+    if stamped is None:
+        return
+    if len(stamped) > 1:
+        shown = ", ".join(repr(v) for v in stamped[:4]) + (", …" if len(stamped) > 4 else "")
+        raise StoreError(f"store {mask_url(url)}: its alembic_version table holds {len(stamped)} revisions "
+                         f"({shown}) where a kbase store has one: damaged or edited by hand; nothing was changed")
+    # (No row beside kbase's tables is not refused here: a store being created by another process looks so
+    # for a moment, since SQLite's driver runs the migrations' DDL outside a transaction.)
+    if stamped == [head_revision()]:  # (the stamp reaches head only after the last migration's tables exist)
+        missing = sorted(OWN_TABLES - set(inspect(engine).get_table_names()))
+        if missing:
+            raise StoreError(f"store {mask_url(url)}: stamped at revision {head_revision()} but table(s) "
+                             f"{', '.join(missing)} are missing: damaged or edited by hand; nothing was changed")
 
 
 def upgrade(engine, url: str, revision: str = "head") -> None:
@@ -221,37 +239,87 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True, re
         settings = target or Settings.load()
         url, busy = settings.store_url(), settings.busy_timeout_s
     path = sqlite_path(url)
+    if path is not None:
+        check_store_location(path)
     if readonly and path is not None and not path.exists():
         raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
+    if readonly and path is not None:
+        return Store(_open_readonly(url, path, busy, migrate), url)
     return Store(_open_engine(url, busy, migrate), url)
 
 
-def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
+def _open_readonly(url: str, path: Path, busy_timeout_s: float | None, migrate: bool) -> Engine:
+    """A read command's engine on a SQLite store: read-only connections only (``readonly.connect_store``), so
+    a store on read-only media is read as it lies. A store at an older schema is first upgraded through a
+    writable engine, as by any command (one that cannot be written says so, naming its revision)."""
+    from kbase.store.readonly import readonly_engine
+
+    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
+    check_sqlite_file(path)
+
+    def opened() -> Engine:
+        engine = readonly_engine(url, path, busy)
+        _ENGINES.append(engine)
+        return engine
+
+    engine = opened()
+    stamped = _guarded(engine, url, lambda: _checked_stamp(engine, url))
+    if stamped == [head_revision()] or not migrate:
+        return engine
+    engine.dispose()
+    try:
+        _open_engine(url, busy, migrate=True).dispose()  # upgrade, or the usual refusal (newer, foreign)
+    except StoreError as exc:
+        if "read-only" in exc.message and stamped:
+            raise StoreError(f"store {mask_url(url)}: at schema revision {stamped[0]}, older than this kbase's "
+                             f"{head_revision()}, and it cannot be upgraded here ({exc.message}); run kbase db "
+                             "upgrade where it can be written, or read it with the kbase that wrote it") from None
+        raise
+    return opened()
+
+
+def _checked_stamp(engine: Engine, url: str) -> list | None:
+    stamped = _stamped_revisions(engine)
+    check_stamp(engine, url, stamped)
+    return stamped
+
+
+def _guarded(engine: Engine, url: str, work: Callable[[], T]) -> T:
+    """``work()``; on any error the engine is disposed, a driver error becomes one line (``store_error``)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    engine = make_engine(url, busy_timeout_s)
     try:
-        if _stamped_revision(engine) == head_revision():
-            return engine
-        if sqlite_path(url) is None and not is_memory(url):
-            check_server_database(engine, url)
-        current, head, known = schema_state(engine, url)
-        if current is not None and current not in known:
-            raise StoreError(
-                f"store {mask_url(url)}: schema revision {current} comes from a newer kbase "
-                f"(this one knows up to {head}); upgrade kbase — the database was not changed"
-            )
-        if migrate and current != head:
-            with _schema_lock(engine, url):
-                current, head, _ = schema_state(engine, url)
-                if current != head:
-                    upgrade(engine, url)
+        return work()
     except StoreError:
         engine.dispose()
         raise
     except (SQLAlchemyError, OSError) as exc:
         engine.dispose()
         raise store_error(url, exc) from None
+
+
+def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
+    engine = make_engine(url, busy_timeout_s)
+    return _guarded(engine, url, lambda: _migrated(engine, url, migrate))
+
+
+def _migrated(engine: Engine, url: str, migrate: bool) -> Engine:
+    """``engine`` once its store is checked (stamp, foreign tables, newer schema) and, with ``migrate``, at head."""
+    if _checked_stamp(engine, url) == [head_revision()]:
+        return engine
+    if sqlite_path(url) is None and not is_memory(url):
+        check_server_database(engine, url)
+    current, head, known = schema_state(engine, url)
+    if current is not None and current not in known:
+        raise StoreError(
+            f"store {mask_url(url)}: schema revision {current} comes from a newer kbase "
+            f"(this one knows up to {head}); upgrade kbase — the database was not changed"
+        )
+    if migrate and current != head:
+        with _schema_lock(engine, url):
+            current, head, _ = schema_state(engine, url)
+            if current != head:
+                upgrade(engine, url)
     return engine
 
 
@@ -281,14 +349,25 @@ def write_transaction(engine: Engine, url: str = "") -> Iterator[Connection]:
 def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
     """The store's schema revision against this kbase's head, without changing (or creating) anything."""
     path = sqlite_path(url)
+    if path is not None:
+        check_store_location(path)
     if path is not None and not path.exists():  # opening it would create the file (and its folder)
         from alembic.script import ScriptDirectory
 
         head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
         return f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)"
-    engine = make_engine(url, busy_timeout_s)
+    if path is not None:  # read-only connections: also a store on read-only media
+        from kbase.store.readonly import readonly_engine
+
+        check_sqlite_file(path)
+        engine = readonly_engine(url, path, BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s)
+    else:
+        engine = make_engine(url, busy_timeout_s)
     try:
+        check_stamp(engine, url, _stamped_revisions(engine))
         current, head, known = schema_state(engine, url)
+    except StoreError:
+        raise
     except Exception as exc:  # noqa: BLE001
         raise store_error(url, exc) from None
     finally:

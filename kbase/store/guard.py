@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,16 +17,38 @@ from kbase.store_urls import mask_url
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def check_store_location(path: Path) -> None:
+    """Refuse a store path that can never hold a database file: a folder, or a path under a file
+    (``--db notes.txt/kbase.db``). A missing folder is fine (a writing command creates it, a reading one
+    finds no store). Checked by every command that opens or looks for a SQLite store, read-only ones too."""
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            raise StoreError(f"store {path}: is a directory, not a database file", path=path)
+        return  # it exists and is not a folder: the file checks say whether it is a store
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be looked at ({exc.strerror or exc})", path=path) from None
+    for parent in path.parents:
+        try:
+            mode = os.stat(parent).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # missing (created later), or under a file: a parent further up says which
+        except OSError as exc:
+            raise StoreError(f"store {path}: its folder {parent} cannot be looked at ({exc.strerror or exc})",
+                             path=path) from None
+        if not stat.S_ISDIR(mode):
+            raise StoreError(f"store {path}: {parent} is a file, not a directory", path=path)
+        return
+
+
 def _sqlite_tables(path: Path) -> set[str]:
     """The table names of an existing SQLite file, read without writing, locking or creating anything
-    (immutable; a -wal beside it is read through a read-only connection)."""
-    import sqlite3
-    from urllib.parse import quote
+    (immutable; a -wal with content beside it through a read-only connection, or a private copy where even
+    that cannot open it: ``readonly.connect_store``)."""
+    from kbase.store.readonly import connect_store
 
-    uri = f"file:{quote(str(path))}"
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
-    conn = sqlite3.connect(f"{uri}?{mode}", uri=True)
+    conn = connect_store(path, immutable_first=True)
     try:
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     finally:

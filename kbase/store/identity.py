@@ -1,6 +1,8 @@
 """Finding a profile file in the store without reading it: ``kbase top FILE`` answers from the store
-when this very file (size, mtime, hash of its first and last 64 KiB) was snapshotted at the current
-commit with the same window settings by this kbase version."""
+when this very file (its identity, ``readers.source``: the content of a small file, else device, inode,
+size, mtime, ctime and first/last 64 KiB, with its ``-wal``/``-journal``/``-shm``) was snapshotted at the
+current commit with the same window settings by this kbase version. An unsure identity (a file changed
+moments ago) is never looked up: the file is read."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbase.errors import InputError
+from kbase.store.guard import check_store_location
 
 if TYPE_CHECKING:
     from kbase.analysis.board import LeaderboardRows
@@ -29,12 +32,14 @@ def _identity_key(profile: Path, settings: Settings) -> tuple | None:
         ident = source_identity(profile)
     except (OSError, InputError):
         return None
+    if ident.probe is None:
+        return None  # unsure: read the file
     return (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
 
 
 def _note(baseline_id: int, head: str) -> str:
-    return (f"from the store: baseline @{baseline_id} holds this file (same size, mtime and first/last 64 KiB) "
-            f"at the current commit {head[:12]} with the same window; the file itself was not read")
+    return (f"from the store: baseline @{baseline_id} holds this file (same content identity: inode, size, times, "
+            f"probe, side files) at the current commit {head[:12]} with the same window; the file itself was not read")
 
 
 def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, LeaderboardRows | None]:
@@ -50,6 +55,7 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     db_file = sqlite_path(url)
     if db_file is None:
         return False, None
+    check_store_location(db_file)
     if not db_file.is_file():
         return True, None  # no store here: never create one for a read
     key = _identity_key(profile, settings)
@@ -79,6 +85,8 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
 
     url = settings.store_url()
     db_file = sqlite_path(url)
+    if db_file is not None:
+        check_store_location(db_file)
     if db_file is not None and not db_file.is_file():
         return None  # no store here: never create one for a read
     key = _identity_key(profile, settings)
@@ -95,7 +103,7 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
     from kbase.store.reader import EngineReader
 
     try:
-        with open_store(settings, migrate=False) as st:
+        with open_store(settings, migrate=False, readonly=True) as st:
             found = EngineReader(st.engine).find_by_identity(head, probe, size, mtime_ns, wkey, version)
             if found is None:
                 return None

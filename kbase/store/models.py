@@ -48,8 +48,10 @@ class Baseline(SQLModel, table=True):
     source_sha256: str = Field(max_length=64, index=True)
     source_size: int = Field(sa_type=BigInteger)
     source_format: str = Field(max_length=32)
-    # Cheap identity of the file (no full read): its mtime when stored and a sha256 of its size and first
-    # and last 64 KiB (``readers.source.source_identity``). None on baselines stored before 0005.
+    # Identity of the file (no full read): its mtime when stored and the probe, a sha256 over its content
+    # (small files) or device, inode, size, times and first/last 64 KiB, with its SQLite side files
+    # (``readers.source.source_identity``). None before 0006, or when the identity was unsure; probes of
+    # the older definition (size, first/last 64 KiB) never match a new one: such files are read again.
     source_mtime_ns: int | None = Field(default=None, sa_type=BigInteger)
     source_probe: str | None = Field(default=None, max_length=64)
     exporter_version: str = Field(default="", sa_type=Text)

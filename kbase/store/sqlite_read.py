@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from kbase.store.guard import _sqlite_tables
 from kbase.store.read_sql import SQL
 from kbase.store.reader import StoreReader
+from kbase.store.readonly import connect_store
 from kbase.store.records import (  # noqa: F401 - BASELINE_FIELDS, BaselineRecord, Unreadable: re-exported
     BASELINE_FIELDS,
     AcceptanceRecord,
@@ -90,8 +91,7 @@ def open_reader(url: str, busy_timeout_s: float | None = None) -> SqliteReader |
         tables = _sqlite_tables(path)
         if tables - OWN_TABLES - SQLITE_INTERNAL_TABLES or not OWN_TABLES <= tables:
             return None  # another application's database, or a store being created: the guarded path
-        uri = path.resolve().as_uri() + "?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0 if busy_timeout_s is None else busy_timeout_s)
+        conn = connect_store(path, 30.0 if busy_timeout_s is None else busy_timeout_s)  # (read-only media too)
     except (OSError, ValueError, sqlite3.Error):
         return None
     try:

@@ -1,7 +1,8 @@
 """Issue 12: an export whose committed state is not all in its main file is read as committed.
 
 - WAL mode with committed rows still in ``-wal`` (the writer did not checkpoint): those rows are
-  read. A ``-wal`` beside a rollback-mode database is ignored, as SQLite ignores it.
+  read. A ``-wal`` beside a rollback-mode database is applied too: SQLite opens a WAL whenever the file
+  is there, whatever the header's journal mode says (issue 29; it was wrongly ignored before).
 - A hot ``-journal`` (a transaction that never committed, part-written to the main file): the
   export is read as it was before that transaction.
 - Either way, through a private temporary copy: the user's files are byte-identical afterwards, no
@@ -24,6 +25,7 @@ from kbase.readers import read_profile
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.kineto_traces import folder_state
+from helpers.sqlite_files import HOT_JOURNAL_WRITER
 
 K = "CUPTI_ACTIVITY_KIND_KERNEL"
 
@@ -85,28 +87,32 @@ def test_committed_rows_in_the_wal_are_read(base_export, tmp_path, private_tmp):
     assert list(private_tmp.iterdir()) == []  # the private copy is gone
 
 
-def test_a_wal_beside_a_rollback_database_is_ignored(base_export, tmp_path, private_tmp):
-    path, _ = wal_export(base_export, tmp_path / "user")
+def _sqlite_reads(db: Path) -> int:
+    """The kernel rows SQLite itself reads from ``db`` with its side files, opened normally (on a copy)."""
+    work = db.parent.parent / "sqlite-itself"
+    work.mkdir()
+    for f in db.parent.iterdir():
+        shutil.copyfile(f, work / f.name)
+    n = _count(work / db.name)
+    shutil.rmtree(work)
+    return n
+
+
+def test_a_wal_beside_a_rollback_database_is_applied_as_sqlite_does(base_export, tmp_path, private_tmp):
+    path, expected = wal_export(base_export, tmp_path / "user")
     other = tmp_path / "plain"
     other.mkdir()
-    shutil.copyfile(base_export, other / "export.sqlite")
-    shutil.copyfile(str(path) + "-wal", other / "export.sqlite-wal")  # stray, not this database's
+    shutil.copyfile(base_export, other / "export.sqlite")  # rollback mode (header bytes 18/19 are 1)
+    assert (other / "export.sqlite").read_bytes()[18:20] == b"\x01\x01"
+    shutil.copyfile(str(path) + "-wal", other / "export.sqlite-wal")
     before = folder_state(other)
+    sqlite_itself = _sqlite_reads(other / "export.sqlite")
+    assert sqlite_itself == expected > _count(base_export)  # SQLite applies it
     prof = read_profile(other / "export.sqlite")
-    assert len(prof.kernels) == _count(base_export)
+    assert len(prof.kernels) == sqlite_itself
     assert folder_state(other) == before and list(private_tmp.iterdir()) == []
 
 
-HOT_JOURNAL_WRITER = """
-import os, sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA journal_mode=DELETE")
-conn.execute("PRAGMA cache_size=1")  # spill changed pages to the main file before commit
-conn.execute("BEGIN")
-conn.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
-conn.execute("INSERT INTO StringIds (id, value) SELECT id + 1000000, value FROM StringIds")
-os._exit(0)  # die mid-transaction: a hot journal is left behind
-"""
 
 
 def test_a_hot_journal_is_rolled_back_in_a_private_copy(base_export, tmp_path, private_tmp):

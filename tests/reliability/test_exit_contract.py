@@ -25,7 +25,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 REV1, REV2, REV3 = "1" * 40, "2" * 40, "3" * 40
 HOSTILE = ["x[/bold]", "\x1b[2J\x1b]0;pwn\x07", "bad\udcffbyte\nline2\r", "\u202eevil", ""]
 ODD_REVS = ["HEAD~999", "@{-1}", ":/no such message", "a..b", "-", "@", "@x", "@-1", "HEAD^{tree}", "0" * 40,
-            "main~", "refs/heads/../../x"]
+            "main~", "refs/heads/../../x",
+            # issue 29: git's whole revision syntax, over-long revisions, ids past 64 bits, bytes not UTF-8
+            "HEAD@{1.day.ago}", "main@{yesterday}", "@{1}", "@{upstream}", "@~1", "--output=x", "x" * 5000,
+            "r" * 200_000, "@" + "9" * 20, "@" + "9" * 5000, "@²", "HEAD\udcff", "\udcff" * 3]
 BASE = {
     "top": ["{P}"], "snapshot": ["{P}", "--no-git", "--rev", REV3, "--db", "{W}"],
     "diff": ["@1", "@2", "--db", "{S}"], "gate": ["@1", "@2", "--db", "{S}"],
@@ -70,9 +73,9 @@ def _bad_values(param) -> list[typing.Any]:
         return ["x", "-3", "9" * 30]
     if kind == "float":
         return ["x", "nan", "-1", "1e999"]
-    if kind == "path":
-        return ["/missing/dir/f", "{F}/sub", "{D}", HOSTILE[1]]
-    return HOSTILE + (ODD_REVS if param.name in ("a", "b", "ref", "rev", "base_ref") else [])
+    if kind == "path":  # (issue 29: links to a file and to nothing, never written through)
+        return ["/missing/dir/f", "{F}/sub", "{D}", HOSTILE[1], "{L}", "{DL}"]
+    return HOSTILE + (ODD_REVS if param.name in ("a", "b", "ref", "rev", "base_ref", "history_ref") else [])
 
 
 def _cases() -> list:
@@ -82,7 +85,8 @@ def _cases() -> list:
             if getattr(p, "is_flag", False) or p.name in ("help",):
                 continue
             for v in _bad_values(p):
-                cases.append(pytest.param(name, p, v, id=f"{name}:{p.name}={v!r}"[:90]))
+                shown = repr(v) if len(str(v)) < 60 else f"<{len(v)} chars {v[:12]!r}>"
+                cases.append(pytest.param(name, p, v, id=f"{name}:{p.name}={shown}"[:90]))
     return cases
 
 
@@ -96,12 +100,15 @@ def world(tmp_path_factory) -> dict[str, Path]:
         assert r.rc == 0, r
     (d / "afile").write_text("x")
     (d / "adir").mkdir()
-    return {"P": p, "S": store, "F": d / "afile", "D": d / "adir", "d": d}
+    (d / "alink").symlink_to(d / "afile")
+    (d / "dangling").symlink_to(d / "nothing-here")
+    return {"P": p, "S": store, "F": d / "afile", "D": d / "adir", "L": d / "alink", "DL": d / "dangling", "d": d}
 
 
 def _fill(value: str, world: dict[str, Path], writable: Path) -> str:
     return (value.replace("{P}", str(world["P"])).replace("{S}", str(world["S"])).replace("{W}", str(writable))
-            .replace("{F}", str(world["F"])).replace("{D}", str(world["D"])))
+            .replace("{F}", str(world["F"])).replace("{DL}", str(world["DL"])).replace("{D}", str(world["D"]))
+            .replace("{L}", str(world["L"])))
 
 
 def _digest(path: Path) -> str:
@@ -158,6 +165,8 @@ ENV_CASES = [
     ("GITHUB_STEP_SUMMARY", "/missing/dir/s.md", ["gate", "@1", "@2", "--db", "{S}"]),
     ("GITHUB_STEP_SUMMARY", "{D}", ["gate", "@1", "@2", "--db", "{S}"]),
     ("GITHUB_STEP_SUMMARY", "{F}/s.md", ["gate", "@1", "@2", "--db", "{S}"]),
+    ("GITHUB_STEP_SUMMARY", "{L}", ["gate", "@1", "@2", "--db", "{S}"]),
+    ("GITHUB_STEP_SUMMARY", "{DL}", ["gate", "@1", "@2", "--db", "{S}"]),
 ]
 
 
@@ -174,13 +183,15 @@ def test_every_environment_variable_keeps_the_contract(world, tmp_path, monkeypa
     assert _digest(world["S"]) == before
 
 
-@pytest.mark.parametrize("flag", ["--junit", "--output"])
-@pytest.mark.parametrize("where", ["/missing/dir/out", "{D}", "{F}/out"])
+@pytest.mark.parametrize("flag", ["--junit", "--output", "--comment-md"])
+@pytest.mark.parametrize("where", ["/missing/dir/out", "{D}", "{F}/out", "{L}", "{DL}"])
 def test_unwritable_output_refused_before_the_verdict(world, flag, where):
+    before = world["F"].read_text()
     r = kb("gate", "@1", "@2", "--db", str(world["S"]), flag, _fill(where, world, world["S"]))
     assert r.rc == 2 and r.stdout == "" and "PASS" not in r.stderr, r
     assert flag in r.stderr, r
     assert_contract(r)
+    assert world["F"].read_text() == before and not (world["d"] / "nothing-here").exists()
 
 
 # ------------------------------------------------------------------------------------------ git
@@ -248,3 +259,114 @@ def test_dubious_ownership_is_named(world, repo, tmp_path):
         r = kb(*args, "--db", db)
         assert r.rc == 2 and "dubious ownership" in r.stderr and "no commits" not in r.stderr, r
         assert_contract(r)
+
+
+# ------------------------------------------------------------------------------------------ issue 29: values
+
+# Revisions in git's own syntax (resolved by git itself: kbase has no parser of its own), with what they name in
+# the ``repo`` fixture (c0 <- c1 <- c2 = HEAD on main; HEAD's reflog holds c0, c1, c2).
+GIT_SYNTAX = {"HEAD": 0, "HEAD~1": 1, "HEAD^": 1, "main~2": 2, "@": 0, "@~1": 1, "@^^": 2, "@{1}": 1, "@{2}": 2,
+              "HEAD@{1}": 1, "main@{1}": 1, "HEAD@{1.day.ago}": 2, "main@{yesterday}": 2, "HEAD@{0}": 0,
+              ":/c1": 1, "HEAD^{commit}": 0, "main^0": 0, "refs/heads/main": 0, "HEAD~1^{/c0}": 2}
+
+
+@pytest.fixture
+def stored_repo(world, repo, tmp_path) -> tuple[Path, Path, list[str]]:
+    """``repo`` with a baseline at each of its three commits; (repo, store, [HEAD, HEAD~1, HEAD~2] hashes)."""
+    db = tmp_path / "k.db"
+    hashes = [git(repo, "rev-parse", f"HEAD~{i}") for i in range(3)]
+    for h in hashes:
+        assert kb("snapshot", world["P"], "--repo", repo, "--rev", h, "--db", db).rc == 0
+    return repo, db, hashes
+
+
+@pytest.mark.parametrize("rev", list(GIT_SYNTAX))
+def test_every_git_revision_syntax_resolves_as_git_does(stored_repo, rev):
+    repo, db, hashes = stored_repo
+    r = kb("show", rev, "--repo", repo, "--db", db, "--format", "json")
+    assert r.rc == 0, r
+    import json
+
+    assert json.loads(r.stdout)["baseline"]["commit"] == hashes[GIT_SYNTAX[rev]], rev
+    short = git(repo, "rev-parse", "--short", "HEAD~1")
+    assert kb("diff", short, rev if GIT_SYNTAX[rev] != 1 else "HEAD~2", "--repo", repo, "--db", db).rc == 0
+
+
+# Revisions that name no commit, each with what the one line must say.
+BAD_REVISIONS = {
+    "HEAD~99": "unknown git revision", "@{-1}": "unknown git revision", "@{99}": "unknown git revision",
+    "HEAD^{tree}": "tree", ":/no such message": "unknown git revision", "--output=x": "unknown git revision",
+    "-x": "unknown git revision", "x" * 5000: "at most 4,096", "y" * 200_000: "at most 4,096",
+    "@" + "9" * 20: "ids go up to", "@" + "9" * 4400: "ids go up to", "@²": "baseline id looks like @12",
+    "HEAD\udcff": "unknown git revision", "\udcff\udcfe": "unknown git revision", "nul\x00byte": "NUL",
+    "0" * 40: "unknown git revision", "refs/heads/../../x": "unknown git revision",
+}
+
+
+@pytest.mark.parametrize("rev", list(BAD_REVISIONS), ids=[repr(r)[:30] for r in BAD_REVISIONS])
+@pytest.mark.parametrize("command", ["show", "diff", "gate", "snapshot", "history"])
+def test_a_revision_that_names_no_commit_is_one_line_exit_2(world, stored_repo, command, rev):
+    repo, db, _ = stored_repo
+    before = _digest(db)
+    opts = ["--repo", str(repo), "--db", str(db)]  # options first, then "--": a revision may start with '-'
+    args = {"show": ["show", *opts, "--", rev], "diff": ["diff", *opts, "--", "HEAD", rev],
+            "gate": ["gate", *opts, "--", rev, "HEAD"], "snapshot": ["snapshot", *opts, f"--rev={rev}", world["P"]],
+            "history": ["gate", *opts, f"--history-ref={rev}", "HEAD~1", "HEAD"]}
+    r = kb(*args[command])
+    assert_contract(r)
+    assert r.rc == 2, r
+    if command == "snapshot" and rev.startswith("@"):  # --rev takes a revision only: '@12' is none
+        assert "git revision" in r.stderr, r
+    elif command != "history":
+        assert BAD_REVISIONS[rev] in r.stderr, r
+    assert _digest(db) == before
+
+
+def _steps_renamed(doc: dict, number) -> dict:
+    for ev in doc["traceEvents"]:
+        if str(ev.get("name", "")).startswith("ProfilerStep#"):
+            ev["name"] = f"ProfilerStep#{number(int(ev['name'].split('#')[1]))}"
+    return doc
+
+
+# Step numbers in marker ranges (of steps n = 1..5): up to 2^53 - 1 they are steps; past it (int64's end, 5,000
+# digits) damage. (name of step n, whether it is read)
+STEP_NAMES = {
+    "plain": (str, True), "leading zeros": (lambda n: f"0000{n}", True),
+    "up to 2^53-1": (lambda n: str(2**53 - 6 + n), True), "just past 2^53-1": (lambda n: str(2**53 - 5 + n), False),
+    "int64 max": (lambda n: str(2**63 - 6 + n), False), "past int64": (lambda n: str(2**63 + n), False),
+    "past uint64": (lambda n: str(2**64 + n), False), "30 digits": (lambda n: f"{'1' * 29}{n}", False),
+    "5000 digits": (lambda n: f"{'7' * 5000}{n}", False),
+}
+
+
+@pytest.mark.parametrize("case", list(STEP_NAMES))
+@pytest.mark.parametrize("fmt", ["kineto", "nsys"])
+def test_step_numbers_past_the_limit_are_exit_2(world, tmp_path, fmt, case):
+    import sqlite3
+    import sys
+
+    number, ok = STEP_NAMES[case]
+    if fmt == "kineto":
+        sys.path.insert(0, str(Path(__file__).parents[1] / "readers"))
+        from helpers.kineto_traces import trace_doc, write_trace
+
+        path = write_trace(tmp_path / "t.json", _steps_renamed(trace_doc(rank=0, world=None, steps=5), number))
+    else:
+        path = tmp_path / "p.sqlite"
+        shutil.copy(world["P"], path)
+        with sqlite3.connect(path) as conn:
+            steps = conn.execute("SELECT rowid, text FROM NVTX_EVENTS WHERE text LIKE 'ProfilerStep#%'").fetchall()
+            for rowid, text in steps:
+                conn.execute("UPDATE NVTX_EVENTS SET text = ? WHERE rowid = ?",
+                             (f"ProfilerStep#{number(int(text.split('#')[1]))}", rowid))
+    before = _digest(path)
+    for args in (("top", path), ("snapshot", path, "--no-git", "--rev", REV3, "--db", tmp_path / "k.db")):
+        r = kb(*args)
+        assert_contract(r)
+        if ok:
+            assert r.rc == 0, r
+        else:
+            assert r.rc == 2 and "not a training step number" in r.stderr and str(path) in r.stderr, r
+            assert not (tmp_path / "k.db").exists()
+    assert _digest(path) == before

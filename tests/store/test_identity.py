@@ -1,4 +1,5 @@
-"""The cheap identity of a profile file (size, mtime, probe hash of its first and last 64 KiB) and what
+"""The identity of a profile file (``readers.source``: its content when small, else inode, size, times and
+first/last 64 KiB, with its SQLite side files; issue 29 tests every way to change it) and what
 uses it: ``kbase top FILE`` answers from the store when this very file was snapshotted at the current
 commit with the same window, and ``snapshot`` finds such a capture before reading anything; the full
 sha256 runs in a thread while the reader parses and stays the idempotence key."""

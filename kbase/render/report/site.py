@@ -18,7 +18,6 @@ not run.
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from kbase.errors import InputError
 from kbase.render.report import pages
 from kbase.render.report.model import REPORT_SCHEMA, ReportData
 from kbase.render.report.safe import html_text, script_json
+from kbase.safe_write import OutputDir
 
 ASSETS = Path(__file__).with_name("assets")
 ASSET_FILES = ("plotly-basic.min.js", "report.js", "report.css", "LICENSE.plotly.txt")
@@ -50,15 +50,14 @@ def _page(title: str, here: str, nav: list[tuple[str, str]], body: str, figures:
         "</body></html>\n")
 
 
-def _prepare(out_dir: Path, overwrite: bool) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"{out_dir}: exists and is not a folder")
-    if out_dir.is_dir() and any(out_dir.iterdir()):
-        if not (out_dir / MANIFEST).is_file() and not overwrite:
-            raise InputError(f"{out_dir}: folder is not empty and holds no kbase report (choose an empty folder)")
-        for old in out_dir.glob("*.html"):  # a previous report's pages: kernels may have changed
-            old.unlink()
-    (out_dir / "assets").mkdir(parents=True, exist_ok=True)
+def _prepare(out: OutputDir, overwrite: bool) -> None:
+    names = out.names()
+    if names:
+        if out.kind(MANIFEST) != "file" and not overwrite:
+            raise InputError(f"{out.path}: folder is not empty and holds no kbase report (choose an empty folder)")
+        for old in names:  # a previous report's pages: kernels may have changed (links: the link alone)
+            if old.endswith(".html") and out.kind(old) in ("file", "link"):
+                out.remove(old)
 
 
 def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, kernel_pages: int = 25,
@@ -73,9 +72,17 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
     if not data.commits:
         raise InputError("nothing to report: the history has no commits")
     out_dir = Path(out_dir)
-    _prepare(out_dir, overwrite)
-    for name in ASSET_FILES:
-        shutil.copyfile(ASSETS / name, out_dir / "assets" / name)
+    # (every file through ``safe_write``: nothing in the folder is followed, see its rules)
+    with OutputDir(out_dir, "out") as out:
+        _prepare(out, overwrite)
+        with out.subdir("assets") as assets:
+            for name in ASSET_FILES:
+                assets.copy_in(name, ASSETS / name)
+        return _write_pages(data, out, kernel_pages, stack_kernels, max_points)
+
+
+def _write_pages(data: ReportData, out: OutputDir, kernel_pages: int, stack_kernels: int,
+                 max_points: int) -> list[Path]:
     with_pages = data.kernels[:kernel_pages]
     nav = [("Trend", "index.html")]
     if data.gate is not None:
@@ -95,10 +102,7 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
     banner = pages.gate_banner(doc) if doc is not None else ""  # every page states the gate's verdict
 
     def write(file: str, heading: str, here: str, built: tuple[str, dict]) -> None:
-        path = out_dir / file
-        path.write_text(_page(f"{heading} — {title}", here, nav, built[0], built[1], footer, banner),
-                        encoding="utf-8")
-        written.append(path)
+        written.append(out.write(file, _page(f"{heading} — {title}", here, nav, built[0], built[1], footer, banner)))
 
     write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
     if doc is not None:
@@ -110,5 +114,5 @@ def build_report(data: ReportData, out_dir: Path, *, stack_kernels: int = 8, ker
     manifest = {"schema": REPORT_SCHEMA, "workload": data.workload, "branch": data.branch, "generated_at": generated,
                 "commits": len(data.commits), "pages": [p.name for p in written],
                 "kernel_pages": {p: k.name for p, k in ((pages.kernel_page_name(k.name), k) for k in with_pages)}}
-    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return written
