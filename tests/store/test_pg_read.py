@@ -15,6 +15,7 @@ import pytest
 from kbase.store import pg_read
 from kbase.store.records import Unreadable
 from tests.conftest import run_kbase
+from tests.test_imports import downgraded
 
 
 @pytest.mark.parametrize(("url", "uri"), [
@@ -92,20 +93,6 @@ def test_the_connection_only_reads_and_says_nothing(pg_store, capfd):
         assert conn.execute(text("SELECT count(*) FROM acceptance")).scalar() == 0
 
 
-def _downgraded(url: str) -> str:
-    from alembic import command
-
-    from kbase.store import engine as kdb
-
-    eng = kdb.make_engine(url)
-    cfg = kdb.alembic_config(url)
-    with eng.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "-1")
-    eng.dispose()
-    return url
-
-
 def _foreign(url: str) -> str:
     from sqlalchemy import create_engine, text
 
@@ -131,7 +118,7 @@ def test_stores_it_does_not_read_answer_as_before(pg_url, pg_store, pg_copy_of, 
     results = []
     for flag in ("", "1"):
         monkeypatch.setenv("KBASE_NO_FAST_READ", flag)
-        stores = [_downgraded(pg_copy_of(pg_store)), _foreign(create_database(pg_url)), create_database(pg_url),
+        stores = [downgraded(pg_copy_of(pg_store)), _foreign(create_database(pg_url)), create_database(pg_url),
                   nobody]
         assert pg_read.open_reader(stores[0]) is None and pg_read.open_reader(stores[1]) is None
         got = []
