@@ -1,5 +1,5 @@
 """Helpers shared by the benchmark scenarios: running a command as a fresh child process (wall time,
-peak RSS), medians, cached inputs, and the result table."""
+CPU time, peak RSS), medians, cached inputs, and the result table."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class Run:
     wall_s: float
     maxrss_bytes: int
     rc: int
+    cpu_s: float = float("nan")  # user + system CPU of the child, all its threads (wait4 rusage)
 
 
 def loadavg() -> str:
@@ -52,7 +53,7 @@ def child_env() -> dict[str, str]:
 
 def run_child(cmd: list[str], cwd: Path, ok_codes=(0,), stdout_path: Path | None = None,
               env: dict[str, str] | None = None) -> Run:
-    """Run one command as a fresh process; wall time and its own peak RSS (wait4 rusage)."""
+    """Run one command as a fresh process; wall time, and its own CPU time and peak RSS (wait4 rusage)."""
     err_path = cwd / ".bench-stderr"
     with open(err_path, "wb") as err, open(stdout_path or os.devnull, "wb") as out:
         t0 = time.perf_counter()
@@ -64,11 +65,25 @@ def run_child(cmd: list[str], cwd: Path, ok_codes=(0,), stdout_path: Path | None
     if rc not in ok_codes:
         tail = err_path.read_text(errors="replace")[-2000:]
         raise SystemExit(f"benchmark: {' '.join(map(str, cmd))} exited {rc}\n{tail}")
-    return Run(wall, usage.ru_maxrss * 1024, rc)  # ru_maxrss: KiB on Linux
+    return Run(wall, usage.ru_maxrss * 1024, rc, usage.ru_utime + usage.ru_stime)  # ru_maxrss: KiB on Linux
 
 
 def med(xs) -> float:
     return float(statistics.median(xs)) if xs else float("nan")
+
+
+CPU_X = 1.3  # CPU seconds against the floor's: a wall-clock ratio that holds on a runner whose cores are busy
+
+
+def add_cpu_ratio(res: Results, scenario: str, label: str, floor: list[Run], kbase: list[Run],
+                  target: bool = True) -> list[float]:
+    """The row of kbase's CPU seconds (user + system, every thread) against the floor's, pairwise like the
+    wall ratios: on idle cores a second thread shortens kbase's wall time; on a loaded runner it does not."""
+    ratio = [k.cpu_s / f.cpu_s for f, k in zip(floor, kbase)]
+    res.add(scenario, f"{label}: CPU ratio to the floor (user+sys, pairwise)", med(ratio), "x", len(ratio),
+            f"<= {CPU_X}x" if target else "", (med(ratio) <= CPU_X) if target else None, best=min(ratio),
+            note=f"kbase {med([r.cpu_s for r in kbase]):.3f} s CPU, floor {med([r.cpu_s for r in floor]):.3f} s CPU")
+    return ratio
 
 
 # --------------------------------------------------------------------------- cached inputs

@@ -1,10 +1,11 @@
 """kbase performance benchmark: snapshot, diff/gate, store at scale, CLI start-up, top against the floor
-and against nsys-ai, top from the store.
+and against nsys-ai, top from the store, PostgreSQL against SQLite.
 
-    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6]
+    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6,S9]
 
 Every command is timed as a fresh child process (what a CI job pays), wall time by
-``time.perf_counter`` around ``os.wait4``, peak RSS from the same ``wait4`` rusage. Figures are
+``time.perf_counter`` around ``os.wait4``, CPU time (user + system, every thread) and peak RSS from the
+same ``wait4`` rusage. Figures are
 medians; ratios are taken pairwise within one run (reference first, then kbase, alternating). Large
 generated inputs (exports, stores) are cached in ``--out`` and reused when their parameters and the
 generator/schema versions match. See benchmarks/README.md for the scenarios and targets.
@@ -27,6 +28,7 @@ from bench_common import (  # noqa: E402
     FLOOR_SQL,
     GIB,
     Results,
+    add_cpu_ratio,
     build_in_child,
     fresh,
     kbase_cmd,
@@ -65,8 +67,8 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
             floor.append(f)
             snap.append(k)
             ratio.append(k.wall_s / f.wall_s)
-            log(f"  run {i + 1}: floor {f.wall_s:.2f} s, snapshot {k.wall_s:.2f} s "
-                f"({k.maxrss_bytes / GIB:.2f} GiB), ratio {ratio[-1]:.2f}x  load {loadavg()}")
+            log(f"  run {i + 1}: floor {f.wall_s:.2f} s ({f.cpu_s:.2f} s CPU), snapshot {k.wall_s:.2f} s "
+                f"({k.cpu_s:.2f} s CPU, {k.maxrss_bytes / GIB:.2f} GiB), ratio {ratio[-1]:.2f}x  load {loadavg()}")
         rm_store(db)
         label = f"{n // 1_000_000}M"
         times[n] = med([r.wall_s for r in snap])
@@ -77,11 +79,12 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
         res.add("S1", f"snapshot {label}: ratio to the sqlite3 GROUP BY floor (pairwise)", med(ratio), "x", runs,
                 "<= 1.6x" if big else "", (med(ratio) <= 1.6) if big else None, best=min(ratio),
                 note=f"floor {fl:.3f} s")
+        cpu = add_cpu_ratio(res, "S1", f"snapshot {label}", floor, snap, target=big)
         res.add("S1", f"snapshot {label}: peak RSS (max of runs)", rss / (1 << 20), "MiB", runs,
                 "<= 1024 MiB", rss <= GIB)
         res.raw[f"S1_{label}"] = {"export": str(path), "export_bytes": path.stat().st_size,
                                   "floor": [r.__dict__ for r in floor],
-                                  "snapshot": [r.__dict__ for r in snap], "ratio": ratio}
+                                  "snapshot": [r.__dict__ for r in snap], "ratio": ratio, "cpu_ratio": cpu}
     if len(times) == 2:
         lo, hi = sorted(times)
         g = times[hi] / times[lo]
@@ -212,13 +215,14 @@ def compile_kbase() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pg_bench import s9_postgresql
     from top_bench import s5_real_exports, s6_top_1m
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="S1 at 1M only, S3 with 500 baselines, fewer runs")
     ap.add_argument("--with-10m", action="store_true", help="run S1 at 10M kernels even with --quick")
     ap.add_argument("--out", type=Path, help="results.json and cached inputs (default: a new temp dir)")
-    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6", help="comma-separated scenarios to run")
+    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S9", help="comma-separated scenarios to run")
     args = ap.parse_args(argv)
     if shutil.which("sqlite3") is None:
         print("benchmark: the sqlite3 command-line shell is needed for the floors", file=sys.stderr)
@@ -248,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         s5_real_exports(out, res, log, runs=3 if quick else 5)
     if "S6" in only:
         s6_top_1m(out, res, log, runs=3 if quick else 5)
+    if "S9" in only:
+        s9_postgresql(out, 200 if quick else 1000, res, log, runs=3 if quick else 5)
     total = time.perf_counter() - t_start
     header = (f"kbase benchmark ({'quick' if quick else 'full'}), {os.cpu_count()} cores, load average "
               f"{load_start} at start, {loadavg()} at end; {total:.0f} s in all")

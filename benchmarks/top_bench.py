@@ -20,6 +20,7 @@ from bench_common import (
     REPO,
     Results,
     Run,
+    add_cpu_ratio,
     build_in_child,
     kbase_cmd,
     loadavg,
@@ -125,6 +126,7 @@ def s6_top_1m(out: Path, res: Results, log, runs: int = 5) -> None:
             best=min(r.wall_s for r in top), note=f"peak RSS {max(r.maxrss_bytes for r in top) / (1 << 20):,.0f} MiB")
     res.add("S6", "  ratio to the sqlite3 GROUP BY floor (pairwise)", med(ratio), "x", runs, f"<= {TOP_FLOOR_X}x",
             med(ratio) <= TOP_FLOOR_X, best=min(ratio), note=f"floor {fl:.3f} s")
+    add_cpu_ratio(res, "S6", "  kbase top 1M", floor, top)
 
     # the same file, snapshotted at HEAD of a repository: top answers from the store
     repo = out / "s6_repo"

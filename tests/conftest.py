@@ -82,6 +82,22 @@ def pg_db_url(pg_url):
         pg.drop_database(pg_url, url)
 
 
+@pytest.fixture(scope="module")
+def pg_copy_of(pg_url):
+    """``copy(url)``: a new PostgreSQL database holding a copy of the store at ``url`` (``pg.copy_store``),
+    dropped after the module: the same store on the other backend."""
+    made: list[str] = []
+
+    def copy(src_url: str) -> str:
+        made.append(pg.create_database(pg_url))
+        pg.copy_store(src_url, made[-1])
+        return made[-1]
+
+    yield copy
+    for url in made:
+        pg.drop_database(pg_url, url)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request, tmp_path) -> str:
     """A fresh, empty store on each backend (files may override this with their own)."""

@@ -1,6 +1,6 @@
 """Each command imports only what it uses: the store's reading commands (list, show @ID, history) never
 load pandas, pyarrow or numpy (history's step detection is plain Python), nor SQLAlchemy/SQLModel on a
-SQLite store at the head schema, a diff or gate of stored baselines loads no pandas or pyarrow, ``--help`` loads neither the store stack nor the data stack, JSON / CSV /
+store at the head schema (SQLite or PostgreSQL), a diff, gate or steps of stored baselines loads no pandas or pyarrow, ``--help`` loads neither the store stack nor the data stack, JSON / CSV /
 Markdown outputs never load the terminal stack (rich), and outside a git repository no command loads GitPython.
 
 Each case runs the real CLI entry point in a fresh interpreter (``kbase.cli.main``, as the ``kbase``
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.imports import loaded
+from helpers.imports import HEAVY, loaded
 from helpers.library import old_schema_copy
 
 pytestmark = pytest.mark.slow
@@ -109,6 +109,42 @@ def test_stored_diff_and_gate_load_no_store_stack(small_store, args):
     assert "git" not in heavy, "outside a git repository GitPython is not imported (history in creation order)"
     rc, slow = loaded(*args, "--db", url, "--name", "bulk", cwd=root, env={"KBASE_NO_FAST_READ": "1"})
     assert rc in (0, 1) and "sqlalchemy" in slow
+
+
+PG_READS = [("list",), ("show", "@1"), ("show", "@2", "--format", "json"), ("history", "{name}"),
+            ("history", "{name}", "--format", "json"), ("steps", "--name", "bulk"), ("diff", "@1", "@2", "--name", "bulk"),
+            ("diff", "@2", "@5", "--format", "json", "--name", "bulk"), ("gate", "@4", "@5", "--name", "bulk")]
+
+
+@pytest.fixture(scope="module")
+def small_pg_store(small_store, pg_copy_of) -> tuple[str, str, Path]:
+    """``small_store`` copied into a PostgreSQL database (skipped with the reason where no server can run)."""
+    url, name, root = small_store
+    return pg_copy_of(url), name, root
+
+
+@pytest.mark.parametrize("args", PG_READS)
+def test_postgresql_reads_load_neither_the_store_stack_nor_pandas(small_pg_store, args):
+    """On a PostgreSQL store at the head schema the same commands read through ``store.pg_read`` (libpq):
+    neither SQLAlchemy, SQLModel, Alembic nor psycopg (~0.6 s of imports together), and no pandas or pyarrow;
+    list, show and history no numpy either."""
+    url, name, root = small_pg_store
+    argv = [a.format(name=name) for a in args]
+    rc, heavy = loaded(*argv, "--db", url, cwd=root, watch=(*HEAVY, "psycopg"))
+    assert rc in (0, 1)
+    assert not heavy & (STORE_STACK | {"psycopg", "pandas", "pyarrow", "pydantic"}), f"kbase {args[0]}: {sorted(heavy)}"
+    if args[0] in ("list", "show", "history"):
+        assert not heavy & DATA_STACK, f"kbase {args[0]} loaded {sorted(heavy & DATA_STACK)}"
+    assert "git" not in heavy
+    rc, slow = loaded(*argv, "--db", url, cwd=root, env={"KBASE_NO_FAST_READ": "1"}, watch=(*HEAVY, "psycopg"))
+    assert rc in (0, 1) and {"sqlalchemy", "psycopg"} <= slow
+
+
+def test_steps_on_sqlite_loads_no_store_stack(small_store):
+    """``kbase steps`` reads through the same read-only path (no SQLAlchemy), its detection in numpy."""
+    url, _, root = small_store
+    rc, heavy = loaded("steps", "--name", "bulk", "--db", url, cwd=root)
+    assert rc == 0 and not heavy & (STORE_STACK | {"pandas", "pyarrow"}), sorted(heavy)
 
 
 MACHINE_FORMATS = [(("diff", "@1", "@2"), f) for f in ("json", "csv", "md")] + [

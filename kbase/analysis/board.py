@@ -2,7 +2,7 @@
 
 A leaderboard computed from a profile (``analysis.leaderboard.Leaderboard``, numpy columns) is turned into
 rows here, at the renderers' boundary (``board_of``); a stored one is read as rows directly by the
-read-only SQLite path (``store.sqlite_read``), so ``kbase show`` renders without pandas. One renderer
+read-only path (``store.fast_read``), so ``kbase show`` renders without pandas. One renderer
 serves both.
 """
 

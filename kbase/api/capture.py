@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.store.engine import Store
+    from kbase.store.fast_read import FastReader
     from kbase.store.models import Baseline
-    from kbase.store.sqlite_read import BaselineRecord, SqliteReader
+    from kbase.store.records import BaselineRecord
 
-    AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only SQLite path's record of it
+    AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only path's record of it
     AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``analysis.board``)
 
 
@@ -245,7 +246,8 @@ def baselines(settings: Settings | None = None, *, workload: str | None = None, 
               commit: str | None = None, limit: int | None = 50,
               store: Store | None = None) -> list[Baseline] | list[BaselineRecord]:
     """Stored baselines, newest first (of ``workload`` when given): ``Baseline`` models, or (read from a
-    SQLite store at the head schema without SQLAlchemy) read-only ``BaselineRecord``s with the same fields."""
+    store at the head schema without SQLAlchemy: ``store.fast_read``) read-only ``BaselineRecord``s with the
+    same fields."""
     from kbase.errors import SettingsError
 
     settings = settings or Settings.load()
@@ -266,21 +268,21 @@ def baselines(settings: Settings | None = None, *, workload: str | None = None, 
 
 @dataclass
 class StoredLeaderboard:
-    baseline: AnyBaseline  # a ``Baseline``; its read-only record when read through the SQLite fast path
-    leaderboard: AnyLeaderboard  # a ``Leaderboard``; its rows when read through the SQLite fast path
+    baseline: AnyBaseline  # a ``Baseline``; its read-only record when read through the fast path
+    leaderboard: AnyLeaderboard  # a ``Leaderboard``; its rows when read through the fast path
 
 
 def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = False,
              store: Store | None = None) -> StoredLeaderboard:
     """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload).
-    ``stored_rows``: an ``@ID`` in a SQLite store at the head schema is read without SQLAlchemy or pandas
+    ``stored_rows``: an ``@ID`` in a store at the head schema is read without SQLAlchemy or pandas
     (``kbase show``), as a ``BaselineRecord`` and ``LeaderboardRows`` (what the renderers take); anything
     else (a revision, a missing id, another store) as a ``Baseline`` and ``Leaderboard``."""
     settings = settings or Settings.load()
     token = ref[1:] if ref.startswith("@") else ""
     if stored_rows and token.isdigit() and token.isascii() and len(token) <= 18:  # (< 2^63; any other: resolve says)
 
-        def read(rd: SqliteReader) -> StoredLeaderboard | None:
+        def read(rd: FastReader) -> StoredLeaderboard | None:
             b = rd.get_baseline(int(token))
             return None if b is None else StoredLeaderboard(baseline=b, leaderboard=rd.leaderboard_rows(b))
 

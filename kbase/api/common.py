@@ -11,7 +11,7 @@ from kbase.settings import Settings
 if TYPE_CHECKING:
 
     from kbase.store.engine import Store
-    from kbase.store.sqlite_read import SqliteReader
+    from kbase.store.fast_read import FastReader
 
 T = TypeVar("T")
 
@@ -50,13 +50,13 @@ def _store(settings: Settings, store: Store | None, readonly: bool = False) -> I
 
 
 
-def _fast_read(settings: Settings, store: Store | None, fn: Callable[[SqliteReader], T]) -> T | None:
-    """``fn`` on the read-only SQLite path (``store.sqlite_read``: no SQLAlchemy, no pandas) when no store
+def _fast_read(settings: Settings, store: Store | None, fn: Callable[[FastReader], T]) -> T | None:
+    """``fn`` on the read-only path (``store.fast_read``: no SQLAlchemy, no pandas) when no store
     was given and that path applies to the settings' store; None otherwise — then the caller opens the
     store as usual, which reports any problem in its own words (``read_only``: also off with
     ``KBASE_NO_FAST_READ=1``)."""
     if store is not None:
         return None
-    from kbase.store.sqlite_read import read_only
+    from kbase.store.fast_read import read_only
 
     return read_only(settings.store_url(), settings.busy_timeout_s, fn)

@@ -64,8 +64,12 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
     from kbase.comparison.history import steps_report
 
     settings = settings or Settings.load()
+    wl = workload or settings.workload
+    fast = _fast_read(settings, store, lambda rd: steps_report(rd, wl, settings.repo, last=last, rev=rev))
+    if fast is not None:
+        return fast
     with _store(settings, store, readonly=True) as st:
-        return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
+        return steps_report(st.engine, wl, settings.repo, last=last, rev=rev)
 
 
 def history_steps(h: KernelHistory) -> list[KernelStep] | None:

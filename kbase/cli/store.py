@@ -33,7 +33,7 @@ from kbase.errors import InputError
 
 if TYPE_CHECKING:
     from kbase.store.models import Baseline
-    from kbase.store.sqlite_read import BaselineRecord
+    from kbase.store.records import BaselineRecord
 
 db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(db_app, name="db")

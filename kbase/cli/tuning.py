@@ -80,6 +80,14 @@ def keep_freed_memory() -> None:
     mallopt(m_arena_max, 1)
 
 
+def no_blas_threads() -> None:
+    """numpy's OpenBLAS starts a thread per core at import, which spins waiting for matrix work kbase never
+    gives it (kbase calls no BLAS routine): 3-5% of the CPU seconds of ``kbase top`` of 1M kernels and of a
+    stored ``kbase diff`` (interleaved, 15 pairs each). One thread, unless the user asked for more. Set
+    before numpy is imported."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 # numpy's CPU features to leave out on AMD Zen 4, by numpy release (each list exactly as that release names its
 # dispatch targets: a name it does not know is an ImportWarning, an error under ``-W error``).
 _AVX512_2_0 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL"
@@ -137,5 +145,6 @@ def _numpy_release() -> tuple[int, int] | None:
 def apply() -> None:
     """The command line's process policies, before numpy is imported."""
     keep_freed_memory()
+    no_blas_threads()
     sort_without_avx512_on_zen4()
     sys.setswitchinterval(SWITCH_INTERVAL_S)

@@ -51,6 +51,7 @@ from kbase.readers.profile import GpuColumns, KernelColumns, Profile, name_codes
 from kbase.readers.sqlite_columns import Derive, NotIntegers, bulk_int_columns, factorize_sorted
 from kbase.readers.sqlite_pages import Assist
 from kbase.readers.sqlite_source import committed_export, connect_readonly
+from kbase.readers.threads import reader_threads
 
 __all__ = ["check_export", "connect_readonly", "read_nsys"]
 
@@ -115,14 +116,16 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     kexprs = [kernel_exprs(kcols, stop_ns), kernel_exprs(kcols, stop_ns, strict=True)]
     rcols = columns_of(conn, RUNTIME_TABLE) if RUNTIME_TABLE in tables else set()
     rexprs = runtime_exprs(rcols)
-    # Two tables on their own threads (numpy and ADBC release the GIL); the kernel table as KERNEL_PARTS rowid
-    # ranges if SQLite reads it. The runtime table's thread, once done, helps decode the kernel table's pages;
-    # with KBASE_SQLITE_PAGES=0 SQLite reads both tables.
+    # Two tables on their own threads (numpy and ADBC release the GIL) while a core is idle (``reader_threads``),
+    # the kernel table as KERNEL_PARTS rowid ranges if SQLite reads it; else one after the other. The runtime
+    # table's thread, once done, helps decode the kernel table's pages; with KBASE_SQLITE_PAGES=0 SQLite reads
+    # both tables.
     pages = sqlite_pages.enabled()
     assist = Assist() if pages else None
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    threads = reader_threads()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
         kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress, kernel_raw(kcols, stop_ns),
-                         KERNEL_PARTS, pages, assist)
+                         KERNEL_PARTS if threads > 1 else 1, pages, assist)
         strict_rexprs = runtime_exprs(rcols, strict=True)
         rf = (pool.submit(_runtime_index, db, [rexprs, strict_rexprs], runtime_raw(rcols), pages, assist)
               if rexprs and strict_rexprs else None)

@@ -192,7 +192,7 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
 
 
 def leaderboard_from_rows(b: Baseline | BaselineRecord, k: pd.DataFrame) -> Leaderboard:
-    """The stored Leaderboard of baseline ``b`` (a model or its ``sqlite_read`` record: only its summary and
+    """The stored Leaderboard of baseline ``b`` (a model or its ``fast_read`` record: only its summary and
     iteration keys are read) from its kernel rows ``k`` (joined with their names)."""
     from kbase.analysis.leaderboard import COLUMNS, Leaderboard
 

@@ -1,5 +1,5 @@
 """The column order of the kernel and level rows both read paths return (the SQLAlchemy queries and the
-read-only ``sqlite_read``: the same plain tuples), and the kernel DataFrame a stored Leaderboard is built
+read-only ``fast_read``: the same plain tuples), and the kernel DataFrame a stored Leaderboard is built
 from (``queries.load_kernels``)."""
 
 from __future__ import annotations

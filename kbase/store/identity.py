@@ -43,20 +43,21 @@ def _note(baseline_id: int, head: str) -> str:
 
 
 def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, LeaderboardRows | None]:
-    """``stored_leaderboard_of`` as rows, read from a SQLite store at the head schema by Python's sqlite3
-    (``store.sqlite_read``: no SQLAlchemy, no pandas): ``kbase top FILE`` of a stored file answers in the
+    """``stored_leaderboard_of`` as rows, read from a store at the head schema on the read-only path
+    (``store.fast_read``: no SQLAlchemy, no pandas): ``kbase top FILE`` of a stored file answers in the
     time of the identity check and one query. (decided, rows): ``decided`` when this path could answer
-    (no store file, no repository, or a head-schema SQLite store: found or not); otherwise the caller
-    asks ``stored_leaderboard_of`` (PostgreSQL, another schema, ``KBASE_NO_FAST_READ``)."""
-    from kbase.store.sqlite_read import read_only
+    (no store file, no repository, or a head-schema store: found or not); otherwise the caller asks
+    ``stored_leaderboard_of`` (another schema, another driver, ``KBASE_NO_FAST_READ``)."""
+    from kbase.store.fast_read import read_only
     from kbase.store_urls import sqlite_path
 
     url = settings.store_url()
     db_file = sqlite_path(url)
-    if db_file is None:
+    if db_file is None and not url.startswith("postgresql+psycopg:"):
         return False, None
-    check_store_location(db_file)
-    if not db_file.is_file():
+    if db_file is not None:
+        check_store_location(db_file)
+    if db_file is not None and not db_file.is_file():
         return True, None  # no store here: never create one for a read
     key = _identity_key(profile, settings)
     if key is None:

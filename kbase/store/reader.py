@@ -2,10 +2,11 @@
 statements of ``statements`` (the one source of the read SQL).
 
 Two executors answer them alike: ``EngineReader`` runs the statements through SQLAlchemy (any store),
-``sqlite_read.SqliteReader`` runs their compiled SQLite text through Python's sqlite3 (a SQLite store at
-the head schema, read-only: no SQLAlchemy or SQLModel, ~0.4 s of imports). The parameters, the chunking
-of long lists and the shaping of rows are this class's, so both paths return the same values: SQLModel
-rows or their plain records (same fields, same types), kernel and level rows as plain tuples (no pandas).
+``fast_read.FastReader`` runs their compiled text on a plain read-only connection (a store at the head
+schema: Python's sqlite3 for SQLite, libpq for PostgreSQL; no SQLAlchemy or SQLModel, ~0.4 s of
+imports). The parameters, the chunking of long lists and the shaping of rows are this class's, so both
+paths return the same values: SQLModel rows or their plain records (same fields, same types), kernel and
+level rows as plain tuples (no pandas).
 """
 
 from __future__ import annotations
@@ -216,6 +217,7 @@ class StoreReader(Generic[B, A]):
         for r in self.rows("trend_baselines", {"workload": workload, "any_branch": not branch, "branch": branch or ""}):
             rec = dict(zip(cols, r))
             rec["commit_date"], rec["created_at"] = self._when(rec["commit_date"]), self._when(rec["created_at"])
+            rec["aligned"] = bool(rec["aligned"])  # SQLite's 0/1
             out.append(rec)
         return out
 
@@ -238,8 +240,9 @@ class StoreReader(Generic[B, A]):
 
     def leaderboard_view(self, baseline_id: int) -> list[tuple]:
         """(name, short_name, category, tc, per_iter_ns, count_per_iter, avg_ns, share_window, share_kernel,
-        amdahl_ceiling, fragmented, count, total_ns, min_ns, max_ns, median_ns) of one baseline's kernels, by rank."""
-        return self.rows("leaderboard_view", {"id": baseline_id})
+        amdahl_ceiling, fragmented, count, total_ns, min_ns, max_ns, median_ns) of one baseline's kernels, by rank
+        (``fragmented`` a bool on every path: SQLite hands back 0/1)."""
+        return [(*r[:10], bool(r[10]), *r[11:]) for r in self.rows("leaderboard_view", {"id": baseline_id})]
 
 
 def _float(v: Any) -> float:

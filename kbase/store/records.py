@@ -1,4 +1,4 @@
-"""Stored rows as plain, read-only records: what the read-only SQLite path (``sqlite_read``) returns in
+"""Stored rows as plain, read-only records: what the read-only path (``fast_read``) returns in
 place of the SQLModel classes (``kbase.store.models``), so a reading command never imports SQLAlchemy or
 SQLModel (~0.4 s). Field names and value types equal the models'; tests keep them so. Also the stored
 per-iteration samples decoded without numpy."""

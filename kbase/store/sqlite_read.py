@@ -1,43 +1,27 @@
-"""The read-only SQLite path: the store's reads (``reader.StoreReader``: ``kbase list``, ``show @ID``,
-``history``, and the store reads of ``diff`` and ``gate``) on Python's own ``sqlite3``.
-
-Why: importing SQLAlchemy and SQLModel costs ~0.4-0.6 s (pandas another ~0.6 s), more than the whole
-answer of these commands on a store of 10,000 baselines. The SQL is not written here: it is the SQLite text
-of the same SQLAlchemy statements the other path runs (``statements``, compiled into ``read_sql``), with the
-same parameters. SQLModel and Alembic stay the schema's source of truth: this path reads only a store that
-already is exactly at the head revision (``schema_names.head_revision``) and holds only kbase's own tables
-(the rule of ``guard``), through a read-only connection (``mode=ro``: nothing is created, migrated or
-written). In every other case — no store, a foreign database, an older or newer schema, PostgreSQL,
-in-memory SQLite, a URL with options, a file that is locked or cannot be read — ``read_only`` returns None
-and the caller takes the SQLAlchemy path, with its messages and exit codes.
+"""The read-only path's SQLite connection (``fast_read``): the statements' SQLite text (``read_sql``) on
+Python's own ``sqlite3``, through a read-only connection (``mode=ro``: nothing is created, migrated or
+written) to a file that holds only kbase's tables (the rule of ``guard``) at the head revision. Anything
+else — a foreign database, another schema, in-memory SQLite, a URL with options, a file that is locked or
+cannot be read — is left to the SQLAlchemy path (``open_reader`` returns None).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any
 
+from kbase.store.fast_read import FastReader
 from kbase.store.guard import _sqlite_tables
 from kbase.store.read_sql import SQL
-from kbase.store.reader import StoreReader
 from kbase.store.readonly import connect_store
-from kbase.store.records import (  # noqa: F401 - BASELINE_FIELDS, BaselineRecord, Unreadable: re-exported
-    BASELINE_FIELDS,
-    AcceptanceRecord,
-    BaselineRecord,
-    Unreadable,
-    acceptance_record,
-    baseline_record,
-    utc_datetime,
-)
 from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES, head_revision
 from kbase.store_urls import sqlite_path
 
-T = TypeVar("T")
 _LIST = re.compile(r"__\[POSTCOMPILE_(\w+)\]")  # an expanding IN list of the compiled text
+_TEXT = SQL["sqlite"]
 
 
 def bind(sql: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -56,8 +40,10 @@ def bind(sql: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return _LIST.sub(expand, sql), args
 
 
-class SqliteReader(StoreReader[BaselineRecord, AcceptanceRecord]):
+class SqliteReader(FastReader):
     """The store's reads on one read-only sqlite3 connection."""
+
+    errors = (sqlite3.Error,)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -66,20 +52,11 @@ class SqliteReader(StoreReader[BaselineRecord, AcceptanceRecord]):
         self.conn.close()
 
     def rows(self, statement: str, params: Mapping[str, Any]) -> list[tuple]:
-        return self.conn.execute(*bind(SQL[statement], params)).fetchall()
-
-    def _baseline(self, row: tuple) -> BaselineRecord:
-        return baseline_record(row)
-
-    def _acceptance(self, row: tuple) -> AcceptanceRecord:
-        return acceptance_record(row)
-
-    def _when(self, value: Any):
-        return utc_datetime(value)
+        return self.conn.execute(*bind(_TEXT[statement], params)).fetchall()
 
 
 def open_reader(url: str, busy_timeout_s: float | None = None) -> SqliteReader | None:
-    """A read-only reader of the store at ``url`` when this path may read it (see the module's doc), else None."""
+    """A read-only reader of the SQLite store at ``url`` when this path may read it, else None."""
     path = sqlite_path(url)
     if path is None or not url.startswith("sqlite:///") or "?" in url:
         return None
@@ -103,22 +80,3 @@ def open_reader(url: str, busy_timeout_s: float | None = None) -> SqliteReader |
         conn.close()
         return None  # older (to migrate) or newer (refused) schema: the Alembic path says which
     return SqliteReader(conn)
-
-
-def read_only(url: str, busy_timeout_s: float | None, fn: Callable[[SqliteReader], T]) -> T | None:
-    """``fn(reader)`` on the read-only path, or None when that path does not apply or a read fails (the
-    caller then asks the SQLAlchemy path, which reports the problem as it always has).
-    ``KBASE_NO_FAST_READ=1`` turns the path off (tests compare both paths' output)."""
-    import os
-
-    if os.environ.get("KBASE_NO_FAST_READ", "") not in ("", "0"):
-        return None
-    reader = open_reader(url, busy_timeout_s)
-    if reader is None:
-        return None
-    try:
-        return fn(reader)
-    except (sqlite3.Error, Unreadable):
-        return None
-    finally:
-        reader.close()

@@ -233,6 +233,10 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                         "launch_sketch": sketches[k].astype("<f4").tobytes()})
             conn.execute(bt.insert(), base_rows)
             conn.execute(bk.insert(), kernel_rows)
+        if conn.dialect.name == "postgresql":  # the ids were given: the next snapshot's must come after them
+            from sqlalchemy import text
+
+            conn.execute(text("SELECT setval(pg_get_serial_sequence('baseline', 'id'), max(id)) FROM baseline"))
     return commits
 
 

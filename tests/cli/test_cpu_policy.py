@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,18 @@ def test_the_kbase_script_sets_it_before_numpy_loads():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["policy", "False"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2,
+                    reason="counts the process's threads in /proc/self/task (Linux, 2+ cores)")
+@pytest.mark.parametrize(("env", "want"), [({}, "1"), ({"OPENBLAS_NUM_THREADS": "2"}, "2")])
+def test_no_blas_threads_wait_beside_a_command(env, want):
+    """numpy's OpenBLAS starts no thread of its own in a kbase process (kbase calls no BLAS routine), unless
+    the user asked for threads."""
+    probe = (f"import os, sys; sys.path.insert(0, {str(REPO)!r}); import kbase.cli.tuning as m; "
+             "m.no_blas_threads(); import numpy; "
+             "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env={**base, **env})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [want, want]

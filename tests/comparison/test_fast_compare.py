@@ -1,8 +1,9 @@
-"""Issue 15: ``kbase diff`` and ``kbase gate`` of stored baselines read a SQLite store at the head schema
-through ``kbase.store.sqlite_read`` (no SQLAlchemy or SQLModel). Their output must not change: every
-format, the files the gate writes, the exit codes and the messages are byte for byte those of the
+"""Issue 15 (20 for PostgreSQL): ``kbase diff`` and ``kbase gate`` of stored baselines read a store at the
+head schema through ``kbase.store.fast_read`` (no SQLAlchemy or SQLModel). Their output must not change:
+every format, the files the gate writes, the exit codes and the messages are byte for byte those of the
 SQLAlchemy path (``KBASE_NO_FAST_READ=1``) — on the demo's store (a failing gate) and on a generated
-history (history noise in use; an acceptance turning the failure into a pass).
+history (history noise in use; an acceptance turning the failure into a pass), on SQLite and on a
+PostgreSQL copy of each store.
 """
 
 from __future__ import annotations
@@ -18,16 +19,25 @@ FORMATS = ("table", "json", "md", "csv", "bmf", "github-benchmark")
 GATE_FILES = ("junit.xml", "report.json", "comment.md")
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _on(request, url: str) -> str:
+    """``url``, or a PostgreSQL copy of its store for the postgresql parameter."""
+    return request.getfixturevalue("pg_copy_of")(url) if request.param == "postgresql" else url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def demo(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("demo")
     r = run_kbase("demo", "--dir", str(root), "--quiet")
     assert r.rc == 0, r
-    return ["--db", f"sqlite:///{root / 'kbase.db'}", "--repo", str(root / "repo"), "--name", "demo-train"]
+    return ["--db", _on(request, f"sqlite:///{root / 'kbase.db'}"), "--repo", str(root / "repo"), "--name",
+            "demo-train"]
 
 
-@pytest.fixture(scope="module")
-def hist(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def hist(tmp_path_factory, request):
     """14 commits, one GEMM 15% slower from commit 7; ``acc``: a copy of the store accepting that."""
     from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
 
@@ -40,7 +50,8 @@ def hist(tmp_path_factory):
     r = run_kbase("accept", "nvjet_hsh_256x128*", "--rev", h.commits[7], "--reason", "known tile change",
                   "--db", f"sqlite:///{acc}", *args)
     assert r.rc == 0, r
-    return {"commits": h.commits, "plain": ["--db", h.db_url, *args], "acc": ["--db", f"sqlite:///{acc}", *args]}
+    return {"commits": h.commits, "plain": ["--db", _on(request, h.db_url), *args],
+            "acc": ["--db", _on(request, f"sqlite:///{acc}"), *args]}
 
 
 def _both(monkeypatch, tmp_path, args, files=()):

@@ -25,16 +25,20 @@ def old_schema_copy(url: str, dest: Path) -> str:
     """A copy of the store downgraded one revision (what an older kbase left)."""
     import shutil
 
+    shutil.copy(url.removeprefix("sqlite:///"), dest)
+    return downgraded(f"sqlite:///{dest}")
+
+
+def downgraded(url: str) -> str:
+    """The store at ``url`` downgraded one revision in place (what an older kbase left); its URL."""
     from alembic import command
 
     from kbase.store import engine as kdb
 
-    shutil.copy(url.removeprefix("sqlite:///"), dest)
-    old = f"sqlite:///{dest}"
-    eng = kdb.make_engine(old)
-    cfg = kdb.alembic_config(old)
+    eng = kdb.make_engine(url)
+    cfg = kdb.alembic_config(url)
     with eng.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "-1")
     eng.dispose()
-    return old
+    return url

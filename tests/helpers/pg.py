@@ -206,3 +206,26 @@ class PgServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def copy_store(src_url: str, dst_url: str) -> None:
+    """Every row of the kbase store at ``src_url`` into the store at ``dst_url`` (migrated to the head first,
+    empty), ids kept; PostgreSQL's id sequences are moved past them. The same store on another backend."""
+    from sqlalchemy import text
+
+    from kbase.store import open_store
+    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME
+
+    src, dst = open_store(src_url), open_store(dst_url)
+    try:
+        with src.engine.connect() as read, dst.engine.begin() as write:
+            for table in (KERNEL_NAME, BASELINE, BASELINE_KERNEL, ACCEPTANCE):
+                rows = [dict(r._mapping) for r in read.execute(table.select().order_by(table.c.id))]
+                if rows:
+                    write.execute(table.insert(), rows)
+                if write.dialect.name == "postgresql":
+                    write.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                                       f"coalesce(max(id), 0) + 1, false) FROM {table.name}"))
+    finally:
+        src.close()
+        dst.close()

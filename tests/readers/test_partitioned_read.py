@@ -119,6 +119,7 @@ def test_reader_with_ranges_equals_one_scan(tmp_path, monkeypatch):
     export = make_tiny_export(tmp_path / "tiny.sqlite", steps=6)
     plain = sqlite_columns.bulk_int_columns  # through ADBC: the pages would be decoded on one thread
     monkeypatch.setattr(nsys, "bulk_int_columns", lambda *a, **k: plain(*a, **{**k, "pages": False}))
+    monkeypatch.setenv("KBASE_READ_THREADS", "2")  # (on one thread, busy cores, the ranges are not read apart)
     monkeypatch.setattr(nsys, "KERNEL_PARTS", 1)
     one = nsys.read_nsys(export)
     monkeypatch.setattr(nsys, "KERNEL_PARTS", 3)

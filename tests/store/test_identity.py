@@ -235,3 +235,21 @@ def test_top_from_the_store_is_the_same_on_both_read_paths(tmp_path, repo, fmt, 
     assert fast.rc == slow.rc == 0, (fast, slow)
     assert fast.stdout == slow.stdout
     assert "from the store" in fast.stdout or fmt in ("csv", "bmf", "github-benchmark")
+
+
+def test_top_of_a_file_in_a_postgresql_store_answers_without_the_store_stack(tmp_path, repo, pg_db_url, monkeypatch):
+    """The same identity check on PostgreSQL (``store.pg_read``): a hit answers from the store and a miss
+    reads the file, neither loading SQLAlchemy or psycopg; the answer equals the SQLAlchemy path's."""
+    from test_imports import loaded
+
+    stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
+    snap(stored, db=pg_db_url, repo=repo)
+    watch = ("sqlalchemy", "sqlmodel", "psycopg", "pandas", "pyarrow")
+    for export in (stored, other):
+        rc, heavy = loaded("top", str(export), "--db", pg_db_url, "--repo", str(repo), cwd=tmp_path, watch=watch)
+        assert rc == 0 and not heavy, heavy
+    args = ("top", str(stored), "--db", pg_db_url, "--repo", str(repo), "-f", "json")
+    fast = kb(*args)
+    monkeypatch.setenv("KBASE_NO_FAST_READ", "1")
+    slow = kb(*args)
+    assert fast.rc == slow.rc == 0 and fast.stdout == slow.stdout and "from the store" in fast.stdout

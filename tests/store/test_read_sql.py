@@ -1,5 +1,6 @@
-"""One store read layer: the read-only SQLite path runs the SQLite text of the very SQLAlchemy statements the
-other path executes (``kbase.store.statements`` compiled into ``read_sql.py``), never SQL of its own.
+"""One store read layer: the read-only paths (SQLite and PostgreSQL) run the text of the very SQLAlchemy
+statements the other path executes (``kbase.store.statements`` compiled for each dialect into
+``read_sql.py``), never SQL of their own.
 
 ``KBASE_UPDATE_SQL=1 pytest tests/store/test_read_sql.py`` (or ``python -m kbase.store.statements``)
 writes ``read_sql.py`` again after a statement changed.
@@ -22,9 +23,29 @@ def test_the_fast_path_sql_is_the_statements_compiled():
         READ_SQL.write_text(want, encoding="utf-8")
     assert READ_SQL.read_text(encoding="utf-8") == want, (
         "kbase/store/read_sql.py is not the statements compiled: run python -m kbase.store.statements")
-    assert set(read_sql.SQL) == set(statements.STATEMENTS)
+    assert set(read_sql.SQL) == {"sqlite", "postgresql"}
+    for texts in (*read_sql.SQL.values(), read_sql.KINDS):
+        assert set(texts) == set(statements.STATEMENTS)
     for name in statements.STATEMENTS:
-        assert read_sql.SQL[name] == statements.sqlite_text(name), name
+        assert read_sql.SQL["sqlite"][name] == statements.sqlite_text(name), name
+        assert read_sql.SQL["postgresql"][name] == statements.postgresql_text(name), name
+
+
+def test_the_postgresql_text_is_the_statement_a_json_array_a_row():
+    """What ``pg_read`` runs differs from the statement only in its select list: each row is one JSON
+    array of the statement's columns, in order, and the kinds name each column's decoding."""
+    import re
+
+    from sqlalchemy.dialects import postgresql
+
+    for name in statements.STATEMENTS:
+        query = statements.statement(name)
+        plain = str(query.compile(dialect=postgresql.dialect(paramstyle="pyformat")))
+        text = read_sql.SQL["postgresql"][name]
+        head, tail = re.match(r"SELECT json_build_array\((.*?)\) AS json_build_array_1 (\nFROM .*)", text, re.S).groups()
+        assert plain == f"SELECT {head} {tail}", name
+        assert len(read_sql.KINDS[name]) == len(query.selected_columns)
+    assert read_sql.KINDS["kernel_rows"].count("x") == 3  # the samples and the launch sketch
 
 
 def test_no_other_module_writes_read_sql():

@@ -1,7 +1,9 @@
-"""Issue 15: ``kbase list``, ``show @ID`` and ``history`` read a SQLite store at the head schema through
-``kbase.store.sqlite_read`` (the standard library's sqlite3: no SQLAlchemy, no pandas). Both paths must
-give the same answers: the records, the leaderboard rows and every output format, byte for byte; every
-other store (old schema, foreign, missing) goes through the SQLAlchemy path with its own messages.
+"""Issue 15 (and 20 for PostgreSQL): ``kbase list``, ``show @ID`` and ``history`` read a store at the head
+schema through ``kbase.store.fast_read`` (SQLite: the standard library's sqlite3; PostgreSQL: libpq; no
+SQLAlchemy, no pandas). Both paths must give the same answers, on both backends: the records, the
+leaderboard rows and every output format, byte for byte; every other store (old schema, foreign, missing)
+goes through the SQLAlchemy path with its own messages. The PostgreSQL cases read a copy of the SQLite
+store (``pg.copy_store``); ``test_pg_read`` holds what is PostgreSQL's alone.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import kbase
-from kbase.store.sqlite_read import BASELINE_FIELDS, BaselineRecord, open_reader
+from kbase.store.fast_read import open_reader
+from kbase.store.records import BASELINE_FIELDS, BaselineRecord
 
 from helpers.cli import run_kbase
 from helpers.library import old_schema_copy
@@ -53,10 +56,19 @@ def _fill(url: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> tuple[str, list[str], Path]:
+def sqlite_store(tmp_path_factory) -> tuple[str, list[str], Path]:
     root = tmp_path_factory.mktemp("fastread")
     url = f"sqlite:///{root / 'kb.db'}"
     return url, _fill(url), root
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store(request, sqlite_store) -> tuple[str, list[str], Path]:
+    """The filled store on each backend (PostgreSQL: a copy of the SQLite one)."""
+    if request.param == "sqlite":
+        return sqlite_store
+    url, names, root = sqlite_store
+    return request.getfixturevalue("pg_copy_of")(url), names, root
 
 
 def _same(a, b) -> bool:
@@ -79,7 +91,7 @@ def test_record_fields_are_the_models_columns():
     from kbase.store.read_sql import SQL
 
     for name in ("baseline", "baselines", "baselines_at", "duplicate_baseline", "line_baselines_at"):
-        assert SQL[name].startswith("SELECT " + ", ".join(f"baseline.{f}" if f != "commit" else 'baseline."commit"'
+        assert SQL["sqlite"][name].startswith("SELECT " + ", ".join(f"baseline.{f}" if f != "commit" else 'baseline."commit"'
                                                           for f in BASELINE_FIELDS) + " \nFROM baseline ")
     assert dataclasses.is_dataclass(BaselineRecord)
 
@@ -133,13 +145,13 @@ def test_show_rows_equal_the_dataframe_path(store, bid):
     assert a.bounds() == b.bounds()
 
 
-def test_rows_csv_is_pandas_to_csv(store):
+def test_rows_csv_is_pandas_to_csv(sqlite_store):
     """The leaderboard CSV no longer goes through pandas: the same bytes as ``to_csv`` of the table."""
     from kbase.analysis.board import board_of
     from kbase.render.leaderboard import leaderboard_csv, row_notes, to_csv
     from kbase.store import open_store, queries
 
-    url, _, _ = store
+    url, _, _ = sqlite_store
     with open_store(url) as st:
         for bid in (2, 4, 5, 7):
             lb = queries.load_leaderboard(st.engine, bid)
@@ -180,22 +192,22 @@ def test_list_and_history_output_is_byte_identical(store, monkeypatch, args):
     assert (fast.rc, fast.stdout, fast.stderr) == (slow.rc, slow.stdout, slow.stderr)
 
 
-def test_kernel_history_reads_kernel_rows_from_the_index_alone(store):
+def test_kernel_history_reads_kernel_rows_from_the_index_alone(sqlite_store):
     """``kbase history`` over 10,000 baselines: one index range (0008), not a page read per baseline."""
     from kbase.store.read_sql import SQL
     from kbase.store.sqlite_read import bind
 
-    conn = sqlite3.connect(store[0].removeprefix("sqlite:///"))
+    conn = sqlite3.connect(sqlite_store[0].removeprefix("sqlite:///"))
     args = {"name_hash": "x", "any_workload": False, "workload": "", "any_branch": False, "branch": ""}
     try:
-        plan = " | ".join(r[-1] for r in conn.execute(*bind("EXPLAIN QUERY PLAN " + SQL["kernel_history"], args)))
+        plan = " | ".join(r[-1] for r in conn.execute(*bind("EXPLAIN QUERY PLAN " + SQL["sqlite"]["kernel_history"], args)))
     finally:
         conn.close()
     assert "bk USING COVERING INDEX ix_baseline_kernel_history" in plan, plan
 
 
-def test_the_fast_path_reads_only_head_schema_kbase_stores(store, tmp_path):
-    url, _, _ = store
+def test_the_fast_path_reads_only_head_schema_kbase_stores(sqlite_store, tmp_path):
+    url, _, _ = sqlite_store
     assert open_reader(url) is not None
     old = old_schema_copy(url, tmp_path / "old.db")
     foreign = tmp_path / "foreign.db"
@@ -204,16 +216,16 @@ def test_the_fast_path_reads_only_head_schema_kbase_stores(store, tmp_path):
         conn.execute("CREATE TABLE notes (x)")
     (tmp_path / "text.db").write_text("not a database")
     for other in (old, f"sqlite:///{foreign}", f"sqlite:///{tmp_path / 'text.db'}", f"sqlite:///{tmp_path / 'no.db'}",
-                  "sqlite://", f"sqlite:///{tmp_path}", url + "?mode=ro", "postgresql+psycopg://u@h/db"):
+                  "sqlite://", f"sqlite:///{tmp_path}", url + "?mode=ro", "mysql+pymysql://u@h/db"):
         assert open_reader(other) is None, other
     assert not (tmp_path / "no.db").exists()
 
 
 @pytest.mark.parametrize("args", [["list"], ["show", "@2", "-f", "json"], ["history", "{0}", "-f", "csv"]])
-def test_fallback_cases_answer_as_before(store, tmp_path, monkeypatch, args):
+def test_fallback_cases_answer_as_before(sqlite_store, tmp_path, monkeypatch, args):
     """An old schema (migrated on use), a foreign database and a missing store: the SQLAlchemy path's
     answers and messages, the same whether the fast path is on or off."""
-    url, names, _ = store
+    url, names, _ = sqlite_store
     argv = [a.format(*names) for a in args]
     results = []
     for flag in ("", "1"):
@@ -249,8 +261,9 @@ def test_compare_read_columns_are_the_models():
 
 
 @pytest.fixture
-def both_readers(store, tmp_path):
-    """The read-only reader and the SQLAlchemy one over a copy of the store holding acceptances."""
+def both_readers(store, sqlite_store, request, tmp_path):
+    """The read-only reader and the SQLAlchemy one over a copy of the store holding acceptances (on the
+    backend of ``store``)."""
     from datetime import date
 
     from kbase.store import open_store
@@ -258,14 +271,16 @@ def both_readers(store, tmp_path):
     from kbase.store.queries import add_acceptance
     from kbase.store.reader import EngineReader
 
-    url, _, _ = store
-    shutil.copy(url.removeprefix("sqlite:///"), tmp_path / "acc.db")
+    shutil.copy(sqlite_store[0].removeprefix("sqlite:///"), tmp_path / "acc.db")
     copy = f"sqlite:///{tmp_path / 'acc.db'}"
+    with open_store(copy) as st:
+        for pattern, wl, exp in (("*gemm*", "bulk", None), ("/nccl/", "bulk", date(2020, 1, 2)),
+                                 ("x", "other", date(2999, 1, 1))):
+            add_acceptance(st.engine, Acceptance(workload=wl, pattern=pattern, commit="c" * 40, reason="known",
+                                                 author="a", expires=exp))
+    if store[0].startswith("postgresql"):
+        copy = request.getfixturevalue("pg_copy_of")(copy)
     st = open_store(copy)
-    for pattern, wl, exp in (("*gemm*", "bulk", None), ("/nccl/", "bulk", date(2020, 1, 2)),
-                             ("x", "other", date(2999, 1, 1))):
-        add_acceptance(st.engine, Acceptance(workload=wl, pattern=pattern, commit="c" * 40, reason="known",
-                                             author="a", expires=exp))
     fast = open_reader(copy)
     assert fast is not None
     try:
@@ -318,9 +333,51 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
     assert len(fast.list_acceptances()) == 3
 
 
+def test_every_other_read_equals_the_sqlalchemy_path(both_readers):
+    """The reads of history, steps, the report's trend, ``kbase top``'s identity check and the snapshot's
+    duplicate check: the same values and types on both paths (with ``test_compare_reads...``, every
+    statement of ``statements`` is read here on each backend)."""
+    fast, slow = both_readers
+
+    def same(f, s):
+        assert f == s and [tuple(map(type, r)) for r in f] == [tuple(map(type, r)) for r in s], (f, s)
+
+    for wl in (None, "bulk", "other", "nope"):
+        assert fast.kernel_names(wl) == slow.kernel_names(wl)
+    names = fast.kernel_names()[0]
+    for name, kw in ((names[0], {}), (names[1], {"workload": "other"}), (names[0], {"branch": "main"}),
+                     (names[2], {"workload": "bulk", "branch": ""}), ("none", {})):
+        f, s = fast.kernel_history_rows(name, **kw), slow.kernel_history_rows(name, **kw)
+        same([tuple(r.values()) for r in f], [tuple(r.values()) for r in s])
+    assert fast.workloads() == slow.workloads() == ["bulk", "other"]
+    for wl, branch in (("bulk", None), ("other", None), ("bulk", "main"), ("nope", None)):
+        same([tuple(r.values()) for r in fast.trend_baselines(wl, branch)],
+             [tuple(r.values()) for r in slow.trend_baselines(wl, branch)])
+    for ids in ([1, 2, 3], [7], []):
+        same(sorted(fast.kernel_levels(ids), key=repr), sorted(slow.kernel_levels(ids), key=repr))
+    ids = fast.name_ids(names + ["none"])
+    assert sorted(ids) == sorted(slow.name_ids(names + ["none"])) and len(ids) > 5  # (one name edited: its hash is stale)
+    same(sorted(fast.names_by_id(ids), key=repr), sorted(slow.names_by_id(ids), key=repr))
+    for wl in ("bulk", "other"):
+        same(sorted(fast.kernel_series(ids[:5], wl), key=repr), sorted(slow.kernel_series(ids[:5], wl), key=repr))
+    for bid in (1, 2, 7, 99):
+        same(fast.leaderboard_view(bid), slow.leaderboard_view(bid))
+    b = fast.baseline(5)
+    key = (b.commit, b.source_probe, b.source_size, b.source_mtime_ns, b.window_spec, b.kbase_version)
+    assert fast.find_by_identity(*key) == slow.find_by_identity(*key)
+    assert fast.find_by_identity(*key, workload="nope") is slow.find_by_identity(*key, workload="nope") is None
+    _same_records([fast.find_duplicate(b.workload, b.commit, b.source_sha256, b.window_spec)],
+                  [slow.find_duplicate(b.workload, b.commit, b.source_sha256, b.window_spec)], BASELINE_FIELDS)
+    for aid in (1, 3):
+        from kbase.store.records import ACCEPTANCE_FIELDS
+
+        _same_records([fast.get_acceptance(aid)], [slow.get_acceptance(aid)], ACCEPTANCE_FIELDS)
+    assert fast.get_acceptance(99) is slow.get_acceptance(99) is None
+
+
 @pytest.mark.parametrize("bid", [2, 4, 5, 7])
 def test_stored_capture_from_a_record(store, bid):
-    """``codec.capture_from_rows`` of a ``sqlite_read`` record equals the SQLAlchemy path's, and the
+    """``codec.capture_from_rows`` of a ``fast_read`` record equals the SQLAlchemy path's, and the
     capture of the leaderboard ``queries.load_leaderboard`` builds (pandas) from the same baseline."""
     import numpy as np
 

@@ -37,3 +37,16 @@ def test_bulk_baselines_compare_per_iteration_with_measured_noise(tmp_path):
     assert list(stepped.loc[stepped["class"] == "regressed", "name"]) == [hot]
     row = stepped[stepped["name"] == hot].iloc[0]
     assert abs(row["delta_pct"] - 10.0) < 1.5, row["delta_pct"]
+
+
+def test_a_snapshot_after_bulk_baselines_takes_the_next_id(store_url, tmp_path):
+    """The bulk writer gives its baselines' ids itself; on PostgreSQL the id sequence is moved past them, so
+    the next snapshot is stored (it collided with baseline 1 before)."""
+    from tiny_export import make_tiny_export
+
+    from conftest import snap
+
+    with open_store(store_url) as st:
+        write_bulk_history(st.engine, 3, n_kernels=6, iterations=4)
+    saved = snap(make_tiny_export(tmp_path / "tiny.sqlite"), db=store_url, rev="c" * 40, no_git=True)
+    assert saved.created and saved.baseline.id == 4

@@ -65,7 +65,8 @@ class Pages:
         """Pages ``numbers`` one after another (runs of consecutive pages in one read), then ``PAD`` zero bytes."""
         if len(numbers) and (numbers.min() < 2 or numbers.max() > self.count):  # page 1: the schema's
             raise Unsure
-        buf = np.zeros(len(numbers) * self.size + PAD, dtype=np.uint8)
+        buf = np.empty(len(numbers) * self.size + PAD, dtype=np.uint8)  # (every page byte is read into it)
+        buf[-PAD:] = 0
         view = memoryview(buf.data)
         breaks = np.flatnonzero(np.diff(numbers) != 1) + 1
         for a, b in zip([0, *breaks.tolist()], [*breaks.tolist(), len(numbers)]):
@@ -112,10 +113,11 @@ def cell_pointers(buf: np.ndarray, base: np.ndarray, header: int, usable: int
     counts = (buf[base + 3].astype(np.int64) << 8) | buf[base + 4]
     if (header + 2 * counts > usable).any():
         raise Unsure
-    first = np.repeat(base + header, counts)
-    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    at = first + 2 * within
-    offsets = (buf[at].astype(np.int64) << 8) | buf[at + 1]
+    # Cell i of a page: its pointer is the big-endian 16-bit word at base + header + 2i, an even offset (pages
+    # and headers are of even size): one gather of 16-bit words, the pointers' index counting on over pages.
+    skip = np.repeat((base + header) // 2 - (np.cumsum(counts) - counts), counts)
+    pointers = np.ndarray(shape=(len(buf) // 2,), dtype=">u2", buffer=buf)
+    offsets = pointers[np.arange(len(skip), dtype=np.int64) + skip].astype(np.int64)
     # a pointer must land past the pointer array and leave a varint's room before the usable end
     low = np.repeat(header + 2 * counts, counts)
     if len(offsets) and ((offsets < low) | (offsets > usable - 4)).any():

@@ -23,6 +23,7 @@ _ANY_SIZE[12:128] = (np.arange(12, 128) - 12) // 2
 # Right shift that leaves a big-endian 8-byte read holding only the value's bytes (NULL and the constants:
 # fixed afterwards)
 _SHIFT = 8 * (8 - np.clip(_INT_SIZE, 1, 8))
+_ONE_BYTE_VARINT = np.uint64(1 << 63)  # a big-endian word below it starts with a one-byte varint
 
 
 def _words(buf: np.ndarray) -> np.ndarray:
@@ -69,11 +70,16 @@ def decode_leaves(pages: Pages, numbers: np.ndarray, positions: list[int]) -> tu
     # A cell: its payload's length and its rowid (two varints, nearly always within the same 8 bytes), then
     # the record: the header's length (a varint), one serial type per column, the values in that order.
     word = _unsigned(words[cell])
-    payload, n1 = _varint(word)
-    n2 = _varint_length(word << (n1 * 8).astype(np.uint64))  # (zeros shifted in end a varint: 9 = past it)
+    n1: np.ndarray | int
+    if (word < _ONE_BYTE_VARINT).all():  # every payload under 128 bytes (nsys rows): a one-byte varint
+        payload, n1 = (word >> np.uint64(56)).astype(np.int64), 1
+        n2 = _varint_length(word << np.uint64(8))
+    else:
+        payload, n1 = _varint(word)
+        n2 = _varint_length(word << (n1 * 8).astype(np.uint64))  # (zeros shifted in end a varint: 9 = past it)
     past = np.flatnonzero(n1 + n2 > 8)
     if len(past):
-        n2[past] = _varint(_unsigned(words[cell[past] + n1[past]]))[1]
+        n2[past] = _varint(_unsigned(words[cell[past] + (n1 if isinstance(n1, int) else n1[past])]))[1]
     record = cell + n1 + n2
     local = payload
     if (payload > usable - 35).any():  # overflow: the page keeps only the first bytes (fileformat2 §1.6)
@@ -97,25 +103,42 @@ def decode_leaves(pages: Pages, numbers: np.ndarray, positions: list[int]) -> tu
     # their bytes are the types in column order (a serial type past one byte, >= 128, has an "unsure" width)
     type_bytes = [words[types_at + 8 * k].view(np.uint8).reshape(-1, 8) for k in range(last // 8 + 1)]
     at = record + head  # where the value of the column being passed starts
-    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    found: dict[int, tuple[np.ndarray, np.ndarray, int, int]] = {}
     for column in range(last + 1):
-        kind = type_bytes[column // 8][:, column % 8]
+        # A column's serial types, contiguous: nearly always one or two kinds in a batch (the same widths),
+        # so their range decides most steps at once instead of a lookup per row.
+        kind = np.ascontiguousarray(type_bytes[column // 8][:, column % 8])
+        lo, hi = int(kind.min(initial=255)), int(kind.max(initial=0))
+        sizes = _INT_SIZE if column in positions else _ANY_SIZE
         if column in positions:
-            found[column] = (at, kind)
-        at = at + (_INT_SIZE if column in positions else _ANY_SIZE)[kind]
+            found[column] = (at, kind, lo, hi)
+        if lo != hi:
+            at = at + sizes[kind]
+        elif sizes[lo]:
+            at = at + int(sizes[lo])
     if (at > end).any():  # past the record: or a value this reader does not read (an "unsure" width)
         raise Unsure
     # A record whose header ends with the columns read must fill its payload exactly (SQLite's own check).
     if ((head == n3 + last + 1) & (at != record + payload)).any():
         raise Unsure
-    values, nulls = [], []
+    values: list[np.ndarray] = []
+    nulls: list[np.ndarray | None] = []
     for column in positions:
-        start, kind = found[column]
-        value = words[start].astype(np.int64) >> _SHIFT[kind]  # arithmetic: the sign extends
-        constant = np.flatnonzero(kind >= 8)  # the constants 0 and 1 (types 8 and 9): no bytes
-        value[constant] = kind[constant] - 8
-        null = kind == 0
-        if null.any():
+        start, kind, lo, hi = found[column]
+        if lo == hi and lo in (0, 8, 9):  # every row NULL, or the same constant (0, 1): no bytes to read
+            values.append(np.full(len(kind), 0 if lo == 0 else lo - 8, dtype=np.int64))
+            nulls.append(np.ones(len(kind), dtype=bool) if lo == 0 else None)
+            continue
+        value = words[start].astype(np.int64)
+        if lo == hi:
+            value >>= int(_SHIFT[lo])  # one width: one shift (arithmetic: the sign extends)
+        else:
+            value >>= _SHIFT[kind]
+        if hi >= 8:
+            constant = np.flatnonzero(kind >= 8)  # the constants 0 and 1 (types 8 and 9): no bytes
+            value[constant] = kind[constant] - 8
+        null = kind == 0 if lo == 0 else None
+        if null is not None and null.any():
             value[null] = 0
             nulls.append(null)
         else:
