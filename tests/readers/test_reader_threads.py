@@ -39,7 +39,7 @@ def test_a_second_thread_only_while_a_core_is_idle(tmp_path, monkeypatch):
 def test_one_thread_or_two_read_the_same_profile(tmp_path, monkeypatch):
     from kbase.synth.generate import ExportSpec, generate_export
 
-    from conftest import assert_same_profile
+    from helpers.tiny_export import assert_same_profile
 
     # large enough for the decoded pages (and the runtime thread's help on the kernel table)
     export = generate_export(tmp_path / "large.sqlite", ExportSpec(n_gpus=2, iterations=6, seed=4)).path

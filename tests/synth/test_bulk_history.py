@@ -44,7 +44,7 @@ def test_a_snapshot_after_bulk_baselines_takes_the_next_id(store_url, tmp_path):
     the next snapshot is stored (it collided with baseline 1 before)."""
     from tiny_export import make_tiny_export
 
-    from conftest import snap
+    from helpers.library import snap
 
     with open_store(store_url) as st:
         write_bulk_history(st.engine, 3, n_kernels=6, iterations=4)
