@@ -42,9 +42,8 @@ def test_bulk_baselines_compare_per_iteration_with_measured_noise(tmp_path):
 def test_a_snapshot_after_bulk_baselines_takes_the_next_id(store_url, tmp_path):
     """The bulk writer gives its baselines' ids itself; on PostgreSQL the id sequence is moved past them, so
     the next snapshot is stored (it collided with baseline 1 before)."""
-    from tiny_export import make_tiny_export
-
     from helpers.library import snap
+    from helpers.tiny_export import make_tiny_export
 
     with open_store(store_url) as st:
         write_bulk_history(st.engine, 3, n_kernels=6, iterations=4)
