@@ -325,7 +325,9 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     counts = ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()
                        if n and k in SHOWN_BY_DEFAULT)
     head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
-    return "; ".join(x for x in (head, counts or "no changed kernels", total) if x)
+    cost = doc.get("cost")
+    money = f"{fmt_money(cost['per_month'], cost['currency'])}/month" if cost else ""
+    return "; ".join(x for x in (head, counts or "no changed kernels", total, money) if x)
 
 
 def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None,
