@@ -84,15 +84,15 @@ def workload_for(settings: Settings, reader: StoreReader, workload: str | None =
                      "name, KBASE_NAME)")
 
 
-def with_workload(settings: Settings, reader: StoreReader) -> Settings:
-    """``settings`` with ``workload_for``'s workload, marked as given (so it is not chosen twice)."""
+def with_workload(settings: Settings, reader: StoreReader, workload: str | None = None) -> Settings:
+    """``settings`` with ``workload_for``'s workload, marked as chosen (so the calls they are passed on to do not
+    choose again)."""
     import dataclasses
 
     from kbase.settings import Origin
 
-    if settings.workload_given:
+    name = workload_for(settings, reader, workload)
+    if settings.workload_given and name == settings.workload:
         return settings
-    name = workload_for(settings, reader)
-    if name == settings.workload:
-        return settings
-    return dataclasses.replace(settings, workload=name, origins={**settings.origins, "name": Origin.STORE})
+    origin = settings.origin("name") if settings.workload_given and not workload else Origin.STORE
+    return dataclasses.replace(settings, workload=name, origins={**settings.origins, "name": origin})

@@ -40,7 +40,7 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
     ``step_pages`` largest (distinct commit pairs) ``kbase.gate`` of the step's commits; the leaderboard of
     ``after``.
     ``workload``: default the one the settings mean (``workload_for``: named, else the store's only one)."""
-    from kbase.api.common import workload_for
+    from kbase.api.common import with_workload
     from kbase.api.comparing import gate
     from kbase.api.kernels import steps
     from kbase.api.trend import (
@@ -58,8 +58,8 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
         reader = EngineReader(st.engine)
-        workload = workload_for(settings, reader, workload)
-        settings = dataclasses.replace(settings, workload=workload)  # the gate and steps judge this workload
+        settings = with_workload(settings, reader, workload)  # the gate and steps judge this workload
+        workload = settings.workload
         points = commit_points(reader, workload, branch, {}, last)
         if not points:
             where = f" on branch {branch!r}" if branch else ""
@@ -83,6 +83,8 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
             try:
                 data.gate = gate_of(*pair)
             except KbaseError as exc:  # what kbase gate of the pair would say, in place of the diff page
+                if not positional:  # a revision or @ID the user named: their error, as kbase gate's (exit 2)
+                    raise
                 data.notes.append(f"no diff page: kbase gate {pair[0][:12]} {pair[1][:12]} says: {exc.message}")
         found = steps(settings, last=steps_last, store=st)
         data.steps = step_markers(found, points)

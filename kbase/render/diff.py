@@ -18,7 +18,7 @@ from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
-from kbase.units import column_unit, fmt_delta_pct, fmt_money, fmt_ns_pair, fmt_p
+from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
@@ -253,7 +253,8 @@ def table_cells(rows: list[dict[str, Any]], display: dict[str, str], doc: dict[s
     return [row_cells(r, display[r["name"]], times, delta, currency) for r in rows]
 
 
-def row_cells(r: dict[str, Any], display: str, times: Any, delta: Any, currency: str = "$") -> dict[str, str]:
+def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnUnit,
+              currency: str = "$") -> dict[str, str]:
     """One diff row, its times in the columns' units (``table_cells``), keyed by ``COLUMNS``' keys."""
     tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
     before, after = row_sides(r)
@@ -295,6 +296,8 @@ COLUMNS = [
     Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
     Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
 ]
+
+
 def columns_of(doc: dict[str, Any]) -> list[Column]:
     """``COLUMNS``, the cost column only when the settings price the fleet (``gpu_hour_cost`` and ``gpus``)."""
     return [c for c in COLUMNS if c.key != "cost" or "cost" in doc]

@@ -135,7 +135,8 @@ def test_no_stored_workload_means_the_default_one(tmp_path, history):
     assert r.rc == 0 and json.loads(r.stdout)["workload"] == "default" and json.loads(r.stdout)["steps"] == []
 
 
-def test_list_steps_and_history_show_subject_and_date(world):
+def test_list_steps_and_history_show_subject_and_date(world, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough for every column (the tables drop columns to fit)
     history, repo, db = world
     dates = subprocess.run(["git", "-C", str(repo), "log", "--format=%H %cI"], capture_output=True, text=True,
                            check=True).stdout.split("\n")
@@ -177,7 +178,8 @@ def test_without_the_repository_the_stored_date_and_no_subject(world, tmp_path):
     assert all(b["subject"] == "" and b["commit_date"] for b in json.loads(r.stdout)["baselines"])
 
 
-def test_a_long_subject_is_cut_to_fit(world):
+def test_a_long_subject_is_cut_to_fit(world, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
     history, repo, db = world
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
                     "--allow-empty", "-m", "x" * 300], check=True)
