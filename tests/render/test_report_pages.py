@@ -125,3 +125,24 @@ def test_an_unchanged_pair_says_no_change_at_the_iterations_scale(small):
     assert abs(t["kernel"]["after"] - t["kernel"]["before"]) / div < 0.05 * (hi - lo)  # the noise is a sliver
     assert any(a["text"].startswith("no change") for a in figure["layout"]["annotations"])
     assert "No change: no kernel changed beyond noise" in diff_page(doc)[0]
+
+
+def test_report_tables_state_one_unit_per_column(small):
+    """The trend's kernel and steps tables and the leaderboard page: every time column in one unit."""
+    import re
+
+    from helpers.tables import units as units_of
+
+    _, _, _, out, _ = small
+    for page, names in (("index.html", ("first", "latest", "before/iter", "after/iter")),
+                        ("leaderboard.html", ("Total", "Avg", "Min–Max", "/iter/GPU"))):
+        html = (out / page).read_text(encoding="utf-8")
+        checked = 0
+        for table in re.findall(r"<table>(.*?)</table>", html, re.DOTALL):
+            head = [re.sub("<.*?>", "", h) for h in re.findall(r"<th>(.*?)</th>", table)]
+            rows = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r"<tr><td.*?</tr>", table)]
+            for name in (n for n in names if n in head):
+                cells = [re.sub("<.*?>", "", r[head.index(name)]) for r in rows]
+                assert len(units_of(cells)) == 1, (page, name, cells)
+                checked += 1
+        assert checked >= 2, page
