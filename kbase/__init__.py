@@ -10,18 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.version import __version__
 
-__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard",
+__all__ = ["Baselines", "Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StepsReport",
+           "StoredLeaderboard",
            "__version__", "accept", "acceptances", "baseline", "baselines", "compare",
            "find_kernel", "gate", "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove",
            "report", "report_data", "revoke", "snapshot", "steps", "top", "window"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
+        Baselines,
         Comparison,
         GateResult,
         KernelHistory,
         Settings,
         SnapshotResult,
+        StepsReport,
         StoredLeaderboard,
         accept,
         acceptances,
@@ -44,6 +47,11 @@ if TYPE_CHECKING:
         top,
         window,
     )
+
+
+def __dir__() -> list[str]:
+    """The API with the module's own attributes, so ``dir(kbase)`` and tab completion show every call."""
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})
 
 
 def __getattr__(name: str) -> Any:

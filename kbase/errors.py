@@ -76,6 +76,8 @@ class UnknownRevisionError(InputError):
 class SettingsError(InputError):
     """A setting (flag, ``[tool.kbase]`` key or environment variable) with a bad value."""
 
+    loading: Any = None  # raised while merging the settings: those settings (their origins name the culprit)
+
 
 class WindowError(InputError):
     """The window options select nothing usable in this profile."""

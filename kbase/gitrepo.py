@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -194,3 +196,55 @@ def author(repo_path: Path | None = None) -> str:
         return f"{name} <{email}>".strip() if email else str(name)
     except Exception:  # noqa: BLE001 - author is informative only
         return ""
+
+
+@dataclass(frozen=True)
+class CommitNote:
+    """What a table says of a commit besides its hash."""
+
+    subject: str  # the first paragraph of its message, on one line ("" when unknown)
+    date: datetime | None  # committer date (UTC)
+
+
+def describe_commits(repo_path: Path | None, commits: Iterable[str]) -> dict[str, CommitNote]:
+    """Subject and committer date of each full commit hash the repository at ``repo_path`` (or the current
+    directory's) holds; commits it does not hold (made in another clone, cut by a shallow clone) are left
+    out, and so is everything outside a repository. One ``git cat-file --batch`` for all of them: no
+    GitPython (~0.1 s of imports), a few milliseconds for thousands of commits."""
+    wanted = [c for c in dict.fromkeys(commits) if FULL_HASH.match(c)]
+    where = (repo_path or Path.cwd()).resolve()
+    if not wanted or not where.is_dir() or not _may_hold_repo(where):
+        return {}
+    try:
+        out = subprocess.run(["git", "-C", str(where), "cat-file", "--batch"], input="\n".join(wanted).encode() + b"\n",
+                             capture_output=True, timeout=120, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    notes: dict[str, CommitNote] = {}
+    pos = 0
+    while pos < len(out):
+        end = out.find(b"\n", pos)
+        if end < 0:
+            break
+        head = out[pos:end].split()
+        pos = end + 1
+        if len(head) != 3 or not head[2].isdigit():  # "<hash> missing": not in this repository
+            continue
+        size = int(head[2])
+        body = out[pos:pos + size]
+        pos += size + 1
+        if head[1] == b"commit":
+            notes[head[0].decode()] = _commit_note(body)
+    return notes
+
+
+def _commit_note(body: bytes) -> CommitNote:
+    headers, _, message = body.partition(b"\n\n")
+    date = None
+    for line in headers.split(b"\n"):
+        if line.startswith(b"committer "):
+            parts = line.rsplit(b" ", 2)
+            if len(parts) == 3 and parts[1].lstrip(b"-").isdigit():
+                date = datetime.fromtimestamp(int(parts[1]), tz=UTC)
+    paragraph = message.decode("utf-8", "replace").strip().split("\n\n", 1)[0]
+    return CommitNote(subject=" ".join(line.strip() for line in paragraph.splitlines()), date=date)

@@ -6,17 +6,20 @@ Example::
     [tool.kbase]
     db = ".kbase/kbase.db"          # or a postgresql+psycopg:// URL
     profile = "out/train.sqlite"    # what a bare `kbase snapshot` reads
-    name = "train-8gpu"
+    name = "train-8gpu"              # the workload (default: the store's only one)
     marker = "^ProfilerStep#"
     warmup = 2
+    gpu_hour_cost = 6.77             # price of one GPU-hour: diff and gate state a change's cost per month
+    gpus = 8                         # the fleet that runs this job (GPUs, around the clock)
 
     [tool.kbase.gate]
     max_increase_pct = 5.0
     ignore = ["*memcpy*"]
 
-Environment: ``KBASE_DB`` (store URL or path), ``KBASE_BUSY_TIMEOUT`` (seconds SQLite waits for
-another writer). Every value records where it came from (``origins``), so an error can name the
-flag, the ``pyproject.toml`` key or the variable that holds it.
+Environment: ``KBASE_DB`` (store URL or path), ``KBASE_NAME`` (the workload), ``KBASE_BUSY_TIMEOUT``
+(seconds SQLite waits for another writer), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost line). Every
+value records where it came from (``origins``), so an error can name the flag, the ``pyproject.toml`` key or
+the variable that holds it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kbase.analysis.cost import Pricing
 from kbase.analysis.spec import WindowSpec
 from kbase.errors import SettingsError
 from kbase.policy import Policy, load_policy
@@ -38,8 +42,10 @@ DEFAULT_WORKLOAD = "default"
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
                                 "gpu": int, "trim": list, "allow_missing_ranks": bool}
-TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, **WINDOW_KEYS}
-ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT"}
+TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, "gpu_hour_cost": float,
+                             "gpus": int, "currency": str, **WINDOW_KEYS}
+ENV_VARS = {"db": "KBASE_DB", "name": "KBASE_NAME", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
+            "nsys_timeout_s": "KBASE_NSYS_TIMEOUT", "gpu_hour_cost": "KBASE_GPU_HOUR_COST", "gpus": "KBASE_GPUS"}
 DEFAULT_NSYS_TIMEOUT_S = 1800.0  # exporting a multi-GB report takes minutes; a hung nsys must not hang CI
 
 
@@ -48,6 +54,7 @@ class Origin(StrEnum):
     CONFIG = "config"  # [tool.kbase] in pyproject.toml
     ENV = "env"
     FLAG = "flag"
+    STORE = "store"  # the workload: the store's only one, none being named
 
 
 @dataclass(frozen=True)
@@ -62,12 +69,14 @@ class Settings:
     policy: Policy = field(default_factory=Policy)
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
     nsys_timeout_s: float = DEFAULT_NSYS_TIMEOUT_S
+    pricing: Pricing | None = None  # gpu_hour_cost and gpus: the cost line of diff and gate (None: not stated)
     origins: Mapping[str, Origin] = field(default_factory=dict)
 
     @classmethod
     def load(cls, *, repo: Path | str | None = None, environ: Mapping[str, str] | None = None,
              db: str | None = None, name: str | None = None, profile: Path | str | None = None,
-             window: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None) -> Settings:
+             window: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None,
+             gpu_hour_cost: float | None = None, gpus: int | None = None) -> Settings:
         """Merge every layer. ``window`` and ``policy`` hold flag values; ``None`` values are unset."""
         repo_path = Path(repo) if repo is not None else None
         root = find_project_root(repo_path)
@@ -92,7 +101,7 @@ class Settings:
         db_value = pick("db", db, env_var="KBASE_DB")
         if origins["db"] == Origin.CONFIG:
             db_value = _relative_to(str(db_value), root)
-        workload = pick("name", name) or DEFAULT_WORKLOAD
+        workload = pick("name", name, env_var="KBASE_NAME") or DEFAULT_WORKLOAD
         prof = pick("profile", profile)
         prof_path = (root / prof if origins["profile"] == Origin.CONFIG else Path(prof)) if prof is not None else None
         flags = dict(window or {})
@@ -102,7 +111,13 @@ class Settings:
                           iterations=values["iterations"], warmup=values["warmup"],
                           trim=(float(trim[0]), float(trim[1])) if trim else None, gpu=values["gpu"],
                           allow_missing_ranks=bool(values["allow_missing_ranks"]))
-        _check_window(spec, origins)
+        try:
+            _check_window(spec, origins)
+            pricing = _pricing(pick("gpu_hour_cost", gpu_hour_cost, env_var="KBASE_GPU_HOUR_COST"),
+                               pick("gpus", gpus, env_var="KBASE_GPUS"), cfg.get("currency"))
+        except SettingsError as exc:  # name the value as the user gave it: flag, variable or pyproject.toml key
+            exc.loading = cls(root=root, repo=repo_path, pyproject=pyproject, origins=origins)
+            raise
         timeout = pick("busy_timeout_s", None, env_var="KBASE_BUSY_TIMEOUT")
         busy = _positive_seconds(timeout, "busy_timeout_s") if timeout is not None else DEFAULT_BUSY_TIMEOUT_S
         nsys = pick("nsys_timeout_s", None, env_var="KBASE_NSYS_TIMEOUT")
@@ -112,13 +127,19 @@ class Settings:
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
                    profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, nsys_timeout_s=nsys_s,
-                   origins=origins)
+                   pricing=pricing, origins=origins)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)
 
     def origin(self, key: str) -> Origin:
         return self.origins.get(key, Origin.DEFAULT)
+
+    @property
+    def workload_given(self) -> bool:
+        """Whether the user named the workload (flag, ``KBASE_NAME``, ``[tool.kbase] name``, or a Settings built
+        with one): otherwise a command that reads the store means its only workload (``api.common.workload_for``)."""
+        return self.origin("name") != Origin.DEFAULT or self.workload != DEFAULT_WORKLOAD
 
     def store_url(self) -> str:
         """The store's SQLAlchemy URL: ``db`` as given, else ``.kbase/kbase.db`` under the project root."""
@@ -146,6 +167,40 @@ def _positive_seconds(value: Any, field: str, allow_zero: bool = True) -> float:
         raise SettingsError(f"must be a finite number of seconds {'>= 0' if allow_zero else '> 0'}", field=field,
                             value=value)
     return seconds
+
+
+def _pricing(cost: Any, gpus: Any, currency: Any) -> Pricing | None:
+    """The cost line's pricing: ``gpu_hour_cost`` and ``gpus`` both given (one alone is an error: a cost needs
+    both), or neither (None: no cost line)."""
+    price = None if cost is None else _price(cost)
+    fleet = None if gpus is None else _fleet(gpus)
+    if price is None and fleet is None:
+        return None
+    if price is None or fleet is None:
+        given, missing = ("gpus", "gpu_hour_cost") if price is None else ("gpu_hour_cost", "gpus")
+        raise SettingsError(f"a cost per month needs both gpu_hour_cost and gpus; {missing} is not set",
+                            field=given, value=gpus if price is None else cost)
+    return Pricing(gpu_hour_cost=price, gpus=fleet, currency=str(currency) if currency else "$")
+
+
+def _price(cost: Any) -> float:
+    try:
+        price = float(cost)
+    except (TypeError, ValueError):
+        raise SettingsError("must be a price per GPU-hour (a number)", field="gpu_hour_cost", value=cost) from None
+    if not math.isfinite(price) or price <= 0:
+        raise SettingsError("must be a price per GPU-hour above 0", field="gpu_hour_cost", value=cost)
+    return price
+
+
+def _fleet(gpus: Any) -> int:
+    try:
+        fleet = int(gpus) if not isinstance(gpus, (bool, float)) else int(gpus) if float(gpus).is_integer() else -1
+    except (TypeError, ValueError):
+        fleet = -1
+    if isinstance(gpus, bool) or fleet < 1:
+        raise SettingsError("must be a whole number of GPUs, 1 or more", field="gpus", value=gpus)
+    return fleet
 
 
 def _check_window(spec: WindowSpec, origins: Mapping[str, Origin]) -> None:
@@ -188,6 +243,8 @@ def load_tool_config(root: Path) -> tuple[dict, Path | None]:
         if want is None:
             raise SettingsError(f"{path}: [tool.kbase] unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})",
                                 path=path)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            continue  # gpu_hour_cost = 7 is a price too
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
             raise SettingsError(f"{path}: [tool.kbase] {key} must be a {want.__name__}, got {value!r}", path=path)
     trim = cfg.get("trim")

@@ -1,8 +1,13 @@
-"""Numbers for people: one unit per concept, chosen by magnitude; p-values without scientific noise."""
+"""Numbers for people: one unit per concept, chosen by magnitude; one unit per table column (``column_unit``);
+p-values without scientific noise; money."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+ABSENT = "–"  # a value that does not exist (a new kernel's time before it), in every table
 
 
 def _missing(x: float | int | None) -> bool:
@@ -24,6 +29,80 @@ _DIGITS = {"s": 3, "ms": 3, "µs": 2, "ns": 0}
 def _unit(a: float) -> tuple[float, str]:
     """The unit a duration of ``a`` ns is read in, and its size in ns."""
     return next(((size, unit) for size, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")) if a >= size), (1.0, "ns"))
+
+
+def fmt_signed_ns(ns: float | int | None) -> str:
+    """A change with its sign, in the unit of its magnitude: ``+1.200 ms``, ``-1.945 ms``."""
+    if _missing(ns):
+        return "-"
+    assert ns is not None
+    return ("-" if ns < 0 else "+") + fmt_ns(abs(ns))
+
+
+@dataclass(frozen=True)
+class ColumnUnit:
+    """One unit (and number of decimals) for every cell of a table column: ``column_unit`` picks it."""
+
+    size: float
+    unit: str
+    digits: int
+    signed: bool = False
+
+    def __call__(self, ns: float | int | None) -> str:
+        """A cell: the value in the column's unit; ``ABSENT`` when there is none."""
+        if _missing(ns):
+            return ABSENT
+        assert ns is not None
+        value = ns / self.size
+        text = f"{value:+.{self.digits}f}" if self.signed else f"{value:.{self.digits}f}"
+        if ns != 0 and float(text) == 0:  # not zero, only smaller than the column's last digit
+            tiny = f"<{10 ** -self.digits:.{self.digits}f}"
+            text = (("-" if ns < 0 else "+") if self.signed else "-" if ns < 0 else "") + tiny
+        return f"{text} {self.unit}"
+
+    def range(self, lo: float | int | None, hi: float | int | None) -> str:
+        """A compact range in the column's unit, about three significant digits each: ``0.05–6.8 ms``."""
+        if _missing(lo) or _missing(hi):
+            return ABSENT
+        assert lo is not None and hi is not None
+        if self.unit == "ns":
+            return f"{lo:.0f}–{hi:.0f} ns"
+        return f"{_sig3(lo / self.size)}–{_sig3(hi / self.size)} {self.unit}"
+
+
+_UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
+
+
+def column_unit(values: Iterable[float | int | None], signed: bool = False) -> ColumnUnit:
+    """The unit of a column of durations, from its magnitude: the unit its median reads in (a leaderboard's
+    top rows then read as ``1250.4 ms``, its tail as ``0.120 ms``), one larger when the largest value would
+    need more than four digits before the point; decimals for about four significant digits at the median.
+    ``signed``: changes, written with ``+`` / ``-``."""
+    mags = sorted(abs(float(v)) for v in values if v is not None and v != 0 and math.isfinite(v))
+    if not mags:
+        return ColumnUnit(1.0, "ns", 0, signed)
+    median = mags[len(mags) // 2]
+    i = max(k for k, (size, _) in enumerate(_UNITS) if median >= size or k == 0)
+    while i + 1 < len(_UNITS) and mags[-1] / _UNITS[i][0] >= 10_000:
+        i += 1
+    size, unit = _UNITS[i]
+    if unit == "ns":
+        digits = 0
+    else:
+        ref = median / size
+        digits = 1 if ref >= 100 else 2 if ref >= 10 or unit == "µs" else 3
+    return ColumnUnit(size, unit, digits, signed)
+
+
+def fmt_money(amount: float | None, currency: str = "$", signed: bool = True) -> str:
+    """An amount of money, rounded to what a budget reads: ``+$3,950``, ``-$120``, ``+$0.42``."""
+    if _missing(amount):
+        return "-"
+    assert amount is not None
+    a = abs(amount)
+    body = f"{a:,.0f}" if a >= 100 else f"{a:,.2f}" if a < 10 else f"{a:,.1f}"
+    sign = ("-" if amount < 0 else "+") if signed else ("-" if amount < 0 else "")
+    return f"{sign}{currency}{body}"
 
 
 def fmt_ns_pair(before: float | int | None, after: float | int | None) -> tuple[str, str]:

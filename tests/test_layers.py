@@ -2,8 +2,9 @@
 at the top, inside functions, under ``TYPE_CHECKING`` — mapped to its package (or top-level module), must
 point down this order, so no package-level cycle can form:
 
-    errors, enums, version, jsonable, units, safe_write -> gitrepo -> readers -> analysis -> policy, store_urls -> settings
-    -> store -> comparison -> render -> api -> kbase (the facade re-exporting api) -> synth -> cli
+    errors, enums, version, jsonable, units, display, safe_write -> gitrepo -> readers -> analysis -> policy,
+    store_urls -> settings -> store -> comparison -> render -> api -> kbase (the facade re-exporting api) -> synth
+    -> cli
 
 (read -> window -> leaderboard in readers/analysis; the store persists what analysis computes; the
 comparison reads the store; render formats what it is given; the API is the one call per job; the CLI
@@ -18,7 +19,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kbase"
 
-LAYERS = ["errors", "enums", "version", "jsonable", "units", "safe_write", "gitrepo", "readers", "analysis", "policy", "store_urls",
+LAYERS = ["errors", "enums", "version", "jsonable", "units", "display", "safe_write", "gitrepo", "readers", "analysis",
+          "policy", "store_urls",
           "settings", "store", "comparison", "render", "api", "kbase", "synth", "cli"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 

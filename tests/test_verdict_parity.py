@@ -300,7 +300,8 @@ def _step_labels(page: str) -> list[str]:
     m = re.search(r'<script type="application/json" id="kbase-figures">(.*?)</script>', page, re.DOTALL)
     assert m
     layout = json.loads(m.group(1))["fig-trend"]["layout"]
-    return [a["text"] for a in layout.get("annotations", []) if re.match(r"(step|creep) [+-]", a["text"])]
+    labels = [a.get("hovertext", "") for a in layout.get("annotations", [])]  # the text is the step's number
+    return [t for t in labels if re.match(r"(step|creep) [+-]", t)]
 
 
 def test_report_steps_are_kbase_steps(outputs):
@@ -316,3 +317,55 @@ def test_report_steps_are_kbase_steps(outputs):
         assert steps == [] and drawn == []  # 10 commits, the GPU changed at the 6th: no step is measured
     if kind == "history":
         assert steps  # steps to compare: the equality above is not the empty one
+
+
+def said_by_diff_page(html: str) -> Said:
+    """A diff page's own verdict (``<div class="verdict STATUS">gate: ...``, not the banner every page carries):
+    status, exit code, the failing kernels' short ids, the accepted names and the noise note."""
+    html = re.sub(r"<[^>]*gate-banner.*?</div>", "", html, count=1, flags=re.DOTALL)
+    m = re.search(r'<div class="verdict (\w[\w-]*)">gate: (PASS|FAIL|INCOMPARABLE)[^(]*\(exit (\d)\)(.*?)</div>', html,
+                  re.DOTALL)
+    assert m, html[:2000]
+    items = re.findall(r"<li>(.*?)</li>", m.group(4))
+    failing = frozenset(i for item in items for i in re.findall(r"^regression: .*? (#[0-9a-f]+) ", item))
+    accepted = frozenset(re.sub(r" \(.*$", "", i.removeprefix("accepted: ")) for i in items
+                         if i.startswith("accepted: "))
+    noise = re.search(r"<li>(noise: [^<]*?kernel\(s\))</li>", html)
+    return Said(m.group(1), int(m.group(3)), failing, frozenset(a.replace("&#x27;", "'").replace("&quot;", '"')
+                                                                  .replace("&lt;", "<").replace("&gt;", ">")
+                                                                  .replace("&amp;", "&") for a in accepted),
+                noise.group(1) if noise else None)
+
+
+def test_diff_pages_by_revision_and_per_step_state_kbase_gate(tmp_path):
+    """``kbase report --before REV --after REV`` draws that pair's diff page, and each detected step gets a page
+    of its own commits: each page's own verdict is ``kbase gate`` of its pair (a GEMM 30% slower at commit 4:
+    FAIL), every page's banner the report pair's."""
+    h = generate_history(tmp_path / "h", HistorySpec(commits=8, steps=[InjectedStep(4, _kernel(GEMM), 1.3, "gemm")],
+                                                     iterations=4, workload="steps"))
+    args = ["--repo", str(h.repo), "--db", h.db_url, "--name", h.workload]
+    site = tmp_path / "site"
+    r = run_kbase("report", "--out", site, "--before", h.commits[1], "--after", f"@{h.baseline_ids[2]}", *args)
+    assert r.rc == 0, r
+    want = said_by_api(kbase.gate(h.commits[1], f"@{h.baseline_ids[2]}",
+                                  kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)))
+    assert said_by_diff_page((site / "diff.html").read_text(encoding="utf-8")) == _ids(want)
+    assert h.commits[1][:12] in (site / "diff.html").read_text(encoding="utf-8")
+    steps = json.loads(run_kbase("steps", *args, "--format", "json").stdout)["steps"]
+    assert any(s["first_commit"] == h.commits[4] for s in steps), steps  # the injected step is found
+    pages = sorted(site.glob("diff-*.html"))
+    assert len(pages) == len({(s["from_commit"], s["to_commit"]) for s in steps})
+    full = {c[:12]: c for c in h.commits}
+    statuses = []
+    for page in pages:
+        before, after = re.fullmatch(r"diff-([0-9a-f]{12})-([0-9a-f]{12})\.html", page.name).groups()
+        cli = run_kbase("gate", full[before], full[after], *args, "--format", "json")
+        html = page.read_text(encoding="utf-8")
+        said = said_by_diff_page(html)
+        assert said == _ids(said_by_json(json.loads(cli.stdout))) and said.code == cli.rc, page.name
+        assert said_by_page(html) == want  # the banner: the report's own pair
+        statuses.append((page.name, said.status, said.failing))
+    gemm = f"diff-{h.commits[3][:12]}-{h.commits[4][:12]}.html"
+    assert any(name == gemm and status == "fail" and failing for name, status, failing in statuses), statuses
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert all(p.name in index for p in pages)  # the steps table links each page

@@ -34,7 +34,24 @@ class LeaderboardRows:
     notes: list[str] = field(default_factory=list)
     # Per kernel: (lowest, highest) time per iteration per GPU over the window's iterations (BMF bounds);
     # a function, since only the interop formats need it and it costs a pass over the samples.
-    bounds: Callable[[], Bounds] = _no_bounds
+    bounds: Callable[[], Bounds] = field(default=_no_bounds, repr=False)
+
+    def __repr__(self) -> str:
+        from kbase.analysis.notebook import leaderboard_line
+
+        return leaderboard_line(self, "LeaderboardRows")
+
+    def _repr_html_(self) -> str:
+        from kbase.analysis.notebook import leaderboard_html
+
+        return leaderboard_html(self)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The rows as a DataFrame (pandas is imported here, on first use)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=self.columns)
 
 
 AnyLeaderboard = Union["Leaderboard", LeaderboardRows]

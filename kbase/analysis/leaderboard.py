@@ -90,6 +90,16 @@ class Leaderboard:
         col = self._samples[name]
         return col.to_numpy(dtype=object) if name == "name" else col.to_numpy()
 
+    def __repr__(self) -> str:
+        from kbase.analysis.notebook import leaderboard_line
+
+        return leaderboard_line(self)
+
+    def _repr_html_(self) -> str:
+        from kbase.analysis.notebook import leaderboard_html
+
+        return leaderboard_html(self)
+
     def records(self) -> list[dict[str, Any]]:
         """Rows as dicts of Python scalars (NaN stays NaN)."""
         if not isinstance(self._table, dict):

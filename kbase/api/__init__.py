@@ -16,7 +16,10 @@ take an open ``Store`` or open (and close) the one ``settings`` names.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kbase.api.capture import (
+    Baselines,
     SnapshotResult,
     StoredLeaderboard,
     baseline,
@@ -43,7 +46,16 @@ from kbase.api.kernels import KernelHistory, find_kernel, history, history_steps
 from kbase.api.reporting import report, report_data
 from kbase.settings import Settings
 
-__all__ = ["Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StoredLeaderboard", "accept",
+__all__ = ["Baselines", "Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StepsReport",
+           "StoredLeaderboard", "accept",
            "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
            "kernel_pattern", "leaderboard", "read", "remove", "report", "report_data", "revoke", "snapshot", "steps",
            "top", "window"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "StepsReport":  # what ``steps`` returns: numpy comes with it, so it loads on first use
+        from kbase.comparison.history import StepsReport
+
+        return StepsReport
+    raise AttributeError(f"module 'kbase.api' has no attribute {name!r}")

@@ -14,12 +14,13 @@ from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
+    import pandas as pd
 
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.classify import KernelKind
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.window import Window
-    from kbase.gitrepo import CommitInfo
+    from kbase.gitrepo import CommitInfo, CommitNote
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.store.engine import Store
@@ -145,6 +146,16 @@ class SnapshotResult:
     leaderboard: Leaderboard
     created: bool  # False: an identical baseline (same file, window and commit) already existed
 
+    def __repr__(self) -> str:
+        from kbase.render.notebook import stored_line
+
+        return stored_line("SnapshotResult", self.baseline, self.leaderboard, self.created)
+
+    def _repr_html_(self) -> str:
+        from kbase.render.notebook import stored_html
+
+        return stored_html("SnapshotResult", self.baseline, self.leaderboard, self.created)
+
 
 def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
@@ -242,34 +253,93 @@ def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, wi
     return decided and (force or found is None)
 
 
+class Baselines(list):  # of Baseline models or BaselineRecords, as read
+    """Stored baselines, newest first: a list, plus each commit's subject and date (``commit_notes``, from git,
+    read on first use) and ``table``, a DataFrame of what ``kbase list --format json`` states of each."""
+
+    def __init__(self, rows: list[Baseline] | list[BaselineRecord], repo: Path | None = None) -> None:
+        super().__init__(rows)
+        self._repo = repo
+        self._notes: dict[str, CommitNote] | None = None
+
+    @property
+    def commit_notes(self) -> dict[str, CommitNote]:
+        if self._notes is None:
+            from kbase.gitrepo import describe_commits
+
+            self._notes = describe_commits(self._repo, [b.commit for b in self])
+        return self._notes
+
+    def records(self) -> list[dict]:
+        """One dict per baseline, as ``kbase list --format json`` writes it (``subject``, ``commit_date``)."""
+        from kbase.render.baselines import baseline_dict
+
+        notes = self.commit_notes
+        return [baseline_dict(b, notes.get(b.commit)) for b in self]
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The baselines as a DataFrame (pandas is imported here, on first use)."""
+        import pandas as pd
+
+        from kbase.render.baselines import LIST_FIELDS
+
+        df = pd.DataFrame(self.records(), columns=LIST_FIELDS)
+        for col in ("created_at", "commit_date"):
+            df[col] = pd.to_datetime(df[col], utc=True, format="ISO8601")
+        return df
+
+    def __repr__(self) -> str:
+        from kbase.render.notebook import baselines_line
+
+        return baselines_line(self)
+
+    def _repr_html_(self) -> str:
+        from kbase.render.notebook import baselines_html
+
+        return baselines_html(self, self.commit_notes)
+
+
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
-              commit: str | None = None, limit: int | None = 50,
-              store: Store | None = None) -> list[Baseline] | list[BaselineRecord]:
-    """Stored baselines, newest first (of ``workload`` when given): ``Baseline`` models, or (read from a
-    store at the head schema without SQLAlchemy: ``store.fast_read``) read-only ``BaselineRecord``s with the
-    same fields."""
+              commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> Baselines:
+    """Stored baselines, newest first, of ``workload`` (default: the settings' when the user named one, else
+    every workload): ``Baseline`` models, or (read from a store at the head schema without SQLAlchemy:
+    ``store.fast_read``) read-only ``BaselineRecord``s with the same fields, in a ``Baselines`` list (``.table``,
+    ``.commit_notes``)."""
     from kbase.errors import SettingsError
 
     settings = settings or Settings.load()
     if limit is not None and not 0 <= limit <= 2**62:
         raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
+    if workload is None and settings.workload_given:
+        workload = settings.workload
     fast = _fast_read(settings, store, lambda rd: rd.list_baselines(workload=workload, branch=branch,
                                                                      commit_prefix=commit, limit=limit))
     if fast is not None:
-        return fast
+        return Baselines(fast, settings.repo)
     from kbase.store.engine import NoStoreError
     from kbase.store.reader import EngineReader
 
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return EngineReader(st.engine).list_baselines(workload=workload, branch=branch, commit_prefix=commit,
-                                                      limit=limit)
-    return []
+        return Baselines(EngineReader(st.engine).list_baselines(workload=workload, branch=branch,
+                                                                commit_prefix=commit, limit=limit), settings.repo)
+    return Baselines([], settings.repo)
 
 
 @dataclass
 class StoredLeaderboard:
     baseline: AnyBaseline  # a ``Baseline``; its read-only record when read through the fast path
     leaderboard: AnyLeaderboard  # a ``Leaderboard``; its rows when read through the fast path
+
+    def __repr__(self) -> str:
+        from kbase.render.notebook import stored_line
+
+        return stored_line("StoredLeaderboard", self.baseline, self.leaderboard)
+
+    def _repr_html_(self) -> str:
+        from kbase.render.notebook import stored_html
+
+        return stored_html("StoredLeaderboard", self.baseline, self.leaderboard)
 
 
 def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = False,
@@ -289,12 +359,16 @@ def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = 
         fast = _fast_read(settings, store, read)
         if fast is not None:
             return fast
-    from kbase.comparison.resolve import parse_ref, resolve_baseline
+    from kbase.api.common import workload_for
+    from kbase.comparison.resolve import RefKind, parse_ref, resolve_baseline
     from kbase.store.queries import load_leaderboard
+    from kbase.store.reader import EngineReader
 
+    parsed = parse_ref(ref, profiles=False)
     with _store(settings, store, readonly=True) as st:
-        b = resolve_baseline(parse_ref(ref, profiles=False), st.engine, workload=settings.workload,
-                             repo=settings.repo)
+        workload = settings.workload if parsed.kind == RefKind.BASELINE else workload_for(settings,
+                                                                                           EngineReader(st.engine))
+        b = resolve_baseline(parsed, st.engine, workload=workload, repo=settings.repo)
         assert b.id is not None
         return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
 

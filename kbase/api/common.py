@@ -1,4 +1,5 @@
-"""What the front door's modules share: the progress callback type and the store context."""
+"""What the front door's modules share: the progress callback type, the store context, and the one rule for
+the workload a command means."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import TYPE_CHECKING, TypeVar
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-
     from kbase.store.engine import Store
     from kbase.store.fast_read import FastReader
+    from kbase.store.reader import StoreReader
 
 T = TypeVar("T")
 
@@ -60,3 +61,38 @@ def _fast_read(settings: Settings, store: Store | None, fn: Callable[[FastReader
     from kbase.store.fast_read import read_only
 
     return read_only(settings.store_url(), settings.busy_timeout_s, fn)
+
+
+def workload_for(settings: Settings, reader: StoreReader, workload: str | None = None) -> str:
+    """The workload a command means: ``workload`` when the caller names one, else the settings' when the user
+    gave one (``--name``, ``KBASE_NAME``, ``[tool.kbase] name``), else the store's only workload; with several
+    stored and none named, an ``InputError`` listing them (exit 2); with none stored, the settings' default
+    (what a bare ``kbase snapshot`` stores), so the command says there is no baseline in its own words."""
+    from kbase.errors import InputError
+
+    if workload:
+        return workload
+    if settings.workload_given:
+        return settings.workload
+    names = reader.workloads()
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        return settings.workload
+    shown = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "")
+    raise InputError(f"the store holds {len(names)} workloads ({shown}): choose one with --name (or [tool.kbase] "
+                     "name, KBASE_NAME)")
+
+
+def with_workload(settings: Settings, reader: StoreReader, workload: str | None = None) -> Settings:
+    """``settings`` with ``workload_for``'s workload, marked as chosen (so the calls they are passed on to do not
+    choose again)."""
+    import dataclasses
+
+    from kbase.settings import Origin
+
+    name = workload_for(settings, reader, workload)
+    if settings.workload_given and name == settings.workload:
+        return settings
+    origin = settings.origin("name") if settings.workload_given and not workload else Origin.STORE
+    return dataclasses.replace(settings, workload=name, origins={**settings.origins, "name": origin})

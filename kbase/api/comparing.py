@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 from kbase.api.capture import top
-from kbase.api.common import _fast_read, _store
+from kbase.api.common import _fast_read, _store, with_workload, workload_for
 from kbase.api.kernels import find_kernel
 
 # ------------------------------------------------------------------------------------------ compare
@@ -102,6 +102,8 @@ def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bo
         except UnknownRevisionError as exc:
             raise InputError(exc.message, field="history_ref", value=history_ref) from None
 
+    if _reads_store(a, b):  # a stored side: of the workload the command means (``workload_for``)
+        settings = with_workload(settings, reader())
     first = _resolve(a, settings, reader, strict)
     second = _resolve(b, settings, reader, strict)
     _check_distinct(a, b, first, second)
@@ -109,7 +111,8 @@ def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bo
     noise, why = noise_from_history(reader(), settings.policy, settings.repo, first, second,
                                     line_ref) if first.baseline_ids else (None, [])
     result = compute_diff(first.side, second.side, settings.policy, history=noise)
-    return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes + why)
+    return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes + why,
+                      pricing=settings.pricing)
 
 
 def _reads_store(a: str, b: str) -> bool:
@@ -221,8 +224,12 @@ def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store 
 
     if is_pattern(text):
         return text
+    from kbase.store.reader import EngineReader
+
     settings = settings or Settings.load()
-    return exact_pattern(find_kernel(text, settings, workload=settings.workload, store=store)[0])
+    with _store(settings, store, readonly=True) as st:
+        workload = workload_for(settings, EngineReader(st.engine))
+        return exact_pattern(find_kernel(text, settings, workload=workload, store=st)[0])
 
 
 def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,
@@ -239,8 +246,11 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
     check_pattern(pattern, "pattern")
     if not reason.strip():
         raise InputError("must not be empty", field="reason", value=reason)
+    from kbase.store.reader import EngineReader
+
     commit = resolve_commit(open_repo(settings.repo), rev).hexsha
     with _store(settings, store) as st:
+        settings = with_workload(settings, EngineReader(st.engine))
         pattern = kernel_pattern(pattern, settings, store=st)
     row = Acceptance(workload=settings.workload, pattern=pattern, commit=commit, reason=reason,
                      author=author(settings.repo), expires=expires)

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kbase.comparison.result import KernelHistory
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-
     from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.history import StepsReport
+    from kbase.gitrepo import CommitNote
     from kbase.store.engine import Store
     from kbase.store.reader import StoreReader
 
 
 
-from kbase.api.common import _fast_read, _store
+from kbase.api.common import _fast_read, _store, workload_for
 
 
 def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
@@ -35,18 +36,23 @@ def find_kernel(query: str, settings: Settings | None = None, *, workload: str |
 
 
 def history(kernel: str, settings: Settings | None = None, *, workload: str | None = None,
-            branch: str | None = None, store: Store | None = None) -> KernelHistory:
-    """One kernel (any name ``find_kernel`` accepts) across every stored baseline, oldest first (of
-    ``workload`` / ``branch`` when given)."""
+            branch: str | None = None, all_workloads: bool = False, store: Store | None = None) -> KernelHistory:
+    """One kernel (any name ``find_kernel`` accepts) across the stored baselines of a workload (``workload``,
+    else the one the settings mean: ``workload_for``; ``all_workloads``: every one), oldest first (of
+    ``branch`` when given). Each row carries its commit's ``subject`` and ``commit_date`` (from git when the
+    repository has the commit, else the date stored with the baseline)."""
     settings = settings or Settings.load()
 
-    def read(rd: StoreReader) -> KernelHistory:  # either read path: the same two queries
+    def read(rd: StoreReader) -> KernelHistory:  # either read path: the same queries
         from kbase.analysis.lookup import find_kernel as lookup
 
-        names, shorts = rd.kernel_names(workload)
+        chosen = None if all_workloads else workload_for(settings, rd, workload)
+        names, shorts = rd.kernel_names(chosen)
         k = lookup(kernel, names, shorts)
-        return KernelHistory(query=kernel, name=k.name, short_name=k.short,
-                             rows=rd.kernel_history_rows(k.name, workload, branch))
+        rows = rd.kernel_history_rows(k.name, chosen, branch)
+        _describe_commits(rows, settings, rd)
+        return KernelHistory(query=kernel, name=k.name, short_name=k.short, rows=rows, workload=chosen,
+                             branch=branch)
 
     fast = _fast_read(settings, store, read)
     if fast is not None:
@@ -62,14 +68,47 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
     """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
     first-parent line ending at ``rev``, largest effect on the iteration first."""
     from kbase.comparison.history import steps_report
+    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
-    wl = workload or settings.workload
-    fast = _fast_read(settings, store, lambda rd: steps_report(rd, wl, settings.repo, last=last, rev=rev))
+
+    def run(reader: StoreReader) -> StepsReport:
+        chosen = workload_for(settings, reader, workload)
+        found = steps_report(reader, chosen, settings.repo, last=last, rev=rev)
+        commits = {c for s in found.steps for c in (s.from_commit, s.first_commit, s.to_commit)}
+        found.commit_notes = commit_notes(settings.repo, {chosen: commits}, reader)
+        return found
+
+    fast = _fast_read(settings, store, run)
     if fast is not None:
         return fast
     with _store(settings, store, readonly=True) as st:
-        return steps_report(st.engine, wl, settings.repo, last=last, rev=rev)
+        return run(EngineReader(st.engine))
+
+
+def commit_notes(repo: Path | None, commits: dict[str, set[str]], reader: StoreReader) -> dict[str, CommitNote]:
+    """Subject and date of each commit (``commits``: per workload): from git when the repository has it, else
+    the date stored with the workload's baselines at that commit (no subject: a commit made in another clone)."""
+    from kbase.gitrepo import CommitNote, describe_commits
+
+    notes = describe_commits(repo, sorted(set().union(*commits.values())))
+    for workload, wanted in commits.items():
+        unknown = sorted(c for c in wanted if c not in notes)
+        for c, bs in (reader.baselines_at(workload, unknown) if unknown else {}).items():
+            notes[c] = CommitNote(subject="", date=next((b.commit_date for b in bs if b.commit_date), None))
+    return notes
+
+
+def _describe_commits(rows: list[dict[str, Any]], settings: Settings, reader: StoreReader) -> None:
+    """Add ``subject`` and ``commit_date`` to each history row (``commit_notes``)."""
+    by_workload: dict[str, set[str]] = {}
+    for r in rows:
+        by_workload.setdefault(r["workload"], set()).add(r["commit"])
+    notes = commit_notes(settings.repo, by_workload, reader) if rows else {}
+    for r in rows:
+        note = notes.get(r["commit"])
+        r["subject"] = note.subject if note else ""
+        r["commit_date"] = note.date if note else None
 
 
 def history_steps(h: KernelHistory) -> list[KernelStep] | None:

@@ -6,6 +6,8 @@ state another verdict than the CLI. ``kbase.render.report`` only formats what th
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,24 +17,30 @@ from kbase.settings import Settings
 if TYPE_CHECKING:
     from kbase.comparison.history import StepsReport
     from kbase.comparison.result import GateResult
-    from kbase.render.report.model import CommitPoint, ReportData, StepMarker
+    from kbase.render.report.model import CommitPoint, ReportData, StepDiff, StepMarker
     from kbase.store.engine import Store
 
 from kbase.api.common import _store
 
 FLAGGED_KERNELS = 10  # kernels the diff flags that get a series (and a page) even when not among the top
+STEP_PAGES = 10  # detected steps (distinct commit pairs, largest effect first) that get a diff page
+POSITION = re.compile(r"-?\d{1,9}")  # --before -2: a position in the drawn history, not a revision
 
 
 def report_data(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
-                last: int | None = None, before: int = -2, after: int = -1, allow_incomparable: bool = False,
-                history_ref: str | None = None, steps_last: int = 50, top_kernels: int | None = None,
-                today: date | None = None, store: Store | None = None) -> ReportData:
+                last: int | None = None, before: int | str = -2, after: int | str = -1,
+                allow_incomparable: bool = False, history_ref: str | None = None, steps_last: int = 50,
+                top_kernels: int | None = None, step_pages: int = STEP_PAGES, today: date | None = None,
+                store: Store | None = None) -> ReportData:
     """What the report of a workload's history draws: a point per commit (the newest ``last``; of ``branch``
-    when given) with the series of the ``top_kernels`` largest kernels; the gate of the commits at positions
-    ``before`` -> ``after`` (the latest pair by default) exactly as ``kbase.gate`` of those commits with
-    these settings (``allow_incomparable``, ``history_ref``, ``today`` as there); the steps ``kbase.steps``
-    finds over the last ``steps_last`` baselines of the workload's line; the leaderboard of ``after``.
-    ``workload``: default the settings' when stored, else the store's only one."""
+    when given) with the series of the ``top_kernels`` largest kernels; the gate of ``before`` -> ``after``
+    (positions in that history — the latest pair by default — or git revisions or ``@ID``s) exactly as
+    ``kbase.gate`` of them with these settings (``allow_incomparable``, ``history_ref``, ``today`` as there);
+    the steps ``kbase.steps`` finds over the last ``steps_last`` baselines of the workload's line, and for the
+    ``step_pages`` largest (distinct commit pairs) ``kbase.gate`` of the step's commits; the leaderboard of
+    ``after``.
+    ``workload``: default the one the settings mean (``workload_for``: named, else the store's only one)."""
+    from kbase.api.common import with_workload
     from kbase.api.comparing import gate
     from kbase.api.kernels import steps
     from kbase.api.trend import (
@@ -41,7 +49,6 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
         git_subjects,
         kernel_series,
         leaderboard_view,
-        pick_workload,
         top_kernel_ids,
     )
     from kbase.errors import InputError, KbaseError
@@ -51,39 +58,92 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
         reader = EngineReader(st.engine)
-        if workload is None and settings.workload in reader.workloads():
-            workload = settings.workload
-        workload = pick_workload(reader, workload)
-        settings = dataclasses.replace(settings, workload=workload)  # the gate and steps judge this workload
+        settings = with_workload(settings, reader, workload)  # the gate and steps judge this workload
+        workload = settings.workload
         points = commit_points(reader, workload, branch, {}, last)
         if not points:
             where = f" on branch {branch!r}" if branch else ""
             raise InputError(f"no baselines of workload {workload!r}{where} in the store")
         n = len(points)
-        for flag, pos in (("before", before), ("after", after)):
-            if not -n <= pos < n:
-                raise InputError(f"no commit at position {pos} of the {n} in this history", field=flag, value=pos)
+        positional = all(isinstance(v, int) or POSITION.fullmatch(v.strip()) for v in (before, after))
+        pair = [_side(value, flag, points) for flag, value in (("before", before), ("after", after))] \
+            if n >= 2 or not positional else None
         subjects = git_subjects(settings.repo, [p.ref.commit for p in points])
         for p in points:
             p.ref = dataclasses.replace(p.ref, subject=subjects.get(p.ref.commit, p.ref.subject))
         data = ReportData(workload=workload, branch=branch, commits=points, kernels=[], notes=_history_notes(points),
                           title=workload + (f" @ {branch}" if branch else ""),
                           generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
-        if n >= 2:
+
+        def gate_of(a: str, b: str) -> GateResult:  # kbase gate of a pair, with the report's settings
+            return gate(a, b, settings, allow_incomparable=allow_incomparable, history_ref=history_ref, today=today,
+                        store=st)
+
+        if pair is not None:
             try:
-                data.gate = gate(points[before].ref.commit, points[after].ref.commit, settings,
-                                 allow_incomparable=allow_incomparable, history_ref=history_ref, today=today, store=st)
+                data.gate = gate_of(*pair)
             except KbaseError as exc:  # what kbase gate of the pair would say, in place of the diff page
-                data.notes.append(f"no diff page: kbase gate {points[before].ref.commit[:12]} "
-                                  f"{points[after].ref.commit[:12]} says: {exc.message}")
+                if not positional:  # a revision or @ID the user named: their error, as kbase gate's (exit 2)
+                    raise
+                data.notes.append(f"no diff page: kbase gate {pair[0][:12]} {pair[1][:12]} says: {exc.message}")
         found = steps(settings, last=steps_last, store=st)
         data.steps = step_markers(found, points)
         data.notes += [f"steps: {note}" for note in found.notes]
+        data.step_diffs = step_diffs(data, step_pages, gate_of)
         shown = [*_flagged(data.gate), *dict.fromkeys(s.kernel for s in data.steps if s.kernel)]
         ids = top_kernel_ids(reader, points, TOP_KERNELS if top_kernels is None else top_kernels, shown)
         data.kernels = kernel_series(reader, workload, points, ids)
-        data.leaderboard = leaderboard_view(reader, points[after if n >= 2 else -1].ref)
+        data.leaderboard = leaderboard_view(reader, _after_point(data, points).ref)
     return data
+
+
+def _side(value: int | str, flag: str, points: list[CommitPoint]) -> str:
+    """What ``kbase.gate`` is given for one side of the diff page: the commit at a position of the drawn history
+    (``-2``), else the revision or ``@ID`` as written (the gate resolves it, or says why not)."""
+    from kbase.errors import InputError
+
+    if isinstance(value, str) and not POSITION.fullmatch(value.strip()):
+        if not value.strip():
+            raise InputError("empty revision", field=flag, value=value)
+        return value.strip()
+    pos, n = int(value), len(points)
+    if not -n <= pos < n:
+        raise InputError(f"no commit at position {pos} of the {n} in this history (or give a git revision or "
+                         "@ID)", field=flag, value=value)
+    return points[pos].ref.commit
+
+
+def _after_point(data: ReportData, points: list[CommitPoint]) -> CommitPoint:
+    """The drawn commit whose leaderboard the report shows: the diff page's after side when drawn, else the newest."""
+    after = data.gate.comparison.after.commit if data.gate is not None else None
+    return next((p for p in points if p.ref.commit == after), points[-1])
+
+
+def step_diffs(data: ReportData, limit: int, gate_of: Callable[[str, str], GateResult]) -> list[StepDiff]:
+    """A diff page for each of the ``limit`` largest detected steps (``data.steps``, largest effect first):
+    ``kbase.gate`` of the step's commits — the last at the old level and the first at the new one (a creep:
+    at its last level). Several kernels stepping at one pair share its page; the diff page's own pair is not
+    computed twice."""
+    from kbase.errors import KbaseError
+    from kbase.render.report.model import StepDiff
+
+    main = data.gate
+    main_pair = (main.comparison.before.commit, main.comparison.after.commit) if main is not None else None
+    pages: dict[tuple[str, str], StepDiff] = {}
+    for i, s in enumerate(data.steps):
+        pair = (s.from_commit, s.to_commit)
+        if pair not in pages and len(pages) >= limit:
+            continue
+        if pair not in pages:
+            page = "diff.html" if pair == main_pair else f"diff-{pair[0][:12]}-{pair[1][:12]}.html"
+            try:
+                result, note = (main if pair == main_pair else gate_of(*pair)), ""
+            except KbaseError as exc:
+                result, note = None, f"kbase gate {pair[0][:12]} {pair[1][:12]} says: {exc.message}"
+            pages[pair] = StepDiff(before=pair[0], after=pair[1], page=page, gate=result, note=note)
+        pages[pair].labels.append(s.label)
+        data.steps[i] = dataclasses.replace(s, page=pages[pair].page)
+    return [d for d in pages.values() if d.page != "diff.html"]
 
 
 def _history_notes(points: list[CommitPoint]) -> list[str]:
@@ -116,7 +176,9 @@ def step_markers(found: StepsReport, points: list[CommitPoint]) -> list[StepMark
 
     where = {p.ref.commit: i for i, p in enumerate(points)}
     return [StepMarker(index=where[s.first_commit], kernel=s.name, delta_pct=100.0 * s.rel,
-                       label=f"{s.kind} {s.rel:+.1%}: {s.short_name}")
+                       label=f"{s.kind} {s.rel:+.1%}: {s.short_name}", kind=s.kind, short_name=s.short_name,
+                       from_commit=s.from_commit, to_commit=s.to_commit, effect=s.effect, before_ns=s.before_ns,
+                       after_ns=s.after_ns)
             for s in found.steps if s.first_commit in where]
 
 

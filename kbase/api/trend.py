@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kbase.errors import InputError, NoBaselineError
+from kbase.errors import InputError
 from kbase.render.report.model import CommitPoint, CommitRef, KernelSeries, LeaderboardRow, LeaderboardView
 
 if TYPE_CHECKING:
@@ -37,18 +37,6 @@ def iso(value: Any) -> str | None:
             value = value.replace(tzinfo=UTC)
         return value.astimezone(UTC).isoformat()
     return str(value)
-
-
-def pick_workload(reader: StoreReader, workload: str | None) -> str:
-    """``workload``, else the store's only one."""
-    if workload:
-        return workload
-    names = reader.workloads()
-    if len(names) == 1:
-        return names[0]
-    if not names:
-        raise NoBaselineError("the store holds no baselines: run kbase snapshot first")
-    raise InputError(f"the store holds {len(names)} workloads ({', '.join(names[:8])}): choose one with --name")
 
 
 def commit_points(reader: StoreReader, workload: str, branch: str | None, subjects: Mapping[str, str],

@@ -106,6 +106,11 @@ WideOpt = Annotated[bool, typer.Option(
     "--wide", help="Every column, uncut (rows may be longer than the terminal; try `less -S`).")]
 FullNamesOpt = Annotated[bool, typer.Option("--full-names", help="Full demangled kernel names instead of short ones.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the essential result (one line).")]
+GpuHourCostOpt = Annotated[float | None, typer.Option(
+    "--gpu-hour-cost", help="Price of one GPU-hour (default: KBASE_GPU_HOUR_COST, [tool.kbase] gpu_hour_cost): with "
+    "--fleet-gpus, the change's cost per month is stated.")]
+FleetGpusOpt = Annotated[int | None, typer.Option(
+    "--fleet-gpus", help="GPUs that run this job around the clock (default: KBASE_GPUS, [tool.kbase] gpus).")]
 
 WINDOW_OPTIONS: dict[str, Any] = {"marker": MarkerOpt, "iteration_kernel": IterKernelOpt,
                                   "iterations": IterationsOpt, "warmup": WarmupOpt, "trim": TrimOpt, "gpu": GpuOpt,
@@ -139,7 +144,8 @@ def current_settings() -> Settings | None:
 
 def make_settings(*, repo: Path | None = None, db: str | None = None, name: str | None = None,
                   profile: Path | None = None, window: dict[str, Any] | None = None,
-                  policy: dict[str, Any] | None = None) -> Settings:
+                  policy: dict[str, Any] | None = None, gpu_hour_cost: float | None = None,
+                  fleet_gpus: int | None = None) -> Settings:
     """The command's one Settings object: defaults < [tool.kbase] < environment < these flags."""
     from kbase.settings import Settings
 
@@ -147,7 +153,8 @@ def make_settings(*, repo: Path | None = None, db: str | None = None, name: str 
     flags = dict(window or {})
     if flags.get("trim"):
         flags["trim"] = list(flags["trim"])
-    settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy, window=flags)
+    settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy, window=flags,
+                             gpu_hour_cost=gpu_hour_cost, gpus=fleet_gpus)
     _SETTINGS.append(settings)
     return settings
 

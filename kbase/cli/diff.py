@@ -13,7 +13,9 @@ import typer
 
 from kbase.cli.app import (
     DbOpt,
+    FleetGpusOpt,
     FullNamesOpt,
+    GpuHourCostOpt,
     NameOpt,
     QuietOpt,
     RepoOpt,
@@ -59,14 +61,18 @@ def diff(
     wide: WideOpt = False,
     full_names: FullNamesOpt = False,
     quiet: QuietOpt = False,
+    gpu_hour_cost: GpuHourCostOpt = None,
+    fleet_gpus: FleetGpusOpt = None,
     window: dict[str, Any] | None = None,
 ) -> None:
-    """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration)."""
+    """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration), and with a
+    price per GPU-hour and the fleet's GPUs, what the change costs per month."""
     import kbase
     from kbase.render import diff as render_diff
 
     fmt = check_choice(fmt, DiffFormat)
-    settings = make_settings(repo=repo, db=db, name=name, window=window)
+    settings = make_settings(repo=repo, db=db, name=name, window=window, gpu_hour_cost=gpu_hour_cost,
+                             fleet_gpus=fleet_gpus)
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict, history_ref=history_ref)
     _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet)
 
@@ -138,6 +144,8 @@ def gate(
     wide: WideOpt = False,
     full_names: FullNamesOpt = False,
     quiet: QuietOpt = False,
+    gpu_hour_cost: GpuHourCostOpt = None,
+    fleet_gpus: FleetGpusOpt = None,
     window: dict[str, Any] | None = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
@@ -147,10 +155,12 @@ def gate(
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
               "fpr": fpr}
-    settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
+    settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy, gpu_hour_cost=gpu_hour_cost,
+                             fleet_gpus=fleet_gpus)
     if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it
         policy["ignore"] = [kbase.kernel_pattern(p, settings) if p.startswith("#") else p for p in ignore]
-        settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy)
+        settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy,
+                                 gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus)
     if show_policy:
         from kbase.render.policy_toml import policy_toml
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kbase.settings import ENV_VARS as SETTINGS_ENV
+
 if TYPE_CHECKING:
     from kbase.settings import Settings
 
@@ -19,11 +21,10 @@ FLAGS = {
     "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks",
     "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "junit": "--junit", "output": "--output", "comment_md": "--comment-md",
     "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit", "if-no-baseline": "--if-no-baseline",
-    "fpr": "--fpr", "history_ref": "--history-ref", "out": "--out",
-    "dir": "--dir",
+    "fpr": "--fpr", "history_ref": "--history-ref", "out": "--out", "dir": "--dir",
+    "gpu_hour_cost": "--gpu-hour-cost", "gpus": "--fleet-gpus",
 }
-ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT",
-            "step_summary": "GITHUB_STEP_SUMMARY"}
+ENV_VARS = {**SETTINGS_ENV, "step_summary": "GITHUB_STEP_SUMMARY"}
 ENV_ONLY = ("busy_timeout_s", "nsys_timeout_s", "step_summary")  # read from the environment only
 
 
@@ -91,5 +92,6 @@ def error_line(exc: BaseException | str, settings: Settings | None, *, labels: b
 
     secrets = store_urls(settings)
     if isinstance(exc, KbaseError) and labels:
+        settings = settings or getattr(exc, "loading", None)  # a bad value met while the settings were merged
         return one_line(exc.render(lambda f, v: label(f, v, settings)), secrets)
     return one_line(str(exc), secrets)

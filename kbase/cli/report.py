@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli.app import DbOpt, NameOpt, QuietOpt, RepoOpt, app, console, make_settings
+from kbase.cli.app import DbOpt, FleetGpusOpt, GpuHourCostOpt, NameOpt, QuietOpt, RepoOpt, app, console, make_settings
 
 
 @app.command()
@@ -16,9 +16,13 @@ def report(
     name: NameOpt = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     last: Annotated[int | None, typer.Option("--last", "-n", min=2, help="Only the newest N commits.")] = None,
-    before: Annotated[int, typer.Option(
-        "--before", help="The diff page's before side: position in the history (-2: the one before last).")] = -2,
-    after: Annotated[int, typer.Option("--after", help="The diff page's after side (-1: the newest).")] = -1,
+    before: Annotated[str, typer.Option(
+        "--before", help="The diff page's before side: a git revision, @ID, or a position in the history (-2: the "
+        "one before last).")] = "-2",
+    after: Annotated[str, typer.Option(
+        "--after", help="The diff page's after side: a git revision, @ID, or a position (-1: the newest).")] = "-1",
+    step_pages: Annotated[int, typer.Option(
+        "--step-pages", min=0, help="Diff pages of the largest detected steps (one per commit pair).")] = 10,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Write into a non-empty folder that does not hold a kbase report.")] = False,
     allow_incomparable: Annotated[bool, typer.Option(
@@ -30,16 +34,18 @@ def report(
     db: DbOpt = None,
     repo: RepoOpt = None,
     quiet: QuietOpt = False,
+    gpu_hour_cost: GpuHourCostOpt = None,
+    fleet_gpus: FleetGpusOpt = None,
 ) -> None:
     """A static HTML report of a workload's history (one folder, opens from disk, no network): the
-    trend with the steps of kbase steps, a page per top kernel, the gate of the latest pair (as kbase gate
-    states it) and the newest leaderboard."""
+    trend with the steps of kbase steps, a page per top kernel, the gate of a pair (the latest by default; as
+    kbase gate states it), a diff page per detected step and the newest leaderboard."""
     import kbase
     from kbase.render.report import build_report
 
-    settings = make_settings(repo=repo, db=db, name=name)
+    settings = make_settings(repo=repo, db=db, name=name, gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus)
     data = kbase.report_data(settings, workload=name, branch=branch, last=last, before=before, after=after,
-                             allow_incomparable=allow_incomparable, history_ref=history_ref)
+                             allow_incomparable=allow_incomparable, history_ref=history_ref, step_pages=step_pages)
     pages = build_report(data, out, overwrite=overwrite)
     if not quiet:
         from kbase.render.safe import inert

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -33,7 +32,6 @@ from kbase.errors import InputError
 
 if TYPE_CHECKING:
     from kbase.store.models import Baseline
-    from kbase.store.records import BaselineRecord
 
 db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(db_app, name="db")
@@ -86,26 +84,6 @@ def snapshot(
                      full_names=full_names)
 
 
-def baseline_dict(b: Baseline | BaselineRecord) -> dict[str, Any]:
-    return {
-        "id": b.id, "created_at": b.created_at.isoformat() if b.created_at else None, "workload": b.workload,
-        "commit": b.commit, "commit_date": b.commit_date.isoformat() if b.commit_date else None,
-        "branch": b.branch, "detached": b.detached, "dirty": b.dirty, "source": b.source_name,
-        "sha256": b.source_sha256, "format": b.source_format, "gpu_models": b.gpu_models, "gpus": b.gpu_count,
-        "window": b.window_desc, "aligned": b.aligned, "iterations": b.iterations_used,
-        "total_kernel_ns": b.total_kernel_ns, "kernel_ns_per_iter": kernel_per_iter(b),
-        "window_gpu_ns": b.window_gpu_ns, "tags": json.loads(b.tags),
-        "note": b.note, "kbase_version": b.kbase_version,
-    }
-
-
-def kernel_per_iter(b: Baseline | BaselineRecord) -> float | None:
-    """Kernel time per iteration per GPU (the unit of ``diff``), or None for a window without iterations."""
-    if not b.iterations_used or not b.gpu_count:
-        return None
-    return b.total_kernel_ns / (b.iterations_used * b.gpu_count)
-
-
 @app.command("list")
 def list_cmd(
     name: NameOpt = None,
@@ -118,37 +96,24 @@ def list_cmd(
     wide: WideOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Stored baselines, newest first (kernel time per iteration per GPU, as diff shows it)."""
+    """Stored baselines, newest first, each commit with its subject and date (kernel time per iteration per
+    GPU, as diff shows it); of --name (or [tool.kbase] name) when given, else of every workload."""
     import kbase
     from kbase import jsonable
-    from kbase.units import fmt_ns
 
     fmt = check_choice(fmt, ListFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    rows = kbase.baselines(settings, workload=name, branch=branch, commit=commit, limit=limit or None)
-    if fmt == ListFormat.JSON:
-        doc = {"schema": "kbase.list/1", "baselines": [baseline_dict(b) for b in rows]}
-        sys.stdout.write(jsonable.dumps(doc) + "\n")
-        return
-    if quiet:
+    rows = kbase.baselines(settings, branch=branch, commit=commit, limit=limit or None)
+    if quiet and fmt != ListFormat.JSON:
         newest = f"; newest @{rows[0].id} at {rows[0].commit[:12]}" if rows else ""
         console().print(f"{len(rows)} baseline(s){newest}", highlight=False, markup=False)
         return
-    from kbase.render.layout import Column, print_table
+    from kbase.render import baselines as render
 
-    cols = [Column("id", "id", 0), Column("created", "created (UTC)", 3, justify="left"),
-            Column("workload", "workload", 0, min_width=8, want_width=16, max_width=32, shrink=True, justify="left"),
-            Column("commit", "commit", 0, justify="left"),
-            Column("branch", "branch", 2, min_width=8, max_width=24, shrink=True, justify="left"),
-            Column("gpus", "GPUs", 4, min_width=8, max_width=30, shrink=True, justify="left"),
-            Column("window", "window", 5, min_width=12, max_width=40, shrink=True, justify="left"),
-            Column("kernel", "kernel/iter/GPU", 0), Column("tags", "tags", 6, min_width=6, shrink=True, justify="left")]
-    cells = [{"id": f"@{b.id}", "created": b.created_at.strftime("%Y-%m-%d %H:%M"), "workload": b.workload,
-              "commit": b.commit[:12] + ("+dirty" if b.dirty else ""), "branch": b.branch or "(detached)",
-              "gpus": f"{b.gpu_count}x {b.gpu_models}",
-              "window": ("" if b.aligned else "NOT aligned: ") + b.window_desc,
-              "kernel": fmt_ns(kernel_per_iter(b)), "tags": ",".join(json.loads(b.tags))} for b in rows]
-    print_table(console(), cols, cells, wide=wide, title=f"{len(rows)} baseline(s)")
+    if fmt == ListFormat.JSON:
+        sys.stdout.write(jsonable.dumps(render.list_doc(rows, rows.commit_notes)) + "\n")
+        return
+    render.print_list(rows, rows.commit_notes, console(), wide=wide)
 
 
 @app.command()
@@ -170,6 +135,8 @@ def show(
     settings = make_settings(repo=repo, db=db, name=name)
     stored = kbase.baseline(ref, settings, stored_rows=True)  # @ID on a SQLite store: no SQLAlchemy, no pandas
     b = stored.baseline
+    from kbase.render.baselines import baseline_dict
+
     emit_leaderboard(stored.leaderboard, fmt, default_limit(fmt, limit),
                      title=f"Baseline @{b.id} ({b.commit[:12]}, {b.workload})", extra={"baseline": baseline_dict(b)},
                      wide=wide, full_names=full_names, quiet=quiet)
@@ -215,6 +182,8 @@ def history(
                                                "substring, or /regex/.")],
     name: NameOpt = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
+    all_workloads: Annotated[bool, typer.Option(
+        "--all-workloads", help="Every workload's baselines (a sparkline each), not only --name's.")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
     limit: LimitOpt = None,
     db: DbOpt = None,
@@ -222,17 +191,18 @@ def history(
     wide: WideOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """One kernel across every stored baseline, oldest first: change vs the previous one, a sparkline."""
+    """One kernel across the stored baselines of a workload, oldest first: change vs the previous one, a sparkline,
+    each commit's subject and date."""
     import kbase
     from kbase.render import history as render
 
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    h = kbase.history(kernel, settings, workload=name, branch=branch)
+    h = kbase.history(kernel, settings, workload=name, branch=branch, all_workloads=all_workloads)
     quiet_table = quiet and fmt not in (HistoryFormat.JSON, HistoryFormat.CSV)
     found = None if quiet_table else kbase.history_steps(h)  # the one-line answer shows no steps
     if fmt == HistoryFormat.JSON:
-        sys.stdout.write(render.history_json(h, name, branch, found, default_limit(fmt, limit)) + "\n")
+        sys.stdout.write(render.history_json(h, h.workload, branch, found, default_limit(fmt, limit)) + "\n")
     elif fmt == HistoryFormat.CSV:
         sys.stdout.write(render.history_csv(h, found, default_limit(fmt, limit)))
     else:

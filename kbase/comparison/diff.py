@@ -36,6 +36,7 @@ from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
+from kbase.units import fmt_signed_ns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -364,7 +365,7 @@ def _mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy, count_sam
     rows["swap"][moved] = True
     rows["gated"][moved] = False
     return [f"algorithm swap: {int(moved.sum())} matmul/convolution kernels changed launch counts or appeared/"
-            f"vanished, netting {net / base:+.1%} of matmul/convolution time ({net / 1e3:+.1f} µs per iteration); "
+            f"vanished, netting {net / base:+.1%} of matmul/convolution time ({fmt_signed_ns(net)} per iteration); "
             "not gated per kernel (cuDNN/cuBLAS picked other algorithms)"]
 
 

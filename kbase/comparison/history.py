@@ -13,9 +13,11 @@ from kbase.comparison.changepoints import KernelStep, kernel_steps
 from kbase.comparison.noise import history_noise
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sqlalchemy.engine import Engine
 
     from kbase.comparison.resolve import Resolved
+    from kbase.gitrepo import CommitNote
     from kbase.policy import Policy
     from kbase.store.reader import StoreReader
 
@@ -99,6 +101,24 @@ class StepsReport:
     baselines: int
     steps: list[KernelStep]  # largest effect on the iteration first
     notes: list[str] = field(default_factory=list)
+    commit_notes: dict[str, CommitNote] = field(default_factory=dict)  # subject and date of the steps' commits
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The steps as a DataFrame, largest effect first (pandas is imported here, on first use)."""
+        from kbase.comparison.notebook import steps_table
+
+        return steps_table(self)
+
+    def __repr__(self) -> str:
+        from kbase.comparison.notebook import steps_line
+
+        return steps_line(self)
+
+    def _repr_html_(self) -> str:
+        from kbase.comparison.notebook import steps_html
+
+        return steps_html(self)
 
 
 def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None, *, last: int,

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from kbase.analysis.cost import ChangeCost, Pricing
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
     from kbase.comparison.resolve import Resolved
@@ -20,12 +23,51 @@ class Comparison:
     before: Resolved
     after: Resolved
     notes: list[str] = field(default_factory=list)
+    pricing: Pricing | None = None  # the settings' gpu_hour_cost and gpus: every output states the cost per month
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The diff's rows as a DataFrame (``result.rows``)."""
+        return self.result.rows
+
+    @property
+    def cost(self) -> ChangeCost | None:
+        """What the change costs per month on the settings' fleet (None without ``gpu_hour_cost`` and ``gpus``):
+        ``analysis.cost.change_cost`` of the flagged kernels' effects on the iteration."""
+        if self.pricing is None:
+            return None
+        from kbase.analysis.cost import change_cost
+        from kbase.comparison.notebook import flagged_effects
+
+        t = self.result.totals
+        return change_cost(self.pricing, flagged_effects(self), t.kernel.delta_ns, t.iteration_wall.before,
+                           t.kernel.regressed)
+
+    def __repr__(self) -> str:
+        from kbase.comparison.notebook import comparison_line
+
+        return comparison_line(self)
+
+    def _repr_html_(self) -> str:
+        from kbase.comparison.notebook import comparison_html
+
+        return comparison_html(self)
 
 
 @dataclass
 class GateResult:
     comparison: Comparison
     verdict: Verdict
+
+    def __repr__(self) -> str:
+        from kbase.comparison.notebook import gate_line
+
+        return gate_line(self)
+
+    def _repr_html_(self) -> str:
+        from kbase.comparison.notebook import gate_html
+
+        return gate_html(self)
 
 
 @dataclass
@@ -36,3 +78,29 @@ class KernelHistory:
     name: str  # the one stored kernel it names (full demangled name)
     short_name: str
     rows: list[dict[str, Any]]  # one record per baseline holding it, oldest first (plain rows: no pandas)
+    workload: str | None = None  # the workload read (None: every one)
+    branch: str | None = None
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The rows as a DataFrame, one baseline a row (pandas is imported here, on first use)."""
+        from kbase.comparison.notebook import history_table
+
+        return history_table(self)
+
+    def __repr__(self) -> str:
+        from kbase.comparison.notebook import history_line
+
+        return history_line(self)
+
+    def _repr_html_(self) -> str:
+        from kbase.comparison.notebook import history_html
+
+        return history_html(self)
+
+
+def row_sides(r: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A diff row's time before and after, None on the side where the kernel does not exist (a new kernel has
+    no "before", a gone one no "after": every table shows ``units.ABSENT`` there, never a zero)."""
+    cls = r["class"]
+    return (None if cls == "new" else r["before"]), (None if cls == "gone" else r["after"])

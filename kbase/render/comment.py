@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 
 from kbase.analysis.names import display_names
+from kbase.comparison.result import row_sides
 from kbase.render.safe import md_text
+from kbase.units import ColumnUnit, column_unit, fmt_money
 
 MARKER = "<!-- kbase-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -29,19 +31,10 @@ DEFAULT_MAX_CHARS = 60_000  # headroom under GitHub's limit for what CI appends 
 HEAD = {"pass": ("✅", "PASS"), "fail": ("❌", "FAIL"), "incomparable": ("⚠️", "INCOMPARABLE"),
         "warn-only": ("⚠️", "FAIL (warn-only, exit 0)")}
 TC = {"tc": "✓", "fallback": "⚠", "na": "-"}
-def _ns(ns) -> str:
-    if not isinstance(ns, (int, float)) or isinstance(ns, bool) or not math.isfinite(ns):
-        return "-"
-    a = abs(ns)
-    for div, unit, digits in ((1e9, "s", 3), (1e6, "ms", 3), (1e3, "µs", 1)):
-        if a >= div:
-            return f"{ns / div:.{digits}f} {unit}"
-    return f"{ns:.0f} ns"
 
 
-def _dns(ns) -> str:
-    text = _ns(ns)
-    return text if text == "-" or text.startswith("-") else "+" + text
+def _num(x) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
 def _pct(x, digits: int = 1) -> str:
@@ -84,12 +77,20 @@ def _meta(doc: dict) -> str:
 
 
 def _totals(doc: dict) -> list[str]:
+    """Kernel, compute, communication, memory and wall time, before and after in one unit; a category absent on
+    both sides (no NCCL on one GPU) is left out."""
+    from kbase.render.diff import cost_line, present
+
     out = ["| per iteration per GPU | before | after | Δ |", "|---|---:|---:|---:|"]
-    for key, label in (("kernel", "**kernel time**"), ("compute", "compute"), ("communication", "communication"),
-                       ("memory", "memory"), ("iteration_wall", "GPU wall"), ("step_wall", "CPU step wall")):
-        t = doc.get("totals", {}).get(key)
-        if t and t.get("before") is not None:
-            out.append(f"| {label} | {_ns(t['before'])} | {_ns(t['after'])} | {_pct(t.get('delta_pct'))} |")
+    rows = [(label, t) for key, label in (("kernel", "**kernel time**"), ("compute", "compute"),
+                                          ("communication", "communication"), ("memory", "memory"),
+                                          ("iteration_wall", "GPU wall"), ("step_wall", "CPU step wall"))
+            if present(t := doc.get("totals", {}).get(key))]
+    unit = column_unit(_num(v) for _, t in rows for v in (t["before"], t["after"]))
+    out += [f"| {label} | {unit(_num(t['before']))} | {unit(_num(t['after']))} | {_pct(t.get('delta_pct'))} |"
+            for label, t in rows]
+    if "cost" in doc:
+        out += ["", f"**{md_text(cost_line(doc['cost']))}**"]
     return out
 
 
@@ -108,13 +109,19 @@ def _why(doc: dict, verdict: dict | None, limit: int = 6) -> list[str]:
     return out
 
 
-def _row(r: dict, full: bool, label: str | None = None) -> str:
+def _row(r: dict, full: bool, units: tuple[ColumnUnit, ColumnUnit], label: str | None = None,
+         currency: str | None = None) -> str:
+    """One changed kernel; ``units``: the table's (before/after, Δ) column units; ``currency``: its cost column."""
+    times, delta = units
     cls = ("swap" if r.get("swap") else r["class"]) + (" (ignored)" if r.get("ignored") else "")
     tc = TC.get(r.get("tc_after") or r.get("tc_before") or "na", "-")
     cells = [f"**{cls}**" if r["class"] == "regressed" else cls, md_text(label or r["short_name"], 70), tc,
-             _dns(r.get("delta_ns")), _pct(r.get("delta_pct")), _effect(r.get("effect"))]
+             delta(_num(r.get("delta_ns"))), _pct(r.get("delta_pct")), _effect(r.get("effect"))]
+    if currency is not None:
+        cells.append(fmt_money(r.get("cost_per_month"), currency) if not r.get("swap") else "-")
     if full:
-        cells = cells[:3] + [_ns(r.get("before")), _ns(r.get("after"))] + cells[3:] + [
+        before, after = row_sides(r)
+        cells = cells[:3] + [times(_num(before)), times(_num(after))] + cells[3:] + [
             f"{(r.get('count_before') or 0):.1f}→{(r.get('count_after') or 0):.1f}", _pct(r.get("delta_avg_pct")),
             "-" if not isinstance(r.get("p_value"), (int, float)) else f"{r['p_value']:.2g}",
             md_text(r.get("diagnosis") or "", 120), md_text(r.get("amdahl") or "", 160)]
@@ -128,6 +135,15 @@ FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect |
              "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
 
 
+def _heads(cost: bool) -> tuple[list[str], list[str]]:
+    """The two tables' heads, with a cost column after the effect when the fleet is priced."""
+    if not cost:
+        return TOP_HEAD, FULL_HEAD
+    top = [TOP_HEAD[0].replace("| effect on iter |", "| effect on iter | cost/month |"), TOP_HEAD[1] + "---:|"]
+    full = [FULL_HEAD[0].replace("| effect |", "| effect | cost/month |"), FULL_HEAD[1] + "---:|"]
+    return top, full
+
+
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
                      max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The PR comment for a ``kbase.diff/2`` document and its gate verdict (``Verdict.as_dict()``;
@@ -138,23 +154,27 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     # the terminal table tells them: template arguments and a short id
     labels = display_names([r["name"] for r in changed], [r["short_name"] for r in changed])
     lines = [MARKER, _headline(diff_doc, verdict), "", _meta(diff_doc), "", *_totals(diff_doc)]
+    currency = diff_doc["cost"]["currency"] if "cost" in diff_doc else None
+    top_head, full_head = _heads(currency is not None)
+    shown_units = _units(changed[:top])
     why = _why(diff_doc, verdict)
     if why:
         lines += ["", "**Why**", *why]
     if changed:
         lines += ["", (f"**Kernels that matter** (top {min(top, len(changed))} of {len(changed)} changed, "
-                      "by effect on the iteration)"), *TOP_HEAD,
-                  *(_row(r, False, lb) for r, lb in zip(changed[:top], labels))]
+                      "by effect on the iteration)"), *top_head,
+                  *(_row(r, False, shown_units, lb, currency) for r, lb in zip(changed[:top], labels))]
     notes = diff_doc.get("notes", [])
     notes = notes[:3] + [n for n in notes[3:] if n.startswith("noise: ")]  # the noise the verdict rests on, always
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
     tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/2'))} · times are per iteration per GPU"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
-    full = [_row(r, True, lb) for r, lb in zip(changed, labels)]
+    all_units = _units(changed)
+    full = [_row(r, True, all_units, lb, currency) for r, lb in zip(changed, labels)]
     head = "\n".join(lines)
     for shown in _fits(head, full, tail, max_chars):
-        details = ["", f"<details><summary>All {len(changed)} changed kernels</summary>", "", *FULL_HEAD,
+        details = ["", f"<details><summary>All {len(changed)} changed kernels</summary>", "", *full_head,
                    *full[:shown]]
         if shown < len(full):
             details += ["", (f"_{len(full) - shown} more row(s) left out to stay under GitHub's comment limit; "
@@ -165,6 +185,12 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
             return text
     # pathological: the head alone is too long
     return head[: max_chars - 200] + "\n\n_(comment cut to fit GitHub's limit)_\n"
+
+
+def _units(rows: list[dict]) -> tuple[ColumnUnit, ColumnUnit]:
+    """The (before/after, Δ) column units of a table of ``rows``."""
+    return (column_unit(_num(v) for r in rows for v in row_sides(r)),
+            column_unit((_num(r.get("delta_ns")) for r in rows), signed=True))
 
 
 def _fits(head: str, rows: list[str], tail: list[str], max_chars: int):

@@ -13,11 +13,12 @@ from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import Finding, FindingKind, Verdict
+from kbase.comparison.result import row_sides
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
-from kbase.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p
+from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
@@ -151,6 +152,11 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         "counts": counts,
         "policy": result.policy.as_dict(),
     })
+    cost = comparison.cost
+    if cost is not None:  # what the change costs per month on the settings' fleet (``[tool.kbase] gpu_hour_cost``)
+        doc["cost"] = jsonable.clean(cost.as_dict())
+        for row in kernels:
+            row["cost_per_month"] = cost.pricing.per_month(row["effect"] if isinstance(row["effect"], float) else None)
     doc["kernels"] = kernels  # plain values already (``records``, ``_num``): not walked again, 2,000 x 40 of them
     if verdict is not None:
         doc["verdict"] = jsonable.clean(verdict_dict(verdict))
@@ -194,12 +200,33 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
     for key, label in (("iteration_wall", f"GPU wall per {unit}"), ("step_wall", "CPU step wall time"),
                        ("kernel", f"kernel time per {unit} per GPU"), ("compute", "  compute"),
                        ("communication", "  communication (NCCL)"), ("memory", "  memory")):
-        if key in t and t[key]["before"] is not None:
+        if present(t.get(key)):
             before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
             lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
     lines.append("kernels: " + ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()))
+    if "cost" in doc:
+        lines.append(cost_line(doc["cost"]))
     lines += [f"note: {n}" for n in doc["notes"]]
     return lines
+
+
+def present(t: dict[str, Any] | None) -> bool:
+    """Whether a total has something to say: known, and not absent on both sides (one GPU has no NCCL: its
+    communication line is left out, not printed as ``0 ns -> 0 ns``)."""
+    return t is not None and t["before"] is not None and bool(t["before"] or t["after"])
+
+
+def cost_line(cost: dict[str, Any]) -> str:
+    """``cost: +$3,952/month on 8 GPUs at $6.77/GPU-hour (flagged kernels: +10.00% of the iteration)``: the
+    effect on the iteration x the fleet's GPU-hours per month (GPUs x 24 h x 30.4 d) x the price."""
+    cur = cost["currency"]
+    if cost["basis"] == "nothing beyond noise":
+        what = "nothing beyond noise" + (f"; all kernel time {fmt_money(cost['total_per_month'], cur)} within noise"
+                                         if cost.get("total_per_month") is not None else "")
+    else:
+        what = f"{cost['basis']}: {cost['effect']:+.2%} of the iteration"
+    return (f"cost: {fmt_money(cost['per_month'], cur)}/month on {cost['gpus']} GPUs at "
+            f"{fmt_money(cost['gpu_hour_cost'], cur, signed=False)}/GPU-hour ({what})")
 
 
 def _mde(r: dict[str, Any]) -> str:
@@ -216,15 +243,28 @@ def _class_text(r: dict[str, Any]) -> str:
             + (" [ignored]" if r["ignored"] else "") + (" (swap)" if r.get("swap") else ""))
 
 
-def row_cells(r: dict[str, Any], display: str) -> dict[str, str]:
-    """One diff row as the screen and Markdown show it, keyed by ``COLUMNS``' keys."""
+def table_cells(rows: list[dict[str, Any]], display: dict[str, str], doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The shown diff rows as the screen and Markdown show them, keyed by ``COLUMNS``' keys: before and after in
+    one unit, Δ in one (``units.column_unit`` over the shown rows); a side where the kernel does not exist is
+    ``units.ABSENT``."""
+    times = column_unit(v for r in rows for v in row_sides(r))
+    delta = column_unit((r["delta_ns"] for r in rows), signed=True)
+    currency = doc["cost"]["currency"] if "cost" in doc else "$"
+    return [row_cells(r, display[r["name"]], times, delta, currency) for r in rows]
+
+
+def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnUnit,
+              currency: str = "$") -> dict[str, str]:
+    """One diff row, its times in the columns' units (``table_cells``), keyed by ``COLUMNS``' keys."""
     tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
+    before, after = row_sides(r)
     return {
         "class": _class_text(r),
         "kernel": display + (" [family]" if r["match"] == "family" else ""),
         "kernel_id": short_id(r["name"]),
-        "tc": tc, "before": fmt_ns_pair(r["before"], r["after"])[0], "after": fmt_ns_pair(r["before"], r["after"])[1],
-        "delta": fmt_ns(r["delta_ns"]),
+        "tc": tc, "before": times(before), "after": times(after),
+        "delta": delta(r["delta_ns"]),
+        "cost": fmt_money(r.get("cost_per_month"), currency) if r["class"] in SHOWN_BY_DEFAULT else "",
         "delta_pct": fmt_delta_pct(r["delta_pct"]),
         "launches": f"{r['count_before']:.1f}->{r['count_after']:.1f}", "delta_avg": fmt_delta_pct(r["delta_avg_pct"]),
         "share": f"{_share(r['share_before'])}->{_share(r['share_after'])}",
@@ -250,12 +290,17 @@ COLUMNS = [
     Column("delta_avg", "Δavg/launch", 4),
     Column("share", "share", 6),
     Column("effect", "effect on iter", 1),
+    Column("cost", "cost/month", 2),
     Column("p", "p", 3),
     Column("mde", "MDE", 3, justify="left"),
     Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
     Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
 ]
-HEADERS = [c.header for c in COLUMNS]
+
+
+def columns_of(doc: dict[str, Any]) -> list[Column]:
+    """``COLUMNS``, the cost column only when the settings price the fleet (``gpu_hour_cost`` and ``gpus``)."""
+    return [c for c in COLUMNS if c.key != "cost" or "cost" in doc]
 
 
 def _display(doc: dict[str, Any], full_names: bool) -> dict[str, str]:
@@ -283,7 +328,9 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     counts = ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()
                        if n and k in SHOWN_BY_DEFAULT)
     head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
-    return "; ".join(x for x in (head, counts or "no changed kernels", total) if x)
+    cost = doc.get("cost")
+    money = f"{fmt_money(cost['per_month'], cost['currency'])}/month" if cost else ""
+    return "; ".join(x for x in (head, counts or "no changed kernels", total, money) if x)
 
 
 def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None,
@@ -297,7 +344,7 @@ def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdic
     rows, hidden = _visible(doc, show_all)
     display = _display(doc, full_names)
     colors = {"regressed": "red", "improved": "green", "new": "yellow", "gone": "cyan"}
-    print_table(console, COLUMNS, [row_cells(r, display[r["name"]]) for r in rows], wide=wide,
+    print_table(console, columns_of(doc), table_cells(rows, display, doc), wide=wide,
                 title="Kernel diff (per iteration per GPU; sorted by effect on iteration time)",
                 row_styles=[colors.get(r["class"]) for r in rows])
     if hidden:
@@ -314,11 +361,10 @@ def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None
         lines = verdict_lines(verdict)
         out += ["", "**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
     rows, hidden = _visible(doc, show_all)
-    out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    display = _display(doc, full_names)
-    for r in rows:
-        cells = row_cells(r, display[r["name"]])
-        out.append("| " + " | ".join(md_text(cells[c.key]) for c in COLUMNS) + " |")
+    columns = columns_of(doc)
+    out += ["", "| " + " | ".join(c.header for c in columns) + " |", "|" + "---|" * len(columns)]
+    for cells in table_cells(rows, _display(doc, full_names), doc):
+        out.append("| " + " | ".join(md_text(cells[c.key]) for c in columns) + " |")
     if hidden:
         out.append(f"\n_{hidden} unchanged / within-noise kernel(s) not shown._")
     return "\n".join(out) + "\n"

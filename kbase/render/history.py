@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
 from kbase.analysis.names import short_id
+from kbase.render.baselines import SUBJECT_WIDTH
 from kbase.render.columns import Column
-from kbase.units import fmt_delta_pct, fmt_ns
+from kbase.units import ABSENT, column_unit, fmt_delta_pct, fmt_ns
 
 if TYPE_CHECKING:
     from kbase.comparison.changepoints import KernelStep
@@ -26,7 +27,9 @@ SPARKS = "▁▂▃▄▅▆▇█"
 COLUMNS = [
     Column("id", "id", 0),
     Column("commit", "commit", 0, justify="left"),
+    Column("date", "date", 3, justify="left"),
     Column("workload", "workload", 0, min_width=8, want_width=16, max_width=32, justify="left", shrink=True),
+    Column("subject", "subject", 1, min_width=12, want_width=28, max_width=SUBJECT_WIDTH, justify="left", shrink=True),
     Column("branch", "branch", 3, min_width=8, max_width=24, justify="left", shrink=True),
     Column("created", "created (UTC)", 4, justify="left"),
     Column("count", "launches", 2),
@@ -84,13 +87,23 @@ def spark_lines(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
     return lines
 
 
-def row_cells(r: dict[str, Any]) -> dict[str, str]:
-    return {
-        "id": f"@{r['id']}", "commit": str(r["commit"])[:12], "workload": str(r["workload"]),
-        "branch": r.get("branch") or "(detached)", "created": str(r["created_at"])[:16],
-        "count": f"{r['count']:,}", "avg": fmt_ns(r["avg_ns"]), "per_iter": fmt_ns(r["per_iter_ns"]),
-        "change": fmt_delta_pct(r["change_pct"]),
-    }
+def table_cells(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The screen rows; each time column in one unit (``units.column_unit``)."""
+    avg = column_unit(r["avg_ns"] for r in rows)
+    per_iter = column_unit(r["per_iter_ns"] for r in rows)
+    out = []
+    for r in rows:
+        date = r.get("commit_date")
+        out.append({
+            "id": f"@{r['id']}", "commit": str(r["commit"])[:12], "workload": str(r["workload"]),
+            "date": date.strftime("%Y-%m-%d") if date is not None and hasattr(date, "strftime")
+            else str(date or ABSENT)[:10],
+            "subject": r.get("subject") or "",
+            "branch": r.get("branch") or "(detached)", "created": str(r["created_at"])[:16],
+            "count": f"{r['count']:,}", "avg": avg(r["avg_ns"]), "per_iter": per_iter(r["per_iter_ns"]),
+            "change": fmt_delta_pct(r["change_pct"]),
+        })
+    return out
 
 
 def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: bool = False,
@@ -117,7 +130,7 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
     shown = rows[-limit:] if limit and len(rows) > limit else rows
     title = (f"{len(rows)} baseline(s) with this kernel (oldest first)" if len(shown) == len(rows) else
              f"the newest {len(shown)} of {len(rows):,} baselines with this kernel (oldest first; -n 0: all)")
-    print_table(console, COLUMNS, [row_cells(r) for r in shown], wide=wide, title=title)
+    print_table(console, COLUMNS, table_cells(shown), wide=wide, title=title)
     return rows
 
 
@@ -129,7 +142,7 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
 
     recs = _newest(with_changes(h.rows), limit)
     for r in recs:
-        r["created_at"] = r["created_at"].isoformat() if hasattr(r["created_at"], "isoformat") else r["created_at"]
+        _iso_dates(r)
     found = None if steps is None else [{k: _finite(v) for k, v in step_dict(s).items()} for s in steps]
     doc = {"schema": HISTORY_SCHEMA, "query": h.query,
            "kernel": {"name": h.name, "short_name": h.short_name, "id": short_id(h.name)},
@@ -137,6 +150,12 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     if steps is None:
         doc["steps_note"] = "not computed: the baselines span several workloads or branches (pass --name and --branch)"
     return doc
+
+
+def _iso_dates(r: dict[str, Any]) -> None:
+    for key in ("created_at", "commit_date"):
+        if hasattr(r.get(key), "isoformat"):
+            r[key] = r[key].isoformat()
 
 
 def _finite(v: Any) -> Any:
@@ -179,6 +198,8 @@ def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None, limit: 
     from kbase.render.safe import csv_text
 
     rows = _newest(with_changes(h.rows), limit)
+    for r in rows:
+        _iso_dates(r)
     marks = step_marks(rows, steps)
     rows = [{**r, "step": m} for r, m in zip(rows, marks)]
     buf = io.StringIO()

@@ -16,7 +16,7 @@ from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
-from kbase.units import fmt_ns, fmt_ns_range, fmt_pct
+from kbase.units import ColumnUnit, column_unit, fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -166,22 +166,35 @@ COLUMNS = [
 HEADERS = [c.header for c in COLUMNS if c.key not in ("rank", "gpu")]
 
 
-def row_cells(r: dict, rank: int, display: str, note: Annotation | None = None) -> dict[str, str]:
-    """One leaderboard row as the screen and Markdown show it, keyed by ``COLUMNS``' keys."""
+TIME_COLUMNS = {"total": "total_ns", "avg": "avg_ns", "med": "median_ns", "std": "std_ns", "per_iter": "per_iter_ns"}
+
+
+def column_units(rows: list[dict]) -> dict[str, ColumnUnit]:
+    """One unit per time column of the shown ``rows`` (``units.column_unit``); Min–Max shares one for both ends."""
+    units = {key: column_unit(r[field] for r in rows) for key, field in TIME_COLUMNS.items()}
+    units["minmax"] = column_unit(r[f] for r in rows for f in ("min_ns", "max_ns"))
+    return units
+
+
+def row_cells(r: dict, rank: int, display: str, note: Annotation | None = None,
+              units: dict[str, ColumnUnit] | None = None) -> dict[str, str]:
+    """One leaderboard row as the screen and Markdown show it, keyed by ``COLUMNS``' keys; ``units``: the time
+    columns' (``column_units`` of the shown rows; default: this row's own)."""
     from kbase.analysis.diagnosis import LABELS
 
+    u = units or column_units([r])
     cells = {
         "rank": str(rank),
         "kernel": display,
         "cat": {"compute": "comp", "communication": "comm", "memory": "mem"}.get(r["category"], r["category"]),
         "tc": TC_SYMBOL[r["tc"]],
         "count": f"{r['count']:,}",
-        "total": fmt_ns(r["total_ns"]),
-        "avg": fmt_ns(r["avg_ns"]),
-        "minmax": fmt_ns_range(r["min_ns"], r["max_ns"]),
-        "med": fmt_ns(r["median_ns"]),
-        "std": fmt_ns(r["std_ns"]),
-        "per_iter": fmt_ns(r["per_iter_ns"]),
+        "total": u["total"](r["total_ns"]),
+        "avg": u["avg"](r["avg_ns"]),
+        "minmax": u["minmax"].range(r["min_ns"], r["max_ns"]),
+        "med": u["med"](r["median_ns"]),
+        "std": u["std"](r["std_ns"]),
+        "per_iter": u["per_iter"](r["per_iter_ns"]),
         "share_window": fmt_pct(r["share_window"]),
         "share_kernel": fmt_pct(r["share_kernel"]),
         "amdahl": "∞" if not math.isfinite(r["amdahl_ceiling"]) else f"{r['amdahl_ceiling']:.3f}x",
@@ -201,7 +214,8 @@ def _rows(b: LeaderboardRows, shown: list[dict[str, Any]], full_names: bool,
     all_names = [r["name"] for r in b.rows]  # collisions count over every row; labels only for the shown
     names = display_names(all_names, [r["short_name"] for r in b.rows], full=full_names, first=len(shown))
     by_name = dict(zip(all_names, names))
-    return [row_cells(r, i, by_name.get(r["name"], r["short_name"]), n)
+    units = column_units(shown)
+    return [row_cells(r, i, by_name.get(r["name"], r["short_name"]), n, units)
             for i, (r, n) in enumerate(zip(shown, notes), 1)]
 
 

@@ -16,35 +16,14 @@ ranges, paths, commit subjects) can act on the reader of kbase's output.
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 
+# html_text, inert: re-exported (leaf definitions, so every layer shows names alike)
+from kbase.display import _escape_char, html_text, inert
 from kbase.jsonable import json_safe  # re-exported: it lives with the JSON writer, apart from rich
 
 __all__ = ["csv_text", "html_text", "inert", "json_safe", "md_text", "term_text", "xml_attr", "xml_chars", "xml_text"]
-
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-# C0, DEL, C1; bidi marks, embeddings, overrides and isolates; line/paragraph separators; BOM; surrogates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff"
-                     "\ud800-\udfff]")
-
-
-
-def _escape_char(m: re.Match[str]) -> str:
-    ch = m.group()
-    if ch in _NAMED:
-        return _NAMED[ch]
-    code = ord(ch)
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): show the byte
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def inert(text: object) -> str:
-    """``text`` on one line with every character that could act on a terminal or reorder text escaped."""
-    return _UNSAFE.sub(_escape_char, str(text))
-
 
 _MD_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
                              "|": "\\|", "~": "\\~", "#": "\\#", "!": "\\!", "<": "&lt;", ">": "&gt;",
@@ -68,11 +47,6 @@ def md_text(text: object, limit: int = 0) -> str:
     if limit and len(s) > limit:
         s = s[: limit - 1] + "…"
     return s.translate(_MD_ESCAPES)
-
-
-def html_text(text: object) -> str:
-    """Escape for HTML element text or a quoted attribute value."""
-    return html.escape(inert(text), quote=True)
 
 
 def term_text(text: object) -> str:

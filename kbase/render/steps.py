@@ -8,19 +8,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kbase.render.baselines import SUBJECT_WIDTH
 from kbase.render.columns import Column
-from kbase.units import fmt_ns
+from kbase.units import ABSENT, column_unit, fmt_ns
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.history import StepsReport
+    from kbase.gitrepo import CommitNote
 
 COLUMNS = [
     Column("kind", "kind", 0, justify="left"),
-    Column("kernel", "kernel", 0, min_width=12, want_width=40, max_width=80, justify="left", shrink=True),
+    Column("kernel", "kernel", 0, min_width=12, want_width=32, max_width=80, justify="left", shrink=True),
     Column("commits", "commits", 0, justify="left"),
-    Column("before", "before/iter", 2),
-    Column("after", "after/iter", 2),
+    Column("date", "date", 4, justify="left"),
+    Column("subject", "subject", 2, min_width=12, want_width=20, max_width=SUBJECT_WIDTH, justify="left",
+           shrink=True),
+    Column("before", "before/iter", 3),
+    Column("after", "after/iter", 3),
     Column("change", "change", 0),
     Column("effect", "effect on iter", 1),
 ]
@@ -32,13 +39,20 @@ def step_dict(s: KernelStep) -> dict[str, Any]:
             "rel": s.rel, "effect": s.effect, "steps": s.steps, "z": s.z}
 
 
+def _commit_fields(note: CommitNote | None) -> dict[str, Any]:
+    """The subject and date of the commit a step lands on (``first_commit``), as JSON states them."""
+    date = note.date if note is not None else None
+    return {"subject": note.subject if note is not None else "", "commit_date": date.isoformat() if date else None}
+
+
 def steps_doc(report: StepsReport) -> dict[str, Any]:
     from kbase import jsonable
     from kbase.comparison.changepoints import STEPS_SCHEMA
 
+    notes = report.commit_notes
     return jsonable.clean({"schema": STEPS_SCHEMA, "workload": report.workload, "baselines": report.baselines,
                            "commits": report.commits, "notes": report.notes,
-                           "steps": [step_dict(s) for s in report.steps]})
+                           "steps": [step_dict(s) | _commit_fields(notes.get(s.first_commit)) for s in report.steps]})
 
 
 def step_range(s: KernelStep) -> str:
@@ -52,10 +66,19 @@ def step_label(s: KernelStep) -> str:
     return f"{s.kind} {s.rel:+.1%}" + (f" ({s.steps} steps)" if s.kind == "creep" else "")
 
 
-def _cells(s: KernelStep) -> dict[str, str]:
-    return {"kind": s.kind, "kernel": s.short_name, "commits": step_range(s), "before": fmt_ns(s.before_ns),
-            "after": fmt_ns(s.after_ns), "change": f"{s.rel:+.1%}",
-            "effect": "-" if s.effect != s.effect else f"{s.effect:+.2%}"}
+def table_cells(steps: list[KernelStep], notes: Mapping[str, CommitNote]) -> list[dict[str, str]]:
+    """The screen rows: before and after in one unit (``units.column_unit``), the commit the step lands on
+    with its date and subject."""
+    unit = column_unit([v for s in steps for v in (s.before_ns, s.after_ns)])
+    out = []
+    for s in steps:
+        note = notes.get(s.first_commit)
+        out.append({"kind": s.kind, "kernel": s.short_name, "commits": step_range(s),
+                    "date": note.date.strftime("%Y-%m-%d") if note is not None and note.date else ABSENT,
+                    "subject": note.subject if note is not None else "", "before": unit(s.before_ns),
+                    "after": unit(s.after_ns), "change": f"{s.rel:+.1%}",
+                    "effect": "-" if s.effect != s.effect else f"{s.effect:+.2%}"})
+    return out
 
 
 def print_steps(report: StepsReport, console: Any, wide: bool = False) -> None:
@@ -65,7 +88,7 @@ def print_steps(report: StepsReport, console: Any, wide: bool = False) -> None:
         console.print(f"note: {inert(n)}", highlight=False, markup=False)
     title = (f"{len(report.steps)} step(s) in {report.workload!r} over {report.baselines} baseline(s), "
              f"{len(report.commits)} commit(s)")
-    print_table(console, COLUMNS, [_cells(s) for s in report.steps], wide=wide, title=title,
+    print_table(console, COLUMNS, table_cells(report.steps, report.commit_notes), wide=wide, title=title,
                 row_styles=["red" if s.rel > 0 else "green" for s in report.steps])
 
 

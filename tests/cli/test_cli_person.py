@@ -59,12 +59,12 @@ def resnet_store(tmp_path_factory):
 
 
 def test_history_dgrad_on_resnet(resnet_store):
-    r = run_kbase("history", "dgrad", "--db", resnet_store)
+    r = run_kbase("history", "dgrad", "--db", resnet_store, "--all-workloads")
     if r.rc == 2:  # several kernels: the candidates are listed with their ids
         assert "kernels match" in r.stderr and "#" in r.stderr, r
     else:
         assert r.rc == 0 and "dgrad_engine" in r.stdout, r
-    r = run_kbase("history", "dgrad_engine", "--db", resnet_store, "--format", "json")
+    r = run_kbase("history", "dgrad_engine", "--db", resnet_store, "--format", "json", "--all-workloads")
     assert r.rc == 0, r
     doc = strict_json(r.stdout)
     assert doc["schema"] == "kbase.history/1" and "dgrad_engine" in doc["kernel"]["name"]
@@ -78,21 +78,24 @@ def test_history_dgrad_on_resnet(resnet_store):
 def test_history_filters_sparkline_and_suggestions(resnet_store):
     r = run_kbase("history", "dgrad_engine", "--db", resnet_store, "--name", "rn", "--format", "json")
     assert {b["workload"] for b in strict_json(r.stdout)["baselines"]} == {"rn"}
-    r = run_kbase("history", "dgrad_engine", "--db", resnet_store, "--branch", "no-such-branch", "--format", "json")
+    r = run_kbase("history", "dgrad_engine", "--db", resnet_store, "--name", "rn", "--branch", "no-such-branch",
+                  "--format", "json")
     assert strict_json(r.stdout)["baselines"] == []
-    r = run_kbase("history", "dgrad_engine", "--db", resnet_store)
+    r = run_kbase("history", "dgrad_engine", "--db", resnet_store)  # two workloads stored, none named
+    assert r.rc == 2 and "rn, rn2" in r.stderr and "--name" in r.stderr, r
+    r = run_kbase("history", "dgrad_engine", "--db", resnet_store, "--all-workloads")
     assert r.rc == 0, r
     assert re.search(r"^rn: [▁▂▃▄▅▆▇█]{2}  \(2 baseline", r.stdout, re.M), r.stdout
     assert "workload" in r.stdout and "Δ vs prev" in r.stdout
-    r = run_kbase("history", "dgrad_engin", "--db", resnet_store)  # a typo
+    r = run_kbase("history", "dgrad_engin", "--db", resnet_store, "--name", "rn")  # a typo
     assert r.rc == 0, r  # a substring still finds it
-    r = run_kbase("history", "dgard_engine", "--db", resnet_store)
+    r = run_kbase("history", "dgard_engine", "--db", resnet_store, "--name", "rn")
     assert r.rc == 2 and "did you mean: dgrad_engine" in r.stderr and not r.stdout, r
-    r = run_kbase("history", "wgrad_alg0_engine", "--db", resnet_store)
+    r = run_kbase("history", "wgrad_alg0_engine", "--db", resnet_store, "--name", "rn")
     if r.rc == 2:
         ids = re.findall(r"#[0-9a-f]{6}", r.stderr)
         assert len(ids) >= 2, r
-        r = run_kbase("history", ids[0], "--db", resnet_store, "--quiet")
+        r = run_kbase("history", ids[0], "--db", resnet_store, "--name", "rn", "--quiet")
         assert r.rc == 0 and ids[0] in r.stdout and len(r.stdout.strip().splitlines()) == 1, r
 
 

@@ -46,6 +46,22 @@ def test_report_writes_a_site_and_refuses_a_foreign_folder(demo, tmp_path):
     assert sorted(p.name for p in foreign.iterdir()) == ["mine.txt"]
 
 
+def test_report_diff_by_revision(demo, tmp_path):
+    """``--before``/``--after`` take revisions and ``@ID``s (positions stay accepted); a revision kbase gate
+    refuses is the user's error, exit 2 with one line, and no report is written."""
+    out = tmp_path / "site"
+    r = _kb(demo, "report", "--out", str(out), "--before", "HEAD~1", "--after", "@2")
+    assert r.rc == 0, r
+    head = subprocess.run(["git", "-C", str(demo["repo"]), "rev-parse", "HEAD~1"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert head[:12] in (out / "diff.html").read_text() and "FAIL" in (out / "diff.html").read_text()
+    r = _kb(demo, "report", "--out", str(tmp_path / "typo"), "--before", "no-such-rev")
+    assert r.rc == 2 and "no-such-rev" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r
+    assert not (tmp_path / "typo").exists()
+    r = _kb(demo, "report", "--out", str(tmp_path / "far"), "--before", "-9")
+    assert r.rc == 2 and "position -9" in r.stderr, r
+
+
 def test_gate_comment_md_is_written_whatever_the_verdict(demo, tmp_path):
     md = tmp_path / "c.md"
     r = _kb(demo, "gate", "HEAD~1", "HEAD", "--comment-md", str(md))

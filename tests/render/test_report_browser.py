@@ -3,8 +3,9 @@
 What a person would check, on a report of 50 generated commits with two injected steps:
 every page opens from disk (``file://``) with no console error, no failed script and no request
 leaving the folder; every chart holds its data points; hovering a point of the trend and of a kernel
-page shows the commit (hash and subject); a hostile kernel name stays text. And a 10,000-commit store
-draws its trend in under 2 s.
+page shows the commit (hash and subject); a hostile kernel name stays text; and every page reads on a
+phone (390 px) and a laptop (1280 px): no sideways scroll, charts keep a usable plot height, no two
+labels of a chart overlap and none is cut off. And a 10,000-commit store draws its trend in under 2 s.
 
 Screenshots (one per page) are kept as test artefacts in the pytest tmp dir, and copied to
 ``$KBASE_TEST_ARTIFACTS/report-screenshots/`` when that variable is set (CI uploads that folder).
@@ -70,8 +71,8 @@ def shots(tmp_path_factory) -> Path:
 class Page:
     """One report page opened in the browser, with everything it logged."""
 
-    def __init__(self, browser, path: Path):
-        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
+    def __init__(self, browser, path: Path, width: int = 1400):
+        self.context = browser.new_context(viewport={"width": width, "height": 900})
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
@@ -122,10 +123,92 @@ class Page:
         self.context.close()
 
 
-def _open(browser, path: Path) -> Page:
-    page = Page(browser, path)
+def _open(browser, path: Path, width: int = 1400) -> Page:
+    page = Page(browser, path, width)
     assert page.state["ready"] and not page.state["error"], page.state
     return page
+
+
+# What a page's layout is, measured in the browser: the document's scroll width, and per chart its height, its
+# plot area and the box of every label plotly drew (tick labels of every axis, axis titles, annotations such as
+# the step numbers, legend entries).
+LAYOUT = """() => {
+  const doc = document.documentElement;
+  const box = r => ({l: r.left, r: r.right, t: r.top, b: r.bottom});
+  const charts = [...document.querySelectorAll('.chart')].map(c => {
+    const labels = [...c.querySelectorAll(
+        '[class$="tick"] > text, .g-xtitle text, [class^="g-y"][class$="title"] text, .annotation-text, .legendtext')]
+      .filter(e => e.textContent.trim() && e.getBoundingClientRect().width > 0)
+      .map(e => ({text: e.textContent.slice(0, 40), ...box(e.getBoundingClientRect())}));
+    return {id: c.id, height: c.getBoundingClientRect().height, plot: c._fullLayout._size.h,
+            plotWidth: c._fullLayout._size.w, ...box(c.getBoundingClientRect()), labels};
+  });
+  return {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, charts};
+}"""
+MIN_PLOT_PX = {"fig-where": 80}  # one stacked bar; every other chart keeps at least 240 px of plot
+WIDTHS = [390, 1280]
+
+
+def _overlap(a: dict, b: dict, slack: float = 1.0) -> bool:
+    return min(a["r"], b["r"]) - max(a["l"], b["l"]) > slack and min(a["b"], b["b"]) - max(a["t"], b["t"]) > slack
+
+
+def layout_problems(layout: dict, width: int) -> list[str]:
+    """Everything wrong with a page's layout at ``width``: sideways scroll, squashed charts, labels on top of
+    each other or cut off at the chart's edge."""
+    found = []
+    if layout["scrollWidth"] > layout["clientWidth"]:
+        found.append(f"scrolls sideways: {layout['scrollWidth']} > {layout['clientWidth']} px")
+    for c in layout["charts"]:
+        if c["plot"] < MIN_PLOT_PX.get(c["id"], 240) or c["plotWidth"] < 0.5 * min(width, 1000) - 100:
+            found.append(f"{c['id']}: plot area {c['plotWidth']:.0f} x {c['plot']:.0f} px")
+        labels = c["labels"]
+        for i, a in enumerate(labels):
+            if a["l"] < c["l"] - 1 or a["r"] > c["r"] + 1:
+                found.append(f"{c['id']}: label {a['text']!r} cut off at the chart's edge")
+            found += [f"{c['id']}: labels {a['text']!r} and {b['text']!r} overlap" for b in labels[i + 1:]
+                      if _overlap(a, b)]
+    return found
+
+
+def test_every_page_reads_at_390_and_1280_px(browser, report, shots):
+    """Each page of the report at a phone's width and a laptop's: no horizontal scroll (tables scroll in their
+    own box), charts of a usable plot height, labels apart and inside their chart. Screenshots of each page
+    at both widths are kept (kernel pages: the first and the stepping kernel's)."""
+    from kbase.render.report.pages import kernel_page_name
+
+    pages = sorted(p.name for p in report.out.glob("*.html"))
+    assert {"index.html", "diff.html", "leaderboard.html"} <= set(pages)
+    assert sum(p.startswith("diff-") for p in pages) >= 1  # a step's diff page (the other is diff.html's pair)
+    keep = {"index.html", "diff.html", "leaderboard.html", kernel_page_name(report.history.steps[1].kernel),
+            kernel_page_name(report.data.kernels[0].name)} | {p for p in pages if p.startswith("diff-")}
+    problems, measured = [], []
+    for width in WIDTHS:
+        for name in pages:
+            page = _open(browser, report.out / name, width)
+            try:
+                layout = page.page.evaluate(LAYOUT)
+                problems += [f"{width} px {name}: {p}" for p in layout_problems(layout, width)]
+                problems += [f"{width} px {name}: {p}" for p in page.problems]
+                measured.append((width, name, layout["scrollWidth"],
+                                 {c["id"]: round(c["plot"]) for c in layout["charts"]}))
+                if name in keep:
+                    page.shot(shots, f"{width}px-{name.removesuffix('.html')}")
+            finally:
+                page.close()
+    for width, name, scroll, heights in measured:
+        print(f"width {width} {name}: scrollWidth {scroll}, plot heights {heights}")
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_layout_check_finds_what_it_looks_for():
+    """The checks above are not vacuous: a page that scrolls, a squashed chart, overlapping and cut labels."""
+    label = {"text": "a", "l": 10, "r": 60, "t": 10, "b": 20}
+    chart = {"id": "fig-trend", "height": 300, "plot": 100, "plotWidth": 100, "l": 0, "r": 390, "t": 0, "b": 300,
+             "labels": [label, {**label, "text": "b", "l": 50}, {**label, "text": "c", "l": 380, "r": 420}]}
+    found = layout_problems({"scrollWidth": 476, "clientWidth": 390, "charts": [chart]}, 390)
+    assert any("scrolls sideways" in f for f in found) and any("plot area" in f for f in found)
+    assert any("'a' and 'b' overlap" in f for f in found) and any("'c' cut off" in f for f in found)
 
 
 def test_trend_page(browser, report, shots):

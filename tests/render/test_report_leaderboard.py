@@ -54,7 +54,7 @@ def test_report_leaderboard_page_order_and_prescription(history_with_fallback):
 
     _, data = history_with_fallback
     html, _ = leaderboard_page(data.leaderboard)
-    head = re.search(r"<h2>Leaderboard</h2><table><thead><tr>(.*?)</tr>", html).group(1)
+    head = re.search(r"<h2>Leaderboard</h2><div class='table-wrap'><table><thead><tr>(.*?)</tr>", html).group(1)
     cells = re.findall(r"<th>(.*?)</th>", head)
     assert cells[:10] == ["#", "kernel", "TC", "Count", "Total", "Avg", "Min–Max", "%kernel", "Diagnosis", "%window"]
     rank = next(i for i, r in enumerate(data.leaderboard.rows, 1) if r.tc == "fallback")

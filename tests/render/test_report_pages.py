@@ -102,3 +102,47 @@ def test_refuses_a_folder_that_is_not_a_report(small, tmp_path):
     with pytest.raises(InputError, match="not empty"):
         build_report(data, tmp_path)
     assert build_report(data, out)  # a previous report is replaced
+
+
+def test_an_unchanged_pair_says_no_change_at_the_iterations_scale(small):
+    """Two commits before the step: nothing changed beyond noise. The waterfall says so and keeps an axis of at
+    least 1% of the iteration on either side of the totals instead of zooming until its noise fills the chart."""
+    import kbase
+    from kbase.render.diff import diff_doc
+    from kbase.render.report.figures import diff_figure, time_unit
+    from kbase.render.report.pages import diff_page
+
+    history, _, _, _, _ = small
+    data = kbase.report_data(kbase.Settings.load(repo=history.repo, db=history.db_url), before=0, after=1)
+    doc = diff_doc(data.gate.comparison, data.gate.verdict)
+    assert not [k for k in doc["kernels"] if k["class"] in ("regressed", "improved", "new", "gone")]
+    figure = diff_figure(doc)
+    lo, hi = figure["layout"]["xaxis"]["range"]
+    t = doc["totals"]
+    _, div = time_unit(max(t["kernel"]["before"], t["kernel"]["after"]))
+    wall = t["iteration_wall"]["before"] / div
+    assert hi - lo >= 0.02 * wall and lo <= t["kernel"]["before"] / div - 0.01 * wall
+    assert abs(t["kernel"]["after"] - t["kernel"]["before"]) / div < 0.05 * (hi - lo)  # the noise is a sliver
+    assert any(a["text"].startswith("no change") for a in figure["layout"]["annotations"])
+    assert "No change: no kernel changed beyond noise" in diff_page(doc)[0]
+
+
+def test_report_tables_state_one_unit_per_column(small):
+    """The trend's kernel and steps tables and the leaderboard page: every time column in one unit."""
+    import re
+
+    from helpers.tables import units as units_of
+
+    _, _, _, out, _ = small
+    for page, names in (("index.html", ("first", "latest", "before/iter", "after/iter")),
+                        ("leaderboard.html", ("Total", "Avg", "Min–Max", "/iter/GPU"))):
+        html = (out / page).read_text(encoding="utf-8")
+        checked = 0
+        for table in re.findall(r"<table>(.*?)</table>", html, re.DOTALL):
+            head = [re.sub("<.*?>", "", h) for h in re.findall(r"<th>(.*?)</th>", table)]
+            rows = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r"<tr><td.*?</tr>", table)]
+            for name in (n for n in names if n in head):
+                cells = [re.sub("<.*?>", "", r[head.index(name)]) for r in rows]
+                assert len(units_of(cells)) == 1, (page, name, cells)
+                checked += 1
+        assert checked >= 2, page

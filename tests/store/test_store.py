@@ -691,6 +691,8 @@ def test_history_one_row_per_baseline(store_url, exports, git_repo, top_a):
     ids = sorted(b.id for b in baseline_rows(store_url))
     kernel = top_a["kernels"][0]
     r = kb("history", kernel["name"], *db, "--format", "json", cwd=git_repo)
+    assert r.rc == 2 and "other, w" in r.stderr, r  # two workloads stored, none named
+    r = kb("history", kernel["name"], *db, "--format", "json", "--all-workloads", cwd=git_repo)
     assert r.rc == 0, r
     doc = json.loads(r.stdout)
     assert doc["schema"] == "kbase.history/1" and doc["kernel"]["name"] == kernel["name"]
@@ -701,9 +703,9 @@ def test_history_one_row_per_baseline(store_url, exports, git_repo, top_a):
     assert math.isclose(rows[1]["per_iter_ns"], kernel["per_iter_ns"], rel_tol=REL)
     r = kb("history", kernel["name"], *db, "--name", "w", "--format", "json", cwd=git_repo)
     assert [row["id"] for row in json.loads(r.stdout)["baselines"]] == ids[:2]
-    r = kb("history", "no_such_kernel", *db, "--format", "json", cwd=git_repo)
+    r = kb("history", "no_such_kernel", *db, "--format", "json", "--all-workloads", cwd=git_repo)
     assert r.rc == 2 and "no stored kernel matches" in r.stderr and not r.stdout, r
-    r = kb("history", kernel["name"], *db, "--format", "csv", cwd=git_repo)
+    r = kb("history", kernel["name"], *db, "--format", "csv", "--all-workloads", cwd=git_repo)
     assert r.rc == 0 and r.stdout.count("\n") == 4, r
-    r = kb("history", kernel["name"], *db, cwd=git_repo)
+    r = kb("history", kernel["name"], *db, "--all-workloads", cwd=git_repo)
     assert r.rc == 0 and "3 baseline(s)" in r.stdout, r

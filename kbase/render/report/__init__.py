@@ -17,6 +17,7 @@ from kbase.render.report.model import (  # noqa: F401 - the package's public dat
     LeaderboardRow,
     LeaderboardView,
     ReportData,
+    StepDiff,
     StepMarker,
 )
 

@@ -5,6 +5,11 @@ bar traces only). Every string from a profile or from git goes through ``safe.pl
 Long histories are aggregated into at most ``max_points`` buckets of consecutive commits (mean per
 bucket; hover names the bucket's first and last commit), so a 10,000-commit trend draws as fast as
 a 1,000-commit one.
+
+Each figure also carries ``narrow``: what changes on a narrow screen (a phone, under ``NARROW_PX``):
+``layout`` overrides (no side legend, short axis titles, three ticks, names cut short) and per-trace
+overrides (``traces``); ``report.js`` applies them by the chart's width, so a chart keeps a usable
+plot height and no two labels collide at 390 px as at 1280 px.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ TC_LABEL = {"tc": "✓ tensor cores", "fallback": "⚠ matmul/conv on CUDA cores
 TC_COLOR = {"tc": "#2ca02c", "fallback": "#ff7f0e", "na": "#9e9e9e"}
 CATEGORY_COLOR = {"compute": "#4c78a8", "communication": "#f58518", "memory": "#b279a2", "idle": "#e0e0e0"}
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12}
+NARROW_PX = 640  # report.js: a chart narrower than this takes its figure's ``narrow`` overrides
+NARROW_PLOT_PX = 300  # about the plot width of a chart at 390 px (for spacing step labels)
+STEP_LABEL_PX = 16  # width of a step's number label
+NARROW_NAME = 22  # characters of a kernel name on a narrow axis
 
 
 def distinct_labels(kernels: list[tuple[str, str]], limit: int = 40) -> dict[str, str]:
@@ -107,30 +116,47 @@ def _x(starts: np.ndarray, n: int) -> list[int]:
     return (np.r_[starts[1:], n] - 1).tolist()
 
 
-def _ticks(commits: list[CommitPoint], xs: list[int], count: int = 8) -> dict:
+def _ticks(commits: list[CommitPoint], xs: list[int], count: int = 8, inset: bool = False) -> dict:
+    """At most ``count`` commit ticks (hash and date), evenly spread; ``inset``: none at the ends (on a narrow
+    chart a label centred on the first commit would reach over the y axis's labels)."""
     if not xs:
         return {}
-    picks = sorted(set(np.linspace(0, len(xs) - 1, min(count, len(xs))).round().astype(int).tolist()))
+    spots = (np.arange(count) + 0.5) / count * (len(xs) - 1) if inset and len(xs) > count else \
+        np.linspace(0, len(xs) - 1, min(count, len(xs)))  # inset: the middles of ``count`` equal parts
+    picks = sorted(set(spots.round().astype(int).tolist()))
     vals = [xs[i] for i in picks]
     text = [f"{commits[v].ref.commit[:7]}<br>{(commits[v].ref.date or '')[:10]}" for v in vals]
     return {"tickmode": "array", "tickvals": vals, "ticktext": text}
 
 
-def _step_shapes(steps: list[StepMarker], names: dict[str, str], kernel: str | None = None) -> tuple[list, list]:
-    """Vertical lines (and labels) for the steps of ``kernel`` (None: every step, for the trend)."""
+def step_levels(steps: list[StepMarker], n: int) -> list[int]:
+    """A row (0, 1, 2, ...) per step label, so that labels of steps closer than a label's width on a narrow
+    chart (``NARROW_PLOT_PX`` for ``n`` commits) sit one above the other instead of on top of each other."""
+    gap = max(1.0, n * STEP_LABEL_PX / NARROW_PLOT_PX)
+    taken: list[tuple[float, int]] = []
+    levels = [0] * len(steps)
+    for i in sorted(range(len(steps)), key=lambda k: steps[k].index):
+        used = {lvl for x, lvl in taken if abs(x - steps[i].index) < gap}
+        levels[i] = next(lvl for lvl in range(len(steps) + 1) if lvl not in used)
+        taken.append((steps[i].index, levels[i]))
+    return levels
+
+
+def _step_shapes(steps: list[StepMarker], n: int, kernel: str | None = None) -> tuple[list, list, int]:
+    """Vertical lines for the steps of ``kernel`` (None: every step, for the trend), each labelled with its
+    number in the page's steps table (the full label is in the table and the hover), and the rows of labels."""
     shapes, notes = [], []
-    for s in steps:
-        if kernel is not None and s.kernel != kernel:
-            continue
+    mine = [(k, s) for k, s in enumerate(steps, 1) if kernel is None or s.kernel == kernel]
+    levels = step_levels([s for _, s in mine], n)
+    for (k, s), level in zip(mine, levels):
         color = CLASS_COLOR["regressed"] if s.delta_pct > 0 else CLASS_COLOR["improved"]
         x = s.index - 0.5  # between the last commit before the step and the first after it
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
                        "line": {"color": color, "width": 1.5, "dash": "dash"}})
-        who = "total" if s.kernel is None else clip(names.get(s.kernel, s.kernel), 28)
         notes.append({"x": x, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                      "font": {"color": color, "size": 11},
-                      "text": plot_text(s.label or f"step {s.delta_pct:+.0f}% {who}")})
-    return shapes, notes
+                      "yshift": 2 + 15 * level, "font": {"color": color, "size": 11}, "text": f"{k}",
+                      "hovertext": plot_text(s.label or f"step {s.delta_pct:+.0f}%")})
+    return shapes, notes, (max(levels) + 1 if levels else 0)
 
 
 def _setup_changes(commits: list[CommitPoint]) -> list[dict]:
@@ -176,7 +202,8 @@ def trend_figure(data: ReportData, stack: int = 8, max_points: int = MAX_POINTS)
                    "customdata": _hover_refs(commits, starts),
                    "hovertemplate": "<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>"
                                     f"<b>total %{{y:.3f}} {label}</b><extra></extra>"})
-    shapes, notes = _step_shapes(data.steps, labels)
+    shapes, notes, rows = _step_shapes(data.steps, n)
+    top = 24 + 15 * rows
     layout = _base_layout(560)
     layout.update({
         "hovermode": "x unified", "shapes": shapes + _setup_changes(commits), "annotations": notes,
@@ -184,8 +211,12 @@ def trend_figure(data: ReportData, stack: int = 8, max_points: int = MAX_POINTS)
         "yaxis": {"title": {"text": f"kernel time per iteration per GPU ({label})"}, "rangemode": "tozero",
                   "gridcolor": "#eee"},
         "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
-        "margin": {"l": 70, "r": 260, "t": 40, "b": 70}})
-    return {"data": traces, "layout": layout}
+        "margin": {"l": 70, "r": 260, "t": top, "b": 70}})
+    narrow = {"height": 340 + top, "showlegend": False, "margin": {"l": 56, "r": 12, "t": top, "b": 56},
+              "xaxis": {"title": {"text": "commit"}, "automargin": True, "tickangle": 0,
+                        **_ticks(commits, xs, 3, inset=True)},
+              "yaxis": {"title": {"text": f"{label} per iteration per GPU"}}}
+    return {"data": traces, "layout": layout, "narrow": {"layout": narrow}}
 
 
 def kernel_figure(data: ReportData, k: KernelSeries, max_points: int = MAX_POINTS) -> dict:
@@ -218,17 +249,27 @@ def kernel_figure(data: ReportData, k: KernelSeries, max_points: int = MAX_POINT
          "name": "time per launch", "line": {"color": "#54a24b"}, "marker": {"size": 4}, "customdata": refs,
          "yaxis": "y3", "hovertemplate": head + f"time per launch %{{y:.3f}} {l_label}<extra></extra>"},
     ]
-    shapes, notes = _step_shapes(data.steps, {k.name: k.short_name}, kernel=k.name)
+    shapes, notes, rows = _step_shapes(data.steps, n, kernel=k.name)
+    top = 24 + 15 * rows
     layout = _base_layout(720)
     layout.update({
         "hovermode": "closest", "shapes": shapes, "annotations": notes, "showlegend": True,
         "legend": {"orientation": "h", "y": -0.12},
         "xaxis": {"anchor": "y3", "showgrid": False, **_ticks(commits, xs)},
-        "yaxis": {"domain": [0.56, 1.0], "title": {"text": f"per iteration ({label})"}, "gridcolor": "#eee"},
+        "yaxis": {"domain": [0.56, 1.0], "title": {"text": f"per iteration ({label})"}, "gridcolor": "#eee",
+                  "automargin": True},
         "yaxis2": {"domain": [0.29, 0.51], "title": {"text": "launches / iter"}, "gridcolor": "#eee",
-                   "rangemode": "tozero"},
-        "yaxis3": {"domain": [0.0, 0.24], "title": {"text": f"per launch ({l_label})"}, "gridcolor": "#eee"}})
-    return {"data": traces, "layout": layout}
+                   "rangemode": "tozero", "automargin": True},
+        "yaxis3": {"domain": [0.0, 0.24], "title": {"text": f"per launch ({l_label})"}, "gridcolor": "#eee",
+                   "automargin": True},
+        "margin": {"l": 70, "r": 20, "t": top, "b": 60}})
+    narrow = {"height": 820, "margin": {"l": 56, "r": 12, "t": top, "b": 96},
+              "legend": {"orientation": "h", "y": -0.06, "yanchor": "top", "font": {"size": 10}},
+              "xaxis": {"automargin": True, "tickangle": 0, **_ticks(commits, xs, 3, inset=True)},
+              "yaxis": {"title": {"text": f"{label}/iter"}, "automargin": True},
+              "yaxis2": {"title": {"text": "launches/iter"}, "automargin": True},
+              "yaxis3": {"title": {"text": f"{l_label}/launch"}, "automargin": True}}
+    return {"data": traces, "layout": layout, "narrow": {"layout": narrow}}
 
 
 def _num(x) -> float:
@@ -299,25 +340,51 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     colors.append(CLASS_COLOR["total"])
     texts.append(f"{after / div:.3f} {label}")
     hovers.append(f"kernel time per iteration per GPU, after: {after / div:.3f} {label}")
-    ends = [b + x for b, x in zip(bases[1:-1], xs[1:-1])] + bases[1:-1] + [before / div, after / div]
-    lo, hi = min(ends), max(ends)
-    pad = (hi - lo) * 0.35 or max(hi * 0.05, 1e-9)
+    lo, hi = waterfall_range([b + x for b, x in zip(bases[1:-1], xs[1:-1])] + bases[1:-1],
+                             before / div, after / div, (wall or before) / div)
     trace = {"type": "bar", "orientation": "h", "y": ys, "x": xs, "base": bases, "marker": {"color": colors},
              "text": texts, "textposition": "outside", "cliponaxis": False, "hovertext": hovers,
              "hovertemplate": "%{hovertext}<extra></extra>", "name": "Δ per iteration"}
-    layout = _base_layout(max(320, 34 * len(ys) + 120))
+    layout = _base_layout(max(340, 34 * len(ys) + 130))
     layout.update({
         "hovermode": "closest", "showlegend": False, "bargap": 0.25,
         "yaxis": {"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
         "xaxis": {"title": {"text": f"kernel time per iteration per GPU ({label}); axis starts at "
-                                    f"{max(lo - pad, 0):.2f}, not 0"}, "range": [max(lo - pad, 0), hi + pad],
-                  "gridcolor": "#eee"},
+                                    f"{lo:.2f}, not 0"}, "range": [lo, hi], "gridcolor": "#eee"},
         "margin": {"l": 20, "r": 40, "t": 30, "b": 60}})
+    notes = []
     if wall:
-        layout["annotations"] = [{"xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "showarrow": False,
-                                  "xanchor": "right", "yanchor": "bottom",
-                                  "text": f"iteration (GPU wall) before: {wall / div:.3f} {label}"}]
-    return {"data": [trace], "layout": layout}
+        notes.append({"xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "showarrow": False, "xanchor": "right",
+                      "yanchor": "bottom", "text": f"iteration (GPU wall) before: {wall / div:.3f} {label}"})
+    if not rows:  # nothing changed beyond noise: say so, on an axis of the iteration's scale (not zoomed to noise)
+        notes.append({"xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
+                      "font": {"size": 16, "color": "#555"}, "bgcolor": "rgba(255,255,255,0.85)",
+                      "text": f"no change: no kernel changed beyond noise ({_pct_text(t.get('delta_pct'))} "
+                              "kernel time)"})
+    layout["annotations"] = notes
+    ticks = {"tickmode": "array", "tickvals": ys, "ticktext": [clip(y, NARROW_NAME) for y in ys]}
+    narrow = {"layout": {"margin": {"l": 12, "r": 12, "t": 30, "b": 56}, "yaxis": ticks,
+                         "xaxis": {"title": {"text": f"{label}/iter/GPU (not from 0)"}},
+                         "annotations": [{**a, "text": "no change beyond noise", "font": {"size": 13}}
+                                         if a["x"] == 0.5 else {**a, "text": f"wall {wall / div:.3f} {label}"}
+                                         for a in notes]},
+              "traces": [{"textposition": "none"}]}
+    return {"data": [trace], "layout": layout, "narrow": narrow}
+
+
+def _pct_text(x) -> str:
+    return f"{x:+.1f}%" if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else "±0%"
+
+
+def waterfall_range(ends: list[float], before: float, after: float, iteration: float) -> tuple[float, float]:
+    """The waterfall's axis: the bars' ends with room for their labels, and at least 1% of the iteration
+    (``iteration``: its GPU wall time, else the kernel time) on either side of the totals, so that an
+    unchanged pair is drawn at the iteration's scale, not zoomed until its noise fills the chart."""
+    points = ends + [before, after]
+    lo, hi = min(points), max(points)
+    pad = (hi - lo) * 0.35
+    need = 0.01 * abs(iteration)
+    return max(min(lo - pad, min(before, after) - need), 0.0), max(hi + pad, max(before, after) + need)
 
 
 def leaderboard_figures(view: LeaderboardView, top: int = 20) -> tuple[dict, dict]:
@@ -335,14 +402,18 @@ def leaderboard_figures(view: LeaderboardView, top: int = 20) -> tuple[dict, dic
                      "marker": {"color": CATEGORY_COLOR[cat]}, "text": [f"{cat} {share:.0%}"],
                      "textposition": "inside", "insidetextanchor": "middle",
                      "hovertemplate": f"{cat}: %{{x:.3f}} {label} ({share:.1%} of the iteration)<extra></extra>"})
-    where = {"data": bars, "layout": {
-        **_base_layout(190), "barmode": "stack", "hovermode": "closest",
-        "legend": {"orientation": "h", "y": -0.45},
+    where = {"data": bars, "layout": {  # the legend above the bar: below, it would meet the axis title
+        **_base_layout(230), "barmode": "stack", "hovermode": "closest",
+        "legend": {"orientation": "h", "x": 0, "y": 1.04, "yanchor": "bottom"},
         "xaxis": {"title": {"text": f"per iteration per GPU ({label}); dashed line: iteration wall time"},
                   "gridcolor": "#eee"},
-        "yaxis": {"showticklabels": False}, "margin": {"l": 20, "r": 20, "t": 20, "b": 70},
+        "yaxis": {"showticklabels": False}, "margin": {"l": 20, "r": 20, "t": 44, "b": 60},
         "shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": wall / div, "x1": wall / div, "y0": 0,
-                    "y1": 1, "line": {"color": "#111", "dash": "dash", "width": 2}}] if wall else []}}
+                    "y1": 1, "line": {"color": "#111", "dash": "dash", "width": 2}}] if wall else []},
+        "narrow": {"layout": {"height": 260, "margin": {"l": 12, "r": 12, "t": 64, "b": 56},
+                              "legend": {"font": {"size": 10}},
+                              "xaxis": {"title": {"text": f"{label}/iter/GPU; dashed: wall"}}},
+                   "traces": [{"textposition": "none"} for _ in bars]}}
     rows = view.rows[:top]
     labels = distinct_labels([(r.name, r.short_name) for r in rows], limit=48)
     label_k, div_k = time_unit(max((r.per_iter_ns or 0.0 for r in rows), default=0.0))
@@ -361,13 +432,19 @@ def leaderboard_figures(view: LeaderboardView, top: int = 20) -> tuple[dict, dic
                              + f"<br>%{{x:.3f}} {label_k} per iteration, %{{customdata[2]}} of the window"
                              "<br>Amdahl ceiling %{customdata[3]}<extra></extra>"})
     order = [_kernel_label(i, r, labels) for i, r in enumerate(rows, 1)]
+    height = max(300, 26 * len(rows) + 110)
     top_fig = {"data": traces, "layout": {
-        **_base_layout(max(300, 26 * len(rows) + 110)), "barmode": "overlay", "hovermode": "closest",
+        **_base_layout(height), "barmode": "overlay", "hovermode": "closest",
         "legend": {"orientation": "h", "y": 1.08, "x": 0},
         "yaxis": {"categoryorder": "array", "categoryarray": order, "autorange": "reversed", "automargin": True,
                   "tickfont": {"size": 11}},
         "xaxis": {"title": {"text": f"time per iteration per GPU ({label_k})"}, "gridcolor": "#eee"},
-        "margin": {"l": 20, "r": 20, "t": 40, "b": 50}}}
+        "margin": {"l": 20, "r": 20, "t": 40, "b": 50}},
+        "narrow": {"layout": {"height": height + 110, "margin": {"l": 12, "r": 12, "t": 12, "b": 150},
+                              "legend": {"y": -0.07, "yanchor": "top", "font": {"size": 10}},
+                              "yaxis": {"tickmode": "array", "tickvals": order,
+                                        "ticktext": [clip(o, NARROW_NAME) for o in order]},
+                              "xaxis": {"title": {"text": f"{label_k}/iter/GPU"}}}}}
     return where, top_fig
 
 

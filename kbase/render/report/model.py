@@ -71,6 +71,26 @@ class StepMarker:
     kernel: str | None  # full kernel name; None: the total kernel time
     delta_pct: float  # size of the step, in percent of the level before it
     label: str = ""
+    kind: str = "step"  # "step" | "creep"
+    short_name: str = ""
+    from_commit: str = ""  # the last commit at the old level: the step's diff page compares it ...
+    to_commit: str = ""  # ... with the first commit at the new level (a creep: at its last level)
+    effect: float = float("nan")  # on the iteration
+    before_ns: float | None = None  # the levels before and after (per iteration per GPU), as kbase steps states them
+    after_ns: float | None = None
+    page: str = ""  # the step's diff page (``StepDiff.page``), "" when it has none
+
+
+@dataclass
+class StepDiff:
+    """The diff page of a detected step: ``kbase.gate`` of the step's commits (``before`` -> ``after``)."""
+
+    before: str  # full commit hashes
+    after: str
+    page: str  # file name: diff-<before>-<after>.html
+    gate: GateResult | None  # None: kbase gate of the pair refused it (``note`` says why)
+    note: str = ""
+    labels: list[str] = field(default_factory=list)  # the steps it shows (several kernels may step at one commit)
 
 
 @dataclass
@@ -125,6 +145,7 @@ class ReportData:
     title: str = ""
     steps: list[StepMarker] = field(default_factory=list)
     gate: GateResult | None = None  # kbase.gate of the diff page's pair (None: no diff page)
+    step_diffs: list[StepDiff] = field(default_factory=list)  # a diff page per detected step (largest first)
     leaderboard: LeaderboardView | None = None
     generated_at: str = ""  # ISO 8601
     notes: list[str] = field(default_factory=list)

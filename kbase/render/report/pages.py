@@ -7,11 +7,13 @@ import hashlib
 import math
 
 from kbase.analysis.diagnosis import LABELS, LEGEND
+from kbase.comparison.result import row_sides
+from kbase.render.diff import cost_line, present
 from kbase.render.leaderboard import fix_lines
 from kbase.render.report import figures as fig
-from kbase.render.report.model import KernelSeries, LeaderboardView, ReportData
+from kbase.render.report.model import KernelSeries, LeaderboardView, ReportData, StepDiff
 from kbase.render.report.safe import clip, html_text
-from kbase.units import fmt_ns_range
+from kbase.units import column_unit, fmt_ns
 
 TC_TEXT = {"tc": ("✓", "tensor cores"), "fallback": ("⚠", "matmul/conv without a tensor-core path"),
            "na": ("-", "not tensor-core work")}
@@ -22,17 +24,11 @@ def kernel_page_name(name: str) -> str:
     return f"kernel-{hashlib.sha1(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}.html"
 
 
-def fmt_ns(ns: float | None) -> str:
-    if ns is None or (isinstance(ns, float) and not math.isfinite(ns)):
-        return "-"
-    a = abs(ns)
-    if a >= 1e9:
-        return f"{ns / 1e9:.3f} s"
-    if a >= 1e6:
-        return f"{ns / 1e6:.3f} ms"
-    if a >= 1e3:
-        return f"{ns / 1e3:.2f} µs"
-    return f"{ns:.0f} ns"
+def table(head: list[str], rows: list[str], cls: str = "") -> str:
+    """A table in its own scrolling box: at 390 px a wide table scrolls inside it, never the page."""
+    heads = "".join(f"<th>{h}</th>" for h in head)
+    return (f'<div class="table-wrap"><table{f" class={cls!r}" if cls else ""}><thead><tr>{heads}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _pct(x, digits: int = 1, signed: bool = False) -> str:
@@ -67,7 +63,7 @@ def _first_last(values: list[float | None]) -> tuple[float | None, float | None]
 
 def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: int,
                max_points: int) -> tuple[str, dict]:
-    """index.html: the trend and a table of the kernels with a page each."""
+    """index.html: the trend, the steps (each with its diff page) and a table of the kernels with a page each."""
     commits = data.commits
     first, last = commits[0].ref, commits[-1].ref
     agg = len(commits) > max_points
@@ -82,25 +78,54 @@ def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: 
         notes.append("no step changes: kbase steps finds none over these baselines")
     rows = []
     labels = fig.distinct_labels([(k.name, k.short_name) for k in kernels_with_pages], limit=80)
-    for k in kernels_with_pages:
-        a, b = _first_last(k.per_iter_ns)
+    stacked = {k.name: fig.PALETTE[i % len(fig.PALETTE)] for i, k in enumerate(data.kernels[:stack])}
+    ends = [_first_last(k.per_iter_ns) for k in kernels_with_pages]
+    unit = column_unit(v for pair in ends for v in pair)
+    for k, (a, b) in zip(kernels_with_pages, ends):
         change = (b - a) / a * 100 if a and b is not None else None
+        swatch = f'<span class="swatch" style="background:{stacked[k.name]}"></span>' if k.name in stacked else ""
         rows.append(
-            f'<tr><td class="name"><a href="{kernel_page_name(k.name)}" title="{html_text(k.name)}">'
+            f'<tr><td class="name">{swatch}<a href="{kernel_page_name(k.name)}" title="{html_text(k.name)}">'
             f"{html_text(labels[k.name])}</a></td><td>{html_text(k.category)}</td>{_tc_cell(k.tc)}"
-            f'<td class="num">{fmt_ns(a)}</td><td class="num">{fmt_ns(b)}</td>'
+            f'<td class="num">{unit(a)}</td><td class="num">{unit(b)}</td>'
             f'<td class="num">{_pct(change, signed=True)}</td></tr>')
     body = (f"<h1>Kernel time per iteration per GPU — {html_text(data.title or data.workload)}</h1>"
             f'<p class="sub">{sub}</p>{_notes(notes)}<div class="chart" id="fig-trend"></div>'
-            "<h2>Kernels (a page each)</h2><table><thead><tr><th>kernel</th><th>category</th><th>TC</th>"
-            "<th>first</th><th>latest</th><th>change</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            + steps_table(data)
+            + "<h2>Kernels (a page each; colour: its band in the trend)</h2>"
+            + table(["kernel", "category", "TC", "first", "latest", "change"], rows))
     return body, {"fig-trend": fig.trend_figure(data, stack=stack, max_points=max_points)}
+
+
+def steps_table(data: ReportData) -> str:
+    """The steps ``kbase steps`` found, numbered as the trend labels them, each with its diff page."""
+    if not data.steps:
+        return ""
+    written = {d.page for d in data.step_diffs if d.gate is not None} | ({"diff.html"} if data.gate else set())
+    why = {d.page: d.note for d in data.step_diffs if d.gate is None}
+    by_commit = {p.ref.commit: p.ref for p in data.commits}
+    unit = column_unit(v for s in data.steps for v in (s.before_ns, s.after_ns))
+    rows = []
+    for k, s in enumerate(data.steps, 1):
+        ref = by_commit.get(s.to_commit) or data.commits[s.index].ref
+        link = (f'<a href="{html_text(s.page)}">{html_text(s.from_commit[:7])}→{html_text(s.to_commit[:7])}</a>'
+                if s.page in written else html_text(why.get(s.page, "no diff page")))
+        rows.append(f'<tr><td class="num">{k}</td><td>{html_text(s.kind)}</td><td class="name" '
+                    f'title="{html_text(s.kernel or "")}">{html_text(clip(s.short_name or s.label, 80))}</td>'
+                    f'<td class="num">{unit(s.before_ns)}</td><td class="num">{unit(s.after_ns)}</td>'
+                    f'<td class="num">{_pct(s.delta_pct, signed=True)}</td><td class="num">{_effect(s.effect)}</td>'
+                    f'<td class="hash">{html_text(ref.commit[:12])}</td>'
+                    f'<td class="hash">{html_text((ref.date or "")[:10])}</td>'
+                    f'<td class="text">{html_text(clip(ref.subject, 100))}</td><td>{link}</td></tr>')
+    return ("<h2>Steps (kbase steps; numbered as on the chart)</h2>"
+            + table(["#", "kind", "kernel", "before/iter", "after/iter", "change", "effect on iter", "commit", "date",
+                     "subject", "diff"], rows))
 
 
 def kernel_page(data: ReportData, k: KernelSeries, max_points: int) -> tuple[str, dict]:
     symbol, tc_text = TC_TEXT.get(k.tc, TC_TEXT["na"])
-    steps = [s for s in data.steps if s.kernel == k.name]
-    step_text = "; ".join(f"{s.delta_pct:+.1f}% at {data.commits[s.index].ref.commit[:12]}" for s in steps
+    steps = [(i, s) for i, s in enumerate(data.steps, 1) if s.kernel == k.name]
+    step_text = "; ".join(f"{i}: {s.delta_pct:+.1f}% at {data.commits[s.index].ref.commit[:12]}" for i, s in steps
                           if 0 <= s.index < len(data.commits))
     body = (f"<h1>{html_text(clip(k.short_name, 120))}</h1>"
             f'<p class="sub"><code>{html_text(k.name)}</code></p>'
@@ -145,42 +170,73 @@ def gate_banner(doc: dict) -> str:
             f"(exit {int(v['code'])})" + "".join(f'<span class="part">; {x}</span>' for x in parts if x) + "</div>")
 
 
-def diff_page(doc: dict) -> tuple[str, dict]:
+def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None) -> tuple[str, dict]:
+    """A diff page: ``doc`` is ``kbase gate --format json``'s document of its pair (the report's pair, or a
+    detected step's: ``step``); ``others``: the step pages to link."""
     b, a = doc["before"], doc["after"]
-    totals = []
-    for key, label in (("iteration_wall", "GPU wall per iteration"), ("step_wall", "CPU step wall time"),
-                       ("kernel", "kernel time per iteration per GPU"), ("compute", "compute"),
-                       ("communication", "communication (NCCL)"), ("memory", "memory")):
-        t = doc["totals"].get(key)
-        if t and t.get("before") is not None:
-            totals.append(f"<tr><td>{label}</td><td class='num'>{fmt_ns(t['before'])}</td>"
-                          f"<td class='num'>{fmt_ns(t['after'])}</td>"
-                          f"<td class='num'>{_pct(t['delta_pct'], signed=True)}</td></tr>")
+    shown = [(label, t) for key, label in (("iteration_wall", "GPU wall per iteration"),
+                                           ("step_wall", "CPU step wall time"),
+                                           ("kernel", "kernel time per iteration per GPU"), ("compute", "compute"),
+                                           ("communication", "communication (NCCL)"), ("memory", "memory"))
+             if present(t := doc["totals"].get(key))]
+    unit = column_unit(v for _, t in shown for v in (t["before"], t["after"]))
+    totals = [f"<tr><td>{label}</td><td class='num'>{unit(t['before'])}</td><td class='num'>{unit(t['after'])}</td>"
+              f"<td class='num'>{_pct(t['delta_pct'], signed=True)}</td></tr>" for label, t in shown]
     rows, _ = fig.waterfall_rows(doc, limit=50)
     krows = []
     labels = fig.distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=80)
+    times = column_unit(v for r in rows for v in row_sides(r))
+    cost = doc.get("cost")
     for r in rows:
         cls = "swap" if r.get("swap") else r["class"]
+        before, after = row_sides(r)
+        money = (f"<td class='num'>{html_text(_money(r.get('cost_per_month'), cost['currency']))}</td>"
+                 if cost else "")
         krows.append(
             f'<tr><td class="cls-{html_text(r["class"])}">{html_text(cls)}</td>'
             f'<td class="name" title="{html_text(r["name"])}">{html_text(labels[r["name"]])}</td>'
-            f"{_tc_cell(r['tc_after'] or r['tc_before'])}<td class='num'>{fmt_ns(r['before'])}</td>"
-            f"<td class='num'>{fmt_ns(r['after'])}</td><td class='num'>{_pct(r['delta_pct'], signed=True)}</td>"
-            f"<td class='num'>{_effect(r['effect'])}</td>"
-            f"<td>{html_text(r.get('diagnosis') or '')}</td><td>{html_text(r.get('amdahl') or '')}</td></tr>")
+            f"{_tc_cell(r['tc_after'] or r['tc_before'])}<td class='num'>{times(before)}</td>"
+            f"<td class='num'>{times(after)}</td><td class='num'>{_pct(r['delta_pct'], signed=True)}</td>"
+            f"<td class='num'>{_effect(r['effect'])}</td>{money}"
+            f"<td class='text'>{html_text(r.get('diagnosis') or '')}</td>"
+            f"<td class='text'>{html_text(r.get('amdahl') or '')}</td></tr>")
     counts = ", ".join(f"{n} {html_text(c)}" for c, n in doc.get("counts", {}).items() if n)
-    body = (f"<h1>Diff: {html_text(b.get('label') or '')} → {html_text(a.get('label') or '')}</h1>"
+    what = ("<p class='sub'>Detected step: " + html_text("; ".join(step.labels)) + "</p>") if step else ""
+    unchanged = "" if rows else ('<p class="nochange">No change: no kernel changed beyond noise '
+                                 f"(kernel time {_pct(doc['totals']['kernel'].get('delta_pct'), signed=True)}).</p>")
+    links = ""
+    if others:
+        links = ("<h2>Diffs of the detected steps</h2><ul class='notes'>"
+                 + "".join(f'<li><a href="{html_text(d.page)}">{html_text(d.before[:12])} → {html_text(d.after[:12])}'
+                           f"</a>: {html_text('; '.join(d.labels))}</li>" for d in others if d.gate is not None)
+                 + "</ul>")
+    head = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ%", "effect on iter"] + (
+        ["cost/month"] if cost else []) + ["diagnosis", "Amdahl"]
+    body = (f"<h1>Diff: {html_text(_side_label(b))} → {html_text(_side_label(a))}</h1>"
             f'<p class="sub">{html_text(b.get("commit") or "")} → {html_text(a.get("commit") or "")}; '
-            f"{html_text(a.get('workload') or '')}; {a.get('gpus')} GPU(s); kernels: {counts}</p>"
+            f"{html_text(a.get('workload') or '')}; {a.get('gpus')} GPU(s); kernels: {counts}</p>" + what
             + _verdict_html(doc)
+            + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
             + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
             + "<h2>Where the kernel time moved (waterfall, per iteration per GPU)</h2>"
-            '<div class="chart" id="fig-diff"></div><h2>Totals</h2><table><thead><tr><th></th><th>before</th>'
-            "<th>after</th><th>Δ</th></tr></thead><tbody>" + "".join(totals) + "</tbody></table>"
-            "<h2>Changed kernels and what they are worth (Amdahl)</h2><table><thead><tr><th>class</th><th>kernel</th>"
-            "<th>TC</th><th>before/iter</th><th>after/iter</th><th>Δ%</th><th>effect on iter</th><th>diagnosis</th>"
-            "<th>Amdahl</th></tr></thead><tbody>" + "".join(krows) + "</tbody></table>")
+            '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
+            + table(["", "before", "after", "Δ"], totals)
+            + "<h2>Changed kernels and what they are worth (Amdahl)</h2>" + table(head, krows) + links)
     return body, {"fig-diff": fig.diff_figure(doc)}
+
+
+def _side_label(side: dict) -> str:
+    """A side as the heading names it: its label, a full commit hash in it cut to 12 characters."""
+    label, commit = side.get("label") or "", side.get("commit") or ""
+    if commit and label.startswith(commit):  # a step's side: named by its full hash
+        return commit[:12]
+    return label
+
+
+def _money(x, currency: str) -> str:
+    from kbase.units import fmt_money
+
+    return fmt_money(x, currency) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
 
 
 def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
@@ -192,21 +248,24 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
                "no matmul/convolution kernels")
     rows = []
     labels = fig.distinct_labels([(r.name, r.short_name) for r in view.rows[:top]], limit=80)
-    for i, r in enumerate(view.rows[:top], 1):  # the columns in ``kbase top``'s order: the four reads first
+    shown = view.rows[:top]
+    total, avg, per_iter = (column_unit(getattr(r, f) for r in shown) for f in ("total_ns", "avg_ns", "per_iter_ns"))
+    span = column_unit(v for r in shown for v in (r.min_ns, r.max_ns))
+    for i, r in enumerate(shown, 1):  # the columns in ``kbase top``'s order: the four reads first
         ceiling = f"{r.amdahl_ceiling:.3f}x" if r.amdahl_ceiling else "∞"
         why = "; ".join(x for x in (r.tc_reason if r.tc == "fallback" else "", r.diagnosis_reason
                                     if r.diagnosis else "") if x)
         rows.append(
             f"<tr><td class='num'>{i}</td><td class='name' title='{html_text(r.name)}'>{html_text(labels[r.name])}"
-            f"</td>{_tc_cell(r.tc, r.tc_reason)}<td class='num'>{r.count:,}</td><td class='num'>{fmt_ns(r.total_ns)}"
-            f"</td><td class='num'>{fmt_ns(r.avg_ns)}</td><td class='num'>{fmt_ns_range(r.min_ns, r.max_ns)}</td>"
+            f"</td>{_tc_cell(r.tc, r.tc_reason)}<td class='num'>{r.count:,}</td><td class='num'>{total(r.total_ns)}"
+            f"</td><td class='num'>{avg(r.avg_ns)}</td><td class='num'>{span.range(r.min_ns, r.max_ns)}</td>"
             f"<td class='num'>{_share(r.share_kernel)}</td>"
             f"<td class='diag-{html_text(r.diagnosis or 'none')}' title='{html_text(r.diagnosis_reason)}'>"
             f"{html_text(LABELS.get(r.diagnosis or '', ''))}</td><td class='num'>{_share(r.share_window)}</td>"
-            f"<td class='num'>{fmt_ns(r.per_iter_ns)}</td>"
+            f"<td class='num'>{per_iter(r.per_iter_ns)}</td>"
             f"<td class='num'>{'-' if r.launches_per_iter is None else f'{r.launches_per_iter:,.1f}'}</td>"
             f"<td class='num'>{ceiling}</td><td>{html_text(r.category)}</td>"
-            f"<td>{'fragmented' if r.fragmented else ''}</td><td class='why'>{html_text(why)}</td></tr>")
+            f"<td>{'fragmented' if r.fragmented else ''}</td><td class='why text'>{html_text(why)}</td></tr>")
     busy = view.compute_ns + view.communication_ns + view.memory_ns
     overlap = busy > view.wall_ns if view.wall_ns == view.wall_ns else False
     notes = [tc_line] + fix_lines((r.tc, r.tc_reason) for r in view.rows[:top])
@@ -219,9 +278,10 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>'
             '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
             '<div class="chart" id="fig-top"></div>'
-            "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>TC</th><th>Count</th><th>Total</th>"
+            "<h2>Leaderboard</h2><div class='table-wrap'><table><thead><tr><th>#</th><th>kernel</th><th>TC</th>"
+            "<th>Count</th><th>Total</th>"
             "<th>Avg</th><th>Min–Max</th><th>%kernel</th><th>Diagnosis</th><th>%window</th><th>/iter/GPU</th>"
             "<th>launches/iter</th><th>Amdahl max</th><th>category</th><th>flags</th><th>why (⚠ fix; diagnosis)</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
             f'<p class="sub">{html_text(LEGEND)}</p>')
     return body, {"fig-where": where, "fig-top": top_fig}

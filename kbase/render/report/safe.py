@@ -15,10 +15,11 @@ commit subjects from git. Three contexts, three escapers:
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import re
+
+from kbase.display import clip, html_text  # noqa: F401 - re-exported: the report's escapers, one definition each
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 _JSON_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -33,11 +34,6 @@ def visible(text: str) -> str:
     return inert(text)
 
 
-def html_text(text: object) -> str:
-    """Escape for HTML element text or a quoted attribute value."""
-    return html.escape(visible(str(text)), quote=True)
-
-
 def plot_text(text: object, width: int = 0) -> str:
     """Escape for a plotly label or hover text; ``width`` > 0 wraps long text into lines of that many
     characters (plotly never wraps a C++ template name by itself)."""
@@ -50,11 +46,6 @@ def plot_text(text: object, width: int = 0) -> str:
 
 def _entities(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("$", "&#36;")
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters with an ellipsis."""
-    return text if len(text) <= limit else text[: max(limit - 1, 1)] + "…"
 
 
 def strict(value):

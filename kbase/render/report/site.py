@@ -2,8 +2,9 @@
 
 Layout of ``out_dir``::
 
-    index.html            trend of kernel time per iteration per GPU over commits
+    index.html            trend of kernel time per iteration per GPU over commits, and the steps found
     diff.html             waterfall, totals, Amdahl figures and verdict of one diff (when given)
+    diff-<a>-<b>.html     the same for each detected step's commits (``ReportData.step_diffs``)
     leaderboard.html      where one baseline's iteration goes (when given)
     kernel-<hash>.html    one page per top kernel
     assets/               plotly-basic.min.js (vendored, MIT, once for all pages), report.js, report.css
@@ -94,10 +95,10 @@ def _write_pages(data: ReportData, out: OutputDir, kernel_pages: int, stack_kern
               "Times are per iteration per GPU. Charts: plotly.js (MIT), bundled in assets/.")
     title = f"kbase — {data.title or data.workload}"
     written: list[Path] = []
+    from kbase.render.diff import diff_doc
+
     doc = None
     if data.gate is not None:
-        from kbase.render.diff import diff_doc
-
         doc = diff_doc(data.gate.comparison, data.gate.verdict)  # as kbase gate --format json writes it
     banner = pages.gate_banner(doc) if doc is not None else ""  # every page states the gate's verdict
 
@@ -105,8 +106,14 @@ def _write_pages(data: ReportData, out: OutputDir, kernel_pages: int, stack_kern
         written.append(out.write(file, _page(f"{heading} — {title}", here, nav, built[0], built[1], footer, banner)))
 
     write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
+    step_pages = [d for d in data.step_diffs if d.gate is not None]
     if doc is not None:
-        write("diff.html", "Diff", "diff.html", pages.diff_page(doc))
+        write("diff.html", "Diff", "diff.html", pages.diff_page(doc, others=step_pages))
+    for d in step_pages:
+        assert d.gate is not None
+        step_doc = diff_doc(d.gate.comparison, d.gate.verdict)
+        write(d.page, f"Step {d.before[:12]} → {d.after[:12]}", "",
+              pages.diff_page(step_doc, step=d, others=step_pages))
     if data.leaderboard is not None:
         write("leaderboard.html", "Leaderboard", "leaderboard.html", pages.leaderboard_page(data.leaderboard))
     for k in with_pages:

@@ -1,0 +1,59 @@
+"""Names are data, wherever they are shown: the escapers every layer may use (``inert``, ``html_text``; the
+output formats' other escapers build on them in ``render.safe``), and the small HTML table kbase's objects show
+in a notebook (``html_table``). A leaf module: the objects that show themselves live in every layer.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# C0, DEL, C1; bidi marks, embeddings, overrides and isolates; line/paragraph separators; BOM; surrogates.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff"
+                     "\ud800-\udfff]")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): show the byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: object) -> str:
+    """``text`` on one line with every character that could act on a terminal or reorder text escaped."""
+    return _UNSAFE.sub(_escape_char, str(text))
+
+
+def html_text(text: object) -> str:
+    """Escape for HTML element text or a quoted attribute value."""
+    return html.escape(inert(text), quote=True)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: max(limit - 1, 1)] + "…"
+
+
+def html_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, caption: str = "",
+               notes: Sequence[str] = (), numeric: Iterable[int] = ()) -> str:
+    """A small HTML table for a notebook (``_repr_html_``): every header, cell, caption and note escaped
+    (``html_text``), so a kernel name shows as written and never acts as markup. ``numeric``: the indexes of
+    right-aligned columns."""
+    right = set(numeric)
+
+    def cell(tag: str, i: int, value: object) -> str:
+        style = ' style="text-align:right"' if i in right else ' style="text-align:left"'
+        return f"<{tag}{style}>{html_text(value)}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
+    top = f"<p><b>{html_text(caption)}</b></p>" if caption else ""
+    tail = "".join(f"<p><small>{html_text(n)}</small></p>" for n in notes)
+    return (f'<div class="kbase-repr">{top}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+            f"{tail}</div>")
