@@ -64,8 +64,17 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
     from kbase.comparison.history import steps_report
 
     settings = settings or Settings.load()
+
+    def read(rd: StoreReader) -> StepsReport:  # either read path: the levels blobs of the line's baselines
+        return steps_report(rd, workload or settings.workload, settings.repo, last=last, rev=rev)
+
+    fast = _fast_read(settings, store, read)
+    if fast is not None:
+        return fast
+    from kbase.store.reader import EngineReader
+
     with _store(settings, store, readonly=True) as st:
-        return steps_report(st.engine, workload or settings.workload, settings.repo, last=last, rev=rev)
+        return read(EngineReader(st.engine))
 
 
 def history_steps(h: KernelHistory) -> list[KernelStep] | None:

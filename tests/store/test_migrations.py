@@ -29,12 +29,13 @@ def test_head_revision_follows_the_scripts(tmp_path, monkeypatch):
 
     fake = tmp_path / "migrations"
     shutil.copytree(schema_names.migrations_dir(), fake)
-    (fake / "versions" / "0099_next.py").write_text('revision: str = "0099"\ndown_revision: str | None = "0008"\n')
+    head = schema_names.head_revision()
+    (fake / "versions" / "0099_next.py").write_text(f'revision: str = "0099"\ndown_revision: str | None = "{head}"\n')
     monkeypatch.setattr(schema_names, "migrations_dir", lambda: fake)
     schema_names.head_revision.cache_clear()
     try:
         assert schema_names.head_revision() == "0099"
-        (fake / "versions" / "0100_fork.py").write_text('revision = "0100"\ndown_revision = "0008"\n')
+        (fake / "versions" / "0100_fork.py").write_text(f'revision = "0100"\ndown_revision = "{head}"\n')
         schema_names.head_revision.cache_clear()
         with pytest.raises(schema_names.StoreError, match="2 heads"):
             schema_names.head_revision()
@@ -51,6 +52,7 @@ from kbase.store import engine as kdb
 from kbase.store import open_store as store_open
 from kbase.store import queries
 from kbase.synth.generate import ExportSpec, generate_export
+from tests.store.kernel_tables import assert_same_kernels, dump_kernels
 
 FIRST = "0001"
 
@@ -93,14 +95,20 @@ ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe
 
 
 def _dump(engine) -> dict:
-    """Every row of the baseline data tables (columns of the first revision), for before/after comparison."""
-    out = {}
+    """Every row of the baseline and name tables (columns of the first revision), for before/after comparison;
+    the kernel data as ``kernel_tables.dump_kernels`` reads it from either layout."""
+    out: dict = {}
     with engine.connect() as conn:
-        for table in ("baseline", "kernel_name", "baseline_kernel"):
+        for table in ("baseline", "kernel_name"):
             res = conn.execute(text(f"SELECT * FROM {table} ORDER BY id"))
             keep = [i for i, k in enumerate(res.keys()) if k not in ADDED_LATER]
             out[table] = [tuple(r[i] for i in keep) for r in res.fetchall()]
-    return out
+    return out | {"kernels": dump_kernels(engine)}
+
+
+def _same(a: dict, b: dict) -> None:
+    assert a["baseline"] == b["baseline"] and a["kernel_name"] == b["kernel_name"]
+    assert_same_kernels(a["kernels"], b["kernels"])
 
 
 def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_leaderboards):
@@ -124,7 +132,7 @@ def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_l
     engine = kdb.open_store(url).engine  # a newer kbase opens it: upgraded to head automatically
     current, head, _ = kdb.schema_state(engine, url)
     assert current == head == kdb.head_revision()
-    assert _dump(engine) == before
+    _same(before, _dump(engine))
     with engine.connect() as conn:  # every row kept; the duplicate is copy 1 of the same capture
         copies = conn.execute(text("SELECT id, capture_copy FROM baseline ORDER BY id")).fetchall()
     assert [c for _, c in copies] == [0, 0, 1]
@@ -150,10 +158,11 @@ def test_downgrade_upgrade_round_trips(url, two_leaderboards):
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, FIRST)
     assert kdb.schema_state(engine, url)[0] == FIRST
-    assert _dump(engine) == before  # the downgrade only drops the acceptance table
+    _same(before, _dump(engine))  # kernel tables back to rows; then every revision's own columns dropped
     kdb.upgrade(engine, url)
     assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
-    assert _dump(engine) == before
+    assert _dump(engine)["kernels"].keys() == before["kernels"].keys()
+    _same(before, _dump(engine))
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "base")
