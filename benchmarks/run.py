@@ -1,7 +1,7 @@
 """kbase performance benchmark: snapshot, diff/gate, store at scale, CLI start-up, top against the floor
-and against nsys-ai, top from the store.
+and against nsys-ai, top from the store, bytes per stored baseline, history reads at 5,000 and 50,000.
 
-    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6]
+    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6,S7,S8]
 
 Every command is timed as a fresh child process (what a CI job pays), wall time by
 ``time.perf_counter`` around ``os.wait4``, peak RSS from the same ``wait4`` rusage. Figures are
@@ -92,15 +92,17 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
 # --------------------------------------------------------------------------- bulk-written stores
 
 
-def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: int, log) -> Path:
-    """A store of ``n`` baselines written by ``kbase.synth.history.write_bulk_history`` (cached)."""
+def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: int, log, blob_pool: int = 0) -> Path:
+    """A store of ``n`` baselines written by ``kbase.synth.history.write_bulk_history`` (cached;
+    ``blob_pool``: as ``write_bulk_history``'s)."""
     from kbase.store import open_store
     from kbase.store.engine import head_revision
     from kbase.synth.history import write_bulk_history
 
     db = out / f"{name}.db"
     # v3: baselines with summaries and launch sketches (v2 stores compared nothing per iteration)
-    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": head_revision(), "v": 3}
+    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": head_revision(), "v": 3,
+            "blob_pool": blob_pool}
     side = out / f"{name}.json"
     if db.exists() and fresh(side, want):
         return db
@@ -109,7 +111,8 @@ def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: in
     t0 = time.perf_counter()
     store = open_store(f"sqlite:///{db}")
     try:
-        write_bulk_history(store.engine, n, workload="bulk", n_kernels=kernels, iterations=iterations)
+        write_bulk_history(store.engine, n, workload="bulk", n_kernels=kernels, iterations=iterations,
+                           blob_pool=blob_pool)
     finally:
         store.close()
     log(f"  written in {time.perf_counter() - t0:.0f} s")
@@ -212,13 +215,14 @@ def compile_kbase() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from store_bench import s7_store_size, s8_steps
     from top_bench import s5_real_exports, s6_top_1m
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="S1 at 1M only, S3 with 500 baselines, fewer runs")
     ap.add_argument("--with-10m", action="store_true", help="run S1 at 10M kernels even with --quick")
     ap.add_argument("--out", type=Path, help="results.json and cached inputs (default: a new temp dir)")
-    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6", help="comma-separated scenarios to run")
+    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S7,S8", help="comma-separated scenarios to run")
     args = ap.parse_args(argv)
     if shutil.which("sqlite3") is None:
         print("benchmark: the sqlite3 command-line shell is needed for the floors", file=sys.stderr)
@@ -248,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         s5_real_exports(out, res, log, runs=3 if quick else 5)
     if "S6" in only:
         s6_top_1m(out, res, log, runs=3 if quick else 5)
+    if "S7" in only:
+        s7_store_size(out, res, log)
+    if "S8" in only:
+        s8_steps(out, res, log, runs=3, sizes=(5_000,) if quick else (5_000, 50_000))
     total = time.perf_counter() - t_start
     header = (f"kbase benchmark ({'quick' if quick else 'full'}), {os.cpu_count()} cores, load average "
               f"{load_start} at start, {loadavg()} at end; {total:.0f} s in all")

@@ -66,9 +66,8 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
         return out
     for bid, commit, created_at, workload, branch, fmt, levels in rows:
         p = packed(bid, fmt, levels)
-        try:
-            i = p.ints("name_id").index(name_id)
-        except ValueError:
+        i = p.index("name_id", name_id)
+        if i is None:
             continue
         count, total, avg, per_iter, share = LevelRows(p).history_row(i)
         out.append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
@@ -107,9 +106,9 @@ def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray
         j = col.get(bid)
         if j is None:
             continue
-        packed(bid, fmt, levels)
+        p = packed(bid, fmt, levels)
         try:
-            name_id, per_iter = level_arrays(_blob(levels))
+            name_id, per_iter = level_arrays(p)
         except (PackedError, KeyError, ValueError) as exc:
             raise _decode_error(bid, exc) from None
         if not len(name_id):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
 from kbase.store.kernel_blobs import LOSSLESS_BITS, QUANTILE_BITS, SAMPLE_BITS, mantissa_codes, mantissa_values
-from kbase.store.packed import LZMA, ZLIB, Packed, PackedError, pack
+from kbase.store.packed import Packed, PackedError, pack
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,7 +46,7 @@ def encode_samples(ns: np.ndarray, count: np.ndarray, bits: int = SAMPLE_BITS) -
     med = _row_median(codes, has)
     pred = np.where(has, med[:, None], 0)
     return pack(k, {"count_median": (c_med, {}), "count": ((c - c_med[:, None]).ravel(), {}),
-                    "ns_median": (med, {}), "ns": ((codes - pred).ravel(), {})}, {"keys": n, "bits": bits}, ZLIB)
+                    "ns_median": (med, {}), "ns": ((codes - pred).ravel(), {})}, {"keys": n, "bits": bits})
 
 
 def decode_samples(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +134,7 @@ def _pack_sketches(sk: np.ndarray, finite: np.ndarray, present: np.ndarray, coun
         "missing": ((~finite).astype(np.int64).ravel(), {}),
         "chunk_count": ((chunk_count - _even_split(np.asarray(counts, dtype=np.int64)[present])).ravel(), {}),
         "chunk_total": ((by_mean if use_mean else by_prev).ravel(), {}),
-    }, {"bits": bits, "total_bits": SAMPLE_BITS, "unit": unit, "total_from": "mean" if use_mean else "previous"}, LZMA)
+    }, {"bits": bits, "total_bits": SAMPLE_BITS, "unit": unit, "total_from": "mean" if use_mean else "previous"})
 
 
 def _total_prediction(codes: np.ndarray, finite: np.ndarray, chunk_count: np.ndarray, bits: int,

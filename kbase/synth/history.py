@@ -149,12 +149,17 @@ def _bulk_mix(n_kernels: int) -> list[KernelSpec]:
 
 def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_kernels: int = 30,
                        iterations: int = 10, gpus: int = 8, steps: Sequence[InjectedStep] = (), seed: int = 0,
-                       chunk: int = 200) -> list[str]:
+                       chunk: int = 200, blob_pool: int = 0) -> list[str]:
     """Write ``n_baselines`` baselines (one per commit, synthetic hashes) in bulk; returns the commits.
 
     ``steps`` apply as in ``generate_history`` (``at`` counts baselines). Each baseline is stored as
     ``save_leaderboard`` stores a snapshot: its summary (window, GPUs, iteration keys: what the diff
-    compares per iteration), per-iteration samples (float32, summed over GPUs) and launch sketches.
+    compares per iteration), per-iteration samples (summed over GPUs) and launch sketches.
+
+    ``blob_pool`` > 0: the samples and sketches blobs of baseline ``b`` are those of baseline
+    ``b % blob_pool`` (each baseline's own leaderboard columns still): encoding them costs ~30 ms a
+    500-kernel baseline, and a store for reads that never decode them (``kbase steps``, ``history``,
+    ``list``) needs only their sizes. 0: every baseline its own.
     """
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
@@ -191,6 +196,7 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
         ids = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
         name_ids = [ids[name_hash(n)] for n in names]
         first_id = (conn.execute(select(bt.c.id).order_by(bt.c.id.desc()).limit(1)).scalar() or 0) + 1
+        pool: list[tuple[bytes | None, bytes | None]] = []
         for lo in range(0, n_baselines, chunk):
             hi = min(lo + chunk, n_baselines)
             base_rows, kernel_rows = [], []
@@ -217,8 +223,11 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                     window_gpu_ns=window_ns * gpus, total_kernel_ns=int(kernel_ns), compute_ns=int(by_cat["compute"]),
                     communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]), fingerprint=fp,
                     summary_json=summary, kbase_version=__version__).model_dump())
-                kernel_rows.append(_bulk_kernels(first_id + b, name_ids, total, per, cnt, sketches, window_ns, gpus,
-                                                 iterations))
+                row = _bulk_kernels(first_id + b, name_ids, total, per, cnt, sketches, window_ns, gpus, iterations,
+                                    pool[b % blob_pool] if blob_pool and b >= blob_pool else None)
+                if blob_pool and b < blob_pool:
+                    pool.append((row["samples"], row["sketches"]))
+                kernel_rows.append(row)
             conn.execute(bt.insert(), base_rows)
             conn.execute(bk.insert(), kernel_rows)
         stored = {r[0] for r in conn.execute(select(wk.c.name_id).where(wk.c.workload == workload))}
@@ -228,9 +237,11 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
 
 
 def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
-                  sketches: np.ndarray, window_ns: int, gpus: int, iterations: int) -> dict[str, Any]:
+                  sketches: np.ndarray, window_ns: int, gpus: int, iterations: int,
+                  reuse: tuple[bytes | None, bytes | None] | None = None) -> dict[str, Any]:
     """One bulk baseline's ``baseline_kernels`` row: its columns derived as ``build_leaderboard`` derives
-    them (whole-ns totals and medians, shares of the window's GPU time), in rank order, encoded."""
+    them (whole-ns totals and medians, shares of the window's GPU time), in rank order, encoded;
+    ``reuse``: (samples, sketches) blobs to store instead of encoding this baseline's own."""
     from kbase.store.kernel_blobs import FORMAT, KernelTable, encode
 
     order = np.argsort(-total, kind="stable")
@@ -245,11 +256,13 @@ def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per:
                     per_iter_ns=tot / units, share_window=share, gpus=np.full(len(tot), gpus, dtype=np.int64),
                     median_ns=np.rint(avg), min_ns=(avg * 0.9).astype(np.int64), max_ns=(avg * 1.1).astype(np.int64),
                     std_ns=avg * 0.02, count_per_iter=count / units, share_kernel=tot / int(tot.sum()),
-                    amdahl_ceiling=amdahl, fragmented=np.zeros(len(tot), dtype=bool), iter_ns=per[order],
-                    iter_count=cnt[order].astype(np.float64), sketches=sketches[order])
+                    amdahl_ceiling=amdahl, fragmented=np.zeros(len(tot), dtype=bool))
+    if reuse is None:
+        t.iter_ns, t.iter_count, t.sketches = per[order], cnt[order].astype(np.float64), sketches[order]
     blobs = encode(t)
+    samples, sketch_blob = reuse if reuse is not None else (blobs.samples, blobs.sketches)
     return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(tot), "levels": blobs.levels,
-            "board": blobs.board, "samples": blobs.samples, "sketches": blobs.sketches}
+            "board": blobs.board, "samples": samples, "sketches": sketch_blob}
 
 
 def _bulk_summary(total: np.ndarray, by_cat: dict[str, float], window_ns: int, gpus: int, models: str,
