@@ -81,7 +81,7 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
         data.notes += [f"steps: {note}" for note in found.notes]
         shown = [*_flagged(data.gate), *dict.fromkeys(s.kernel for s in data.steps if s.kernel)]
         ids = top_kernel_ids(reader, points, TOP_KERNELS if top_kernels is None else top_kernels, shown)
-        data.kernels = kernel_series(reader, workload, points, ids)
+        data.kernels = kernel_series(reader, points, ids)
         data.leaderboard = leaderboard_view(reader, points[after if n >= 2 else -1].ref)
     return data
 

@@ -126,7 +126,7 @@ def _band(idx: np.ndarray, samples: list, gpus: np.ndarray, n: int) -> tuple[lis
     return _opt(low), _opt(high)
 
 
-def kernel_series(reader: StoreReader, workload: str, points: list[CommitPoint], ids: list[int]) -> list[KernelSeries]:
+def kernel_series(reader: StoreReader, points: list[CommitPoint], ids: list[int]) -> list[KernelSeries]:
     """The series of kernels ``ids`` over ``points``, largest first."""
     n = len(points)
     where: dict[int, int] = {}  # baseline id -> commit index (pooled captures only)
@@ -138,19 +138,19 @@ def kernel_series(reader: StoreReader, workload: str, points: list[CommitPoint],
         gpu_units[i] = p.units * max(p.gpus, 1)
         aligned[i] = p.unit == "iteration"
     names = {r[0]: r for r in reader.names_by_id(ids)}
-    rows = reader.kernel_series(ids, workload)
+    columns, samples = reader.kernel_series(ids, sorted(where))
     # Columns, then one bincount per quantity: a Python loop over 250,000 rows cost seconds.
-    columns = list(zip(*rows)) if rows else [()] * 6
-    commit_idx = np.fromiter((where.get(b, -1) for b in columns[0]), dtype=np.int64, count=len(rows))
+    rows = len(columns["baseline_id"])
+    commit_idx = np.fromiter((where.get(b, -1) for b in columns["baseline_id"].tolist()), dtype=np.int64, count=rows)
     pos = {nid: k for k, nid in enumerate(ids)}
-    kernel_pos = np.fromiter((pos[nid] for nid in columns[1]), dtype=np.int64, count=len(rows))
+    kernel_pos = np.fromiter((pos[nid] for nid in columns["name_id"].tolist()), dtype=np.int64, count=rows)
     keep = commit_idx >= 0
     flat = kernel_pos[keep] * n + commit_idx[keep]
     size = len(ids) * n
-    count = np.bincount(flat, weights=np.asarray(columns[2], float)[keep], minlength=size).reshape(len(ids), n)
-    total = np.bincount(flat, weights=np.asarray(columns[3], float)[keep], minlength=size).reshape(len(ids), n)
+    count = np.bincount(flat, weights=columns["count"].astype(float)[keep], minlength=size).reshape(len(ids), n)
+    total = np.bincount(flat, weights=columns["total_ns"].astype(float)[keep], minlength=size).reshape(len(ids), n)
     seen = np.bincount(flat, minlength=size).reshape(len(ids), n) > 0
-    gpus = np.asarray(columns[4], dtype=np.int64)
+    gpus = columns["gpu_count"]
     out = []
     with np.errstate(divide="ignore", invalid="ignore"):
         for k, nid in enumerate(ids):
@@ -161,7 +161,7 @@ def kernel_series(reader: StoreReader, workload: str, points: list[CommitPoint],
             per_launch = np.where(seen[k] & (count[k] > 0), total[k] / count[k], np.nan)
             sel = np.flatnonzero(keep & (kernel_pos == k))
             sel = sel[aligned[commit_idx[sel]]]  # per-window-second captures have no iteration samples
-            low, high = _band(commit_idx[sel], [columns[5][i] for i in sel], gpus[sel], n)
+            low, high = _band(commit_idx[sel], [samples[i] for i in sel], gpus[sel], n)
             _, name, short, category, tc, _family = names[nid]
             out.append(KernelSeries(name=name, short_name=short, category=category, tc=tc,
                                     per_iter_ns=_opt(per_iter), launches_per_iter=_opt(launches),

@@ -250,9 +250,9 @@ def _commit_levels_array(levels: np.ndarray, col: list[int], n_commits: int) -> 
     import numpy as np
 
     levels = np.asarray(levels, dtype=float)
-    finite = np.isfinite(levels)
     if n_commits == len(col) and col == list(range(n_commits)):  # one baseline per commit: the levels
-        return np.where(finite, levels, np.nan)
+        return levels if not np.isinf(levels).any() else np.where(np.isinf(levels), np.nan, levels)
+    finite = np.isfinite(levels)
     out = np.full((len(levels), n_commits), np.nan)
     groups: dict[int, list[int]] = {}
     for j, c in enumerate(col):
@@ -270,11 +270,12 @@ def series_steps(values: Sequence[float], commits: list[str], *, min_rel: float 
     """(step or creep, from_commit, first_commit, to_commit) of one kernel's per-commit levels
     (NaN: not run at that commit, skipped); steps inside a creep are reported as the creep."""
     series: Any
+    ok: Any  # positions of the finite levels: a numpy array for a numpy row (its items index a list as ints do)
     if _is_array(values):  # a numpy row
         import numpy as np
 
-        ok = np.flatnonzero(np.isfinite(values)).tolist()
-        series = values[ok]  # type: ignore[call-overload]
+        ok = np.flatnonzero(np.isfinite(values))
+        series = values[ok]
     else:
         ok = [i for i, v in enumerate(values) if math.isfinite(v)]
         series = [values[i] for i in ok]

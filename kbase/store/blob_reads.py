@@ -128,26 +128,34 @@ def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray
     return np.asarray(ids, dtype=np.int64), out[: len(ids)]
 
 
-def series_rows(rows: list[tuple], name_ids: list[int]) -> list[tuple]:
-    """(baseline_id, name_id, count, total_ns, gpu_count, iter_ns or None) of the kernels ``name_ids`` in
-    ``kernel_series`` rows; iter_ns: the kernel's ns per iteration key summed over GPUs (float64)."""
+def series_rows(rows: list[tuple], name_ids: list[int]) -> tuple[dict[str, np.ndarray], list[np.ndarray | None]]:
+    """The kernels ``name_ids`` in ``kernel_series`` rows, as columns (``baseline_id``, ``name_id``, ``count``,
+    ``total_ns``, ``gpu_count``: one entry per kernel and baseline) and each entry's ns per iteration key
+    summed over GPUs (float64; None without samples). Numpy per baseline: the report reads thousands."""
+    import numpy as np
+
     from kbase.store.sample_blobs import decode_samples
 
-    wanted = set(name_ids)
-    out: list[tuple] = []
-    for bid, gpu_count, fmt, levels, samples in rows:
+    wanted = np.asarray(sorted(set(name_ids)), dtype=np.int64)
+    cols: dict[str, list] = {"baseline_id": [], "name_id": [], "count": [], "total_ns": [], "gpu_count": []}
+    samples: list[np.ndarray | None] = []
+    for bid, gpu_count, fmt, levels, sample_blob in rows:
         p = packed(bid, fmt, levels)
-        ids = p.ints("name_id")
-        at = [i for i, n in enumerate(ids) if n in wanted]
-        if not at:
-            continue
-        count, total = p.ints("count"), p.ints("total_ns")
-        ns = None
-        if samples is not None:
-            packed(bid, fmt, samples)
-            try:
-                ns = decode_samples(_blob(samples))[0]
-            except (PackedError, KeyError, ValueError) as exc:
-                raise _decode_error(bid, exc) from None
-        out += [(bid, ids[i], count[i], total[i], gpu_count, None if ns is None else ns[i]) for i in at]
-    return out
+        try:
+            ids = p.array("name_id")
+            at = np.flatnonzero(np.isin(ids, wanted))
+            if not len(at):
+                continue
+            ns = None
+            if sample_blob is not None:
+                packed(bid, fmt, sample_blob)  # the format check
+                ns = decode_samples(_blob(sample_blob), at.tolist())[0]  # those kernels' rows alone
+            for key, values in (("name_id", ids[at]), ("count", p.array("count")[at]),
+                                ("total_ns", p.array("total_ns")[at])):
+                cols[key].append(values)
+        except (PackedError, KeyError, ValueError) as exc:
+            raise _decode_error(bid, exc) from None
+        cols["baseline_id"].append(np.full(len(at), bid, dtype=np.int64))
+        cols["gpu_count"].append(np.full(len(at), gpu_count, dtype=np.int64))
+        samples += [None] * len(at) if ns is None else list(ns)
+    return {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}, samples

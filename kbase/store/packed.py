@@ -328,17 +328,29 @@ class Packed:
             a.byteswap()
         return a.tolist()
 
-    def array(self, name: str, n: int | None = None) -> np.ndarray:
-        """Column ``name`` as a numpy array: int64, or float64 for a float column."""
+    def array(self, name: str, n: int | None = None, *, rows: tuple[np.ndarray, int] | None = None) -> np.ndarray:
+        """Column ``name`` as a numpy array: int64, or float64 for a float column (``n``: the length of an
+        all-zero column). ``rows`` = (row indices, values per row): of a column that is a matrix flattened
+        row by row, those rows alone, as a (len(indices), values per row) matrix (not for delta columns)."""
         import numpy as np
 
-        kind, count, raw = self._raw(name)
+        kind, count, raw = self._planes(name)
+        width = kind & WIDTH_MASK
+        if rows is not None:
+            at, per = rows
+            if not count:
+                return np.zeros((len(at), per), dtype=np.float64 if kind & FLOAT else np.int64)
+            if kind & DELTA or count % max(per, 1):
+                raise PackedError(f"packed columns: column {name} is not a matrix of rows of {per}")
+            planes = np.frombuffer(raw, dtype=np.uint8).reshape(width, -1, per)[:, at, :]
+        elif not count:
+            return np.zeros(self.rows if n is None else n, dtype=np.float64 if kind & FLOAT else np.int64)
+        else:
+            planes = np.frombuffer(raw, dtype=np.uint8).reshape(width, count)
+        # un-shuffle: value bytes j of every value are plane j; numpy puts them back side by side
+        u = np.ascontiguousarray(np.moveaxis(planes, 0, -1)).view(f"<u{width}")[..., 0].astype(np.uint64)
         if kind & FLOAT:
-            return np.frombuffer(raw, dtype="<f8").astype(np.float64) if count else np.zeros(
-                self.rows if n is None else n)
-        if not count:
-            return np.zeros(self.rows if n is None else n, dtype=np.int64)
-        u = np.frombuffer(raw, dtype=f"<u{kind & WIDTH_MASK}").astype(np.uint64)
+            return u.view(np.float64)
         v = u.view(np.int64)
         if kind & ZIGZAG:
             v = (u >> np.uint64(1)).view(np.int64) ^ -(u & np.uint64(1)).view(np.int64)

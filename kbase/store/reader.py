@@ -255,12 +255,18 @@ class StoreReader(Generic[B, A]):
         """(id, name, short_name, category, tc, family) of the given kernel names."""
         return self.rows_in("names_by_id", {}, "ids", name_ids)
 
-    def kernel_series(self, name_ids: list[int], workload: str) -> list[tuple]:
-        """(baseline_id, name_id, count, total_ns, gpu_count, iter_ns) of the given kernels in every baseline
-        of ``workload`` (iter_ns: ns per iteration key summed over GPUs, float64; None without samples)."""
+    def kernel_series(self, name_ids: list[int], baseline_ids: list[int]) -> tuple[dict[str, np.ndarray], list]:
+        """The given kernels in the given baselines: columns ``baseline_id``, ``name_id``, ``count``,
+        ``total_ns``, ``gpu_count`` (an entry per kernel and baseline), and each entry's ns per iteration
+        key summed over GPUs (float64; None without samples). ``LIST_CHUNK`` baselines' blobs at a time."""
+        import numpy as np
+
         from kbase.store.blob_reads import series_rows
 
-        return series_rows(self.rows("kernel_series", {"workload": workload}), name_ids)
+        parts = [series_rows(self.rows("kernel_series", {"ids": baseline_ids[i : i + LIST_CHUNK]}), name_ids)
+                 for i in range(0, len(baseline_ids), LIST_CHUNK)] or [series_rows([], name_ids)]
+        columns = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
+        return columns, [s for p in parts for s in p[1]]
 
     def leaderboard_view(self, baseline_id: int) -> list[tuple]:
         """(name, short_name, category, tc, per_iter_ns, count_per_iter, avg_ns, share_window, share_kernel,

@@ -49,15 +49,17 @@ def encode_samples(ns: np.ndarray, count: np.ndarray, bits: int = SAMPLE_BITS) -
                     "ns_median": (med, {}), "ns": ((codes - pred).ravel(), {})}, {"keys": n, "bits": bits})
 
 
-def decode_samples(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(ns, launches) per kernel and iteration key, float64 (kernels, keys)."""
-    p = Packed(blob)
-    k, n = p.rows, int(p.meta["keys"])
-    c = p.array("count_median")[:, None] + p.array("count", k * n).reshape(k, n)
+def decode_samples(blob: bytes, rows: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, launches) per kernel and iteration key, float64 (kernels, keys); of the kernels ``rows`` only
+    when given (the report's series: 25 kernels of each of thousands of baselines)."""
     import numpy as np
 
-    pred = np.where(c > 0, p.array("ns_median")[:, None], 0)
-    codes = pred + p.array("ns", k * n).reshape(k, n)
+    p = Packed(blob)
+    k, n = p.rows, int(p.meta["keys"])
+    at = np.arange(k) if rows is None else np.asarray(rows, dtype=np.int64)
+    c = p.array("count_median")[at, None] + p.array("count", rows=(at, n))
+    pred = np.where(c > 0, p.array("ns_median")[at, None], 0)
+    codes = pred + p.array("ns", rows=(at, n))
     return mantissa_values(codes, int(p.meta["bits"])), c.astype(np.float64)
 
 

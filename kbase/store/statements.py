@@ -195,9 +195,9 @@ def trend_baselines() -> Select:
 
 @_statement
 def kernel_series() -> Select:
-    """Every baseline of a workload with its ``levels`` and ``samples`` (the report's kernel series)."""
+    """Some baselines with their ``levels`` and ``samples`` (the report's kernel series)."""
     return (select(bk.baseline_id, bt.gpu_count, bk.format, bk.levels, bk.samples)
-            .join(BASELINE, bt.id == bk.baseline_id).where(bt.workload == bindparam("workload")))
+            .join(BASELINE, bt.id == bk.baseline_id).where(bk.baseline_id.in_(_in("ids"))))
 
 
 # ------------------------------------------------------------------------------------------ compiled text

@@ -98,3 +98,16 @@ def test_one_zstd_context_per_thread():
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert all(pool.map(read, range(40)))
     assert packed._zstd("decompressor") is packed._zstd("decompressor")
+
+
+def test_rows_of_a_matrix_column():
+    """The report reads 25 kernels' samples of each baseline: a matrix column's rows decode alone."""
+    rng = np.random.default_rng(3)
+    m = rng.integers(-5000, 5000, size=(30, 7))
+    p = Packed(pack(30, {"m": (m.ravel(), {}), "z": (np.zeros(30 * 7, dtype=np.int64), {})}))
+    at = np.array([0, 3, 29, 3])
+    np.testing.assert_array_equal(p.array("m", rows=(at, 7)), m[at])
+    np.testing.assert_array_equal(p.array("z", rows=(at, 7)), np.zeros((4, 7)))
+    np.testing.assert_array_equal(p.array("m").reshape(30, 7), m)
+    with pytest.raises(PackedError):
+        p.array("m", rows=(at, 8))
