@@ -104,3 +104,15 @@ def assert_same_kernels(before: dict, after: dict) -> None:
             np.testing.assert_array_equal(np.nan_to_num(sa[:, :, COUNT]), np.nan_to_num(sb[:, :, COUNT]))
             np.testing.assert_allclose(np.nan_to_num(sa[:, :, TOTAL]), np.nan_to_num(sb[:, :, TOTAL]),
                                        rtol=2.0 ** -(SAMPLE_BITS + 1), atol=0.5)
+
+
+def downgrade(engine, url: str, revision: str) -> None:
+    """Alembic's downgrade of the store to ``revision``, in one transaction (as ``engine.upgrade`` upgrades)."""
+    from alembic import command
+
+    from kbase.store.engine import alembic_config
+
+    cfg = alembic_config(url)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)

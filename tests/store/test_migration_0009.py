@@ -25,7 +25,7 @@ from kbase.readers import source
 from kbase.store import engine as kdb
 from kbase.synth.generate import ExportSpec, generate_export
 from tests.conftest import run_kbase
-from tests.store.kernel_tables import assert_same_kernels, dump_kernels
+from tests.store.kernel_tables import assert_same_kernels, downgrade, dump_kernels
 
 BEFORE = "0008"
 
@@ -130,13 +130,8 @@ def _write_head(engine, captures) -> None:
 
 
 def _store_at_0008(url: str, captures) -> None:
-    from alembic import command
-
     engine = kdb.make_engine(url)
-    cfg = kdb.alembic_config(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, BEFORE)
+    kdb.upgrade(engine, url, BEFORE)
     _write_0008(engine, captures)
     engine.dispose()
 
@@ -197,18 +192,13 @@ def test_a_0008_store_converts_to_what_this_kbase_stores(backend, captures):
 
 
 def test_downgrade_writes_the_rows_back(backend, captures):
-    from alembic import command
-
     url = backend("down.db")
     _store_at_0008(url, captures)
     engine = kdb.make_engine(url)
     original = dump_kernels(engine)
     kdb.upgrade(engine, url)
     blobs = _blobs(url)
-    cfg = kdb.alembic_config(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, BEFORE)
+    downgrade(engine, url, BEFORE)
     assert kdb.schema_state(engine, url)[0] == BEFORE
     assert_same_kernels(original, dump_kernels(engine))  # rows again: leaderboard exact, samples as stored
     kdb.upgrade(engine, url)

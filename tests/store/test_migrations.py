@@ -52,7 +52,7 @@ from kbase.store import engine as kdb
 from kbase.store import open_store as store_open
 from kbase.store import queries
 from kbase.synth.generate import ExportSpec, generate_export
-from tests.store.kernel_tables import assert_same_kernels, dump_kernels
+from tests.store.kernel_tables import assert_same_kernels, downgrade, dump_kernels
 
 FIRST = "0001"
 
@@ -112,15 +112,11 @@ def _same(a: dict, b: dict) -> None:
 
 
 def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_leaderboards):
-    from alembic import command
 
     engine = kdb.make_engine(url)
     kdb.upgrade(engine, url)
     ids = _fill(engine, url, two_leaderboards)
-    cfg = kdb.alembic_config(url)
-    with engine.begin() as conn:  # the rows as a first-revision store holds them
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, FIRST)
+    downgrade(engine, url, FIRST)  # the rows as a first-revision store holds them
     assert kdb.schema_state(engine, url)[0] == FIRST
     with engine.begin() as conn:  # and a duplicate capture, as concurrent snapshots could leave one then
         cols = [c for c in conn.execute(text("SELECT * FROM baseline")).keys() if c != "id"]
@@ -146,26 +142,20 @@ def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_l
 
 
 def test_downgrade_upgrade_round_trips(url, two_leaderboards):
-    from alembic import command
 
     _st = store_open(url)
 
     engine, _ = _st.engine, _st.url
     _fill(engine, url, two_leaderboards)
     before = _dump(engine)
-    cfg = kdb.alembic_config(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, FIRST)
+    downgrade(engine, url, FIRST)
     assert kdb.schema_state(engine, url)[0] == FIRST
     _same(before, _dump(engine))  # kernel tables back to rows; then every revision's own columns dropped
     kdb.upgrade(engine, url)
     assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
     assert _dump(engine)["kernels"].keys() == before["kernels"].keys()
     _same(before, _dump(engine))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "base")
+    downgrade(engine, url, "base")
     assert kdb.schema_state(engine, url)[0] is None
     kdb.upgrade(engine, url)
     assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
