@@ -6,7 +6,8 @@
 - ``BaselineKernels``: one row per baseline holding its whole kernel table — every leaderboard column,
   the per-iteration samples (ns and launches per key of ``Baseline.iteration_keys``, summed over GPUs)
   and the launch sketches (``analysis.sketch``) — as packed-column blobs (``kernel_blobs``). Until 0009
-  this was a row per kernel (``baseline_kernel``): ~700 KiB per 500-kernel baseline, now ~50-60 KiB.
+  this was a row per kernel (``baseline_kernel``): ~700 KiB per 500-kernel x 50-iteration baseline, now
+  ~40-60 KiB (docs/store-format.md).
 - ``WorkloadKernel``: the kernel names each workload has stored.
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
@@ -95,7 +96,7 @@ class KernelName(SQLModel, table=True):
 
 class BaselineKernels(SQLModel, table=True):
     """One baseline's kernel table (0009): its leaderboard rows, per-iteration samples and launch sketches as
-    four packed-column blobs (``kernel_blobs``; docs/store-format.md), about 110 bytes per kernel. ``levels``
+    four packed-column blobs (``kernel_blobs``; docs/store-format.md), ~80-120 bytes per kernel. ``levels``
     first: a history read (``kbase steps``, ``history``) reads that column alone, ahead of the rest of the row."""
 
     __tablename__ = "baseline_kernels"
@@ -112,7 +113,8 @@ class BaselineKernels(SQLModel, table=True):
 
 
 class WorkloadKernel(SQLModel, table=True):
-    """Which kernel names a workload's baselines hold (kernel lookup by ``--name``), one row per pair."""
+    """Which kernel names a workload's baselines hold (kernel lookup by ``--name``), one row per pair; written
+    with each baseline, kept when one is deleted (the name stays findable; its history lists what is left)."""
 
     __tablename__ = "workload_kernel"
     __table_args__ = {"sqlite_with_rowid": False}
