@@ -37,6 +37,7 @@ from bench_common import (  # noqa: E402
     rev_of,
     rm_store,
     run_child,
+    source_hash,
     timed_pairs,
 )
 
@@ -95,6 +96,8 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
 def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: int, log, blob_pool: int = 0) -> Path:
     """A store of ``n`` baselines written by ``kbase.synth.history.write_bulk_history`` (cached;
     ``blob_pool``: as ``write_bulk_history``'s)."""
+    from store_bench import ENCODER
+
     from kbase.store import open_store
     from kbase.store.engine import head_revision
     from kbase.synth.history import write_bulk_history
@@ -102,7 +105,7 @@ def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: in
     db = out / f"{name}.db"
     # v3: baselines with summaries and launch sketches (v2 stores compared nothing per iteration)
     want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": head_revision(), "v": 3,
-            "blob_pool": blob_pool}
+            "blob_pool": blob_pool, "encoder": source_hash(*ENCODER)}
     side = out / f"{name}.json"
     if db.exists() and fresh(side, want):
         return db

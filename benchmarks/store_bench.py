@@ -27,7 +27,21 @@ import sys
 import time
 from pathlib import Path
 
-from bench_common import REPO, Results, build_in_child, fresh, kbase_cmd, loadavg, med, rm_store, timed_pairs
+from bench_common import (
+    REPO,
+    Results,
+    build_in_child,
+    fresh,
+    kbase_cmd,
+    loadavg,
+    med,
+    rm_store,
+    source_hash,
+    timed_pairs,
+)
+
+# the store's encoder: a cached store or size is stale when it changes
+ENCODER = [REPO / "kbase" / "store" / f for f in ("packed.py", "kernel_blobs.py", "sample_blobs.py")]
 
 KIB = 1024
 S7_BASELINES = 20
@@ -79,7 +93,8 @@ def ensure_size_store(out: Path, kernels: int, iterations: int, n: int, url: str
     from kbase.synth.history import write_bulk_history
 
     side = out / f"s7_{kernels}x{iterations}_{'pg' if url else 'sqlite'}.json"
-    want = {"kernels": kernels, "iterations": iterations, "n": n, "schema": head_revision(), "v": 1}
+    want = {"kernels": kernels, "iterations": iterations, "n": n, "schema": head_revision(), "v": 1,
+            "encoder": source_hash(*ENCODER)}
     if url is None and fresh(side, want) and "sizes" in json.loads(side.read_text()):
         return side
     db = out / f"s7_{kernels}x{iterations}.db"
@@ -123,7 +138,7 @@ def ensure_snapshot_sizes(out: Path, n: int, log) -> Path:
     from kbase.synth.names import scaled_kernel_mix
 
     side = out / "s7_snapshots.json"
-    want = {"n": n, "schema": head_revision(), "v": 1}
+    want = {"n": n, "schema": head_revision(), "v": 1, "encoder": source_hash(*ENCODER)}
     if fresh(side, want) and "sizes" in json.loads(side.read_text()):
         return side
     db = out / "s7_snapshots.db"

@@ -98,7 +98,7 @@ def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None,
     commits = first_parent_line(repo, rev, 10 * last)
     if commits is None:
         notes.append("no git repository: baselines in creation order")
-    bs = reader.line_baselines(workload, commits=commits, limit=last)
+    bs = reader.line_points(workload, commits=commits, limit=last)
     if bs:
         kept = [b for b in bs if b.fingerprint == bs[-1].fingerprint]
         if len(kept) < len(bs):

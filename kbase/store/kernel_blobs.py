@@ -315,9 +315,8 @@ def level_arrays(p: Packed) -> tuple[np.ndarray, np.ndarray]:
     ids, total = p.array("name_id"), p.array("total_ns")
     d = p.meta.get("d_iter")
     per_iter = total / d if d is not None else np.full(len(total), np.nan)
-    res = p.array("per_iter_ns")
-    if res.any():
-        per_iter = (per_iter.view(np.int64) ^ res).view(np.float64)
+    if not p.is_zero("per_iter_ns"):
+        per_iter = (per_iter.view(np.int64) ^ p.array("per_iter_ns")).view(np.float64)
     return ids, per_iter
 
 

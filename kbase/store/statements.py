@@ -108,6 +108,21 @@ def line_baselines_newest() -> Select:
                   bindparam("limit"))
 
 
+def _point():
+    """What ``kbase steps`` needs of each baseline of a line (``reader.LinePoint``): not the whole row."""
+    return select(bt.id, bt.commit, bt.created_at, bt.fingerprint, bt.aligned, bt.window_ns, bt.iterations_used)
+
+
+@_statement
+def line_points_at() -> Select:
+    return _point().where(*_line_where(), bt.commit.in_(_in("commits")))
+
+
+@_statement
+def line_points_newest() -> Select:
+    return _first(_point().where(*_line_where()).order_by(bt.created_at.desc(), bt.id.desc()), bindparam("limit"))
+
+
 # ------------------------------------------------------------------------------------------ kernel tables
 # One ``baseline_kernels`` row per baseline: four packed-column blobs (``kernel_blobs``). A history read
 # takes ``levels`` alone (the row's first blob: the rest of the row is not read).

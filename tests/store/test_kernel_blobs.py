@@ -144,3 +144,35 @@ def test_a_table_without_samples_or_sketches():
     assert d.iter_ns is None and d.sketches is None and d.total_ns.tolist() == t.total_ns.tolist()
     empty = _table(np.random.default_rng(6), k=0)
     assert len(decode(encode(empty))) == 0
+
+
+def test_level_matrix_of_many_blobs_equals_each_decoded():
+    """``kbase steps`` decodes the levels of thousands of baselines in batches (blobs stored alike at once):
+    the matrix equals one built from each blob decoded on its own, whatever mix of kernel counts, NULL levels
+    and levels that are not total / d_iter (stored in a residual) the baselines hold."""
+    from kbase.store.blob_reads import level_matrix
+    from kbase.store.kernel_blobs import FORMAT
+
+    rng = np.random.default_rng(9)
+    rows, tables = [], {}
+    for bid in range(1, 41):
+        t = _table(rng, k=int(rng.choice([5, 5, 5, 8, 30])))
+        t.name_id = rng.choice(60, size=len(t), replace=False).astype(np.int64)
+        if bid % 7 == 0:
+            t.per_iter_ns[1] = np.nan  # NULL: a level of 0
+        if bid % 11 == 0:
+            t.per_iter_ns[0] *= 1 + 1e-12  # not total / d_iter: kept in the residual
+        tables[bid] = t
+        rows.append((bid, FORMAT, encode(t).levels))
+    want_ids = sorted({int(i) for t in tables.values() for i in t.name_id})
+    ids = list(range(3, 41)) + [99]  # some baselines asked for, one that has no blob
+    got_ids, got = level_matrix(rows, ids)
+    order = np.argsort(got_ids)  # (rows in the order names were met)
+    got_ids, got = got_ids[order], got[order]
+    assert got_ids.tolist() == [i for i in want_ids if any(i in tables[b].name_id for b in ids if b in tables)]
+    want = np.full(got.shape, np.nan)
+    for j, bid in enumerate(ids):
+        if bid in tables:
+            t = decode(encode(tables[bid]), samples=False, sketches=False)
+            want[np.searchsorted(got_ids, t.name_id), j] = np.nan_to_num(t.per_iter_ns, nan=0.0)
+    np.testing.assert_array_equal(got, want)
