@@ -31,6 +31,7 @@ class Run:
     wall_s: float
     maxrss_bytes: int
     rc: int
+    cpu_s: float = 0.0  # user + system CPU of the child (wait4): what a loaded machine cannot inflate
 
 
 def loadavg() -> str:
@@ -64,7 +65,7 @@ def run_child(cmd: list[str], cwd: Path, ok_codes=(0,), stdout_path: Path | None
     if rc not in ok_codes:
         tail = err_path.read_text(errors="replace")[-2000:]
         raise SystemExit(f"benchmark: {' '.join(map(str, cmd))} exited {rc}\n{tail}")
-    return Run(wall, usage.ru_maxrss * 1024, rc)  # ru_maxrss: KiB on Linux
+    return Run(wall, usage.ru_maxrss * 1024, rc, usage.ru_utime + usage.ru_stime)  # ru_maxrss: KiB on Linux
 
 
 def med(xs) -> float:

@@ -233,12 +233,12 @@ class LevelRows:
         one kernel of each of thousands of baselines (the float columns decoded only when not predicted)."""
         lv = self._levels
         count, total = lv.int_at("count", i), lv.int_at("total_ns", i)
-        out = []
-        for name, predicted in (("avg_ns", total / count if count else NAN),
-                                ("per_iter_ns", _ratio([total], self.meta.get("d_iter"))[0]),
-                                ("share_window", _ratio([total], self.meta.get("d_window"))[0])):
-            out.append((NAN if predicted != predicted else predicted) if lv.is_zero(name) else
-                       _apply([predicted], [lv.int_at(name, i)])[0])
+        d_iter, d_window = self.meta.get("d_iter"), self.meta.get("d_window")
+        out = [total / count if count else NAN, NAN if d_iter is None else total / d_iter,
+               NAN if d_window is None else total / d_window]
+        for j, name in enumerate(("avg_ns", "per_iter_ns", "share_window")):
+            if not lv.is_zero(name):  # not the prediction: the stored residual says how
+                out[j] = _apply([out[j]], [lv.int_at(name, i)])[0]
         return count, total, out[0], out[1], out[2]
 
     def _decode(self, name: str) -> list:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 MAGIC = b"KBP"
 VERSION = 1
 ZLIB, LZMA, ZSTD = 1, 2, 3
+_CODECS = frozenset({ZLIB, LZMA, ZSTD})
 ZSTD_LEVEL = 15  # the sketches' size of LZMA2 preset 6 (+-1%) in half its time; decoding ~15x faster than zlib
 WIDTH_MASK, ZIGZAG, DELTA, FLOAT = 0x0F, 0x10, 0x20, 0x40
 # (read, not written: preset 6 with a 1 MiB window, what the format's first drafts measured against zstd)
@@ -166,11 +167,11 @@ class Packed:
     """A decoded blob's header; each column is decompressed when asked for."""
 
     def __init__(self, blob: bytes) -> None:
-        if not isinstance(blob, bytes):
-            blob = bytes(blob) if isinstance(blob, bytearray | memoryview) else b""
+        if type(blob) is not bytes:
+            blob = bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else b""
         if blob[:3] != MAGIC:
             raise PackedError("not packed columns (bad magic)")
-        if len(blob) < 5 or blob[3] != VERSION or blob[4] not in (ZLIB, LZMA, ZSTD):
+        if len(blob) < 5 or blob[3] != VERSION or blob[4] not in _CODECS:
             raise PackedError(f"packed columns: version {blob[3] if len(blob) > 3 else '?'} is not one this "
                               "kbase reads (upgrade kbase)")
         self._blob = blob
