@@ -256,7 +256,8 @@ def s8_steps(out: Path, res: Results, log, runs: int = 3, sizes: tuple[int, ...]
                 f"<= {wall_t} s", wall <= wall_t, best=min(r.wall_s for r in got["steps"]),
                 note=f"python -c pass {ref:.3f} s; 0008: 12.6 s, 1,059 MiB at 5,000 (issue 30)")
         res.add("S8", "  CPU (user + system)", med([r.cpu_s for r in got["steps"]]), "s", runs,
-                best=min(r.cpu_s for r in got["steps"]), note="the wall time on an idle machine, less the reads' waits")
+                best=min(r.cpu_s for r in got["steps"]),
+                note="other processes cannot inflate it: about an idle machine's wall time")
         res.add("S8", "  peak RSS (max of runs)", rss, "MiB", runs, f"<= {rss_t:.0f} MiB" if rss_t else "",
                 rss <= rss_t if rss_t else None)
         hist = med([r.wall_s for r in got["history"]])
