@@ -5,6 +5,7 @@ docs/export-format.md's (``store.export_files``)."""
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +65,9 @@ def export_baselines(folder: Path | str, settings: Settings | None = None, *, wo
 
     settings = settings or Settings.load()
     path = Path(folder)
+    if not os.path.lexists(path) and not path.parent.is_dir():
+        raise InputError(f"cannot be created: folder {path.parent} does not exist", field="export_dir",
+                         value=str(path))
     result = ExportResult(path)
     with OutputDir(path, "export_dir") as d:
         with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
