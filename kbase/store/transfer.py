@@ -135,6 +135,8 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
     """The given baselines as ``Stored`` (kernel tables, names and content digests)."""
     from sqlalchemy import select
 
+    from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
+    from kbase.store.kernel_blobs import empty_table, encode
     from kbase.store.models import BASELINE, BASELINE_KERNELS, KERNEL_NAME
 
     cols = _columns()
@@ -159,8 +161,12 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
             if t is not None:
                 blobs = {b: (bytes(getattr(t, b)) if getattr(t, b) is not None else None) for b in BLOBS}
                 positions = [order.setdefault(n, len(order)) for n in _name_ids(t.levels)]
+            else:  # no kernel table stored: the empty one
+                e = encode(empty_table())
+                blobs = {"levels": e.levels, "board": e.board, "samples": e.samples, "sketches": e.sketches}
             listed = [names[n] for n in order]
-            out[bid] = Stored(bid, row, listed, positions, blobs, int(t.format) if t is not None else 0,
+            out[bid] = Stored(bid, row, listed, positions, blobs,
+                              int(t.format) if t is not None else KERNELS_FORMAT,
                               int(t.kernels) if t is not None else 0, _content(row, [n[0] for n in listed], blobs))
     return out
 
