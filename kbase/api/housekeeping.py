@@ -4,6 +4,7 @@ branches), never one that a kept branch's history or an acceptance needs."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ from kbase.settings import Settings
 
 if TYPE_CHECKING:
     from kbase.store.engine import Store
-    from kbase.store.models import Baseline
+    from kbase.store.models import Acceptance, Baseline
     from kbase.store.records import AcceptanceRecord, BaselineRecord
 
     AnyBaseline = Baseline | BaselineRecord
@@ -65,7 +66,8 @@ class PruneResult:
         return f"<PruneResult {verb} {len(self.deleted)}, keeps {len(self.kept)} of {len(self.items)}>"
 
 
-def _acceptance_needs(acc: list[AcceptanceRecord], rows: list[AnyBaseline], repo) -> dict[int, str]:
+def _acceptance_needs(acc: Sequence[Acceptance | AcceptanceRecord], rows: Sequence[AnyBaseline],
+                      repo) -> dict[int, str]:
     """Baseline id -> why an acceptance needs it: the baselines at an accepted commit (the gate's after side) and
     the nearest stored first-parent ancestor's (its before side), of the acceptance's workload."""
     from kbase.gitrepo import first_parents

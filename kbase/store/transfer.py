@@ -437,8 +437,8 @@ def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
 
     values = row_values(f.row)
     bid = int(conn.execute(BASELINE.insert().values(**values).returning(BASELINE.c.id)).scalar_one())
-    names = [tuple(n) for n in f.header["names"]]
-    local = name_ids(conn, names)  # type: ignore[arg-type]
+    names: list[tuple[str, str, str, str, str]] = [(n[0], n[1], n[2], n[3], n[4]) for n in f.header["names"]]
+    local = name_ids(conn, names)
     levels = f.blobs["levels"]
     assert levels is not None
     ids = [local[names[i][0]] for i in _name_ids(levels)]
