@@ -3,6 +3,7 @@ branches), never one that a kept branch's history or an acceptance needs."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -126,7 +127,13 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
         tips[name] = tip
     history = reachable(repo, tips.values())
     cutoff = (now or datetime.now(UTC)) - age if age is not None else None
-    with _store(settings, store) as st:
+    from kbase.store.engine import NoStoreError
+
+    with contextlib.ExitStack() as stack:
+        try:  # a dry run only reads (and creates no store)
+            st = stack.enter_context(_store(settings, store, readonly=not yes))
+        except NoStoreError:
+            return PruneResult([], tips, age, applied=yes)
         reader = EngineReader(st.engine)
         rows = sorted(reader.list_baselines(workload=workload), key=lambda b: (b.created_at, b.id or 0))
         needs = _acceptance_needs(reader.list_acceptances(), rows, repo)
