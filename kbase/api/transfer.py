@@ -6,51 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbase.errors import InputError
 from kbase.settings import Settings
+from kbase.store.transfer import ExportResult, ImportResult
 
 if TYPE_CHECKING:
     from kbase.store.engine import Store
 
 from kbase.api.common import _store
-
-
-@dataclass
-class ExportResult:
-    """What ``export_baselines`` did: baselines and acceptances looked at, files written (their names), files the
-    folder held already, baselines left out because the folder holds their tombstone."""
-
-    folder: Path
-    baselines: int = 0
-    acceptances: int = 0
-    written: int = 0
-    present: int = 0
-    tombstoned: int = 0
-    files: list[str] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        return f"<ExportResult {self.written} written, {self.present} already in {self.folder}>"
-
-
-@dataclass
-class ImportResult:
-    """What ``import_baselines`` did: baselines added (their new ids), already stored, deleted by tombstones,
-    left out because of a tombstone, acceptances added."""
-
-    folder: Path
-    added: int = 0
-    already: int = 0
-    deleted: int = 0
-    skipped_tombstoned: int = 0
-    acceptances_added: int = 0
-    added_ids: list[int] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        return f"<ImportResult {self.added} added, {self.already} already stored, {self.deleted} deleted>"
 
 
 def export_baselines(folder: Path | str, settings: Settings | None = None, *, workload: str | None = None,
@@ -71,9 +37,7 @@ def export_baselines(folder: Path | str, settings: Settings | None = None, *, wo
     result = ExportResult(path)
     with OutputDir(path, "export_dir") as d:
         with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-            done = export(st, d, workload)
-            result = ExportResult(path, done.baselines, done.acceptances, done.written, done.present,
-                                  done.tombstoned, done.files)
+            result = export(st, d, workload)
     return result
 
 
@@ -92,6 +56,4 @@ def import_baselines(folder: Path | str, settings: Settings | None = None, *,
         raise InputError("is not a folder" if path.exists() or path.is_symlink() else "no such folder",
                          field="import_dir", value=str(path))
     with OutputDir(path, "import_dir", create=False) as d, _store(settings, store) as st:
-        done = import_folder(st, d)
-    return ImportResult(path, done.added, done.already, done.deleted, done.skipped_tombstoned,
-                        done.acceptances_added, done.added_ids)
+        return import_folder(st, d)

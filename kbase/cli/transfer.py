@@ -64,7 +64,7 @@ def export(
     settings = make_settings(repo=repo, db=db, name=name)
     result = kbase.export_baselines(folder, settings, workload=name)
     if not quiet:
-        console(stderr=True).print(render.export_summary(result), highlight=False, markup=False)
+        console(stderr=True).print(render.export_summary(result), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("import")
@@ -83,4 +83,4 @@ def import_cmd(
     settings = make_settings(repo=repo, db=db)
     result = kbase.import_baselines(folder, settings)
     if not quiet:
-        console(stderr=True).print(render.import_summary(result), highlight=False, markup=False)
+        console(stderr=True).print(render.import_summary(result), highlight=False, markup=False, soft_wrap=True)

@@ -56,7 +56,7 @@ def print_prune(result: Any, console: Any, *, quiet: bool = False, wide: bool = 
                  "workload": i.baseline.workload, "commit": i.baseline.commit[:12], "branch": i.baseline.branch or "–",
                  "created": i.baseline.created_at.strftime("%Y-%m-%d %H:%M"), "why": i.why} for i in result.items]
         print_table(console, PRUNE_COLUMNS, rows, wide=wide)
-    console.print(prune_summary(result), highlight=False, markup=False)
+    console.print(prune_summary(result), highlight=False, markup=False, soft_wrap=True)
 
 
 def export_summary(result: Any) -> str:

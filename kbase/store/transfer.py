@@ -297,7 +297,11 @@ def conflict(first: str, second: str, key: tuple) -> InputError:
 
 
 @dataclass
-class Exported:
+class ExportResult:
+    """What an export did: baselines and acceptances looked at, files written (their names), files the folder
+    held already, baselines left out because the folder holds their tombstone."""
+
+    folder: Path
     baselines: int = 0
     acceptances: int = 0
     written: int = 0
@@ -305,8 +309,11 @@ class Exported:
     tombstoned: int = 0
     files: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return f"<ExportResult {self.written} written, {self.present} already in {self.folder}>"
 
-def export(st: Store, d: OutputDir, workload: str | None = None) -> Exported:
+
+def export(st: Store, d: OutputDir, workload: str | None = None) -> ExportResult:
     """Write into the folder each stored baseline (of ``workload``, else all) and acceptance it does not hold
     yet; a baseline whose key it holds with the same content, or a tombstone of, is left alone; with another
     content, refused (``conflict``) before anything is written. Nothing in the folder is ever rewritten."""
@@ -316,7 +323,7 @@ def export(st: Store, d: OutputDir, workload: str | None = None) -> Exported:
 
     folder = read_folder(d, check_blobs=False)  # (what this export compares with: keys and contents)
     present = {f.key: (name, f.content) for name, f in sorted(folder.baselines.items(), reverse=True)}
-    out = Exported()
+    out = ExportResult(d.path)
     plan: list[tuple[str, bytes]] = []
     with st.engine.connect() as conn:
         q = select(BASELINE.c.id).order_by(BASELINE.c.id)
@@ -359,16 +366,23 @@ def export(st: Store, d: OutputDir, workload: str | None = None) -> Exported:
 
 
 @dataclass
-class Imported:
+class ImportResult:
+    """What an import did: baselines added (their new ids), already stored, deleted by tombstones, left out
+    because of a tombstone, acceptances added."""
+
+    folder: Path
     added: int = 0
     already: int = 0
     deleted: int = 0
-    acceptances_added: int = 0
     skipped_tombstoned: int = 0
+    acceptances_added: int = 0
     added_ids: list[int] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return f"<ImportResult {self.added} added, {self.already} already stored, {self.deleted} deleted>"
 
-def import_folder(st: Store, d: OutputDir) -> Imported:
+
+def import_folder(st: Store, d: OutputDir) -> ImportResult:
     """Merge the folder into the store: every file checked first (a bad one: ``InputError`` naming it), then
     conflicts (two files, or a file and a stored baseline, of one key with different content: refused, naming
     both), then in one transaction: the baselines the store lacks, the stored baselines a tombstone deletes,
@@ -377,7 +391,7 @@ def import_folder(st: Store, d: OutputDir) -> Imported:
 
     folder = read_folder(d)
     chosen: dict[tuple, tuple[str, BaselineFile]] = {}
-    out = Imported()
+    out = ImportResult(d.path)
     for key, files in folder.by_key().items():
         first_name, first = files[0]
         for other_name, other in files[1:]:

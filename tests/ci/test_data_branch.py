@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.gitrepos import commit as _commit
+from helpers.gitrepos import git as _git
 from helpers.workflow_runner import run_job
 
 pytestmark = pytest.mark.slow
@@ -33,15 +35,8 @@ PROFILE_STEP = "Profile the training job (PLACEHOLDER)"
 INSTALL_STEP = "Install kbase"
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _commit(repo: Path, text: str, message: str) -> str:
-    (repo / "train.py").write_text(text)
-    _git(repo, "add", "train.py")
-    _git(repo, "-c", "user.name=dev", "-c", "user.email=dev@kbase.invalid", "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
 
 
 def _profiler(slow: float, barrier: Path | None = None, me: str = "", other: str = "") -> str:

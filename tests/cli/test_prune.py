@@ -19,21 +19,15 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import run_kbase
+from helpers.gitrepos import commit, git
 
 pytestmark = pytest.mark.slow
 
 MERGE_COMMIT = "ab" * 20
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _commit(repo: Path, text: str) -> str:
-    (repo / "train.py").write_text(text)
-    _git(repo, "add", "train.py")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@kbase.invalid", "commit", "-q", "-m", text)
-    return _git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture(scope="module")
@@ -50,23 +44,23 @@ def world(history, tmp_path):
     shutil.copyfile(history.db_url.removeprefix("sqlite:///"), db)
     url = f"sqlite:///{db}"
     export = history.root / "exports" / "c003.sqlite"
-    _git(repo, "checkout", "-q", "-b", "feature")
-    f1 = _commit(repo, "feature one")
+    git(repo, "checkout", "-q", "-b", "feature")
+    f1 = commit(repo, "feature one", "feature one")
     assert run_kbase("snapshot", export, "--db", url, "--repo", repo, "--name", "train", "-q").rc == 0
-    _git(repo, "checkout", "-q", "-b", "feature2")
-    f2 = _commit(repo, "feature two")
+    git(repo, "checkout", "-q", "-b", "feature2")
+    f2 = commit(repo, "feature two", "feature two")
     assert run_kbase("snapshot", export, "--db", url, "--repo", repo, "--name", "train", "-q").rc == 0
     r = run_kbase("accept", "nvjet*", "--rev", f2, "--reason", "known", "--db", url, "--repo", repo, "--name", "train")
     assert r.rc == 0, r
     r = run_kbase("snapshot", export, "--db", url, "--no-git", "--rev", MERGE_COMMIT, "--name", "train", "-q")
     assert r.rc == 0, r
     # a third branch, deleted since: its baseline is nobody's
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "checkout", "-q", "-b", "gone")
-    _commit(repo, "abandoned")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "gone")
+    commit(repo, "abandoned", "abandoned")
     assert run_kbase("snapshot", export, "--db", url, "--repo", repo, "--name", "train", "-q").rc == 0
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "branch", "-q", "-D", "gone")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-q", "-D", "gone")
     return {"repo": repo, "db": db, "url": url, "main": history.commits, "f1": f1, "f2": f2}
 
 
@@ -133,8 +127,8 @@ def test_older_than_keeps_the_young(world, history):
 
 
 def test_origin_branch_when_there_is_no_local_one(world):
-    main = _git(world["repo"], "rev-parse", "main")
-    _git(world["repo"], "update-ref", "refs/remotes/origin/trunk", main)
+    main = git(world["repo"], "rev-parse", "main")
+    git(world["repo"], "update-ref", "refs/remotes/origin/trunk", main)
     got = _listing(world, "--keep-branch", "trunk")
     assert got[world["main"][0]]["why"] == "in the history of trunk"
 
