@@ -177,7 +177,7 @@ def delete_baselines(engine: Engine, baseline_ids: list[int], url: str = "") -> 
     with write_transaction(engine, url) as conn:
         for i in range(0, len(baseline_ids), 500):
             chunk = baseline_ids[i : i + 500]
-            conn.execute(delete(BASELINE_KERNEL).where(BASELINE_KERNEL.c.baseline_id.in_(chunk)))
+            conn.execute(delete(BASELINE_KERNELS).where(BASELINE_KERNELS.c.baseline_id.in_(chunk)))
             conn.execute(delete(BASELINE).where(BASELINE.c.id.in_(chunk)))
 
 
