@@ -1,10 +1,11 @@
 """Stage 6 — decide the gate from a diff: pass (0), kernel/total regression (1), incomparable (2).
 
-A failing row is a regressed kernel (every floor passed and significant), or a new kernel above
-the share floor when the policy says ``new_kernel = "fail"``, unless it is ignored by the policy
-or covered by an unexpired ``kbase accept`` for a commit inside the compared range. Low-confidence
-changes that would otherwise regress are warnings, never failures. The verdict is data; its
-sentences are the renderer's.
+A failing row is a regressed kernel (every floor passed, ``min_effect_pct`` included, and significant), a
+regressed op whose kernels were swapped (``comparison.ops``: the op is judged as one unit), or a new kernel
+above the share floor when the policy says ``new_kernel = "fail"``, unless it is ignored by the policy or
+covered by an unexpired ``kbase accept`` for a commit inside the compared range. Significant regressions
+under ``min_effect_pct`` of the iteration ("regressed (below gate floor)") and low-confidence changes that
+would otherwise regress are never failures. The verdict is data; its sentences are the renderer's.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ TOTAL_KERNEL_TIME = "(total kernel time per iteration)"
 
 class FindingKind(StrEnum):
     REGRESSED = "regressed"  # a kernel grew beyond its noise and every floor
+    OP_REGRESSED = "op_regressed"  # an op whose kernels were swapped grew beyond its noise and every floor
     NEW_KERNEL = "new_kernel"  # a new kernel above the share floor
     TOTAL = "total"  # total kernel time per iteration grew significantly
     LOW_CONFIDENCE = "low_confidence"  # would regress, but too few samples to test
@@ -109,6 +111,19 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)
         acc = next((a for a in acceptances if name_matches(a.pattern, r["name"])
                     or name_matches(a.pattern, r["short_name"])), None)
+        if acc is None:
+            v.failing.append(finding)
+        else:
+            v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern,
+                                              reason=acc.reason, commit=acc.commit, expires=acc.expires,
+                                              author=acc.author))
+    for r in (result.ops.records() if result.ops is not None else []):
+        if not r["gated"]:
+            continue
+        finding = Finding(kind=FindingKind.OP_REGRESSED, name=r["op"], short_name=r["op"], delta_pct=r["delta_pct"],
+                          effect=r["effect"], share_before=r["share_before"], share_after=r["share_after"],
+                          before=r["before"], after=r["after"], p_value=r["p_value"])
+        acc = next((a for a in acceptances if name_matches(a.pattern, r["op"])), None)
         if acc is None:
             v.failing.append(finding)
         else:
