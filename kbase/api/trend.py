@@ -19,10 +19,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbase.errors import InputError, NoBaselineError
-from kbase.render.report.model import CommitPoint, CommitRef, KernelSeries, LeaderboardRow, LeaderboardView
+from kbase.render.report.model import (
+    CommitPoint,
+    CommitRef,
+    KernelSeries,
+    LeaderboardRow,
+    LeaderboardView,
+    OpKernelRow,
+    OpRow,
+)
 
 if TYPE_CHECKING:
-    from kbase.store.reader import StoreReader
+    from kbase.store.reader import AnyBaseline, StoreReader
 
 SAMPLE_COMMITS = 16
 TOP_KERNELS = 25
@@ -196,6 +204,7 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
     """The leaderboard of the newest capture at ``ref``."""
     baseline_id = ref.baseline_ids[-1]
     b = reader.baseline(baseline_id)
+    view = reader.leaderboard_view(baseline_id)
     gpus = max(int(b.gpu_count), 1)
     units = float(b.iterations_used) if b.aligned else b.window_ns / 1e9
     gpu_units = units * gpus or float("nan")
@@ -207,4 +216,28 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
         rows=[LeaderboardRow(name=r[0], short_name=r[1], category=r[2], tc=r[3], per_iter_ns=r[4],
                              launches_per_iter=r[5], avg_ns=float(r[6]), share_window=r[7], share_kernel=r[8],
                              amdahl_ceiling=r[9], fragmented=bool(r[10]))
-              for r in reader.leaderboard_view(baseline_id)])
+              for r in view], ops=op_view(reader, b, {r[0]: r[1] for r in view}))
+
+
+def op_view(reader: StoreReader, b: AnyBaseline, short_names: dict[str, str]) -> list[OpRow] | None:
+    """Baseline ``b``'s leaderboard grouped by op (``analysis.ops.op_board``), None when it stores no ops."""
+    import json
+    import math
+
+    from kbase.analysis.ops import op_board
+    from kbase.store.codec import op_pairs_from_rows, stored_summary
+
+    assert b.id is not None
+    pairs = op_pairs_from_rows([r[1:] for r in reader.op_rows([b.id])], len(json.loads(b.iteration_keys)))
+    if pairs is None:
+        return None
+
+    def num(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return [OpRow(op=r["op"], per_iter_ns=num(r["per_iter_ns"]), launches_per_iter=num(r["count_per_iter"]),
+                  share_window=num(r["share_window"]), share_kernel=num(r["share_kernel"]),
+                  kernels=[OpKernelRow(name=k["name"], short_name=k["short_name"], per_iter_ns=num(k["per_iter_ns"]),
+                                       launches_per_iter=num(k["count_per_iter"]), share_op=num(k["share_op"]))
+                           for k in r["kernel_rows"]])
+            for r in op_board(pairs, stored_summary(b)[0], short_names)]

@@ -19,7 +19,7 @@ FLAGS = {
     "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks",
     "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "junit": "--junit", "output": "--output", "comment_md": "--comment-md",
     "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit", "if-no-baseline": "--if-no-baseline",
-    "fpr": "--fpr", "history_ref": "--history-ref",
+    "fpr": "--fpr", "history_ref": "--history-ref", "by": "--by", "min_effect_pct": "--min-effect-pct",
 }
 ENV_VARS = {"db": "KBASE_DB", "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "nsys_timeout_s": "KBASE_NSYS_TIMEOUT",
             "step_summary": "GITHUB_STEP_SUMMARY"}

@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 
 from kbase.analysis.names import display_names
+from kbase.enums import KernelClass
 from kbase.render.safe import md_text
+from kbase.render.units import fmt_p
 
 MARKER = "<!-- kbase-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -57,9 +59,21 @@ def _effect(x) -> str:
 
 
 def _changed(doc: dict) -> list[dict]:
-    changed = ("regressed", "improved", "new", "gone")
+    changed = ("regressed", "regressed_below_floor", "improved", "new", "gone")
     rows = [r for r in doc.get("kernels", []) if r["class"] in changed or r.get("swap")]
-    return sorted(rows, key=lambda r: (r["class"] != "regressed", -abs(r["effect"] or 0.0)))
+    return sorted(rows, key=lambda r: (r["class"] != "regressed", r["class"] != "regressed_below_floor",
+                                       -abs(r["effect"] or 0.0)))
+
+
+def _mde(r: dict) -> str:
+    """The kernel's minimum detectable effect (80% power, between-process noise included): "-" when untested."""
+    m = r.get("mde_rel")
+    return f"{m:.1%}" if isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) else "-"
+
+
+def _class(r: dict) -> str:
+    label = KernelClass(r["class"]).label if r["class"] in KernelClass._value2member_map_ else str(r["class"])
+    return ("swap: " if r.get("swap") else "") + label
 
 
 def _headline(doc: dict, verdict: dict | None) -> str:
@@ -68,7 +82,8 @@ def _headline(doc: dict, verdict: dict | None) -> str:
         icon, word = "ℹ️", "diff"
     else:
         icon, word = HEAD.get(verdict.get("status", ""), ("ℹ️", md_text(verdict.get("status", "?"))))
-    bits = [f"{counts[c]} {c}" for c in ("regressed", "new", "improved", "gone") if counts.get(c)]
+    bits = [f"{counts[c]} {KernelClass(c).label}" for c in ("regressed", "regressed_below_floor", "new", "improved",
+                                                             "gone") if counts.get(c)]
     tail = f" (exit {int(verdict['code'])})" if verdict is not None and "code" in verdict else ""
     return f"### {icon} kbase gate: {word}{tail}" + (f" — {', '.join(bits)}" if bits else " — no kernel changed")
 
@@ -109,28 +124,31 @@ def _why(doc: dict, verdict: dict | None, limit: int = 6) -> list[str]:
 
 
 def _row(r: dict, full: bool, label: str | None = None) -> str:
-    cls = ("swap" if r.get("swap") else r["class"]) + (" (ignored)" if r.get("ignored") else "")
+    cls = _class(r) + (" (ignored)" if r.get("ignored") else "")
     tc = TC.get(r.get("tc_after") or r.get("tc_before") or "na", "-")
-    cells = [f"**{cls}**" if r["class"] == "regressed" else cls, md_text(label or r["short_name"], 70), tc,
-             _dns(r.get("delta_ns")), _pct(r.get("delta_pct")), _effect(r.get("effect"))]
+    cells = [f"**{cls}**" if r["class"] == "regressed" and r.get("gated") else cls,
+             md_text(label or r["short_name"], 70), tc, _dns(r.get("delta_ns")), _pct(r.get("delta_pct")),
+             _effect(r.get("effect")), _mde(r)]
     if full:
+        p = r.get("p_value")
         cells = cells[:3] + [_ns(r.get("before")), _ns(r.get("after"))] + cells[3:] + [
             f"{(r.get('count_before') or 0):.1f}→{(r.get('count_after') or 0):.1f}", _pct(r.get("delta_avg_pct")),
-            "-" if not isinstance(r.get("p_value"), (int, float)) else f"{r['p_value']:.2g}",
+            fmt_p(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else "-",
             md_text(r.get("diagnosis") or "", 120), md_text(r.get("amdahl") or "", 160)]
     else:
         cells.append(md_text(r.get("diagnosis") or "", 80))
     return "| " + " | ".join(cells) + " |"
 
 
-TOP_HEAD = ["| | kernel | TC | Δ/iter | Δ% | effect on iter | diagnosis |", "|---|---|:-:|---:|---:|---:|---|"]
-FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect | launches/iter | Δ/launch | p "
-             "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+TOP_HEAD = ["| | kernel | TC | Δ/iter | Δ% | effect on iter | MDE | diagnosis |",
+            "|---|---|:-:|---:|---:|---:|---:|---|"]
+FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect | MDE | launches/iter | Δ/launch | p "
+             "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
 
 
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
                      max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The PR comment for a ``kbase.diff/2`` document and its gate verdict (``Verdict.as_dict()``;
+    """The PR comment for a ``kbase.diff/3`` document and its gate verdict (``Verdict.as_dict()``;
     default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
     verdict = verdict if verdict is not None else diff_doc.get("verdict")
     changed = _changed(diff_doc)
@@ -146,10 +164,12 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
                       "by effect on the iteration)"), *TOP_HEAD,
                   *(_row(r, False, lb) for r, lb in zip(changed[:top], labels))]
     notes = diff_doc.get("notes", [])
-    notes = notes[:3] + [n for n in notes[3:] if n.startswith("noise: ")]  # the noise the verdict rests on, always
+    # the noise the verdict rests on, always
+    notes = notes[:3] + [n for n in notes[3:] if n.startswith(("noise: ", "between-process noise: "))]
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
-    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/2'))} · times are per iteration per GPU"
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are per iteration per GPU"
+                " · MDE: the smallest change its test detects (80% power)"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     full = [_row(r, True, lb) for r, lb in zip(changed, labels)]
     head = "\n".join(lines)

@@ -212,5 +212,32 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             '<div class="chart" id="fig-top"></div>'
             "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>category</th><th>TC</th><th>/iter/GPU</th>"
             "<th>launches/iter</th><th>avg/launch</th><th>%window</th><th>%kernel</th><th>Amdahl max</th><th>flags</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + op_section(view, top))
     return body, {"fig-where": where, "fig-top": top_fig}
+
+
+def op_section(view: LeaderboardView, top: int = 50) -> str:
+    """The leaderboard grouped by the op that launched each kernel: one row per op, each opening (``<details>``)
+    onto its kernels and their share of the op's time."""
+    if view.ops is None:
+        return ("<h2>By op</h2><p class='sub'>this baseline stores no op information (stored before op "
+                "attribution, or a profile without op ranges)</p>")
+    rows = []
+    for i, r in enumerate(view.ops[:top], 1):
+        labels = fig.distinct_labels([(k.name, k.short_name) for k in r.kernels], limit=80)
+        kernels = "".join(
+            f"<tr><td class='name' title='{html_text(k.name)}'>{html_text(labels[k.name])}</td>"
+            f"<td class='num'>{fmt_ns(k.per_iter_ns)}</td>"
+            f"<td class='num'>{'-' if k.launches_per_iter is None else f'{k.launches_per_iter:,.1f}'}</td>"
+            f"<td class='num'>{_share(k.share_op)}</td></tr>" for k in r.kernels)
+        name = "(no op)" if r.op is None else r.op
+        rows.append(
+            f"<tr class='op'><td class='num'>{i}</td><td class='name'><details><summary title='{html_text(name)}'>"
+            f"{html_text(clip(name, 100))} ({len(r.kernels)} kernel(s))</summary><table class='op-kernels'><thead>"
+            "<tr><th>kernel</th><th>/iter/GPU</th><th>launches/iter</th><th>%op</th></tr></thead><tbody>"
+            f"{kernels}</tbody></table></details></td><td class='num'>{fmt_ns(r.per_iter_ns)}</td>"
+            f"<td class='num'>{'-' if r.launches_per_iter is None else f'{r.launches_per_iter:,.1f}'}</td>"
+            f"<td class='num'>{_share(r.share_window)}</td><td class='num'>{_share(r.share_kernel)}</td></tr>")
+    return ("<h2>By op (open an op for its kernels)</h2><table class='ops'><thead><tr><th>#</th><th>op</th>"
+            "<th>/iter/GPU</th><th>launches/iter</th><th>%window</th><th>%kernel</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
