@@ -50,6 +50,7 @@ _STEP = re.compile("|".join(f"(?:{p})" for _, p in AUTO_MARKERS), re.IGNORECASE)
 _STEP_INITIALS = frozenset("PpSsIiTt")  # what a name must start with to match _STEP (a cheap test first)
 _SCOPE_PREFIXES = (_MODULE_PREFIX, "autograd::engine::evaluate_function: ")
 _WALK_BACK = 16  # ranges looked back past when the ranges of a scope do not nest (overlapping NVTX ranges)
+CHUNK = 1 << 20  # launches attributed at once
 
 
 @dataclass
@@ -91,9 +92,10 @@ def attribute_ops(profile: Profile, mask: np.ndarray | None = None, marker: str 
     k, r = profile.columns, profile.range_columns
     if k.launch_start is None or k.launch_tid is None or not len(r) or not len(k):
         return None
-    launched = k.launch_start >= 0
-    sel = np.flatnonzero(launched & mask if mask is not None else launched)
-    if not len(sel):
+    wanted = k.launch_start >= 0
+    if mask is not None:
+        wanted &= mask
+    if not wanted.any():
         return None
     kind = r.kind if r.kind is not None else np.zeros(len(r), dtype=np.int8)
     closed = r.end > r.start
@@ -123,20 +125,28 @@ def attribute_ops(profile: Profile, mask: np.ndarray | None = None, marker: str 
     op_rows = np.flatnonzero(closed & (kind == op_kind) & (op_of[name_idx] >= 0))
     if not len(op_rows):
         return None
-    t, tid = k.launch_start[sel], k.launch_tid[sel]
-    found = _innermost_on_thread(r, op_rows, t, tid)
-    has = found >= 0
-    if not has.any():
+    scoped = [np.flatnonzero(x & (scope_of[name_idx] >= 0))  # modules last: they win where both hold a launch
+              for x in (closed & (kind == RANGE_OP) & backward_of[name_idx], closed & (kind == RANGE_MODULE))]
+    searches = [ThreadRanges(r, rows) for rows in (op_rows, *scoped) if len(rows)]
+    n_op = len(op_texts)
+    bound = (len(scope_texts) + 1) * n_op
+    pair_of: np.ndarray = np.full(len(k), -1, dtype=np.int32 if bound < 1 << 31 else np.int64)
+    for lo in range(0, len(k), CHUNK):  # in chunks: no launch-long temporaries at a 10M-launch snapshot's peak
+        part = lo + np.flatnonzero(wanted[lo : lo + CHUNK])
+        t, tid = k.launch_start[part], k.launch_tid[part]
+        found = searches[0].find(t, tid)
+        has = found >= 0
+        if not has.any():
+            continue
+        pair = op_of[name_idx[found[has]]]  # (scope + 1) * n_op + op: no scope until a scope range holds the launch
+        for search in searches[1:]:
+            got = search.find(t[has], tid[has])
+            pair = np.where(got >= 0, (scope_of[name_idx[np.maximum(got, 0)]] + 1) * n_op + pair % n_op, pair)
+        pair_of[part[has]] = pair
+    launched_op = pair_of >= 0
+    if not launched_op.any():
         return None
-    op = op_of[name_idx[found[has]]]
-    scope = np.full(int(has.sum()), -1, dtype=np.int64)
-    for scoped in (closed & (kind == RANGE_OP) & backward_of[name_idx], closed & (kind == RANGE_MODULE)):
-        rows = np.flatnonzero(scoped & (scope_of[name_idx] >= 0))  # modules last: they win where both hold
-        if len(rows):
-            got = _innermost_on_thread(r, rows, t[has], tid[has])
-            scope = np.where(got >= 0, scope_of[name_idx[np.maximum(got, 0)]], scope)
-    pair = (scope + 1) * len(op_texts) + op
-    present, inverse = factorize(pair, (len(scope_texts) + 1) * len(op_texts))
+    present, inverse = factorize(pair_of[launched_op], bound)
     op_list, scope_list = list(op_texts), list(scope_texts)
     keys = [op_list[p % len(op_texts)] if p < len(op_texts) else
             f"{scope_list[p // len(op_texts) - 1]}{SCOPE_SEP}{op_list[p % len(op_texts)]}" for p in present.tolist()]
@@ -144,7 +154,7 @@ def attribute_ops(profile: Profile, mask: np.ndarray | None = None, marker: str 
     rank = np.empty(len(keys), dtype=np.int32)
     rank[by_name] = np.arange(len(keys), dtype=np.int32)
     code = np.full(len(k), NO_OP, dtype=np.int32)
-    code[sel[has]] = rank[inverse]
+    code[launched_op] = rank[inverse]
     bare = [op_list[p % len(op_texts)] for p in present.tolist()]
     return OpColumns(code=code, names=np.array(keys, dtype=object)[by_name],
                      bare=np.array(bare, dtype=object)[by_name])
@@ -164,87 +174,110 @@ def factorize(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     return present, rank[values]
 
 
-def _innermost_on_thread(r: RangeColumns, rows: np.ndarray, t: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """Per launch (time ``t`` on thread ``tid``): the row of the innermost of ``rows`` holding it, on its
-    thread, else among the process-wide ranges (tid -1) of its process; -1 where none."""
-    out = np.full(len(t), -1, dtype=np.int64)
-    threaded = rows[r.tid[rows] >= 0]
-    if len(threaded):
-        got = innermost(r.start[threaded], r.end[threaded], r.tid[threaded], t, tid)
-        out[got >= 0] = threaded[got[got >= 0]]
-    process = rows[r.tid[rows] < 0]
-    todo = np.flatnonzero(out < 0)
-    if len(process) and len(todo):
-        got = innermost(r.start[process], r.end[process], r.pid[process], t[todo], tid[todo] >> 24)
-        out[todo[got >= 0]] = process[got[got >= 0]]
-    return out
+class ThreadRanges:
+    """Some ranges of a profile, ready to find the innermost one around launches: on the launching thread, else
+    (process-wide NVTX start/end ranges) in its process."""
+
+    def __init__(self, r: RangeColumns, rows: np.ndarray) -> None:
+        self.rows = rows
+        threaded = r.tid[rows] >= 0
+        self.thread_rows, self.process_rows = rows[threaded], rows[~threaded]
+        self.threads = Nesting(r.start[self.thread_rows], r.end[self.thread_rows], r.tid[self.thread_rows])
+        self.processes = Nesting(r.start[self.process_rows], r.end[self.process_rows], r.pid[self.process_rows])
+
+    def find(self, t: np.ndarray, tid: np.ndarray) -> np.ndarray:
+        """Per launch (time ``t`` on thread ``tid``): the row of the innermost range holding it, -1 where none."""
+        out = np.full(len(t), -1, dtype=np.int64)
+        got = self.threads.find(t, tid)
+        out[got >= 0] = self.thread_rows[got[got >= 0]]
+        todo = np.flatnonzero(out < 0)
+        if len(self.process_rows) and len(todo):
+            got = self.processes.find(t[todo], tid[todo] >> 24)
+            out[todo[got >= 0]] = self.process_rows[got[got >= 0]]
+        return out
+
+
+class Nesting:
+    """Ranges ``[start, end)`` in scopes (threads or processes), sorted once, then asked for the innermost range
+    of a query's scope holding its time (``find``).
+
+    Ranges of one scope that nest (a thread's op calls, NVTX push/pop) form a tree: a range's depth is the
+    number of ranges of its scope open at its start, a query's the number open at its time (two sorted-array
+    counts), and its innermost range is the last one at depth (open - 1) starting at or before the time (one
+    search over (depth, position) keys). Ranges that never overlap within a scope take one search over their
+    alternating boundaries. Where ranges overlap without nesting the answer is checked and the query walks
+    back over the ``_WALK_BACK`` latest-starting ranges instead."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, scope: np.ndarray) -> None:
+        m = self.m = len(start)
+        if not m:
+            return
+        self.scopes, code = np.unique(scope, return_inverse=True)
+        code = code.astype(np.int64)
+        self.order = np.lexsort((np.arange(m), -end, start, code))  # by scope, start, outer first
+        self.s, self.e, self.c = start[self.order], end[self.order], code[self.order]
+        self.t0 = int(self.s.min())
+        self.span = int(self.e.max()) - self.t0 + 1
+        self.ks = self.c * self.span + (self.s - self.t0)
+        ke_in_order = self.c * self.span + (self.e - self.t0)
+        self.disjoint = bool((ke_in_order[:-1] <= self.ks[1:]).all())  # NVTX phases, one range per call
+        if self.disjoint:  # the boundaries alternate start, end: a time inside a range has an odd number before
+            self.bounds = np.empty(2 * m, dtype=np.int64)
+            self.bounds[0::2], self.bounds[1::2] = self.ks, ke_in_order
+            return
+        self.ke = np.sort(ke_in_order)
+        starts = np.arange(len(self.scopes), dtype=np.int64) * self.span
+        self.first, self.ended_before = np.searchsorted(self.ks, starts), np.searchsorted(self.ke, starts)
+        pos = np.arange(m, dtype=np.int64)
+        depth = (pos - self.first[self.c]) - (np.searchsorted(self.ke, self.ks, side="right")
+                                              - self.ended_before[self.c])
+        self.dkey = np.sort(depth * m + pos)
+
+    def find(self, t: np.ndarray, t_scope: np.ndarray) -> np.ndarray:
+        """Per query (time ``t`` in scope ``t_scope``): the index of the innermost range of its scope holding
+        it, -1 where none."""
+        out = np.full(len(t), -1, dtype=np.int64)
+        if not self.m or not len(t):
+            return out
+        m, span, t0 = self.m, self.span, self.t0
+        where = np.minimum(np.searchsorted(self.scopes, t_scope), len(self.scopes) - 1)
+        q = np.flatnonzero((self.scopes[where] == t_scope) & (t >= t0) & (t - t0 < span))
+        qc = where[q].astype(np.int64)
+        qk = qc * span + (t[q] - t0)
+        if self.disjoint:
+            at = np.searchsorted(self.bounds, qk, side="right")
+            inside = (at & 1).astype(bool)
+            out[q[inside]] = self.order[at[inside] >> 1]
+            return out
+        s, e, c = self.s, self.e, self.c
+        after = np.searchsorted(self.ks, qk, side="right")  # ranges starting at or before t (this scope's and lower)
+        open_now = (after - self.first[qc]) - (np.searchsorted(self.ke, qk, side="right") - self.ended_before[qc])
+        inside = open_now > 0
+        q, qc, after, want = q[inside], qc[inside], after[inside], open_now[inside] - 1
+        at = np.searchsorted(self.dkey, want * m + after) - 1
+        key = self.dkey[np.maximum(at, 0)]
+        cand = np.where(at >= 0, key % m, 0)
+        tq = t[q]
+        good = (at >= 0) & (key // m == want) & (c[cand] == qc) & (s[cand] <= tq) & (tq < e[cand])
+        out[q[good]] = self.order[cand[good]]
+        # ranges that overlap without nesting: the latest-starting range holding t among the last few
+        q, qc, last = q[~good], qc[~good], after[~good] - 1
+        for _ in range(_WALK_BACK):
+            if not len(q):
+                break
+            live = last >= 0
+            q, qc, last = q[live], qc[live], last[live]
+            same = c[last] == qc
+            hit = same & (s[last] <= t[q]) & (t[q] < e[last])
+            out[q[hit]] = self.order[last[hit]]
+            more = same & ~hit
+            q, qc, last = q[more], qc[more], last[more] - 1
+        return out
 
 
 def innermost(start: np.ndarray, end: np.ndarray, scope: np.ndarray, t: np.ndarray, t_scope: np.ndarray) -> np.ndarray:
-    """Per query (time ``t`` in scope ``t_scope``): the index of the innermost range ``[start, end)`` of the
-    same scope holding it, -1 where none.
-
-    Ranges of one scope that nest (a thread's op calls, NVTX push/pop) form a tree: a range's depth is the
-    number of ranges of its scope open at its start, a query's the number open at ``t`` (two sorted-array
-    counts), and its innermost range is the last one at depth (open - 1) starting at or before ``t`` (one
-    search over (depth, position) keys). Where ranges overlap without nesting the answer is checked and the
-    query walks back over the ``_WALK_BACK`` latest-starting ranges instead."""
-    n, m = len(t), len(start)
-    out = np.full(n, -1, dtype=np.int64)
-    if not n or not m:
-        return out
-    scopes, code = np.unique(scope, return_inverse=True)
-    code = code.astype(np.int64)
-    order = np.lexsort((np.arange(m), -end, start, code))  # by scope, start, outer first
-    s, e, c = start[order], end[order], code[order]
-    t0 = min(int(s.min()), int(t.min()))
-    span = max(int(e.max()), int(t.max())) - t0 + 1
-    ks = c * span + (s - t0)
-    ke_in_order = c * span + (e - t0)
-    where = np.minimum(np.searchsorted(scopes, t_scope), len(scopes) - 1)
-    ok = (scopes[where] == t_scope) & (t >= t0)
-    if (ke_in_order[:-1] <= ks[1:]).all():  # no two ranges of a scope overlap (NVTX phases, one range per call)
-        # the boundaries alternate start, end, start, end: a time inside a range has an odd number at or before it
-        bounds = np.empty(2 * m, dtype=np.int64)
-        bounds[0::2], bounds[1::2] = ks, ke_in_order
-        q = np.flatnonzero(ok)
-        pos = np.searchsorted(bounds, where[q].astype(np.int64) * span + (t[q] - t0), side="right")
-        inside = (pos & 1).astype(bool)
-        out[q[inside]] = order[pos[inside] >> 1]
-        return out
-    ke = np.sort(ke_in_order)
-    first = np.searchsorted(ks, np.arange(len(scopes), dtype=np.int64) * span)
-    ended_before = np.searchsorted(ke, np.arange(len(scopes), dtype=np.int64) * span)
-    pos = np.arange(m, dtype=np.int64)
-    depth = (pos - first[c]) - (np.searchsorted(ke, ks, side="right") - ended_before[c])
-    q = np.flatnonzero(ok)
-    if not len(q):
-        return out
-    qc = where[q].astype(np.int64)
-    qk = qc * span + (t[q] - t0)
-    after = np.searchsorted(ks, qk, side="right")  # ranges starting at or before t (this scope's and lower)
-    open_now = (after - first[qc]) - (np.searchsorted(ke, qk, side="right") - ended_before[qc])
-    inside = open_now > 0
-    q, qc, after, want = q[inside], qc[inside], after[inside], open_now[inside] - 1
-    dkey = np.sort(depth * m + pos)
-    at = np.searchsorted(dkey, want * m + after) - 1
-    cand = np.where(at >= 0, dkey[np.maximum(at, 0)] % m, 0)
-    tq = t[q]
-    good = (at >= 0) & (dkey[np.maximum(at, 0)] // m == want) & (c[cand] == qc) & (s[cand] <= tq) & (tq < e[cand])
-    out[q[good]] = order[cand[good]]
-    # ranges that overlap without nesting: the latest-starting range holding t among the last few
-    q, qc, last = q[~good], qc[~good], after[~good] - 1
-    for _ in range(_WALK_BACK):
-        if not len(q):
-            break
-        live = last >= 0
-        q, qc, last = q[live], qc[live], last[live]
-        same = c[last] == qc
-        hit = same & (s[last] <= t[q]) & (t[q] < e[last])
-        out[q[hit]] = order[last[hit]]
-        more = same & ~hit
-        q, qc, last = q[more], qc[more], last[more] - 1
-    return out
+    """``Nesting(start, end, scope).find(t, t_scope)``: the innermost range holding each query, -1 where none."""
+    return Nesting(start, end, scope).find(t, t_scope)
 
 
 @dataclass
@@ -275,17 +308,35 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
     ``dur``, ``iteration``: their iteration key, ``keys``: the window's iterations) by bincounts over a
     composite (op, kernel) key."""
     n_names = len(kernel_names)
-    pair = (op_code.astype(np.int64) + 1) * n_names + codes
-    present, inverse = factorize(pair, (len(ops.names) + 1) * n_names)
-    count = np.bincount(inverse, minlength=len(present)).astype(np.int64)
-    total = np.bincount(inverse, weights=dur, minlength=len(present))
     karr = np.asarray(keys, dtype=np.int64)
-    iter_ns: np.ndarray = np.zeros((len(present), len(karr)))
-    if len(karr):
-        inside = iteration >= 0
-        col = np.searchsorted(karr, iteration[inside])
-        iter_ns = np.bincount(inverse[inside] * len(karr) + col, weights=dur[inside],
-                              minlength=len(present) * len(karr)).reshape(len(present), len(karr))
+    n_keys = len(karr)
+    chunks = [slice(lo, lo + CHUNK) for lo in range(0, len(codes), CHUNK)]
+
+    def pairs_of(sl: slice) -> np.ndarray:
+        return (op_code[sl].astype(np.int64) + 1) * n_names + codes[sl]
+
+    # the (op, kernel) pairs present, then bincounts over them a chunk of launches at a time (no launch-long
+    # temporaries, no table over every op x kernel x iteration)
+    bound = (len(ops.names) + 1) * n_names
+    if bound <= 1 << 26:  # a table over the pair space: one pass, no sort
+        seen = np.zeros(bound, dtype=bool)
+        for sl in chunks:
+            seen[pairs_of(sl)] = True
+        present = np.flatnonzero(seen)
+    else:
+        present = np.unique(np.concatenate([np.unique(pairs_of(sl)) for sl in chunks]))
+    count, total = np.zeros(len(present), dtype=np.int64), np.zeros(len(present))
+    per_iter = np.zeros(len(present) * n_keys)
+    for sl in chunks:
+        idx = np.searchsorted(present, pairs_of(sl))
+        count += np.bincount(idx, minlength=len(present))
+        total += np.bincount(idx, weights=dur[sl], minlength=len(present))
+        if n_keys:
+            inside = iteration[sl] >= 0
+            col = np.searchsorted(karr, iteration[sl][inside])
+            per_iter += np.bincount(idx[inside] * n_keys + col, weights=dur[sl][inside],
+                                    minlength=len(present) * n_keys)
+    iter_ns = per_iter.reshape(len(present), n_keys)
     return OpPairs(names=ops.names, bare=ops.bare, op=(present // n_names - 1).astype(np.int32),
                    kernel=kernel_names[present % n_names], count=count, total_ns=total, iter_ns=iter_ns)
 

@@ -90,6 +90,16 @@ def _finding(kind: FindingKind, r: dict) -> Finding:
                    before=r["before"], after=r["after"], p_value=r["p_value"])
 
 
+def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAcceptance], names: tuple[str, ...]) -> None:
+    """A failing finding, or an accepted one when an acceptance's pattern matches one of its ``names``."""
+    acc = next((a for a in acceptances if any(name_matches(a.pattern, n) for n in names)), None)
+    if acc is None:
+        v.failing.append(finding)
+    else:
+        v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern, reason=acc.reason,
+                                          commit=acc.commit, expires=acc.expires, author=acc.author))
+
+
 def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
     v = Verdict(code=PASS, status=GateStatus.PASS)
@@ -109,27 +119,13 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         if not (r["gated"] and (cls == KernelClass.REGRESSED or fail_new)):
             continue
         finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)
-        acc = next((a for a in acceptances if name_matches(a.pattern, r["name"])
-                    or name_matches(a.pattern, r["short_name"])), None)
-        if acc is None:
-            v.failing.append(finding)
-        else:
-            v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern,
-                                              reason=acc.reason, commit=acc.commit, expires=acc.expires,
-                                              author=acc.author))
+        _fail_or_accept(v, finding, acceptances, (r["name"], r["short_name"]))
     for r in (result.ops.records() if result.ops is not None else []):
-        if not r["gated"]:
-            continue
-        finding = Finding(kind=FindingKind.OP_REGRESSED, name=r["op"], short_name=r["op"], delta_pct=r["delta_pct"],
-                          effect=r["effect"], share_before=r["share_before"], share_after=r["share_after"],
-                          before=r["before"], after=r["after"], p_value=r["p_value"])
-        acc = next((a for a in acceptances if name_matches(a.pattern, r["op"])), None)
-        if acc is None:
-            v.failing.append(finding)
-        else:
-            v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern,
-                                              reason=acc.reason, commit=acc.commit, expires=acc.expires,
-                                              author=acc.author))
+        if r["gated"]:  # an op whose kernels were swapped, regressed as a whole
+            finding = Finding(kind=FindingKind.OP_REGRESSED, name=r["op"], short_name=r["op"],
+                              delta_pct=r["delta_pct"], effect=r["effect"], share_before=r["share_before"],
+                              share_after=r["share_after"], before=r["before"], after=r["after"], p_value=r["p_value"])
+            _fail_or_accept(v, finding, acceptances, (r["op"],))
     k = result.totals.kernel
     if k.regressed:
         v.failing.append(Finding(kind=FindingKind.TOTAL, name=TOTAL_KERNEL_TIME, short_name=TOTAL_KERNEL_TIME,

@@ -194,7 +194,10 @@ def _cover_kernels(rows: dict[str, np.ndarray], pairs: dict[str, np.ndarray], gr
     residual = rows["delta_ns"] - moved_in
     with np.errstate(divide="ignore", invalid="ignore"):
         z_rest = residual / (rows["noise_rel"] * rows["before"])
-    own = np.isfinite(z_rest) & (np.abs(z_rest) >= rows["t_crit"]) & (np.abs(residual) > 0)
+    # untested kernels (new, gone) keep their own verdict when most of their change is outside the swapped ops
+    own = np.where(np.isfinite(z_rest), np.abs(z_rest) >= rows["t_crit"],
+                   np.abs(residual) > 0.5 * np.abs(rows["delta_ns"]))
+    own &= np.abs(residual) > 0
     covered = touched & ~own
     rows["swap"][covered] = True
     rows["gated"][covered] = False

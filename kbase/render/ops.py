@@ -248,5 +248,4 @@ def diff_op_csv(doc: dict[str, Any]) -> str:
     cols = ["class", "op", "bare", "reshuffled", "swap", "gated", "before", "after", "delta_ns", "delta_pct",
             "count_before", "count_after", "effect", "z", "p_value", "noise_source", "mde_rel", "kernels",
             "kernels_changed"]
-    return rows_csv(cols, [{c: (r[c] if not isinstance(r[c], str) or c != "delta_pct" else math.inf)
-                            for c in cols} for r in doc.get("ops") or []])
+    return rows_csv(cols, [{c: r[c] for c in cols} for r in doc.get("ops") or []])

@@ -157,7 +157,8 @@ def diff_page(doc: dict) -> tuple[str, dict]:
     krows = []
     labels = fig.distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=80)
     for r in rows:
-        cls = "swap" if r.get("swap") else r["class"]
+        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace("regressed_below_floor",
+                                                                             "regressed (below gate floor)")
         krows.append(
             f'<tr><td class="cls-{html_text(r["class"])}">{html_text(cls)}</td>'
             f'<td class="name" title="{html_text(r["name"])}">{html_text(labels[r["name"]])}</td>'
@@ -209,10 +210,10 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             f"{html_text(view.window_desc)}; iteration wall {fmt_ns(view.wall_ns)} per GPU</p>" + _notes(notes)
             + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>'
             '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
-            '<div class="chart" id="fig-top"></div>'
-            "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>category</th><th>TC</th><th>/iter/GPU</th>"
-            "<th>launches/iter</th><th>avg/launch</th><th>%window</th><th>%kernel</th><th>Amdahl max</th><th>flags</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + op_section(view, top))
+            '<div class="chart" id="fig-top"></div>' + op_section(view, top)
+            + "<h2>Leaderboard</h2><table><thead><tr><th>#</th><th>kernel</th><th>category</th><th>TC</th>"
+            "<th>/iter/GPU</th><th>launches/iter</th><th>avg/launch</th><th>%window</th><th>%kernel</th>"
+            "<th>Amdahl max</th><th>flags</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     return body, {"fig-where": where, "fig-top": top_fig}
 
 
