@@ -341,10 +341,6 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
                    kernel=kernel_names[present % n_names], count=count, total_ns=total, iter_ns=iter_ns)
 
 
-OP_BOARD_COLUMNS = ["op", "bare", "kernels", "count", "total_ns", "avg_ns", "per_iter_ns", "count_per_iter",
-                    "share_window", "share_kernel"]
-
-
 def op_board(pairs: OpPairs, summary: LeaderboardSummary, short_names: dict[str, str]) -> list[dict[str, Any]]:
     """The leaderboard grouped by op: per op key (None: kernels launched by no op) its launches, total, average
     per launch, time and launches per iteration per GPU, shares of the window's GPU time and of kernel time, and
