@@ -4,7 +4,9 @@
 - kernel rows (``BaselineKernel``): every leaderboard column, plus the per-iteration samples packed as
   little-endian float32 arrays (ns and launches per iteration key, summed over GPUs) in the key order
   of ``Baseline.iteration_keys``, and each kernel's launch sketch (``comparison.sketch``, 576 bytes);
-- kernel names once each (``KernelName``), keyed by the sha1 of the full demangled name.
+- kernel names once each (``KernelName``), keyed by the sha1 of the full demangled name;
+- each kernel's launches and time by the op that launched it (``BaselineKernelOp``, op keys once each in
+  ``OpName``), with per-iteration samples packed as the kernel rows' are.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.capture import Capture
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.ops import OpPairs
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
@@ -139,6 +142,37 @@ def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], key
     return rows
 
 
+def op_rows(baseline_id: int, ops: OpPairs, name_ids: dict[str, int], op_ids: dict[str, int]) -> list[dict]:
+    """The ``BaselineKernelOp`` rows of a leaderboard's (op, kernel) pairs (``op_id`` None: no op)."""
+    names = ops.names.tolist()
+    return [{"baseline_id": baseline_id, "name_id": name_ids[kernel], "op_id": None if op < 0 else op_ids[names[op]],
+             "count": int(count), "total_ns": int(round(total)),
+             "iter_ns": _pack(ops.iter_ns[i]) if ops.iter_ns.shape[1] else None}
+            for i, (kernel, op, count, total) in enumerate(zip(ops.kernel.tolist(), ops.op.tolist(),
+                                                               ops.count.tolist(), ops.total_ns.tolist()))]
+
+
+def op_pairs_from_rows(rows: list[tuple], n_keys: int) -> OpPairs | None:
+    """Stored (op, kernel) rows (``reader.op_rows``: kernel name, op key, op, count, total_ns, iter_ns) as a
+    leaderboard's ``OpPairs``; None without any (a baseline stored without op information)."""
+    import numpy as np
+
+    from kbase.analysis.ops import OpPairs
+
+    if not rows:
+        return None
+    keys = sorted({(r[1], r[2]) for r in rows if r[1] is not None})
+    code = {k: i for i, (k, _) in enumerate(keys)}
+    ns, _ = sample_matrices([r[5] for r in rows], [r[5] for r in rows], n_keys)
+    kernel = np.empty(len(rows), dtype=object)
+    kernel[:] = [r[0] for r in rows]
+    return OpPairs(names=np.array([k for k, _ in keys], dtype=object),
+                   bare=np.array([b for _, b in keys], dtype=object),
+                   op=np.array([-1 if r[1] is None else code[r[1]] for r in rows], dtype=np.int32), kernel=kernel,
+                   count=np.array([r[3] for r in rows], dtype=np.int64),
+                   total_ns=np.array([r[4] for r in rows], dtype=np.float64), iter_ns=ns.astype(np.float64))
+
+
 _ROW_COLS = ("name", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns", "per_iter_ns",
              "count_per_iter", "share_window", "share_kernel", "amdahl_ceiling", "fragmented")
 
@@ -229,10 +263,11 @@ def stored_sketches(names: list[str], blobs: list[Any]) -> dict[str, np.ndarray]
     return out
 
 
-def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Capture:
+def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple], op_rows: list[tuple] | None = None) -> Capture:
     """Baseline ``b``'s kernel rows (``reader.kernel_rows``: ``frames.KERNEL_COLUMNS`` order) as the
     comparison's ``Capture``, without pandas: what ``leaderboard_from_rows`` then
-    ``capture.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs."""
+    ``capture.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs; ``op_rows``
+    (``reader.op_rows`` without the baseline id): its kernels' time by op."""
     import numpy as np
 
     from kbase.analysis.capture import CAPTURE_TEXT, Capture
@@ -251,11 +286,14 @@ def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple]) -> Captur
 
     names = column("name")
     sketches = stored_sketches(names.tolist(), [r[col["launch_sketch"]] for r in rows])
+    stored_keys, keys = json.loads(b.iteration_keys), [int(k) for k in s.iteration_keys]
+    ops = op_pairs_from_rows(op_rows or [], len(stored_keys))
+    if ops is not None:
+        ops.iter_ns = _in_key_order(ops.iter_ns, stored_keys, keys)
     return Capture(summary=s, names=names, text={c: column(c) for c in CAPTURE_TEXT}, gpus=column("gpus", np.int64),
                    count=column("count", float), total_ns=column("total_ns", float), avg_ns=column("avg_ns", float),
-                   std_ns=column("std_ns", float), iter_ns=_iteration_matrix(rows, col, json.loads(b.iteration_keys),
-                                                                             [int(k) for k in s.iteration_keys]),
-                   sketches=sketches)
+                   std_ns=column("std_ns", float), iter_ns=_iteration_matrix(rows, col, stored_keys, keys),
+                   sketches=sketches, ops=ops)
 
 
 def _iteration_matrix(rows: list[tuple], col: dict[str, int], stored_keys: list[int], keys: list[int]) -> np.ndarray:
@@ -265,11 +303,17 @@ def _iteration_matrix(rows: list[tuple], col: dict[str, int], stored_keys: list[
 
     ns, cnt = sample_matrices([r[col["iter_ns"]] for r in rows], [r[col["iter_count"]] for r in rows],
                               len(stored_keys))
-    out = np.where(cnt > 0, ns, 0).astype(np.float64)
+    return _in_key_order(np.where(cnt > 0, ns, 0).astype(np.float64), stored_keys, keys)
+
+
+def _in_key_order(out: np.ndarray, stored_keys: list[int], keys: list[int]) -> np.ndarray:
+    """A (rows, stored keys) sample matrix with its columns in the order of ``keys`` (0 for a key not stored)."""
+    import numpy as np
+
     if stored_keys == keys:
         return out
     where = {k: j for j, k in enumerate(stored_keys)}
-    mapped = np.zeros((len(rows), len(keys)))
+    mapped = np.zeros((len(out), len(keys)))
     for j, k in enumerate(keys):
         if k in where:
             mapped[:, j] = out[:, where[k]]

@@ -6,6 +6,12 @@
 - ``BaselineKernel``: one leaderboard row per kernel per baseline, with its per-iteration samples
   packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``,
   and its launch sketch (``analysis.sketch``: launch-duration quantiles per launch-order chunk).
+- ``OpName``: each distinct op key once (``analysis.ops``: ``aten::mm``, ``Linear/aten::mm``), with its op
+  without scope (the unit an algorithm swap is judged on).
+- ``BaselineKernelOp``: per baseline, each kernel's launches and time split by the op that launched them (a
+  kernel may serve several ops: elementwise kernels), with per-iteration samples like the kernel rows'. A
+  baseline without op information (stored before 0010, or a profile without op ranges) has none: it compares
+  with the library-swap rule.
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
 All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.
@@ -126,6 +132,29 @@ class BaselineKernel(SQLModel, table=True):
     launch_sketch: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 
+class OpName(SQLModel, table=True):
+    __tablename__ = "op_name"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name_hash: str = Field(max_length=40, unique=True)  # sha1 of the op key
+    name: str = Field(sa_type=Text)  # the op key: "scope/op", or the op
+    op: str = Field(sa_type=Text)  # the op without its scope
+
+
+class BaselineKernelOp(SQLModel, table=True):
+    __tablename__ = "baseline_kernel_op"
+
+    id: int | None = Field(default=None, primary_key=True)
+    baseline_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("baseline.id", ondelete="CASCADE"), nullable=False, index=True)
+    )
+    name_id: int = Field(sa_column=Column(Integer, ForeignKey("kernel_name.id"), nullable=False))
+    op_id: int | None = Field(default=None, sa_column=Column(Integer, ForeignKey("op_name.id"), nullable=True))
+    count: int = Field(sa_type=BigInteger)
+    total_ns: int = Field(sa_type=BigInteger)
+    iter_ns: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 per iteration key, as kernel rows'
+
+
 class Acceptance(SQLModel, table=True):
     __tablename__ = "acceptance"
     __table_args__ = {"sqlite_autoincrement": True}  # a revoked id is never handed out again (0007)
@@ -145,3 +174,5 @@ BASELINE: Table = Baseline.__table__  # type: ignore[attr-defined]
 KERNEL_NAME: Table = KernelName.__table__  # type: ignore[attr-defined]
 BASELINE_KERNEL: Table = BaselineKernel.__table__  # type: ignore[attr-defined]
 ACCEPTANCE: Table = Acceptance.__table__  # type: ignore[attr-defined]
+OP_NAME: Table = OpName.__table__  # type: ignore[attr-defined]
+BASELINE_KERNEL_OP: Table = BaselineKernelOp.__table__  # type: ignore[attr-defined]

@@ -12,10 +12,19 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, func, select
 
 from kbase.errors import InputError, KbaseError, StoreError
-from kbase.store.codec import baseline_row, kernel_naming, kernel_rows, leaderboard_from_rows, name_hash
+from kbase.store.codec import baseline_row, kernel_naming, kernel_rows, leaderboard_from_rows, name_hash, op_rows
 from kbase.store.engine import write_transaction
 from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
-from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME, Acceptance, Baseline
+from kbase.store.models import (
+    ACCEPTANCE,
+    BASELINE,
+    BASELINE_KERNEL,
+    BASELINE_KERNEL_OP,
+    KERNEL_NAME,
+    OP_NAME,
+    Acceptance,
+    Baseline,
+)
 from kbase.store.reader import EngineReader
 
 if TYPE_CHECKING:
@@ -32,11 +41,6 @@ _NAME_CHUNK = 400
 def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) -> dict[str, int]:
     """Ids of the kernel names, inserting those not yet known (race-safe upsert). ``kernels``: (name, family,
     short name, category, tc) of each kernel (``codec.kernel_naming``); a repeated name keeps its first."""
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    kn = KERNEL_NAME
     first = {k[0]: k for k in reversed(kernels)}  # (reversed: the first of a repeated name wins)
     rows = [
         {
@@ -50,6 +54,22 @@ def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) ->
         }
         for name, family, short, category, tc in first.values()
     ]
+    return _upsert_names(conn, KERNEL_NAME, rows)
+
+
+def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
+    """Ids of the op keys ((key, op without scope) each), inserting those not yet known (as ``name_ids``)."""
+    rows = [{"name_hash": name_hash(key), "name": key, "op": bare} for key, bare in dict(ops).items()]
+    return _upsert_names(conn, OP_NAME, rows)
+
+
+def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """name -> id of ``rows`` (with ``name_hash`` and ``name``) in a names table, inserting the missing ones."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    kn = table
     # One global insert order: two writers adding overlapping new names in different (leaderboard)
     # orders would each wait on the other's uncommitted row — a deadlock on PostgreSQL.
     rows.sort(key=lambda row: row["name_hash"])
@@ -60,7 +80,8 @@ def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) ->
         hashes = [row["name_hash"] for row in chunk]
         # Known names are only looked up: the insert (and its per-row parameter processing) is paid
         # for new names only, which after the first baseline of a workload is almost none.
-        found = dict(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(hashes))).all())
+        found: dict[str, int] = dict(conn.execute(select(kn.c.name_hash, kn.c.id)
+                                                  .where(kn.c.name_hash.in_(hashes))).all())
         missing = [row for row in chunk if row["name_hash"] not in found]
         if missing:
             conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
@@ -71,8 +92,8 @@ def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) ->
     return ids
 
 
-def insert_kernels(conn: Connection, rows: list[dict], chunk: int = 2000) -> None:
-    bk = BASELINE_KERNEL
+def insert_kernels(conn: Connection, rows: list[dict], chunk: int = 2000, table: Any = BASELINE_KERNEL) -> None:
+    bk = table
     for i in range(0, len(rows), chunk):
         conn.execute(bk.insert(), rows[i : i + chunk])
 
@@ -108,7 +129,11 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
                 if existing is None or force:
                     raise StoreError("store: the capture key is taken but its row cannot be read; try again")
                 return Saved(existing, created=False)
-            insert_kernels(conn, kernel_rows(baseline_id, lb, name_ids(conn, kernel_naming(lb)), keys))
+            names = name_ids(conn, kernel_naming(lb))
+            insert_kernels(conn, kernel_rows(baseline_id, lb, names, keys))
+            if lb.ops is not None:
+                ops = op_ids(conn, list(zip(lb.ops.names.tolist(), lb.ops.bare.tolist())))
+                insert_kernels(conn, op_rows(baseline_id, lb.ops, names, ops), table=BASELINE_KERNEL_OP)
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
@@ -155,6 +180,7 @@ def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
 def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
     EngineReader(engine).baseline(baseline_id)  # an InputError naming @ID when there is none
     with write_transaction(engine, url) as conn:
+        conn.execute(delete(BASELINE_KERNEL_OP).where(BASELINE_KERNEL_OP.c.baseline_id == baseline_id))
         conn.execute(delete(BASELINE_KERNEL).where(BASELINE_KERNEL.c.baseline_id == baseline_id))
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 

@@ -130,6 +130,14 @@ class StoreReader(Generic[B, A]):
         return [r if r[i] is None else (*r[:i], bool(r[i]), *r[i + 1:])
                 for r in self.rows_in("kernel_rows", {}, "ids", baseline_ids)]
 
+    def op_rows(self, baseline_ids: list[int]) -> list[tuple]:
+        """(baseline_id, kernel name, op key, op, count, total_ns, iter_ns) tuples: kernels' time by op."""
+        return self.rows_in("op_rows", {}, "ids", baseline_ids)
+
+    def op_levels(self, baseline_ids: list[int]) -> list[tuple]:
+        """(baseline_id, op key, op, total_ns) tuples: each op's time in each baseline."""
+        return self.rows_in("op_levels", {}, "ids", baseline_ids)
+
     def level_rows(self, baseline_ids: list[int]) -> list[tuple]:
         """(baseline_id, name, short_name, per_iter_ns) tuples (``frames.LEVEL_COLUMNS``)."""
         return self.rows_in("level_rows", {}, "ids", baseline_ids)
@@ -287,4 +295,4 @@ def load_capture(reader: StoreReader[Any, Any], b: AnyBaseline) -> Capture:
     from kbase.store.codec import capture_from_rows
 
     assert b.id is not None
-    return capture_from_rows(b, reader.kernel_rows([b.id]))
+    return capture_from_rows(b, reader.kernel_rows([b.id]), [r[1:] for r in reader.op_rows([b.id])])

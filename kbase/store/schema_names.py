@@ -12,7 +12,8 @@ from pathlib import Path
 from kbase.errors import StoreError
 
 # kbase's own tables (``kbase.store.models``) and Alembic's version table.
-OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernel", "acceptance", "alembic_version"})
+OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernel", "acceptance", "alembic_version", "op_name",
+                        "baseline_kernel_op"})
 
 # Tables SQLite itself may add to any database (AUTOINCREMENT bookkeeping, ANALYZE statistics).
 SQLITE_INTERNAL_TABLES = frozenset({"sqlite_sequence", "sqlite_stat1"})

@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from sqlalchemy import Boolean, bindparam, literal_column, or_, select
+from sqlalchemy import Boolean, bindparam, func, literal_column, or_, select
 from sqlalchemy.sql import Select
 
-from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME
+from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, BASELINE_KERNEL_OP, KERNEL_NAME, OP_NAME
 
 bt, bk, kn, at = BASELINE.c, BASELINE_KERNEL.c, KERNEL_NAME.c, ACCEPTANCE.c
+bko, opn = BASELINE_KERNEL_OP.c, OP_NAME.c
 STATEMENTS: dict[str, Callable[[], Select]] = {}
 
 
@@ -124,6 +125,24 @@ def level_rows() -> Select:
     """(baseline_id, name, short_name, per_iter_ns): ``frames.LEVEL_COLUMNS``."""
     return (select(bk.baseline_id, kn.name, kn.short_name, bk.per_iter_ns)
             .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id.in_(_in("ids"))))
+
+
+@_statement
+def op_rows() -> Select:
+    """Each kernel's launches and time by op (``codec.op_pairs_from_rows``): baseline id, kernel name, op key
+    (NULL: no op), op without scope, count, total_ns, iter_ns; in row order."""
+    return (select(bko.baseline_id, kn.name, opn.name, opn.op, bko.count, bko.total_ns, bko.iter_ns)
+            .join(KERNEL_NAME, kn.id == bko.name_id).outerjoin(OP_NAME, opn.id == bko.op_id)
+            .where(bko.baseline_id.in_(_in("ids"))).order_by(bko.baseline_id, bko.id))
+
+
+@_statement
+def op_levels() -> Select:
+    """(baseline_id, op key, op without scope, total_ns) summed per op of some baselines: the ops' levels
+    for history noise (``comparison.history``); NULL op rows left out."""
+    return (select(bko.baseline_id, opn.name, opn.op, func.sum(bko.total_ns))
+            .join(OP_NAME, opn.id == bko.op_id).where(bko.baseline_id.in_(_in("ids")))
+            .group_by(bko.baseline_id, opn.name, opn.op))
 
 
 @_statement

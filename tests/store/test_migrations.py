@@ -29,12 +29,13 @@ def test_head_revision_follows_the_scripts(tmp_path, monkeypatch):
 
     fake = tmp_path / "migrations"
     shutil.copytree(schema_names.migrations_dir(), fake)
-    (fake / "versions" / "0099_next.py").write_text('revision: str = "0099"\ndown_revision: str | None = "0008"\n')
+    head = schema_names.head_revision()
+    (fake / "versions" / "0099_next.py").write_text(f'revision: str = "0099"\ndown_revision: str | None = "{head}"\n')
     monkeypatch.setattr(schema_names, "migrations_dir", lambda: fake)
     schema_names.head_revision.cache_clear()
     try:
         assert schema_names.head_revision() == "0099"
-        (fake / "versions" / "0100_fork.py").write_text('revision = "0100"\ndown_revision = "0008"\n')
+        (fake / "versions" / "0100_fork.py").write_text(f'revision = "0100"\ndown_revision = "{head}"\n')
         schema_names.head_revision.cache_clear()
         with pytest.raises(schema_names.StoreError, match="2 heads"):
             schema_names.head_revision()
