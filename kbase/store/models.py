@@ -137,7 +137,7 @@ class OpName(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     name_hash: str = Field(max_length=40, unique=True)  # sha1 of the op key
-    name: str = Field(sa_type=Text)  # the op key: "scope/op", or the op
+    key: str = Field(sa_type=Text)  # the op key: "scope/op", or the op
     op: str = Field(sa_type=Text)  # the op without its scope
 
 

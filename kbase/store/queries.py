@@ -59,12 +59,13 @@ def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) ->
 
 def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
     """Ids of the op keys ((key, op without scope) each), inserting those not yet known (as ``name_ids``)."""
-    rows = [{"name_hash": name_hash(key), "name": key, "op": bare} for key, bare in dict(ops).items()]
-    return _upsert_names(conn, OP_NAME, rows)
+    rows = [{"name_hash": name_hash(key), "key": key, "op": bare} for key, bare in dict(ops).items()]
+    return _upsert_names(conn, OP_NAME, rows, "key")
 
 
-def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> dict[str, int]:
-    """name -> id of ``rows`` (with ``name_hash`` and ``name``) in a names table, inserting the missing ones."""
+def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]], name: str = "name") -> dict[str, int]:
+    """name -> id of ``rows`` (with ``name_hash`` and the ``name`` column) in a names table, inserting the
+    missing ones."""
     from sqlalchemy.dialects.postgresql import insert as pg_insert
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -74,7 +75,7 @@ def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> d
     # orders would each wait on the other's uncommitted row — a deadlock on PostgreSQL.
     rows.sort(key=lambda row: row["name_hash"])
     ids: dict[str, int] = {}
-    by_hash = {row["name_hash"]: row["name"] for row in rows}
+    by_hash = {row["name_hash"]: row[name] for row in rows}
     for i in range(0, len(rows), _NAME_CHUNK):
         chunk = rows[i : i + _NAME_CHUNK]
         hashes = [row["name_hash"] for row in chunk]

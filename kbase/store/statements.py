@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from sqlalchemy import Boolean, bindparam, func, literal_column, or_, select
+from sqlalchemy import Boolean, bindparam, literal_column, or_, select
 from sqlalchemy.sql import Select
 
 from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, BASELINE_KERNEL_OP, KERNEL_NAME, OP_NAME
@@ -131,18 +131,17 @@ def level_rows() -> Select:
 def op_rows() -> Select:
     """Each kernel's launches and time by op (``codec.op_pairs_from_rows``): baseline id, kernel name, op key
     (NULL: no op), op without scope, count, total_ns, iter_ns; in row order."""
-    return (select(bko.baseline_id, kn.name, opn.name, opn.op, bko.count, bko.total_ns, bko.iter_ns)
+    return (select(bko.baseline_id, kn.name, opn.key, opn.op, bko.count, bko.total_ns, bko.iter_ns)
             .join(KERNEL_NAME, kn.id == bko.name_id).outerjoin(OP_NAME, opn.id == bko.op_id)
             .where(bko.baseline_id.in_(_in("ids"))).order_by(bko.baseline_id, bko.id))
 
 
 @_statement
 def op_levels() -> Select:
-    """(baseline_id, op key, op without scope, total_ns) summed per op of some baselines: the ops' levels
-    for history noise (``comparison.history``); NULL op rows left out."""
-    return (select(bko.baseline_id, opn.name, opn.op, func.sum(bko.total_ns))
-            .join(OP_NAME, opn.id == bko.op_id).where(bko.baseline_id.in_(_in("ids")))
-            .group_by(bko.baseline_id, opn.name, opn.op))
+    """(baseline_id, op key, op without scope, total_ns) of each (kernel, op) row of some baselines, summed
+    per op by the caller: the ops' levels for history noise (``comparison.history``); NULL op rows left out."""
+    return (select(bko.baseline_id, opn.key, opn.op, bko.total_ns)
+            .join(OP_NAME, opn.id == bko.op_id).where(bko.baseline_id.in_(_in("ids"))))
 
 
 @_statement

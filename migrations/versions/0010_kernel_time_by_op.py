@@ -26,7 +26,7 @@ def upgrade() -> None:
         "op_name",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("name_hash", sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
-        sa.Column("name", sa.Text(), nullable=False),
+        sa.Column("key", sa.Text(), nullable=False),
         sa.Column("op", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("name_hash"),

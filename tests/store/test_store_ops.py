@@ -37,7 +37,7 @@ def test_op_rows_split_every_kernel_exactly(stored):
     kernels = dict(con.execute("SELECT name_id, total_ns FROM baseline_kernel WHERE baseline_id = ?",
                                (ids[0],)).fetchall())
     assert by_kernel == kernels
-    ops = [r[0] for r in con.execute("SELECT DISTINCT o.name FROM baseline_kernel_op k JOIN op_name o "
+    ops = [r[0] for r in con.execute("SELECT DISTINCT o.key FROM baseline_kernel_op k JOIN op_name o "
                                      "ON o.id = k.op_id WHERE baseline_id = ?", (ids[0],))]
     assert "aten::cudnn_convolution_backward_input" in ops
     # op names are stored once each, shared by both baselines
