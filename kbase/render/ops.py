@@ -12,7 +12,7 @@ from kbase.analysis.names import display_names
 from kbase.enums import KernelClass
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
-from kbase.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_pct
+from kbase.units import column_unit, fmt_delta_pct, fmt_pct
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
@@ -84,23 +84,34 @@ OP_COLUMNS = [
 
 
 def _board_cells(rows: list[dict[str, Any]], full_names: bool) -> list[dict[str, str]]:
+    """The op rows, each followed by its first ``KERNELS_SHOWN`` kernels; each time column in one unit over the
+    rows shown (``units.column_unit``)."""
+    shown = [(r, r["kernel_rows"][:KERNELS_SHOWN]) for r in rows]
+    every = [x for r, ks in shown for x in (r, *ks)]
+    unit = {c: column_unit(x[c] for x in every) for c in ("total_ns", "avg_ns", "per_iter_ns")}
     out = []
-    for rank, r in enumerate(rows, 1):
+    for rank, (r, ks) in enumerate(shown, 1):
         out.append({"rank": str(rank), "op": _label(r["op"]), "kernels": str(r["kernels"]), "count": f"{r['count']:,}",
-                    "total": fmt_ns(r["total_ns"]), "avg": fmt_ns(r["avg_ns"]), "per_iter": fmt_ns(r["per_iter_ns"]),
-                    "share_window": fmt_pct(r["share_window"]), "share_kernel": fmt_pct(r["share_kernel"]),
-                    "share_op": ""})
-        ks = r["kernel_rows"]
+                    "total": unit["total_ns"](r["total_ns"]), "avg": unit["avg_ns"](r["avg_ns"]),
+                    "per_iter": unit["per_iter_ns"](r["per_iter_ns"]), "share_window": fmt_pct(r["share_window"]),
+                    "share_kernel": fmt_pct(r["share_kernel"]), "share_op": ""})
         labels = display_names([k["name"] for k in ks], [k["short_name"] for k in ks], full=full_names)
-        for k, label in list(zip(ks, labels))[:KERNELS_SHOWN]:
+        for k, label in zip(ks, labels):
             out.append({"rank": "", "op": INDENT + label, "kernels": "", "count": f"{k['count']:,}",
-                        "total": fmt_ns(k["total_ns"]), "avg": fmt_ns(k["avg_ns"]),
-                        "per_iter": fmt_ns(k["per_iter_ns"]), "share_window": fmt_pct(k["share_window"]),
+                        "total": unit["total_ns"](k["total_ns"]), "avg": unit["avg_ns"](k["avg_ns"]),
+                        "per_iter": unit["per_iter_ns"](k["per_iter_ns"]), "share_window": fmt_pct(k["share_window"]),
                         "share_kernel": fmt_pct(k["share_kernel"]), "share_op": fmt_pct(k["share_op"])})
-        if len(ks) > KERNELS_SHOWN:
-            more = f"{INDENT}… {len(ks) - KERNELS_SHOWN} more kernel(s) (--format json lists all)"
+        if len(r["kernel_rows"]) > KERNELS_SHOWN:
+            more = f"{INDENT}… {len(r['kernel_rows']) - KERNELS_SHOWN} more kernel(s)"
             out.append({"rank": "", "op": more, **{c.key: "" for c in OP_COLUMNS if c.key not in ("rank", "op")}})
     return out
+
+
+def _more_note(rows: list[dict[str, Any]]) -> str | None:
+    """What the kernels under each op leave out, and where they all are."""
+    if any(len(r["kernel_rows"]) > KERNELS_SHOWN for r in rows):
+        return f"each op shows its {KERNELS_SHOWN} largest kernels (--format json or csv lists all)"
+    return None
 
 
 def op_leaderboard_md(lb: Leaderboard, limit: int | None = 20, full_names: bool = False) -> str:
@@ -115,6 +126,8 @@ def op_leaderboard_md(lb: Leaderboard, limit: int | None = 20, full_names: bool 
     out += ["", "| " + " | ".join(c.header for c in OP_COLUMNS) + " |", "|" + "---|" * len(OP_COLUMNS)]
     out += ["| " + " | ".join(md_text(cells.get(c.key, "")) for c in OP_COLUMNS) + " |"
             for cells in _board_cells(shown, full_names)]
+    if (more := _more_note(shown)) is not None:
+        out.append(f"\n_{md_text(more)}._")
     if len(shown) < len(rows):
         out.append(f"\n_{len(rows) - len(shown)} more op(s) not shown (truncated; use --limit 0 for all)._")
     return "\n".join(out) + "\n"
@@ -136,6 +149,8 @@ def print_op_leaderboard(lb: Leaderboard, console: Any, limit: int | None = 20, 
         return
     print_table(console, OP_COLUMNS, _board_cells(shown, full_names), wide=wide,
                 title="Kernel leaderboard by op (each op's kernels below it; %op: share of the op's time)")
+    if (more := _more_note(shown)) is not None:
+        console.print(more, highlight=False, markup=False)
     if len(shown) < len(rows):
         console.print(f"truncated: {len(rows) - len(shown)} more op(s) not shown (--limit 0 for all)", highlight=False)
 
@@ -184,28 +199,34 @@ def _class_label(r: dict[str, Any]) -> str:
 
 
 def diff_op_cells(ops: list[dict[str, Any]], full_names: bool = False, show_all: bool = False) -> list[dict[str, str]]:
-    """Each op row, then (for a changed op, or with ``show_all``) its kernels whose time changed most."""
-    out = []
+    """Each op row, then (for a changed op, or with ``show_all``) its kernels whose time changed most; before and
+    after in one unit, Δ in one, signed (``units.column_unit`` over the rows shown)."""
     changed = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
                KernelClass.GONE)
+    shown = []
     for r in ops:
         if not show_all and r["class"] not in changed and not r["reshuffled"]:
             continue
-        b, a = fmt_ns_pair(r["before"], r["after"])
+        ks = [k for k in r["kernel_rows"] if abs(k["delta_ns"] or 0) > 0 or show_all]
+        labels = display_names([k["name"] for k in ks], [k["short_name"] for k in ks], full=full_names)
+        shown.append((r, list(zip(ks, labels))[:KERNELS_SHOWN]))
+    every = [x for r, ks in shown for x in (r, *(k for k, _ in ks))]
+    times = column_unit(v for x in every for v in (x["before"], x["after"]))
+    delta = column_unit((x["delta_ns"] for x in every), signed=True)
+    out = []
+    for r, ks in shown:
         mde = r.get("mde_rel")
         out.append({"class": _class_label(r), "op": ("(swap) " if r["reshuffled"] else "") + _label(r["op"]),
-                    "before": b, "after": a,
-                    "delta": fmt_ns(r["delta_ns"]), "delta_pct": fmt_delta_pct(r["delta_pct"]),
+                    "before": times(r["before"]), "after": times(r["after"]),
+                    "delta": delta(r["delta_ns"]), "delta_pct": fmt_delta_pct(r["delta_pct"]),
                     "effect": "-" if r["effect"] is None else f"{r['effect']:+.2%}",
                     "launches": f"{(r['count_before'] or 0):.1f}->{(r['count_after'] or 0):.1f}",
                     "mde": "-" if mde is None else f"{mde:.1%}",
                     "swap": (f"{r['kernels_changed']} of {r['kernels']} changed" if r["reshuffled"]
                              else f"{r['kernels']}")})
-        ks = [k for k in r["kernel_rows"] if abs(k["delta_ns"] or 0) > 0 or show_all]
-        labels = display_names([k["name"] for k in ks], [k["short_name"] for k in ks], full=full_names)
-        for k, label in list(zip(ks, labels))[:KERNELS_SHOWN]:
-            kb, ka = fmt_ns_pair(k["before"], k["after"])
-            out.append({"class": "", "op": INDENT + label, "before": kb, "after": ka, "delta": fmt_ns(k["delta_ns"]),
+        for k, label in ks:
+            out.append({"class": "", "op": INDENT + label, "before": times(k["before"]), "after": times(k["after"]),
+                        "delta": delta(k["delta_ns"]),
                         "delta_pct": fmt_delta_pct((k["delta_ns"] / k["before"] * 100) if k["before"] else math.inf),
                         "effect": "", "launches": f"{(k['count_before'] or 0):.1f}->{(k['count_after'] or 0):.1f}",
                         "mde": "", "swap": ""})
