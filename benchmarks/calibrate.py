@@ -532,7 +532,7 @@ def fpr(trials: int = 1000, kernels: int = 30) -> dict:
     """Pure-noise comparisons (no change at all), as the diff decides them: 5 iterations per side, 30
     kernels with 10-2,500 launches, a repeating mix of two shapes, 0.5-5% launch jitter, microsecond
     rounding and the ``run_noise`` run-to-run shift per capture; comparisons with any kernel flagged."""
-    from kbase.analysis import sketch
+    from kbase.analysis.sketch import build_sketches
     from kbase.comparison import noise
     from kbase.policy import Policy
 
@@ -550,7 +550,7 @@ def fpr(trials: int = 1000, kernels: int = 30) -> dict:
             for _side in range(2):
                 run = 1 + rng.normal(0, pol.run_noise)
                 d = np.rint(shapes * run * (1 + rng.normal(0, jit, n)) / 1000) * 1000
-                sk.append(sketch.build_sketches(np.zeros(n, dtype=np.int64), np.arange(n), d, 1)[0])
+                sk.append(build_sketches(np.zeros(n, dtype=np.int64), np.arange(n), d, 1)[0])
                 it.append(d.reshape(5, -1).sum(axis=1))
             within = [noise.iteration_estimate(it[0], it[1]), noise.launch_estimate(sk[0], sk[1], 1000.0)]
             rel = it[1].sum() / it[0].sum() - 1

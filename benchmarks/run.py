@@ -1,7 +1,8 @@
 """kbase performance benchmark: snapshot, diff/gate, store at scale, CLI start-up, top against the floor
-and against nsys-ai, top from the store, PostgreSQL against SQLite.
+and against nsys-ai, top from the store, bytes per stored baseline, history reads at 5,000 and 50,000,
+PostgreSQL against SQLite.
 
-    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6,S9]
+    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6,S7,S8,S9]
 
 Every command is timed as a fresh child process (what a CI job pays), wall time by
 ``time.perf_counter`` around ``os.wait4``, CPU time (user + system, every thread) and peak RSS from the
@@ -39,6 +40,7 @@ from bench_common import (  # noqa: E402
     rev_of,
     rm_store,
     run_child,
+    source_hash,
     timed_pairs,
 )
 
@@ -95,15 +97,19 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
 # --------------------------------------------------------------------------- bulk-written stores
 
 
-def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: int, log) -> Path:
-    """A store of ``n`` baselines written by ``kbase.synth.history.write_bulk_history`` (cached)."""
+def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: int, log, blob_pool: int = 0) -> Path:
+    """A store of ``n`` baselines written by ``kbase.synth.history.write_bulk_history`` (cached;
+    ``blob_pool``: as ``write_bulk_history``'s)."""
+    from store_bench import ENCODER
+
     from kbase.store import open_store
     from kbase.store.engine import head_revision
     from kbase.synth.history import write_bulk_history
 
     db = out / f"{name}.db"
     # v3: baselines with summaries and launch sketches (v2 stores compared nothing per iteration)
-    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": head_revision(), "v": 3}
+    want = {"baselines": n, "kernels": kernels, "iterations": iterations, "schema": head_revision(), "v": 3,
+            "blob_pool": blob_pool, "encoder": source_hash(*ENCODER)}
     side = out / f"{name}.json"
     if db.exists() and fresh(side, want):
         return db
@@ -112,7 +118,8 @@ def ensure_bulk_store(out: Path, name: str, n: int, kernels: int, iterations: in
     t0 = time.perf_counter()
     store = open_store(f"sqlite:///{db}")
     try:
-        write_bulk_history(store.engine, n, workload="bulk", n_kernels=kernels, iterations=iterations)
+        write_bulk_history(store.engine, n, workload="bulk", n_kernels=kernels, iterations=iterations,
+                           blob_pool=blob_pool)
     finally:
         store.close()
     log(f"  written in {time.perf_counter() - t0:.0f} s")
@@ -216,13 +223,14 @@ def compile_kbase() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from pg_bench import s9_postgresql
+    from store_bench import s7_store_size, s8_steps
     from top_bench import s5_real_exports, s6_top_1m
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="S1 at 1M only, S3 with 500 baselines, fewer runs")
     ap.add_argument("--with-10m", action="store_true", help="run S1 at 10M kernels even with --quick")
     ap.add_argument("--out", type=Path, help="results.json and cached inputs (default: a new temp dir)")
-    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S9", help="comma-separated scenarios to run")
+    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S7,S8,S9", help="comma-separated scenarios to run")
     args = ap.parse_args(argv)
     if shutil.which("sqlite3") is None:
         print("benchmark: the sqlite3 command-line shell is needed for the floors", file=sys.stderr)
@@ -252,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         s5_real_exports(out, res, log, runs=3 if quick else 5)
     if "S6" in only:
         s6_top_1m(out, res, log, runs=3 if quick else 5)
+    if "S7" in only:
+        s7_store_size(out, res, log)
+    if "S8" in only:
+        s8_steps(out, res, log, runs=3, sizes=(5_000,) if quick else (5_000, 50_000))
     if "S9" in only:
         s9_postgresql(out, 200 if quick else 1000, res, log, runs=3 if quick else 5)
     total = time.perf_counter() - t_start

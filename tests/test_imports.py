@@ -198,7 +198,7 @@ def test_top_of_a_large_nsys_export_loads_no_pyarrow(tmp_path):
 
 
 def test_snapshot_of_an_nsys_export_loads_no_pandas(tmp_path):
-    """The store writes a computed leaderboard from its numpy columns (``codec.kernel_rows``,
+    """The store writes a computed leaderboard from its numpy columns (``codec.kernel_table``,
     ``kernel_naming``): a snapshot loads the store stack but not pandas."""
     from helpers.tiny_export import make_tiny_export
 

@@ -1,5 +1,5 @@
 """One capture's per-kernel figures as a comparison pools them (``comparison.side``): built from a
-computed ``Leaderboard`` here, or straight from a baseline's stored rows (``store.codec.capture_from_rows``)
+computed ``Leaderboard`` here, or straight from a baseline's stored kernel table (``store.codec.capture_from_table``)
 without pandas. It lives below the store because the store builds it."""
 
 from __future__ import annotations

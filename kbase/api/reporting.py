@@ -92,7 +92,7 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
         data.step_diffs = step_diffs(data, step_pages, gate_of)
         shown = [*_flagged(data.gate), *dict.fromkeys(s.kernel for s in data.steps if s.kernel)]
         ids = top_kernel_ids(reader, points, TOP_KERNELS if top_kernels is None else top_kernels, shown)
-        data.kernels = kernel_series(reader, workload, points, ids)
+        data.kernels = kernel_series(reader, points, ids)
         data.leaderboard = leaderboard_view(reader, _after_point(data, points).ref)
     return data
 

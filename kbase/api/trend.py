@@ -2,10 +2,10 @@
 commit, the series of the top kernels, and one baseline's leaderboard — the parts of ``ReportData`` that
 are drawn from the store as it is (the diff and the steps come from ``kbase.gate`` and ``kbase.steps``).
 
-Reads (three, whatever the size of the store): the workload's baselines; the kernel rows of up to
+Reads (three, whatever the size of the store): the workload's baselines; the kernel levels of up to
 ``SAMPLE_COMMITS`` evenly spaced commits, to pick the top kernels (a kernel that was large at any time in
-the history counts, not only at HEAD); the rows of those top kernels over every baseline (the
-``ix_baseline_kernel_history`` index serves it). Repeat captures at one commit are pooled as ``kbase diff``
+the history counts, not only at HEAD); those top kernels' figures and samples over every baseline (each
+baseline's ``levels`` and ``samples`` blobs). Repeat captures at one commit are pooled as ``kbase diff``
 pools them: only those with the fingerprint of the newest one, times summed over their iterations x GPUs.
 """
 
@@ -96,32 +96,33 @@ def top_kernel_ids(reader: StoreReader, points: list[CommitPoint], top: int, inc
     return list(dict.fromkeys(ranked + extra))
 
 
-def _band(idx: np.ndarray, blobs: list, gpus: np.ndarray, n: int) -> tuple[list[float | None], list[float | None]]:
+def _band(idx: np.ndarray, samples: list, gpus: np.ndarray, n: int) -> tuple[list[float | None], list[float | None]]:
     """Per-commit 10th/90th percentiles of one kernel's per-iteration time per GPU.
 
-    ``idx``: commit index per row; ``blobs``: float32 samples summed over GPUs; ``gpus``: per row.
+    ``idx``: commit index per row; ``samples``: ns per iteration key summed over GPUs (None: not stored);
+    ``gpus``: per row.
     Commits with one capture are done as one matrix per sample count (a Python loop per commit cost
     seconds at 10,000 commits); pooled repeat captures are concatenated one commit at a time.
     """
     low = np.full(n, np.nan)
     high = np.full(n, np.nan)
     rows_per_commit = np.bincount(idx, minlength=n)
-    lengths = np.fromiter((len(b) if b else 0 for b in blobs), dtype=np.int64, count=len(blobs))
+    lengths = np.fromiter((0 if s is None else len(s) for s in samples), dtype=np.int64, count=len(samples))
     single = (rows_per_commit[idx] == 1) & (lengths > 0)
     for width in np.unique(lengths[single]):
         sel = np.flatnonzero(single & (lengths == width))
-        mat = np.frombuffer(b"".join(blobs[i] for i in sel), dtype="<f4").reshape(len(sel), -1)
+        mat = np.stack([samples[i] for i in sel])
         lo, hi = np.percentile(mat / np.maximum(gpus[sel], 1)[:, None], BAND_PERCENTILES, axis=1)
         low[idx[sel]], high[idx[sel]] = lo, hi
     for c in np.flatnonzero(rows_per_commit > 1):
         sel = np.flatnonzero((idx == c) & (lengths > 0))
         if len(sel):
-            pooled = np.concatenate([np.frombuffer(blobs[i], dtype="<f4") / max(gpus[i], 1) for i in sel])
+            pooled = np.concatenate([samples[i] / max(gpus[i], 1) for i in sel])
             low[c], high[c] = np.percentile(pooled, BAND_PERCENTILES)
     return _opt(low), _opt(high)
 
 
-def kernel_series(reader: StoreReader, workload: str, points: list[CommitPoint], ids: list[int]) -> list[KernelSeries]:
+def kernel_series(reader: StoreReader, points: list[CommitPoint], ids: list[int]) -> list[KernelSeries]:
     """The series of kernels ``ids`` over ``points``, largest first."""
     n = len(points)
     where: dict[int, int] = {}  # baseline id -> commit index (pooled captures only)
@@ -133,19 +134,19 @@ def kernel_series(reader: StoreReader, workload: str, points: list[CommitPoint],
         gpu_units[i] = p.units * max(p.gpus, 1)
         aligned[i] = p.unit == "iteration"
     names = {r[0]: r for r in reader.names_by_id(ids)}
-    rows = reader.kernel_series(ids, workload)
+    columns, samples = reader.kernel_series(ids, sorted(where))
     # Columns, then one bincount per quantity: a Python loop over 250,000 rows cost seconds.
-    columns = list(zip(*rows)) if rows else [()] * 6
-    commit_idx = np.fromiter((where.get(b, -1) for b in columns[0]), dtype=np.int64, count=len(rows))
+    rows = len(columns["baseline_id"])
+    commit_idx = np.fromiter((where.get(b, -1) for b in columns["baseline_id"].tolist()), dtype=np.int64, count=rows)
     pos = {nid: k for k, nid in enumerate(ids)}
-    kernel_pos = np.fromiter((pos[nid] for nid in columns[1]), dtype=np.int64, count=len(rows))
+    kernel_pos = np.fromiter((pos[nid] for nid in columns["name_id"].tolist()), dtype=np.int64, count=rows)
     keep = commit_idx >= 0
     flat = kernel_pos[keep] * n + commit_idx[keep]
     size = len(ids) * n
-    count = np.bincount(flat, weights=np.asarray(columns[2], float)[keep], minlength=size).reshape(len(ids), n)
-    total = np.bincount(flat, weights=np.asarray(columns[3], float)[keep], minlength=size).reshape(len(ids), n)
+    count = np.bincount(flat, weights=columns["count"].astype(float)[keep], minlength=size).reshape(len(ids), n)
+    total = np.bincount(flat, weights=columns["total_ns"].astype(float)[keep], minlength=size).reshape(len(ids), n)
     seen = np.bincount(flat, minlength=size).reshape(len(ids), n) > 0
-    gpus = np.asarray(columns[4], dtype=np.int64)
+    gpus = columns["gpu_count"]
     out = []
     with np.errstate(divide="ignore", invalid="ignore"):
         for k, nid in enumerate(ids):
@@ -156,8 +157,8 @@ def kernel_series(reader: StoreReader, workload: str, points: list[CommitPoint],
             per_launch = np.where(seen[k] & (count[k] > 0), total[k] / count[k], np.nan)
             sel = np.flatnonzero(keep & (kernel_pos == k))
             sel = sel[aligned[commit_idx[sel]]]  # per-window-second captures have no iteration samples
-            low, high = _band(commit_idx[sel], [columns[5][i] for i in sel], gpus[sel], n)
-            _, name, short, category, tc = names[nid]
+            low, high = _band(commit_idx[sel], [samples[i] for i in sel], gpus[sel], n)
+            _, name, short, category, tc, _family = names[nid]
             out.append(KernelSeries(name=name, short_name=short, category=category, tc=tc,
                                     per_iter_ns=_opt(per_iter), launches_per_iter=_opt(launches),
                                     ns_per_launch=_opt(per_launch), band_low_ns=low, band_high_ns=high))
@@ -223,14 +224,15 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
 
 def op_view(reader: StoreReader, b: AnyBaseline, short_names: dict[str, str]) -> list[OpRow] | None:
     """Baseline ``b``'s leaderboard grouped by op (``analysis.ops.op_board``), None when it stores no ops."""
-    import json
     import math
 
     from kbase.analysis.ops import op_board
-    from kbase.store.codec import op_pairs_from_rows, stored_summary
+    from kbase.store.codec import stored_summary
 
     assert b.id is not None
-    pairs = op_pairs_from_rows([r[1:] for r in reader.op_rows([b.id])], len(json.loads(b.iteration_keys)))
+    t = reader.kernel_table(b.id)
+    names = reader.names(t.name_id.tolist())
+    pairs = reader.op_pairs(b.id, t, [names[i][0] for i in t.name_id.tolist()]) if len(t) else None
     if pairs is None:
         return None
 

@@ -1,6 +1,9 @@
 """Step changes in one kernel's history: binary segmentation of its per-commit levels.
 
-Plain Python (no numpy, no change-point library: ``kbase history`` stays light). A segment is split
+Plain Python for one kernel's history (no numpy, no change-point library: ``kbase history`` stays light);
+``kbase steps`` hands every kernel over thousands of baselines as one numpy matrix, and then the same
+arithmetic runs on arrays (``_best_split_array``, ``level_noise_array``, ``commit_levels``: the same
+operations in the same order, so the same results to the bit). A segment is split
 where the two halves' means differ most (the least-squares gain n_l·n_r/n·(mean_l - mean_r)², from
 cumulative sums: O(n) per segment), when that gain exceeds a penalty ``penalty · log(n) · sigma²``;
 sigma is the run-to-run noise, estimated robustly from the series itself (median absolute successive
@@ -20,8 +23,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
-from kbase.comparison.levels import level_noise, median
+from kbase.comparison.levels import MAD_TO_SD, level_noise, median
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PENALTY = 6.0  # in units of log(n)·sigma²: calibrated on noise-only generated histories (benchmarks/calibrate.py)
 MIN_SIZE = 2  # points per segment
@@ -58,34 +65,56 @@ def _best_split(x: Sequence[float], min_size: int) -> tuple[int, float]:
     n = len(x)
     if n < 2 * min_size:
         return -1, 0.0
+    if _is_array(x):
+        return _best_split_array(x, min_size)  # type: ignore[arg-type]
     s = list(accumulate(x))
     total = s[-1]
     whole = total * total / n
     best_k, best = -1, -math.inf
     for k in range(min_size, n - min_size + 1):
         left = s[k - 1]
-        gain = left * left / k + (total - left) ** 2 / (n - k) - whole
+        right = total - left
+        gain = left * left / k + right * right / (n - k) - whole
         if gain > best:  # the first of equal gains, as argmax
             best_k, best = k, gain
     return best_k, best
 
 
+def _best_split_array(x: np.ndarray, min_size: int) -> tuple[int, float]:
+    """``_best_split`` of a numpy series: the same sums (a cumulative sum adds left to right, as
+    ``accumulate``) and the same operations per candidate, so the same split and gain."""
+    import numpy as np
+
+    n = len(x)
+    s = np.cumsum(x)
+    total = float(s[-1])
+    whole = total * total / n
+    k = np.arange(min_size, n - min_size + 1)
+    left = s[k - 1]
+    right = total - left
+    gain = left * left / k + right * right / (n - k) - whole
+    i = int(np.argmax(gain))  # the first of equal gains
+    return int(k[i]), float(gain[i])
+
+
 def _mean(x: Sequence[float]) -> float:
-    return math.fsum(x) / len(x)
+    return math.fsum(x.tolist() if _is_array(x) else x) / len(x)  # type: ignore[attr-defined]
 
 
 def detect_steps(levels: Iterable[float], sigma: float | None = None, *, penalty: float = PENALTY,
                  min_size: int = MIN_SIZE, min_rel: float = 0.0) -> list[Step]:
     """Steps in a 1-D series of levels (oldest first, finite values). ``sigma``: absolute noise sd of
     one level (default: estimated robustly from the series). ``min_rel``: smallest relative step kept."""
-    x = [float(v) for v in levels]
+    x: Any = _as_series(levels)
     n = len(x)
     if n < 2 * min_size:
         return []
     if sigma is None:
-        rel_sd = level_noise(x)
-        sigma = rel_sd * median(x) if math.isfinite(rel_sd) else 0.0
-    sigma = max(float(sigma), 1e-9 * max(max(abs(v) for v in x), 1.0))
+        array = _is_array(x)
+        rel_sd = level_noise_array(x) if array else level_noise(x)
+        sigma = rel_sd * (_median_array(x) if array else median(x)) if math.isfinite(rel_sd) else 0.0
+    biggest = float(abs(x).max()) if _is_array(x) else max(abs(v) for v in x)
+    sigma = max(float(sigma), 1e-9 * max(biggest, 1.0))
     pen = penalty * math.log(n) * sigma * sigma
     cuts: list[int] = []
     todo = [(0, n)]
@@ -116,6 +145,37 @@ def detect_steps(levels: Iterable[float], sigma: float | None = None, *, penalty
         se = sigma * math.sqrt(1 / (b - a) + 1 / (c - b))
         out.append(Step(index=b, before=ml, after=mr, z=abs(mr - ml) / se))
     return out
+
+
+def _is_array(x: Any) -> bool:
+    """A numpy array (checked without importing numpy: ``kbase history`` never loads it)."""
+    return type(x).__name__ == "ndarray"
+
+
+def _as_series(levels: Iterable[float]) -> Any:
+    """A list of floats, or a float64 numpy array as it is (the vectorised path)."""
+    if _is_array(levels):
+        return levels.astype(float)  # type: ignore[attr-defined]
+    return [float(v) for v in levels]
+
+
+def _median_array(x: np.ndarray) -> float:
+    """``levels.median`` of a numpy series (the middle value, or the mean of the two middle ones: the same)."""
+    import numpy as np
+
+    return float(np.median(x))
+
+
+def level_noise_array(x: np.ndarray) -> float:
+    """``levels.level_noise`` of a numpy series of finite levels: the same statistics, vectorised."""
+    import numpy as np
+
+    if len(x) < 3:
+        return float("nan")
+    centre = _median_array(x)
+    if centre <= 0:
+        return float("nan")
+    return float(np.median(np.abs(x[1:] - x[:-1]))) * MAD_TO_SD / centre
 
 
 def _sign(v: float) -> float:
@@ -166,12 +226,14 @@ class KernelStep:
     z: float
 
 
-def commit_levels(levels: Iterable[Iterable[float]], commits: list[str]) -> tuple[list[list[float]], list[str]]:
+def commit_levels(levels: Any, commits: list[str]) -> tuple[Any, list[str]]:
     """Per row (one value per baseline, in line order) the mean of its finite values per commit (NaN where
     none), commits in first-seen order. One pass (a 10,000-baseline history has up to 10,000 commits:
-    no per-commit scan)."""
+    no per-commit scan); a numpy matrix gives a matrix, its repeated commits summed left to right as here."""
     index: dict[str, int] = {}
     col = [index.setdefault(c, len(index)) for c in commits]
+    if _is_array(levels):
+        return _commit_levels_array(levels, col, len(index)), list(index)
     out = []
     for row in levels:
         sums, counts = [0.0] * len(index), [0] * len(index)
@@ -184,13 +246,42 @@ def commit_levels(levels: Iterable[Iterable[float]], commits: list[str]) -> tupl
     return out, list(index)
 
 
+def _commit_levels_array(levels: np.ndarray, col: list[int], n_commits: int) -> np.ndarray:
+    import numpy as np
+
+    levels = np.asarray(levels, dtype=float)
+    if n_commits == len(col) and col == list(range(n_commits)):  # one baseline per commit: the levels
+        return levels if not np.isinf(levels).any() else np.where(np.isinf(levels), np.nan, levels)
+    finite = np.isfinite(levels)
+    out = np.full((len(levels), n_commits), np.nan)
+    groups: dict[int, list[int]] = {}
+    for j, c in enumerate(col):
+        groups.setdefault(c, []).append(j)
+    for c, js in groups.items():  # in baseline order, as the loop above adds them
+        sums, counts = np.zeros(len(levels)), np.zeros(len(levels), dtype=np.int64)
+        for j in js:
+            sums += np.where(finite[:, j], levels[:, j], 0.0)
+            counts += finite[:, j]
+        out[:, c] = np.divide(sums, counts, out=np.full(len(levels), np.nan), where=counts > 0)
+    return out
+
+
 def series_steps(values: Sequence[float], commits: list[str], *, min_rel: float = MIN_STEP_REL) -> list[tuple]:
     """(step or creep, from_commit, first_commit, to_commit) of one kernel's per-commit levels
     (NaN: not run at that commit, skipped); steps inside a creep are reported as the creep."""
-    ok = [i for i, v in enumerate(values) if math.isfinite(v)]
+    series: Any
+    ok: Any  # positions of the finite levels: a numpy array for a numpy row (its items index a list as ints do)
+    if _is_array(values):  # a numpy row
+        import numpy as np
+
+        ok = np.flatnonzero(np.isfinite(values))
+        series = values[ok]
+    else:
+        ok = [i for i, v in enumerate(values) if math.isfinite(v)]
+        series = [values[i] for i in ok]
     if len(ok) < 2 * MIN_SIZE:
         return []
-    found = detect_steps([values[i] for i in ok], min_rel=min_rel)
+    found = detect_steps(series, min_rel=min_rel)
     creeps = find_creeps(found)
     inside = {s.index for c in creeps for s in found if c.first <= s.index <= c.last}
     out: list[tuple] = [(c, commits[ok[c.first - 1]], commits[ok[c.first]], commits[ok[c.last]]) for c in creeps]

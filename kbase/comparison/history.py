@@ -75,7 +75,7 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
     if len(past) < policy.min_history:
         return None, notes
     ids = [b.id for b in past if b.id is not None]
-    names, levels = level_matrix(reader.level_rows(ids), ids)
+    names, _, levels = reader.level_matrix(ids)
     sd = history_noise(levels, policy.min_history)
     ops, groups = _op_noise(reader, past, policy.min_history)
     noise = HistoryNoise(sd=dict(zip(names, sd.tolist())), df=max(0.4 * (len(past) - 1), 2.0), ops=ops,
@@ -94,34 +94,19 @@ def _op_noise(reader: StoreReader, past: list, min_history: int) -> tuple[dict[s
     ids = list(per_unit)
     rows = reader.op_levels(ids)
     out = []
+    col = {b: j for j, b in enumerate(ids)}
     for key in (1, 2):  # the op key, then the op without its scope (scopes summed)
-        levels = [(b, name, name, total / per_unit[b]) for b, name, total in
-                  _summed((r[0], r[key], float(r[3])) for r in rows)]
-        names, matrix = level_matrix(levels, ids)
+        summed: dict[tuple[int, str], float] = {}
+        for r in rows:
+            at_op = (r[0], str(r[key]))
+            summed[at_op] = summed.get(at_op, 0.0) + float(r[3])
+        names = sorted({name for _, name in summed})
+        at = {n: i for i, n in enumerate(names)}
+        matrix = np.full((len(names), len(ids)), np.nan)  # NaN: the op did not run in that baseline
+        for (b, name), total in summed.items():
+            matrix[at[name], col[b]] = total / per_unit[b]
         out.append(dict(zip(names, history_noise(matrix, min_history).tolist())))
     return out[0], out[1]
-
-
-def _summed(rows) -> list[tuple[int, str, float]]:
-    acc: dict[tuple[int, str], float] = {}
-    for b, name, total in rows:
-        acc[(b, name)] = acc.get((b, name), 0.0) + total
-    return [(b, name, total) for (b, name), total in acc.items()]
-
-
-def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[list[str], np.ndarray]:
-    """(names in name order, names x baselines matrix of time per iteration per GPU) from
-    (baseline_id, name, short_name, per_iter_ns) rows (``frames.LEVEL_COLUMNS``): NaN where a kernel did
-    not run, 0 where its level is NULL (a baseline without iteration markers: callers leave those out)."""
-    col = {b: j for j, b in enumerate(baseline_ids)}
-    names = sorted({r[1] for r in rows})
-    row = {n: i for i, n in enumerate(names)}
-    out = np.full((len(names), len(baseline_ids)), np.nan)
-    for b, name, _short, level in rows:
-        i, j = row[name], col.get(b)
-        if j is not None:
-            out[i, j] = (0.0 if out[i, j] != out[i, j] else out[i, j]) + (0.0 if level is None else float(level))
-    return names, out
 
 
 @dataclass
@@ -163,7 +148,7 @@ def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None,
     commits = first_parent_line(repo, rev, 10 * last)
     if commits is None:
         notes.append("no git repository: baselines in creation order")
-    bs = reader.line_baselines(workload, commits=commits, limit=last)
+    bs = reader.line_points(workload, commits=commits, limit=last)
     if bs:
         kept = [b for b in bs if b.fingerprint == bs[-1].fingerprint]
         if len(kept) < len(bs):
@@ -176,16 +161,12 @@ def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None,
                          "ProfilerStep ranges), they store no time per iteration to follow")
             bs = [b for b in bs if b.aligned]
     ids = [b.id for b in bs if b.id is not None]
-    rows = reader.level_rows(ids) if ids else []
-    names, levels = level_matrix(rows, ids)
+    names, shorts, levels = reader.level_matrix(ids) if ids else ([], [], np.zeros((0, 0)))
     if not bs or not names:
         return StepsReport(workload=workload, commits=[], baselines=0, steps=[], notes=notes)
     walls = np.array([b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs])
     wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
-    short: dict[str, str] = {}
-    for r in rows:
-        short.setdefault(r[1], r[2])
     line = [b.commit for b in bs]
-    found = kernel_steps(levels, names, [short.get(n, n) for n in names], line, wall)
+    found = kernel_steps(levels, names, shorts, line, wall)
     return StepsReport(workload=workload, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found,
                        notes=notes)

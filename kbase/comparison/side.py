@@ -5,7 +5,7 @@ iteration-aligned, else one second of window: a kernel's time per unit, its laun
 time per launch, and its per-iteration samples (one column per iteration of every pooled capture).
 
 A capture (``analysis.capture``) comes from a computed ``Leaderboard`` (``capture_of_leaderboard``) or from a
-baseline's stored rows (``store.codec.capture_from_rows``); pooling and the side are numpy only, so a
+baseline's stored kernel table (``store.codec.capture_from_table``); pooling and the side are numpy only, so a
 diff of stored baselines never imports pandas (~0.3 s of a command's start).
 """
 

@@ -1,8 +1,10 @@
 """Stage 4 — the baseline store: SQLModel tables (``models``), Alembic migrations (the top-level
 ``migrations/``, ``schema_names.migrations_dir``), opening and guarding a database (``engine``), the
-leaderboard <-> rows codec (``codec``), every read as one SQLAlchemy statement (``statements``) asked
-through one reader (``reader.StoreReader``: SQLAlchemy, or ``fast_read`` on the same statements'
-compiled SQLite or PostgreSQL text), and the writes (``queries``).
+leaderboard <-> store codec (``codec``) over each baseline's kernel table as packed-column blobs
+(``kernel_blobs``, ``sample_blobs``, ``packed``: docs/store-format.md), every read as one SQLAlchemy
+statement (``statements``; ``blob_reads`` shapes the blobs) asked through one reader
+(``reader.StoreReader``: SQLAlchemy, or ``fast_read`` on the same statements' compiled SQLite or
+PostgreSQL text), and the writes (``queries``).
 
 Python: ``kbase.api`` is the front door (``kbase.snapshot``, ``kbase.baselines``, ``kbase.history``);
 this package is the layer under it::

@@ -1,12 +1,10 @@
-"""The leaderboard <-> rows codec: how a Leaderboard is laid out in the store and read back.
+"""The leaderboard <-> store codec: how a Leaderboard is laid out in the store and read back.
 
 - a baseline row (``Baseline``): the summary's scalars, the window, the source and the commit;
-- kernel rows (``BaselineKernel``): every leaderboard column, plus the per-iteration samples packed as
-  little-endian float32 arrays (ns and launches per iteration key, summed over GPUs) in the key order
-  of ``Baseline.iteration_keys``, and each kernel's launch sketch (``comparison.sketch``, 576 bytes);
-- kernel names once each (``KernelName``), keyed by the sha1 of the full demangled name;
-- each kernel's launches and time by the op that launched it (``BaselineKernelOp``, op keys once each in
-  ``OpName``), with per-iteration samples packed as the kernel rows' are.
+- its kernel table (``BaselineKernels``, ``kernel_blobs``): every leaderboard column, the per-iteration
+  samples (ns and launches per iteration key, summed over GPUs) in the key order of
+  ``Baseline.iteration_keys``, and each kernel's launch sketch (``analysis.sketch``);
+- kernel names once each (``KernelName``), keyed by the sha1 of the full demangled name.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from kbase.store.schema_names import name_hash  # noqa: F401 - re-exported (its 
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 
     from kbase.analysis.capture import Capture
     from kbase.analysis.leaderboard import Leaderboard
@@ -29,7 +26,9 @@ if TYPE_CHECKING:
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
+    from kbase.store.kernel_blobs import KernelTable
     from kbase.store.models import Baseline
+    from kbase.store.op_blobs import StoredOps
     from kbase.store.records import BaselineRecord
 
 
@@ -41,19 +40,8 @@ def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str
 # numpy and pandas load inside the functions that use them: ``kbase list``/``history``/``db`` import this
 # module (through ``queries``) and need neither.
 
-
-def _pack(values: np.ndarray) -> bytes:
-    import numpy as np
-
-    return np.asarray(values, dtype="<f4").tobytes()
-
-
-def unpack(blob: bytes | None) -> np.ndarray:
-    import numpy as np
-
-    if not blob:
-        return np.empty(0, dtype=np.float32)
-    return np.frombuffer(blob, dtype="<f4")
+# name id -> (name, short name, category, tc, family): ``reader.names_by_id``'s rows by id
+Names = dict[int, tuple[str, str, str, str, str]]
 
 
 def _sample_matrices(names: np.ndarray, iteration: np.ndarray, total_ns: np.ndarray, count: np.ndarray,
@@ -90,91 +78,73 @@ def kernel_naming(lb: Leaderboard) -> list[tuple[str, str, str, str, str]]:
     return list(zip(*(lb.column(c).tolist() for c in ("name", "family", "short_name", "category", "tc"))))
 
 
-def kernel_rows(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> list[dict]:
-    """The ``BaselineKernel`` rows of a leaderboard, in leaderboard order (rank 1 = largest total)."""
-    import math
-
+def kernel_table(lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> KernelTable:
+    """The stored kernel table of a leaderboard, in leaderboard order (rank 1 = largest total): every column,
+    the samples in key order of ``keys`` (float32 first, as 0008 stored them: a capture stored then and
+    migrated, or stored now, gives the same blobs) and the launch sketches."""
     import numpy as np
 
-    from kbase.analysis import sketch
+    from kbase.analysis.sketch import CHUNKS, WIDTH
+    from kbase.store.kernel_blobs import KernelTable
 
-    s_names = lb.sample_column("name")
-    packed: dict[str, tuple[bytes, bytes]] = {}
-    if keys and len(s_names):
-        names, ns, cnt = _sample_matrices(s_names, lb.sample_column("iteration"), lb.sample_column("total_ns"),
-                                          lb.sample_column("count"), keys)
-        ns32, cnt32 = ns.astype("<f4"), cnt.astype("<f4")
-        packed = {name: (ns32[i].tobytes(), cnt32[i].tobytes()) for i, name in enumerate(names)}
-    empty = _pack(np.zeros(len(keys))) if keys else None
-    rows = []
-    nan = float("nan")
+    names = lb.column("name").tolist()
+    n = len(names)
 
-    def isna(v: Any) -> bool:
-        return v is None or (isinstance(v, float) and math.isnan(v))
+    def num(c: str, dtype: Any = np.float64) -> np.ndarray:
+        return np.asarray(lb.column(c), dtype=dtype)
 
-    for rank, (name, gpus, count, total, avg, median, lo, hi, std, per_iter, cpi, share_w, share_k, amdahl,
-               frag) in enumerate(zip(*(lb.column(c).tolist() for c in _ROW_COLS)), 1):
-        samples = packed.get(name)
-        rows.append(
-            {
-                "baseline_id": baseline_id,
-                "name_id": name_ids[name],
-                "rank": rank,
-                "gpus": int(gpus),
-                "count": int(count),
-                "total_ns": int(total),
-                "avg_ns": float(avg),
-                "median_ns": float(median),
-                "min_ns": int(lo),
-                "max_ns": int(hi),
-                "std_ns": float(std),
-                "per_iter_ns": None if isna(per_iter) else float(per_iter),
-                "count_per_iter": None if isna(cpi) else float(cpi),
-                "share_window": None if isna(share_w) else float(share_w),
-                "share_kernel": None if isna(share_k) else float(share_k),
-                "amdahl_ceiling": None if amdahl in (nan, float("inf")) else float(amdahl),
-                "fragmented": bool(frag),
-                "iter_ns": samples[0] if samples is not None else empty,
-                "iter_count": samples[1] if samples is not None else empty,
-                "launch_sketch": sketch.pack(lb.sketches[name]) if name in lb.sketches else None,
-            }
-        )
-    return rows
+    amdahl = num("amdahl_ceiling")
+    t = KernelTable(name_id=np.array([name_ids[x] for x in names], dtype=np.int64), count=num("count", np.int64),
+                    total_ns=num("total_ns", np.int64), avg_ns=num("avg_ns"), per_iter_ns=num("per_iter_ns"),
+                    share_window=num("share_window"), gpus=num("gpus", np.int64), median_ns=num("median_ns"),
+                    min_ns=num("min_ns", np.int64), max_ns=num("max_ns", np.int64), std_ns=num("std_ns"),
+                    count_per_iter=num("count_per_iter"), share_kernel=num("share_kernel"),
+                    amdahl_ceiling=np.where(np.isfinite(amdahl), amdahl, np.nan), fragmented=num("fragmented", bool))
+    if keys:
+        t.iter_ns, t.iter_count = np.zeros((n, len(keys))), np.zeros((n, len(keys)))
+        s_names = lb.sample_column("name")
+        if len(s_names):
+            sample_names, ns, cnt = _sample_matrices(s_names, lb.sample_column("iteration"),
+                                                     lb.sample_column("total_ns"), lb.sample_column("count"), keys)
+            row = {x: i for i, x in enumerate(names)}
+            at = np.array([row.get(x, -1) for x in sample_names], dtype=np.int64)
+            keep = at >= 0
+            t.iter_ns[at[keep]] = ns[keep].astype(np.float32)
+            t.iter_count[at[keep]] = cnt[keep].astype(np.float32)
+    if lb.sketches:
+        t.sketches = np.full((n, CHUNKS, WIDTH), np.nan)
+        for i, x in enumerate(names):
+            if x in lb.sketches:
+                t.sketches[i] = np.asarray(lb.sketches[x], dtype=np.float32)
+    return t
 
 
-def op_rows(baseline_id: int, ops: OpPairs, name_ids: dict[str, int], op_ids: dict[str, int]) -> list[dict]:
-    """The ``BaselineKernelOp`` rows of a leaderboard's (op, kernel) pairs (``op_id`` None: no op)."""
-    names = ops.names.tolist()
-    return [{"baseline_id": baseline_id, "name_id": name_ids[kernel], "op_id": None if op < 0 else op_ids[names[op]],
-             "count": int(count), "total_ns": int(round(total)),
-             "iter_ns": _pack(ops.iter_ns[i]) if ops.iter_ns.shape[1] else None}
-            for i, (kernel, op, count, total) in enumerate(zip(ops.kernel.tolist(), ops.op.tolist(),
-                                                               ops.count.tolist(), ops.total_ns.tolist()))]
+def kernels_row(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int],
+                op_ids: dict[str, int] | None = None) -> dict[str, Any]:
+    """The ``baseline_kernels`` row of a leaderboard; ``op_ids`` (``queries.op_ids`` of ``lb.ops``' keys): with its
+    kernels' time by op (``ops``, ``op_blobs``), None without op information."""
+    from kbase.store.kernel_blobs import FORMAT, encode
+
+    t = kernel_table(lb, name_ids, keys)
+    blobs = encode(t)
+    return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(lb.column("name")), "levels": blobs.levels,
+            "board": blobs.board, "samples": blobs.samples, "sketches": blobs.sketches,
+            "ops": None if lb.ops is None or op_ids is None else _ops_blob(lb, t, op_ids)}
 
 
-def op_pairs_from_rows(rows: list[tuple], n_keys: int) -> OpPairs | None:
-    """Stored (op, kernel) rows (``reader.op_rows``: kernel name, op key, op, count, total_ns, iter_ns) as a
-    leaderboard's ``OpPairs``; None without any (a baseline stored without op information)."""
+def _ops_blob(lb: Leaderboard, t: KernelTable, op_ids: dict[str, int]) -> bytes:
+    """The ``ops`` blob of ``lb.ops`` against its kernel table ``t`` (rows in leaderboard order)."""
     import numpy as np
 
-    from kbase.analysis.ops import OpPairs
+    from kbase.store.op_blobs import encode_ops
 
-    if not rows:
-        return None
-    keys = sorted({(r[1], r[2]) for r in rows if r[1] is not None})
-    code = {k: i for i, (k, _) in enumerate(keys)}
-    ns, _ = sample_matrices([r[5] for r in rows], [r[5] for r in rows], n_keys)
-    kernel = np.empty(len(rows), dtype=object)
-    kernel[:] = [r[0] for r in rows]
-    return OpPairs(names=np.array([k for k, _ in keys], dtype=object),
-                   bare=np.array([b for _, b in keys], dtype=object),
-                   op=np.array([-1 if r[1] is None else code[r[1]] for r in rows], dtype=np.int32), kernel=kernel,
-                   count=np.array([r[3] for r in rows], dtype=np.int64),
-                   total_ns=np.array([r[4] for r in rows], dtype=np.float64), iter_ns=ns.astype(np.float64))
-
-
-_ROW_COLS = ("name", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns", "per_iter_ns",
-             "count_per_iter", "share_window", "share_kernel", "amdahl_ceiling", "fragmented")
+    assert lb.ops is not None
+    pairs = lb.ops
+    row_of = {x: i for i, x in enumerate(lb.column("name").tolist())}
+    rows = np.array([row_of[k] for k in pairs.kernel.tolist()], dtype=np.int64)
+    names = pairs.names.tolist()
+    ops = np.array([0 if c < 0 else op_ids[names[c]] for c in pairs.op.tolist()], dtype=np.int64)
+    return encode_ops(pairs, rows, ops, t.count, t.total_ns, t.iter_ns)
 
 
 def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
@@ -225,23 +195,6 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
     )
 
 
-def leaderboard_from_rows(b: Baseline | BaselineRecord, k: pd.DataFrame) -> Leaderboard:
-    """The stored Leaderboard of baseline ``b`` (a model or its ``fast_read`` record: only its summary and
-    iteration keys are read) from its kernel rows ``k`` (joined with their names)."""
-    from kbase.analysis.leaderboard import COLUMNS, Leaderboard
-
-    summary, notes = stored_summary(b)
-    table = k.assign(
-        amdahl_ceiling=k["amdahl_ceiling"].fillna(float("inf")),
-        per_iter_ns=k["per_iter_ns"].astype(float),
-        count_per_iter=k["count_per_iter"].astype(float),
-    )[COLUMNS].reset_index(drop=True)
-    keys = json.loads(b.iteration_keys)
-    # baselines stored before migration 0005 have no sketches: compared without them
-    sketches = stored_sketches(k["name"].tolist(), k["launch_sketch"].tolist()) if "launch_sketch" in k else {}
-    return Leaderboard(table=table, summary=summary, samples=unpack_samples(k, keys), notes=notes, sketches=sketches)
-
-
 def stored_summary(b: Baseline | BaselineRecord) -> tuple[LeaderboardSummary, list[str]]:
     """Baseline ``b``'s leaderboard summary and notes, from its ``summary_json``."""
     from kbase.analysis.summary import LeaderboardSummary
@@ -251,59 +204,80 @@ def stored_summary(b: Baseline | BaselineRecord) -> tuple[LeaderboardSummary, li
     return LeaderboardSummary.from_dict(summary), notes
 
 
-def stored_sketches(names: list[str], blobs: list[Any]) -> dict[str, np.ndarray]:
-    """name -> launch sketch of the kernel rows that hold a readable one."""
-    from kbase.analysis import sketch
+def stored_sketches(names: list[str], t: KernelTable) -> dict[str, np.ndarray]:
+    """name -> launch sketch of the kernels that have one (none for baselines stored before 0005)."""
+    import numpy as np
 
-    out: dict[str, np.ndarray] = {}
-    for name, blob in zip(names, blobs):
-        sk = sketch.unpack(blob)
-        if sk is not None:
-            out[name] = sk
+    from kbase.analysis.sketch import COUNT, QUANTILES
+
+    if t.sketches is None:
+        return {}
+    sk = t.sketches
+    has = np.isfinite(sk[:, :, :QUANTILES]).any(axis=(1, 2)) | (sk[:, :, COUNT] > 0).any(axis=1)
+    return {name: sk[i] for i, name in enumerate(names) if has[i]}
+
+
+def _texts(t: KernelTable, names: Names) -> dict[str, np.ndarray]:
+    """name, short_name, category, tc, family of each kernel of ``t`` (object arrays)."""
+    import numpy as np
+
+    out = {}
+    rows = [names[i] for i in t.name_id.tolist()]
+    for j, c in enumerate(("name", "short_name", "category", "tc", "family")):
+        col = np.empty(len(rows), dtype=object)
+        col[:] = [r[j] for r in rows]
+        out[c] = col
     return out
 
 
-def capture_from_rows(b: Baseline | BaselineRecord, rows: list[tuple], op_rows: list[tuple] | None = None) -> Capture:
-    """Baseline ``b``'s kernel rows (``reader.kernel_rows``: ``frames.KERNEL_COLUMNS`` order) as the
-    comparison's ``Capture``, without pandas: what ``leaderboard_from_rows`` then
-    ``capture.capture_of_leaderboard`` give, as arrays straight from the tuples and the sample blobs; ``op_rows``
-    (``reader.op_rows`` without the baseline id): its kernels' time by op."""
+def _samples(t: KernelTable, stored_keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, launches) per kernel and stored key, zeros where none were stored."""
+    import numpy as np
+
+    if t.iter_ns is None or t.iter_count is None:
+        return np.zeros((len(t), len(stored_keys))), np.zeros((len(t), len(stored_keys)))
+    return t.iter_ns, t.iter_count
+
+
+def leaderboard_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Names) -> Leaderboard:
+    """The stored Leaderboard of baseline ``b`` (a model or its ``fast_read`` record: only its summary and
+    iteration keys are read) from its kernel table and the kernels' names."""
+    import numpy as np
+
+    from kbase.analysis.leaderboard import COLUMNS, SAMPLE_COLUMNS, Leaderboard
+
+    summary, notes = stored_summary(b)
+    text = _texts(t, names)
+    table = {c: text[c] if c in text else getattr(t, c) for c in COLUMNS}
+    table["amdahl_ceiling"] = np.where(np.isnan(t.amdahl_ceiling), np.inf, t.amdahl_ceiling)
+    keys = np.asarray(json.loads(b.iteration_keys), dtype=np.int64)
+    ns, cnt = _samples(t, keys.tolist())
+    row, col = np.nonzero(cnt > 0)  # row-major: row then key order
+    samples = {"name": text["name"][row], "iteration": keys[col], "count": cnt[row, col].astype(np.int64),
+               "total_ns": ns[row, col].astype(np.float64)}
+    return Leaderboard(table=table, summary=summary, samples={c: samples[c] for c in SAMPLE_COLUMNS}, notes=notes,
+                       sketches=stored_sketches(text["name"].tolist(), t))
+
+
+def capture_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Names,
+                       ops: OpPairs | None = None) -> Capture:
+    """Baseline ``b``'s kernel table as the comparison's ``Capture``, without pandas: what
+    ``leaderboard_from_table`` then ``capture.capture_of_leaderboard`` give, straight from the columns."""
     import numpy as np
 
     from kbase.analysis.capture import CAPTURE_TEXT, Capture
-    from kbase.store.frames import KERNEL_COLUMNS
 
-    col = {c: i for i, c in enumerate(KERNEL_COLUMNS)}
     s, _ = stored_summary(b)
-
-    def column(name: str, dtype: Any = object) -> np.ndarray:
-        i = col[name]
-        if dtype is object:
-            out = np.empty(len(rows), dtype=object)
-            out[:] = [r[i] for r in rows]
-            return out
-        return np.array([np.nan if r[i] is None else r[i] for r in rows], dtype=dtype)
-
-    names = column("name")
-    sketches = stored_sketches(names.tolist(), [r[col["launch_sketch"]] for r in rows])
+    text = _texts(t, names)
     stored_keys, keys = json.loads(b.iteration_keys), [int(k) for k in s.iteration_keys]
-    ops = op_pairs_from_rows(op_rows or [], len(stored_keys))
+    ns, cnt = _samples(t, stored_keys)
+    out = _in_key_order(np.where(cnt > 0, ns, 0).astype(np.float64), stored_keys, keys)
     if ops is not None:
         ops.iter_ns = _in_key_order(ops.iter_ns, stored_keys, keys)
-    return Capture(summary=s, names=names, text={c: column(c) for c in CAPTURE_TEXT}, gpus=column("gpus", np.int64),
-                   count=column("count", float), total_ns=column("total_ns", float), avg_ns=column("avg_ns", float),
-                   std_ns=column("std_ns", float), iter_ns=_iteration_matrix(rows, col, stored_keys, keys),
-                   sketches=sketches, ops=ops)
-
-
-def _iteration_matrix(rows: list[tuple], col: dict[str, int], stored_keys: list[int], keys: list[int]) -> np.ndarray:
-    """(rows, keys) ns per iteration from the stored blobs (0 where a kernel had no launch), the stored
-    key order mapped onto ``keys`` (the summary's)."""
-    import numpy as np
-
-    ns, cnt = sample_matrices([r[col["iter_ns"]] for r in rows], [r[col["iter_count"]] for r in rows],
-                              len(stored_keys))
-    return _in_key_order(np.where(cnt > 0, ns, 0).astype(np.float64), stored_keys, keys)
+    return Capture(summary=s, names=text["name"], text={c: text[c] for c in CAPTURE_TEXT},
+                   gpus=t.gpus.astype(np.int64), count=t.count.astype(float), total_ns=t.total_ns.astype(float),
+                   avg_ns=t.avg_ns, std_ns=t.std_ns, iter_ns=out, sketches=stored_sketches(text["name"].tolist(), t),
+                   ops=ops)
 
 
 def _in_key_order(out: np.ndarray, stored_keys: list[int], keys: list[int]) -> np.ndarray:
@@ -320,45 +294,21 @@ def _in_key_order(out: np.ndarray, stored_keys: list[int], keys: list[int]) -> n
     return mapped
 
 
-def sample_matrices(ns_blobs: list[Any], cnt_blobs: list[Any], n_keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """The stored per-iteration samples of kernel rows as two (rows, n_keys) float32 matrices, ns and
-    launches, in the stored key order; 0 past a row's stored iterations. One ``np.frombuffer`` when every
-    row holds the same number of iterations (what ``save_leaderboard`` writes), else row by row."""
+def op_pairs_of(stored: StoredOps, kernel_names: list[str], op_names: dict[int, tuple[str, str]]) -> OpPairs:
+    """A baseline's stored kernel time by op (``op_blobs.decode_ops``) as a leaderboard's ``OpPairs``:
+    ``kernel_names`` by kernel-table row, ``op_names`` op id -> (op key, op without scope); samples in the
+    stored key order."""
     import numpy as np
 
-    ns_m = np.zeros((len(ns_blobs), n_keys), dtype=np.float32)
-    cnt_m = np.zeros((len(ns_blobs), n_keys), dtype=np.float32)
-    width = len(ns_blobs[0]) if ns_blobs and isinstance(ns_blobs[0], bytes) else -1
-    if width > 0 and all(isinstance(b, bytes) and len(b) == width for b in (*ns_blobs, *cnt_blobs)):
-        m = min(width // 4, n_keys)
-        ns_m[:, :m] = np.frombuffer(b"".join(ns_blobs), dtype="<f4").reshape(len(ns_blobs), -1)[:, :m]
-        cnt_m[:, :m] = np.frombuffer(b"".join(cnt_blobs), dtype="<f4").reshape(len(cnt_blobs), -1)[:, :m]
-        return ns_m, cnt_m
-    for i, (ns_blob, cnt_blob) in enumerate(zip(ns_blobs, cnt_blobs)):
-        ns, cnt = unpack(ns_blob), unpack(cnt_blob)
-        m = min(len(ns), n_keys)
-        if len(cnt) < m:
-            raise IndexError(f"stored launch counts cover {len(cnt)} iterations, times cover {m}")
-        ns_m[i, :m], cnt_m[i, :m] = ns[:m], cnt[:m]
-    return ns_m, cnt_m
+    from kbase.analysis.ops import OpPairs
 
-
-def unpack_samples(k: pd.DataFrame, keys: list[int]) -> pd.DataFrame:
-    """(name, iteration, count, total_ns) for every stored iteration with launches, in row then key
-    order (``sample_matrices``: no per-sample Python; was ~0.3 s at 2,000 x 100). Names stay Python
-    objects: inferring Arrow strings copied every long name once per iteration (~60 ms at 2,000 x 99)."""
-    import numpy as np
-    import pandas as pd
-
-    cols = ["name", "iteration", "count", "total_ns"]
-    karr = np.asarray(keys, dtype=np.int64)
-    ns, cnt = sample_matrices(k["iter_ns"].tolist(), k["iter_count"].tolist(), len(karr))
-    row, col = np.nonzero(cnt > 0)  # row-major: row then key order
-    if not len(row):
-        return pd.DataFrame([], columns=cols)
-    return pd.DataFrame({
-        "name": pd.Series(np.asarray(k["name"].tolist(), dtype=object)[row], dtype=object),
-        "iteration": karr[col],
-        "count": cnt[row, col].astype(np.int64),
-        "total_ns": ns[row, col].astype(np.float64),
-    }, columns=cols)
+    used = sorted({op_names[i] for i in stored.op_id.tolist() if i})
+    code = {key: j for j, (key, _) in enumerate(used)}
+    kernel = np.empty(len(stored.row), dtype=object)
+    kernel[:] = [kernel_names[r] for r in stored.row.tolist()]
+    return OpPairs(names=np.array([k for k, _ in used], dtype=object),
+                   bare=np.array([b for _, b in used], dtype=object),
+                   op=np.array([code[op_names[i][0]] if i else -1 for i in stored.op_id.tolist()], dtype=np.int32),
+                   kernel=kernel, count=np.asarray(stored.count, dtype=np.int64),
+                   total_ns=np.asarray(stored.total_ns, dtype=np.float64),
+                   iter_ns=np.asarray(stored.iter_ns, dtype=np.float64))

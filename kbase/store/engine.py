@@ -171,6 +171,12 @@ def _stamped_revisions(engine) -> list | None:
         return None
 
 
+def _stamped_revision(engine) -> str | None:
+    """The store's one stamped revision (None: no version table, an empty one or several rows)."""
+    stamped = _stamped_revisions(engine)
+    return stamped[0] if stamped and len(stamped) == 1 else None
+
+
 def check_stamp(engine, url: str, stamped: list | None) -> None:
     """A store whose version table cannot be right: more than one revision in it (Alembic refuses to read
     it), or the head revision with one of kbase's tables missing (a damaged or hand-edited store). One line,
@@ -196,9 +202,32 @@ def upgrade(engine, url: str, revision: str = "head") -> None:
     from alembic import command
 
     cfg = alembic_config(url)
+    before = _stamped_revision(engine)
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
+    reclaim_space(engine, url, before, _stamped_revision(engine))
+
+
+def reclaim_space(engine, url: str, before: str | None, after: str | None) -> bool:
+    """VACUUM a SQLite store whose upgrade from ``before`` to ``after`` passed a revision that empties most of
+    its pages (``schema_names.RECLAIM_REVISIONS``; 0009: kernel rows to blobs, ~10x smaller). A dropped
+    table's pages only go to SQLite's free list, and VACUUM cannot run inside the migration's transaction.
+    False when nothing was to do or the store is busy (the free pages are then reused by later snapshots)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from kbase.store.schema_names import RECLAIM_REVISIONS
+
+    if sqlite_path(url) is None or is_memory(url) or before is None or after is None:
+        return False
+    if not any(before < r <= after for r in RECLAIM_REVISIONS):
+        return False
+    try:
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM")
+    except SQLAlchemyError:
+        return False
+    return True
 
 
 class Store:

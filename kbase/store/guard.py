@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kbase.errors import StoreError
-from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES
+from kbase.store.schema_names import EARLIER_TABLES, OWN_TABLES, SQLITE_INTERNAL_TABLES
 from kbase.store_urls import mask_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -81,9 +81,9 @@ def check_sqlite_file(path: Path) -> None:
 
 
 def _own_tables() -> set[str]:
-    """kbase's tables and Alembic's version table (``schema_names``; a test keeps the set equal to the
-    models' ``SQLModel.metadata``)."""
-    return set(OWN_TABLES)
+    """kbase's tables of any revision and Alembic's version table (``schema_names``; a test keeps the head's
+    set equal to the models' ``SQLModel.metadata``)."""
+    return set(OWN_TABLES | EARLIER_TABLES)
 
 
 def _refuse_foreign(where: str, tables: set[str]) -> None:

@@ -3,15 +3,14 @@
 - ``Baseline``: one run's leaderboard on its window, with when and at which commit it was taken.
 - ``KernelName``: each distinct kernel name once (long C++ templates repeat across thousands of
   baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
-- ``BaselineKernel``: one leaderboard row per kernel per baseline, with its per-iteration samples
-  packed as float32 (ns per iteration, summed over GPUs) in key order of ``Baseline.iteration_keys``,
-  and its launch sketch (``analysis.sketch``: launch-duration quantiles per launch-order chunk).
+- ``BaselineKernels``: one row per baseline holding its whole kernel table — every leaderboard column,
+  the per-iteration samples (ns and launches per key of ``Baseline.iteration_keys``, summed over GPUs)
+  and the launch sketches (``analysis.sketch``) — as packed-column blobs (``kernel_blobs``). Until 0009
+  this was a row per kernel (``baseline_kernel``): ~700 KiB per 500-kernel x 50-iteration baseline, now
+  ~40-60 KiB (docs/store-format.md).
+- ``WorkloadKernel``: the kernel names each workload has stored.
 - ``OpName``: each distinct op key once (``analysis.ops``: ``aten::mm``, ``Linear/aten::mm``), with its op
-  without scope (the unit an algorithm swap is judged on).
-- ``BaselineKernelOp``: per baseline, each kernel's launches and time split by the op that launched them (a
-  kernel may serve several ops: elementwise kernels), with per-iteration samples like the kernel rows'. A
-  baseline without op information (stored before 0010, or a profile without op ranges) has none: it compares
-  with the library-swap rule.
+  without scope (the unit an algorithm swap is judged on); ``BaselineKernels.ops`` refers to it by id.
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
 All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.
@@ -99,60 +98,48 @@ class KernelName(SQLModel, table=True):
     tc: str = Field(max_length=16)
 
 
-class BaselineKernel(SQLModel, table=True):
-    __tablename__ = "baseline_kernel"
-    # one kernel across baselines (``kbase history``, the report's series) read from the index alone: the
-    # columns a history row shows ride along, so 10,000 baselines are one index range, not 10,000 row reads
-    __table_args__ = (Index("ix_baseline_kernel_history", "name_id", "baseline_id", "count", "total_ns", "avg_ns",
-                            "per_iter_ns", "share_window"),)
+class BaselineKernels(SQLModel, table=True):
+    """One baseline's kernel table (0009): its leaderboard rows, per-iteration samples and launch sketches as
+    four packed-column blobs (``kernel_blobs``; docs/store-format.md), ~80-120 bytes per kernel. ``levels``
+    first: a history read (``kbase steps``, ``history``) reads that column alone, ahead of the rest of the row."""
 
-    id: int | None = Field(default=None, primary_key=True)
+    __tablename__ = "baseline_kernels"
+
     baseline_id: int = Field(
-        sa_column=Column(Integer, ForeignKey("baseline.id", ondelete="CASCADE"), nullable=False, index=True)
+        sa_column=Column(Integer, ForeignKey("baseline.id", ondelete="CASCADE"), primary_key=True, autoincrement=False)
     )
-    name_id: int = Field(sa_column=Column(Integer, ForeignKey("kernel_name.id"), nullable=False))
-    rank: int
-    gpus: int
-    count: int = Field(sa_type=BigInteger)
-    total_ns: int = Field(sa_type=BigInteger)
-    avg_ns: float
-    median_ns: float
-    min_ns: int = Field(sa_type=BigInteger)
-    max_ns: int = Field(sa_type=BigInteger)
-    std_ns: float
-    per_iter_ns: float | None = None
-    count_per_iter: float | None = None
-    share_window: float | None = None
-    share_kernel: float | None = None
-    amdahl_ceiling: float | None = None
-    fragmented: bool = False
-    iter_ns: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 per iteration key
-    iter_count: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 launches per key
-    # float32 (8 launch-order chunks x (16 duration quantiles, launches, total ns)); NULL before 0005
-    launch_sketch: bytes | None = Field(default=None, sa_type=LargeBinary)
+    format: int  # kernel_blobs.FORMAT of the four blobs
+    kernels: int  # rows (kernels) of the table
+    levels: bytes = Field(sa_type=LargeBinary)  # name ids, launches, total ns and what derives from them
+    board: bytes = Field(sa_type=LargeBinary)  # the other leaderboard columns
+    samples: bytes | None = Field(default=None, sa_type=LargeBinary)  # per iteration key; NULL without keys
+    sketches: bytes | None = Field(default=None, sa_type=LargeBinary)  # NULL: none stored (before 0005)
+    # each kernel's launches and time by the op that launched it (``op_blobs``); NULL: no op information (a
+    # profile without op ranges, or stored before 0010)
+    ops: bytes | None = Field(default=None, sa_type=LargeBinary)
+
+
+class WorkloadKernel(SQLModel, table=True):
+    """Which kernel names a workload's baselines hold (kernel lookup by ``--name``), one row per pair; written
+    with each baseline, kept when one is deleted (the name stays findable; its history lists what is left)."""
+
+    __tablename__ = "workload_kernel"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    workload: str = Field(max_length=200, primary_key=True)
+    name_id: int = Field(sa_column=Column(Integer, ForeignKey("kernel_name.id"), primary_key=True,
+                                          autoincrement=False))
 
 
 class OpName(SQLModel, table=True):
+    """Each distinct op key once (0010), as ``KernelName`` for kernels."""
+
     __tablename__ = "op_name"
 
     id: int | None = Field(default=None, primary_key=True)
     name_hash: str = Field(max_length=40, unique=True)  # sha1 of the op key
     key: str = Field(sa_type=Text)  # the op key: "scope/op", or the op
     op: str = Field(sa_type=Text)  # the op without its scope
-
-
-class BaselineKernelOp(SQLModel, table=True):
-    __tablename__ = "baseline_kernel_op"
-
-    id: int | None = Field(default=None, primary_key=True)
-    baseline_id: int = Field(
-        sa_column=Column(Integer, ForeignKey("baseline.id", ondelete="CASCADE"), nullable=False, index=True)
-    )
-    name_id: int = Field(sa_column=Column(Integer, ForeignKey("kernel_name.id"), nullable=False))
-    op_id: int | None = Field(default=None, sa_column=Column(Integer, ForeignKey("op_name.id"), nullable=True))
-    count: int = Field(sa_type=BigInteger)
-    total_ns: int = Field(sa_type=BigInteger)
-    iter_ns: bytes | None = Field(default=None, sa_type=LargeBinary)  # float32 per iteration key, as kernel rows'
 
 
 class Acceptance(SQLModel, table=True):
@@ -172,7 +159,7 @@ class Acceptance(SQLModel, table=True):
 # The Core tables behind the models, typed for queries (SQLModel does not declare ``__table__``).
 BASELINE: Table = Baseline.__table__  # type: ignore[attr-defined]
 KERNEL_NAME: Table = KernelName.__table__  # type: ignore[attr-defined]
-BASELINE_KERNEL: Table = BaselineKernel.__table__  # type: ignore[attr-defined]
+BASELINE_KERNELS: Table = BaselineKernels.__table__  # type: ignore[attr-defined]
+WORKLOAD_KERNEL: Table = WorkloadKernel.__table__  # type: ignore[attr-defined]
 ACCEPTANCE: Table = Acceptance.__table__  # type: ignore[attr-defined]
 OP_NAME: Table = OpName.__table__  # type: ignore[attr-defined]
-BASELINE_KERNEL_OP: Table = BaselineKernelOp.__table__  # type: ignore[attr-defined]

@@ -12,23 +12,21 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, func, select
 
 from kbase.errors import InputError, KbaseError, StoreError
-from kbase.store.codec import baseline_row, kernel_naming, kernel_rows, leaderboard_from_rows, name_hash, op_rows
+from kbase.store.codec import baseline_row, kernel_naming, kernels_row, leaderboard_from_table, name_hash
 from kbase.store.engine import write_transaction
-from kbase.store.frames import KERNEL_COLUMNS, kernels_frame
 from kbase.store.models import (
     ACCEPTANCE,
     BASELINE,
-    BASELINE_KERNEL,
-    BASELINE_KERNEL_OP,
+    BASELINE_KERNELS,
     KERNEL_NAME,
     OP_NAME,
+    WORKLOAD_KERNEL,
     Acceptance,
     Baseline,
 )
 from kbase.store.reader import EngineReader
 
 if TYPE_CHECKING:
-    import pandas as pd
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.analysis.leaderboard import Leaderboard
@@ -54,7 +52,7 @@ def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) ->
         }
         for name, family, short, category, tc in first.values()
     ]
-    return _upsert_names(conn, KERNEL_NAME, rows)
+    return _upsert_names(conn, KERNEL_NAME, rows, "name")
 
 
 def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
@@ -63,14 +61,9 @@ def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
     return _upsert_names(conn, OP_NAME, rows, "key")
 
 
-def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]], name: str = "name") -> dict[str, int]:
-    """name -> id of ``rows`` (with ``name_hash`` and the ``name`` column) in a names table, inserting the
-    missing ones."""
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    kn = table
+def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]], name: str) -> dict[str, int]:
+    """``row[name]`` -> id of ``rows`` (each with its ``name_hash``) in a names table, inserting the missing ones."""
+    insert = _insert(conn)
     # One global insert order: two writers adding overlapping new names in different (leaderboard)
     # orders would each wait on the other's uncommitted row — a deadlock on PostgreSQL.
     rows.sort(key=lambda row: row["name_hash"])
@@ -81,22 +74,38 @@ def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]], name
         hashes = [row["name_hash"] for row in chunk]
         # Known names are only looked up: the insert (and its per-row parameter processing) is paid
         # for new names only, which after the first baseline of a workload is almost none.
-        found: dict[str, int] = dict(conn.execute(select(kn.c.name_hash, kn.c.id)
-                                                  .where(kn.c.name_hash.in_(hashes))).all())
+        found: dict[str, int] = dict(conn.execute(select(table.c.name_hash, table.c.id)
+                                                  .where(table.c.name_hash.in_(hashes))).all())
         missing = [row for row in chunk if row["name_hash"] not in found]
         if missing:
-            conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
+            conn.execute(insert(table).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
             new = [row["name_hash"] for row in missing]
-            found.update(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(new))).all())
+            found.update(conn.execute(select(table.c.name_hash, table.c.id).where(table.c.name_hash.in_(new))).all())
         for h, nid in found.items():
             ids[by_hash[h]] = nid
     return ids
 
 
-def insert_kernels(conn: Connection, rows: list[dict], chunk: int = 2000, table: Any = BASELINE_KERNEL) -> None:
-    bk = table
-    for i in range(0, len(rows), chunk):
-        conn.execute(bk.insert(), rows[i : i + chunk])
+def insert_kernels(conn: Connection, workload: str, rows: list[dict[str, Any]]) -> None:
+    """Kernel tables (``codec.kernels_row``) of baselines of ``workload``, and the workload's new kernel names."""
+    from kbase.store.packed import Packed
+
+    conn.execute(BASELINE_KERNELS.insert(), rows)
+    used = sorted({i for r in rows for i in Packed(r["levels"]).ints("name_id")})
+    if used:
+        known = {r[0] for r in conn.execute(select(WORKLOAD_KERNEL.c.name_id)
+                                            .where(WORKLOAD_KERNEL.c.workload == workload))}
+        new = [{"workload": workload, "name_id": i} for i in used if i not in known]
+        if new:
+            conn.execute(_insert(conn)(WORKLOAD_KERNEL).on_conflict_do_nothing(), new)
+
+
+def _insert(conn: Connection) -> Any:
+    """The dialect's INSERT (with ON CONFLICT)."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
 
 
 CAPTURE_KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")
@@ -130,11 +139,9 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
                 if existing is None or force:
                     raise StoreError("store: the capture key is taken but its row cannot be read; try again")
                 return Saved(existing, created=False)
-            names = name_ids(conn, kernel_naming(lb))
-            insert_kernels(conn, kernel_rows(baseline_id, lb, names, keys))
-            if lb.ops is not None:
-                ops = op_ids(conn, list(zip(lb.ops.names.tolist(), lb.ops.bare.tolist())))
-                insert_kernels(conn, op_rows(baseline_id, lb.ops, names, ops), table=BASELINE_KERNEL_OP)
+            ops = None if lb.ops is None else op_ids(conn, list(zip(lb.ops.names.tolist(), lb.ops.bare.tolist())))
+            insert_kernels(conn, workload, [kernels_row(baseline_id, lb, name_ids(conn, kernel_naming(lb)), keys,
+                                                        ops)])
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
@@ -154,11 +161,7 @@ def _next_copy(conn: Connection, values: dict[str, Any]) -> int:
 
 
 def _insert_ignoring_duplicate(conn: Connection, values: dict[str, Any]) -> Any:
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    insert: Any = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    return (insert(BASELINE).values(**values).on_conflict_do_nothing(index_elements=list(CAPTURE_KEY))
+    return (_insert(conn)(BASELINE).values(**values).on_conflict_do_nothing(index_elements=list(CAPTURE_KEY))
             .returning(BASELINE.c.id))
 
 
@@ -168,21 +171,18 @@ def _same_capture(conn: Connection, values: dict[str, Any]) -> Baseline | None:
     return Baseline(**dict(zip(res.keys(), row))) if row is not None else None
 
 
-def load_kernels(engine: Engine, baseline_ids: list[int]) -> pd.DataFrame:
-    """Kernel rows of the given baselines joined with their names (``reader.kernel_rows``) as a DataFrame."""
-    return kernels_frame(EngineReader(engine).kernel_rows(baseline_ids), list(KERNEL_COLUMNS))
-
-
 def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
     """The stored Leaderboard of a baseline, as ``build_leaderboard`` made it."""
-    return leaderboard_from_rows(EngineReader(engine).baseline(baseline_id), load_kernels(engine, [baseline_id]))
+    reader = EngineReader(engine)
+    b = reader.baseline(baseline_id)
+    t = reader.kernel_table(baseline_id)
+    return leaderboard_from_table(b, t, reader.names(t.name_id.tolist()))
 
 
 def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
     EngineReader(engine).baseline(baseline_id)  # an InputError naming @ID when there is none
     with write_transaction(engine, url) as conn:
-        conn.execute(delete(BASELINE_KERNEL_OP).where(BASELINE_KERNEL_OP.c.baseline_id == baseline_id))
-        conn.execute(delete(BASELINE_KERNEL).where(BASELINE_KERNEL.c.baseline_id == baseline_id))
+        conn.execute(delete(BASELINE_KERNELS).where(BASELINE_KERNELS.c.baseline_id == baseline_id))
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 
 

@@ -1,12 +1,9 @@
 """Stored rows as plain, read-only records: what the read-only path (``fast_read``) returns in
 place of the SQLModel classes (``kbase.store.models``), so a reading command never imports SQLAlchemy or
-SQLModel (~0.4 s). Field names and value types equal the models'; tests keep them so. Also the stored
-per-iteration samples decoded without numpy."""
+SQLModel (~0.4 s). Field names and value types equal the models'; tests keep them so."""
 
 from __future__ import annotations
 
-import sys
-from array import array
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime
 from typing import Any
@@ -116,33 +113,3 @@ def acceptance_record(row: tuple) -> AcceptanceRecord:
         except (TypeError, ValueError):
             raise Unreadable(f"date {expires!r}") from None
     return AcceptanceRecord(**values)
-
-
-def _floats(blob: Any) -> array:
-    """A stored little-endian float32 array (``codec.unpack``) as Python floats."""
-    a = array("f")
-    if blob:
-        if not isinstance(blob, bytes) or len(blob) % 4:
-            raise Unreadable("per-iteration samples are not float32 arrays")
-        a.frombytes(blob)
-        if sys.byteorder == "big":
-            a.byteswap()
-    return a
-
-
-def stored_samples(blobs: list[tuple[str, Any, Any]], keys: list[int]) -> dict[str, dict[int, float]]:
-    """{name: {iteration: ns}} of the iterations with launches, from (name, iter_ns, iter_count) blobs, as
-    ``codec.unpack_samples`` reads them (without numpy)."""
-    out: dict[str, dict[int, float]] = {}
-    for name, ns_blob, cnt_blob in blobs:
-        ns, cnt = _floats(ns_blob), _floats(cnt_blob)
-        m = min(len(ns), len(keys))
-        if len(cnt) < m:
-            raise IndexError(f"stored launch counts cover {len(cnt)} iterations, times cover {m}")
-        per = out.setdefault(name, {})
-        for j in range(m):
-            if cnt[j] > 0:  # NaN is not: as ``unpack_samples``
-                per[keys[j]] = per.get(keys[j], 0.0) + ns[j]
-        if not per:
-            del out[name]
-    return out

@@ -11,9 +11,14 @@ from pathlib import Path
 
 from kbase.errors import StoreError
 
-# kbase's own tables (``kbase.store.models``) and Alembic's version table.
-OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernel", "acceptance", "alembic_version", "op_name",
-                        "baseline_kernel_op"})
+# kbase's own tables at the head revision (``kbase.store.models``) and Alembic's version table.
+OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernels", "workload_kernel", "acceptance",
+                        "alembic_version", "op_name"})
+# ... and those of earlier revisions, which a store still to be migrated holds (0008's row per kernel)
+EARLIER_TABLES = frozenset({"baseline_kernel"})
+
+# Upgrades through these revisions free most of a SQLite store's pages: ``engine.upgrade`` VACUUMs after them.
+RECLAIM_REVISIONS = ("0009",)
 
 # Tables SQLite itself may add to any database (AUTOINCREMENT bookkeeping, ANALYZE statistics).
 SQLITE_INTERNAL_TABLES = frozenset({"sqlite_sequence", "sqlite_stat1"})

@@ -18,10 +18,10 @@ from functools import cache
 from sqlalchemy import Boolean, bindparam, literal_column, or_, select
 from sqlalchemy.sql import Select
 
-from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, BASELINE_KERNEL_OP, KERNEL_NAME, OP_NAME
+from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME, WORKLOAD_KERNEL
 
-bt, bk, kn, at = BASELINE.c, BASELINE_KERNEL.c, KERNEL_NAME.c, ACCEPTANCE.c
-bko, opn = BASELINE_KERNEL_OP.c, OP_NAME.c
+bt, bk, kn, at, wk = BASELINE.c, BASELINE_KERNELS.c, KERNEL_NAME.c, ACCEPTANCE.c, WORKLOAD_KERNEL.c
+opn = OP_NAME.c
 STATEMENTS: dict[str, Callable[[], Select]] = {}
 
 
@@ -109,69 +109,91 @@ def line_baselines_newest() -> Select:
                   bindparam("limit"))
 
 
-# ------------------------------------------------------------------------------------------ kernel rows
+def _point():
+    """What ``kbase steps`` needs of each baseline of a line (``reader.LinePoint``): not the whole row."""
+    return select(bt.id, bt.commit, bt.created_at, bt.fingerprint, bt.aligned, bt.window_ns, bt.iterations_used)
 
 
 @_statement
-def kernel_rows() -> Select:
-    """Every ``baseline_kernel`` column, then the name's (``frames.KERNEL_COLUMNS``)."""
-    return (select(BASELINE_KERNEL, kn.name, kn.family, kn.short_name, kn.category, kn.tc)
-            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id.in_(_in("ids")))
-            .order_by(bk.baseline_id, bk.rank))
+def line_points_at() -> Select:
+    return _point().where(*_line_where(), bt.commit.in_(_in("commits")))
 
 
 @_statement
-def level_rows() -> Select:
-    """(baseline_id, name, short_name, per_iter_ns): ``frames.LEVEL_COLUMNS``."""
-    return (select(bk.baseline_id, kn.name, kn.short_name, bk.per_iter_ns)
-            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id.in_(_in("ids"))))
+def line_points_newest() -> Select:
+    return _first(_point().where(*_line_where()).order_by(bt.created_at.desc(), bt.id.desc()), bindparam("limit"))
+
+
+# ------------------------------------------------------------------------------------------ kernel tables
+# One ``baseline_kernels`` row per baseline: four packed-column blobs (``kernel_blobs``). A history read
+# takes ``levels`` alone (the row's first blob: the rest of the row is not read).
 
 
 @_statement
-def op_rows() -> Select:
-    """Each kernel's launches and time by op (``codec.op_pairs_from_rows``): baseline id, kernel name, op key
-    (NULL: no op), op without scope, count, total_ns, iter_ns; in row order."""
-    return (select(bko.baseline_id, kn.name, opn.key, opn.op, bko.count, bko.total_ns, bko.iter_ns)
-            .join(KERNEL_NAME, kn.id == bko.name_id).outerjoin(OP_NAME, opn.id == bko.op_id)
-            .where(bko.baseline_id.in_(_in("ids"))).order_by(bko.baseline_id, bko.id))
+def kernel_blobs() -> Select:
+    """Whole kernel tables of some baselines."""
+    return (select(bk.baseline_id, bk.format, bk.levels, bk.board, bk.samples, bk.sketches)
+            .where(bk.baseline_id.in_(_in("ids"))))
 
 
 @_statement
-def op_levels() -> Select:
-    """(baseline_id, op key, op without scope, total_ns) of each (kernel, op) row of some baselines, summed
-    per op by the caller: the ops' levels for history noise (``comparison.history``); NULL op rows left out."""
-    return (select(bko.baseline_id, opn.key, opn.op, bko.total_ns)
-            .join(OP_NAME, opn.id == bko.op_id).where(bko.baseline_id.in_(_in("ids"))))
+def level_blobs() -> Select:
+    """The ``levels`` of some baselines: (baseline_id, format, levels)."""
+    return select(bk.baseline_id, bk.format, bk.levels).where(bk.baseline_id.in_(_in("ids")))
 
 
 @_statement
-def leaderboard_rows() -> Select:
-    """One baseline's rows as ``kbase show`` renders them, by rank."""
-    return (select(bk.gpus, bk.count, bk.total_ns, bk.avg_ns, bk.median_ns, bk.min_ns, bk.max_ns, bk.std_ns,
-                   bk.per_iter_ns, bk.count_per_iter, bk.share_window, bk.share_kernel, bk.amdahl_ceiling,
-                   bk.fragmented, kn.name, kn.short_name, kn.family, kn.category, kn.tc, bk.iter_ns, bk.iter_count)
-            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id == bindparam("id")).order_by(bk.rank))
+def board_blobs() -> Select:
+    """One baseline's leaderboard columns and samples: (format, levels, board, samples)."""
+    return select(bk.format, bk.levels, bk.board, bk.samples).where(bk.baseline_id == bindparam("id"))
+
+
+@_statement
+def op_blobs() -> Select:
+    """The kernel time by op of some baselines that store it: (baseline_id, format, ops) (``op_blobs``)."""
+    return (select(bk.baseline_id, bk.format, bk.ops)
+            .where(bk.baseline_id.in_(_in("ids")), bk.ops.is_not(None)))
+
+
+@_statement
+def op_level_blobs() -> Select:
+    """What each op's time in some baselines needs (history noise): (baseline_id, format, levels, ops) of those
+    that store ops."""
+    return (select(bk.baseline_id, bk.format, bk.levels, bk.ops)
+            .where(bk.baseline_id.in_(_in("ids")), bk.ops.is_not(None)))
+
+
+@_statement
+def op_names_by_id() -> Select:
+    """(id, op key, op without scope) of some ``op_name`` ids."""
+    return select(opn.id, opn.key, opn.op).where(opn.id.in_(_in("ids")))
+
+
+@_statement
+def names_by_id() -> Select:
+    return select(kn.id, kn.name, kn.short_name, kn.category, kn.tc, kn.family).where(kn.id.in_(_in("ids")))
+
+
+@_statement
+def name_ids() -> Select:
+    return select(kn.id).where(kn.name_hash.in_(_in("hashes")))
 
 
 @_statement
 def kernel_names() -> Select:
-    used = (select(BASELINE_KERNEL.c.name_id).join(BASELINE, bt.id == bk.baseline_id)
-            .where(bt.workload == bindparam("workload")))
+    """Names stored (by a workload's baselines: ``workload_kernel``), in id order."""
+    used = select(wk.name_id).where(wk.workload == bindparam("workload"))
     return select(kn.name, kn.short_name).where(_unless("any_workload", kn.id.in_(used))).order_by(kn.id)
 
 
 @_statement
 def kernel_history() -> Select:
-    """One kernel across baselines, oldest first: its kernel rows come from ``ix_baseline_kernel_history``
-    alone (0008), one index range instead of a page read per baseline."""
-    b, k, n = BASELINE.alias("b"), BASELINE_KERNEL.alias("bk"), KERNEL_NAME.alias("kn")
-    return (select(b.c.id, b.c.commit, b.c.created_at, b.c.workload, b.c.branch, k.c.count, k.c.total_ns,
-                   k.c.avg_ns, k.c.per_iter_ns, k.c.share_window)
-            .join(k, k.c.baseline_id == b.c.id).join(n, n.c.id == k.c.name_id)
-            .where(n.c.name_hash == bindparam("name_hash"),
-                   _unless("any_workload", b.c.workload == bindparam("workload")),
-                   _unless("any_branch", b.c.branch == bindparam("branch")))
-            .order_by(b.c.created_at, b.c.id))
+    """Baselines (oldest first) with their ``levels``, for one kernel's history."""
+    return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bk.format, bk.levels)
+            .join(BASELINE_KERNELS, bk.baseline_id == bt.id)
+            .where(_unless("any_workload", bt.workload == bindparam("workload")),
+                   _unless("any_branch", bt.branch == bindparam("branch")))
+            .order_by(bt.created_at, bt.id))
 
 
 # ------------------------------------------------------------------------------------------ acceptances
@@ -211,35 +233,10 @@ def trend_baselines() -> Select:
 
 
 @_statement
-def kernel_levels() -> Select:
-    """(name_id, per_iter_ns) of every kernel row of some baselines: which kernels are large."""
-    return select(bk.name_id, bk.per_iter_ns).where(bk.baseline_id.in_(_in("ids")))
-
-
-@_statement
-def name_ids() -> Select:
-    return select(kn.id).where(kn.name_hash.in_(_in("hashes")))
-
-
-@_statement
-def names_by_id() -> Select:
-    return select(kn.id, kn.name, kn.short_name, kn.category, kn.tc).where(kn.id.in_(_in("ids")))
-
-
-@_statement
 def kernel_series() -> Select:
-    """Some kernels' rows over every baseline of a workload (``ix_baseline_kernel_history`` leads with name_id)."""
-    return (select(bk.baseline_id, bk.name_id, bk.count, bk.total_ns, bt.gpu_count, bk.iter_ns)
-            .join(BASELINE, bt.id == bk.baseline_id)
-            .where(bk.name_id.in_(_in("ids")), bt.workload == bindparam("workload")))
-
-
-@_statement
-def leaderboard_view() -> Select:
-    return (select(kn.name, kn.short_name, kn.category, kn.tc, bk.per_iter_ns, bk.count_per_iter, bk.avg_ns,
-                   bk.share_window, bk.share_kernel, bk.amdahl_ceiling, bk.fragmented, bk.count, bk.total_ns,
-                   bk.min_ns, bk.max_ns, bk.median_ns)
-            .join(KERNEL_NAME, kn.id == bk.name_id).where(bk.baseline_id == bindparam("id")).order_by(bk.rank))
+    """Some baselines with their ``levels`` and ``samples`` (the report's kernel series)."""
+    return (select(bk.baseline_id, bt.gpu_count, bk.format, bk.levels, bk.samples)
+            .join(BASELINE, bt.id == bk.baseline_id).where(bk.baseline_id.in_(_in("ids"))))
 
 
 # ------------------------------------------------------------------------------------------ compiled text

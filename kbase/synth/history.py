@@ -7,8 +7,8 @@
   ``HistorySpec.changes`` change the capture itself from a commit on (a GPU model, the kernel mix).
   50 commits of a 2-GPU, 6-step capture take about 20 s.
 - ``write_bulk_history``: ``n`` baselines written straight into the store's tables in a few bulk
-  inserts (no profile, no git): 10,000 baselines in seconds, for scale checks of readers of the store.
-  It writes every column ``kbase.store.save_leaderboard`` writes, from a small synthetic kernel mix.
+  inserts (no profile, no git): ~100 baselines of 500 kernels a second, for scale checks of readers of
+  the store. It writes what ``kbase.store.save_leaderboard`` writes, from a small synthetic kernel mix.
 """
 
 from __future__ import annotations
@@ -149,18 +149,28 @@ def _bulk_mix(n_kernels: int) -> list[KernelSpec]:
 
 def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_kernels: int = 30,
                        iterations: int = 10, gpus: int = 8, steps: Sequence[InjectedStep] = (), seed: int = 0,
-                       chunk: int = 2000) -> list[str]:
+                       chunk: int = 200, blob_pool: int = 0, op_split: float = 0.2) -> list[str]:
     """Write ``n_baselines`` baselines (one per commit, synthetic hashes) in bulk; returns the commits.
 
     ``steps`` apply as in ``generate_history`` (``at`` counts baselines). Each baseline is stored as
     ``save_leaderboard`` stores a snapshot: its summary (window, GPUs, iteration keys: what the diff
-    compares per iteration), per-iteration samples (float32, summed over GPUs) and launch sketches.
+    compares per iteration), per-iteration samples (summed over GPUs) and launch sketches.
+
+    ``blob_pool`` > 0: the samples, sketches and ops blobs of baseline ``b`` are those of baseline
+    ``b % blob_pool`` (each baseline's own leaderboard columns still): encoding them costs ~30 ms a
+    500-kernel baseline, and a store for reads that never decode them (``kbase steps``, ``history``,
+    ``list``) needs only their sizes. 0: every baseline its own.
+
+    Each kernel's time by op is stored as a snapshot of a profile with op ranges stores it (``op_blobs``):
+    the kernels are launched by ``n_kernels // 5`` ops, and a fraction ``op_split`` of them (every
+    ``1 / op_split``-th: elementwise kernels serve several ops) by two or three ops, their launches and
+    per-iteration time split unevenly between those; ``op_split`` < 0: no op information.
     """
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
     from kbase.store.codec import fingerprint, name_hash
     from kbase.store.engine import write_transaction
-    from kbase.store.models import BASELINE, BASELINE_KERNEL, KERNEL_NAME, Baseline
+    from kbase.store.models import BASELINE, BASELINE_KERNELS, KERNEL_NAME, WORKLOAD_KERNEL, Baseline
     from kbase.version import __version__
 
     mix = _bulk_mix(n_kernels)
@@ -177,7 +187,7 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     fp = fingerprint(models, gpus, workload, wkey)
     keys = list(range(2, 2 + iterations))
     commits = [hashlib.sha1(f"{workload}-{seed}-{b}".encode()).hexdigest() for b in range(n_baselines)]
-    bt, bk, kn = BASELINE, BASELINE_KERNEL, KERNEL_NAME
+    bt, bk, kn, wk = BASELINE, BASELINE_KERNELS, KERNEL_NAME, WORKLOAD_KERNEL
     with write_transaction(engine) as conn:
         from sqlalchemy import select
 
@@ -191,6 +201,9 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
         ids = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
         name_ids = [ids[name_hash(n)] for n in names]
         first_id = (conn.execute(select(bt.c.id).order_by(bt.c.id.desc()).limit(1)).scalar() or 0) + 1
+        plan = _bulk_op_plan(conn, n_kernels, op_split)
+        op_rng = np.random.default_rng([seed, 27])  # its own stream: the baselines' numbers do not depend on it
+        pool: list[tuple[bytes | None, bytes | None, bytes | None]] = []
         for lo in range(0, n_baselines, chunk):
             hi = min(lo + chunk, n_baselines)
             base_rows, kernel_rows = [], []
@@ -199,6 +212,7 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                 jitter = 1 + 0.01 * rng.standard_normal((n_kernels, iterations))
                 per = (launches * gpus * mean * factors[b])[:, None] * jitter
                 cnt = np.repeat((launches * gpus)[:, None], iterations, axis=1)
+                per = np.rint(per).astype(np.float32).astype(np.float64)  # whole ns, as float32 held them
                 total = per.sum(axis=1)
                 kernel_ns = float(total.sum())
                 window_ns = int(kernel_ns / gpus / 0.9)
@@ -216,28 +230,104 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                     window_gpu_ns=window_ns * gpus, total_kernel_ns=int(kernel_ns), compute_ns=int(by_cat["compute"]),
                     communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]), fingerprint=fp,
                     summary_json=summary, kbase_version=__version__).model_dump())
-                order = np.argsort(-total, kind="stable")
-                units = iterations * gpus
-                for rank, k in enumerate(order, 1):
-                    count = int(cnt[k].sum())
-                    avg = float(total[k] / count)
-                    share = float(total[k] / (window_ns * gpus))
-                    kernel_rows.append({
-                        "baseline_id": first_id + b, "name_id": name_ids[k], "rank": rank, "gpus": gpus, "count": count,
-                        "total_ns": int(total[k]), "avg_ns": avg, "median_ns": avg, "min_ns": int(avg * 0.9),
-                        "max_ns": int(avg * 1.1), "std_ns": avg * 0.02, "per_iter_ns": float(total[k] / units),
-                        "count_per_iter": count / units, "share_window": share,
-                        "share_kernel": float(total[k] / kernel_ns),
-                        "amdahl_ceiling": 1 / (1 - share) if share < 1 else None, "fragmented": False,
-                        "iter_ns": per[k].astype("<f4").tobytes(), "iter_count": cnt[k].astype("<f4").tobytes(),
-                        "launch_sketch": sketches[k].astype("<f4").tobytes()})
+                row = _bulk_kernels(first_id + b, name_ids, total, per, cnt, sketches, window_ns, gpus, iterations,
+                                    pool[b % blob_pool] if blob_pool and b >= blob_pool else None, plan, op_rng)
+                if blob_pool and b < blob_pool:
+                    pool.append((row["samples"], row["sketches"], row["ops"]))
+                kernel_rows.append(row)
             conn.execute(bt.insert(), base_rows)
             conn.execute(bk.insert(), kernel_rows)
+        stored = {r[0] for r in conn.execute(select(wk.c.name_id).where(wk.c.workload == workload))}
+        if missing := [{"workload": workload, "name_id": i} for i in sorted(set(name_ids)) if i not in stored]:
+            conn.execute(wk.insert(), missing)
         if conn.dialect.name == "postgresql":  # the ids were given: the next snapshot's must come after them
             from sqlalchemy import text
 
             conn.execute(text("SELECT setval(pg_get_serial_sequence('baseline', 'id'), max(id)) FROM baseline"))
     return commits
+
+
+def _bulk_op_plan(conn: Any, n_kernels: int, op_split: float) -> list[list[int]] | None:
+    """The op ids (``op_name``, inserted when new) launching each kernel of a bulk baseline; None: no ops."""
+    from kbase.store.queries import op_ids
+
+    if op_split < 0:
+        return None
+    n_ops = max(n_kernels // 5, 1)
+    keys = [(f"Layer{i % 7}/aten::op{i}", f"aten::op{i}") for i in range(n_ops)]
+    ids = op_ids(conn, keys)
+    every = round(1 / op_split) if op_split > 0 else 0
+    return [[ids[keys[(k + j * 7) % n_ops][0]] for j in range(2 + k % 2 if every and k % every == 0 else 1)]
+            for k in range(n_kernels)]
+
+
+def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np.ndarray,
+              rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
+    """(pairs, kernel rows, op ids) of one bulk baseline's kernel time by op: a kernel launched by several ops
+    has its launches and per-iteration ns split unevenly between them (whole launches and ns, summing to the
+    kernel's)."""
+    from types import SimpleNamespace
+
+    row_of = np.empty(len(order), dtype=np.int64)
+    row_of[order] = np.arange(len(order))
+    rows, ops, counts, totals, samples = [], [], [], [], []
+    for k, op_list in enumerate(plan):
+        if len(op_list) == 1:
+            parts_ns, parts_cnt = [per[k]], [cnt[k]]
+        else:
+            w = rng.dirichlet(np.full(len(op_list), 4.0))
+            c_total = cnt[k].sum()
+            c_parts = np.floor(w[:-1] * c_total)
+            parts_cnt = [np.full(cnt.shape[1], c / cnt.shape[1]) for c in c_parts]
+            parts_cnt.append(cnt[k] - np.sum(parts_cnt, axis=0))
+            ns_parts = [np.rint(per[k] * x * (1 + 0.01 * rng.standard_normal(per.shape[1]))) for x in w[:-1]]
+            parts_ns = [*ns_parts, per[k] - np.sum(ns_parts, axis=0)]
+        for op_id, ns, c in zip(op_list, parts_ns, parts_cnt):
+            rows.append(row_of[k])
+            ops.append(op_id)
+            counts.append(int(round(float(np.sum(c)))))
+            totals.append(float(np.sum(ns)))
+            samples.append(ns)
+    pairs = SimpleNamespace(count=np.array(counts, dtype=np.int64), total_ns=np.array(totals),
+                            iter_ns=np.array(samples, dtype=np.float64).reshape(len(rows), per.shape[1]))
+    return pairs, np.array(rows, dtype=np.int64), np.array(ops, dtype=np.int64)
+
+
+def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
+                  sketches: np.ndarray, window_ns: int, gpus: int, iterations: int,
+                  reuse: tuple[bytes | None, bytes | None, bytes | None] | None = None,
+                  plan: list[list[int]] | None = None,
+                  rng: np.random.Generator | None = None) -> dict[str, Any]:
+    """One bulk baseline's ``baseline_kernels`` row: its columns derived as ``build_leaderboard`` derives
+    them (whole-ns totals and medians, shares of the window's GPU time), in rank order, encoded;
+    ``reuse``: (samples, sketches, ops) blobs to store instead of encoding this baseline's own; ``plan``: the op
+    ids of each kernel (``_bulk_op_plan``), for its ``ops`` blob."""
+    from kbase.store.kernel_blobs import FORMAT, KernelTable, encode
+    from kbase.store.op_blobs import encode_ops
+
+    order = np.argsort(-total, kind="stable")
+    units = iterations * gpus
+    tot = np.rint(total[order]).astype(np.int64)
+    count = cnt.sum(axis=1)[order].astype(np.int64)
+    avg = tot / count
+    share = tot / (window_ns * gpus)
+    with np.errstate(divide="ignore"):
+        amdahl = np.where(share < 1, 1.0 / (1.0 - share + 0.0), np.nan)
+    t = KernelTable(name_id=np.asarray(name_ids, dtype=np.int64)[order], count=count, total_ns=tot, avg_ns=avg,
+                    per_iter_ns=tot / units, share_window=share, gpus=np.full(len(tot), gpus, dtype=np.int64),
+                    median_ns=np.rint(avg), min_ns=(avg * 0.9).astype(np.int64), max_ns=(avg * 1.1).astype(np.int64),
+                    std_ns=avg * 0.02, count_per_iter=count / units, share_kernel=tot / int(tot.sum()),
+                    amdahl_ceiling=amdahl, fragmented=np.zeros(len(tot), dtype=bool))
+    if reuse is None:
+        t.iter_ns, t.iter_count, t.sketches = per[order], cnt[order].astype(np.float64), sketches[order]
+    blobs = encode(t)
+    samples, sketch_blob = reuse[:2] if reuse is not None else (blobs.samples, blobs.sketches)
+    ops = reuse[2] if reuse is not None else None
+    if plan is not None and reuse is None:
+        pairs, rows, op_ids = _bulk_ops(plan, order, per, cnt, rng or np.random.default_rng(baseline_id))
+        ops = encode_ops(pairs, rows, op_ids, t.count, t.total_ns, per[order].astype(np.float32).astype(np.float64))
+    return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(tot), "levels": blobs.levels,
+            "board": blobs.board, "samples": samples, "sketches": sketch_blob, "ops": ops}
 
 
 def _bulk_summary(total: np.ndarray, by_cat: dict[str, float], window_ns: int, gpus: int, models: str,
@@ -267,16 +357,20 @@ def _bulk_summary(total: np.ndarray, by_cat: dict[str, float], window_ns: int, g
 
 def _bulk_sketches(rng: np.random.Generator, total: np.ndarray, launches: np.ndarray,
                    mean_ns: np.ndarray) -> np.ndarray:
-    """(kernels, CHUNKS, WIDTH) launch sketches: each chunk's launch durations spread 2% around the
-    kernel's mean with 0.5% chunk-to-chunk jitter; launches and time split evenly over the chunks."""
+    """(kernels, CHUNKS, WIDTH) launch sketches: each chunk's launch durations (whole ns) spread 2% around
+    the kernel's mean with 0.5% chunk-to-chunk jitter; launches split by launch order as
+    ``analysis.sketch`` splits them, time in proportion."""
     from statistics import NormalDist
 
     from kbase.analysis import sketch
 
     z = np.array([NormalDist().inv_cdf(q) for q in sketch.QPOS])
     level = mean_ns[:, None] * (1 + 0.005 * rng.standard_normal((len(total), sketch.CHUNKS)))
+    n = launches.astype(np.int64)
+    edges = -((-np.arange(sketch.CHUNKS + 1)[None, :] * n[:, None]) // sketch.CHUNKS)
+    counts = np.diff(edges, axis=1)
     out = np.empty((len(total), sketch.CHUNKS, sketch.WIDTH))
-    out[:, :, : sketch.QUANTILES] = level[:, :, None] * (1 + 0.02 * z)[None, None, :]
-    out[:, :, sketch.COUNT] = (launches / sketch.CHUNKS)[:, None]
-    out[:, :, sketch.TOTAL] = (total / sketch.CHUNKS)[:, None]
-    return out
+    out[:, :, : sketch.QUANTILES] = np.rint(level[:, :, None] * (1 + 0.02 * z)[None, None, :])
+    out[:, :, sketch.COUNT] = counts
+    out[:, :, sketch.TOTAL] = np.rint(total[:, None] * counts / np.maximum(n, 1)[:, None])
+    return out.astype(np.float32).astype(np.float64)

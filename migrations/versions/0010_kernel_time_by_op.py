@@ -1,12 +1,14 @@
-"""kernel time by op: op names once each, and per baseline each kernel's launches and time by the op that launched it
+"""kernel time by op: op names once each, and each baseline's kernel time split by op as one more blob
 
 Revision ID: 0010
-Revises: 0008
-Create Date: 2026-12-04 22:00:00
+Revises: 0009
+Create Date: 2026-12-05 01:00:00
 
-Two new tables, nothing else changes: baselines stored before this revision have no op rows and compare as
-before (the library-swap rule). A kernel may serve several ops (elementwise kernels do), so its time is
-split into (kernel, op) rows rather than an op id on the kernel row.
+``op_name`` holds each distinct op key once (``aten::mm``, ``Linear/aten::mm``) with its op without scope;
+``baseline_kernels.ops`` holds a baseline's (kernel, op) pairs as one packed-columns blob
+(``kbase.store.op_blobs``): a kernel may serve several ops (elementwise kernels do), and a kernel that serves
+one op costs its row and its op id alone. Baselines stored before this revision have no op information
+(``ops`` NULL) and compare as before (the library-swap rule): nothing to convert. Downgrade drops both.
 """
 
 from collections.abc import Sequence
@@ -16,7 +18,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0010"
-down_revision: str | None = "0008"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -31,24 +33,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("name_hash"),
     )
-    op.create_table(
-        "baseline_kernel_op",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("baseline_id", sa.Integer(), nullable=False),
-        sa.Column("name_id", sa.Integer(), nullable=False),
-        sa.Column("op_id", sa.Integer(), nullable=True),
-        sa.Column("count", sa.BigInteger(), nullable=False),
-        sa.Column("total_ns", sa.BigInteger(), nullable=False),
-        sa.Column("iter_ns", sa.LargeBinary(), nullable=True),
-        sa.ForeignKeyConstraint(["baseline_id"], ["baseline.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["name_id"], ["kernel_name.id"]),
-        sa.ForeignKeyConstraint(["op_id"], ["op_name.id"]),
-        sa.PrimaryKeyConstraint("id"),
-    )
-    op.create_index("ix_baseline_kernel_op_baseline_id", "baseline_kernel_op", ["baseline_id"], unique=False)
+    op.add_column("baseline_kernels", sa.Column("ops", sa.LargeBinary(), nullable=True))
 
 
 def downgrade() -> None:
-    op.drop_index("ix_baseline_kernel_op_baseline_id", table_name="baseline_kernel_op")
-    op.drop_table("baseline_kernel_op")
+    with op.batch_alter_table("baseline_kernels") as batch:
+        batch.drop_column("ops")
     op.drop_table("op_name")

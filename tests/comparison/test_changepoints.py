@@ -55,3 +55,34 @@ def test_commit_levels_average_repeat_baselines():
     lv = np.array([[1.0, 3.0, 5.0, np.nan]])
     per, order = commit_levels(lv, ["x", "x", "y", "z"])
     assert order == ["x", "y", "z"] and per[0][0] == 2.0 and per[0][1] == 5.0 and np.isnan(per[0][2])
+
+
+def test_the_matrix_path_equals_the_list_path_to_the_bit():
+    """``kbase steps`` hands every kernel over thousands of baselines as one numpy matrix (vectorised splits,
+    noise and commit means); ``kbase history`` one kernel as a list (plain Python). Same series, same steps:
+    boundaries, levels and z equal to the last bit, on random histories with steps, creeps, gaps (NaN:
+    not run), repeat baselines at one commit and flat stretches."""
+    rng = np.random.default_rng(7)
+    n_kernels, n = 60, 160
+    levels = np.empty((n_kernels, n))
+    for i in range(n_kernels):
+        base = rng.uniform(1e3, 1e7)
+        row = base * (1 + rng.uniform(0.001, 0.05) * rng.standard_normal(n))
+        for at in rng.integers(2, n - 2, size=rng.integers(0, 4)):
+            row[at:] *= rng.choice([0.7, 0.97, 1.01, 1.02, 1.3])
+        row[rng.random(n) < 0.05] = np.nan
+        if i % 7 == 0:
+            row[:] = base  # no noise at all
+        levels[i] = row
+    commits = [f"c{j // 3 if j % 5 == 0 else j}" for j in range(n)]  # some commits hold several baselines
+    names = [f"k{i}" for i in range(n_kernels)]
+    as_lists = kernel_steps(levels.tolist(), names, names, commits, 1e8)
+    as_matrix = kernel_steps(levels, names, names, commits, 1e8)
+    assert as_lists and as_matrix == as_lists  # dataclasses: every field, floats compared exactly
+    per_commit, order = commit_levels(levels, commits)
+    lists, order_l = commit_levels(levels.tolist(), commits)
+    assert order == order_l
+    np.testing.assert_array_equal(per_commit, np.array(lists))
+    for row in levels[:20]:
+        x = row[np.isfinite(row)]
+        assert detect_steps(x) == detect_steps(x.tolist())

@@ -1,4 +1,4 @@
-"""A side built straight from stored rows (``store.codec.capture_from_rows``, no pandas) equals the one
+"""A side built straight from a stored kernel table (``store.codec.capture_from_table``, no pandas) equals the one
 built from the same baselines loaded as Leaderboards (``side.side_from_leaderboards``, the pandas path
 every live capture takes): kernels, per-iteration samples, sketches, levels, totals — for an aligned
 capture, one without iteration markers, and two repeat captures pooled."""

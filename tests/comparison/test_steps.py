@@ -103,7 +103,7 @@ def test_old_baselines_without_sketches_still_compare(hist, tmp_path):
     shutil.copyfile(h.db_url.removeprefix("sqlite:///"), db)
     s = kbase.Settings.load(repo=h.repo, db=f"sqlite:///{db}", name=h.workload)
     with kbase.api._store(s, None) as st, st.engine.begin() as conn:
-        conn.execute(text("UPDATE baseline_kernel SET launch_sketch = NULL"))
+        conn.execute(text("UPDATE baseline_kernels SET sketches = NULL"))
     g = kbase.gate(h.commits[6], h.commits[7], s)
     rows = g.comparison.result.rows
     assert g.verdict.code == 1 and rows.iloc[0]["name"] == kernel

@@ -214,16 +214,17 @@ def copy_store(src_url: str, dst_url: str) -> None:
     from sqlalchemy import text
 
     from kbase.store import open_store
-    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNEL, KERNEL_NAME
+    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME, WORKLOAD_KERNEL
 
     src, dst = open_store(src_url), open_store(dst_url)
     try:
         with src.engine.connect() as read, dst.engine.begin() as write:
-            for table in (KERNEL_NAME, BASELINE, BASELINE_KERNEL, ACCEPTANCE):
-                rows = [dict(r._mapping) for r in read.execute(table.select().order_by(table.c.id))]
+            for table in (KERNEL_NAME, OP_NAME, BASELINE, BASELINE_KERNELS, WORKLOAD_KERNEL,
+                          ACCEPTANCE):  # referenced first
+                rows = [dict(r._mapping) for r in read.execute(table.select().order_by(*table.primary_key.columns))]
                 if rows:
                     write.execute(table.insert(), rows)
-                if write.dialect.name == "postgresql":
+                if write.dialect.name == "postgresql" and "id" in table.c:
                     write.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
                                        f"coalesce(max(id), 0) + 1, false) FROM {table.name}"))
     finally:

@@ -132,12 +132,12 @@ def check_intact(url: str) -> dict:
     r = run_kbase("list", "--db", url, "--format", "json", "--limit", "0")
     assert r.rc == 0, r
     listed = json.loads(r.stdout)["baselines"]
-    rows = dict(query(url, "SELECT baseline_id, count(*) FROM baseline_kernel GROUP BY baseline_id"))
+    rows = dict(query(url, "SELECT baseline_id, kernels FROM baseline_kernels"))
     for bid, summary in query(url, "SELECT id, summary_json FROM baseline"):
         expected = json.loads(summary)["kernels"]
         assert expected > 0 and rows.get(bid, 0) == expected, (
             f"baseline @{bid}: {rows.get(bid, 0)} of {expected} rows")
-    orphans = query(url, "SELECT count(*) FROM baseline_kernel "
+    orphans = query(url, "SELECT count(*) FROM baseline_kernels "
                          "WHERE baseline_id NOT IN (SELECT id FROM baseline)")
     assert orphans == [(0,)]
     names = query(url, "SELECT count(*) FROM kernel_name")[0][0]
@@ -175,7 +175,7 @@ class PgProbe:
         n = self.conn.execute(
             "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
             "WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND c.relname IN ('baseline', 'kernel_name', 'baseline_kernel') "
+            "AND c.relname IN ('baseline', 'kernel_name', 'baseline_kernels', 'workload_kernel') "
             "AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()").fetchone()[0]
         return n > 0
 

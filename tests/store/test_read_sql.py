@@ -45,7 +45,7 @@ def test_the_postgresql_text_is_the_statement_a_json_array_a_row():
         head, tail = re.match(r"SELECT json_build_array\((.*?)\) AS json_build_array_1 (\nFROM .*)", text, re.S).groups()
         assert plain == f"SELECT {head} {tail}", name
         assert len(read_sql.KINDS[name]) == len(query.selected_columns)
-    assert read_sql.KINDS["kernel_rows"].count("x") == 3  # the samples and the launch sketch
+    assert read_sql.KINDS["kernel_blobs"].count("x") == 4  # levels, board, samples, sketches: bytea
 
 
 def test_no_other_module_writes_read_sql():

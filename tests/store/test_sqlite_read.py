@@ -21,6 +21,7 @@ from kbase.store.fast_read import open_reader
 from kbase.store.records import BASELINE_FIELDS, BaselineRecord
 
 from helpers.cli import run_kbase
+from helpers.kernel_tables import edit_kernels
 from helpers.library import old_schema_copy
 
 
@@ -43,13 +44,22 @@ def _fill(url: str) -> list[str]:
                      "tags = '[\"nightly\",\"a,b\"]', step_wall_ns = 1234.5, note = 'n' WHERE id = 2")
         conn.execute("UPDATE baseline SET created_at = '2026-01-05 09:00:00.000000+00:00' WHERE id = 3")
         conn.execute("UPDATE baseline SET aligned = 0 WHERE id = 4")
-        conn.execute("UPDATE baseline_kernel SET per_iter_ns = NULL, count_per_iter = NULL, amdahl_ceiling = NULL, "
-                     "share_window = NULL, fragmented = 1 WHERE baseline_id = 2 AND rank IN (2, 5)")
-        conn.execute("UPDATE baseline_kernel SET share_kernel = NULL WHERE baseline_id = 4")
-        conn.execute("UPDATE baseline_kernel SET iter_ns = NULL, iter_count = NULL WHERE baseline_id = 2 AND rank = 3")
+        conn.execute("DELETE FROM baseline_kernels WHERE baseline_id = 7")
+    conn.close()
+
+    def nulls(t) -> None:  # NULL levels (no iteration markers) and a fragmented flag on ranks 2 and 5
+        for c in ("per_iter_ns", "count_per_iter", "amdahl_ceiling", "share_window"):
+            getattr(t, c)[[1, 4]] = float("nan")
+        t.fragmented[[1, 4]] = True
+        t.iter_ns[2], t.iter_count[2] = 0.0, 0.0  # rank 3: no samples stored
+
+    edit_kernels(path, 2, nulls)
+    edit_kernels(path, 4, lambda t: t.share_kernel.fill(float("nan")))
+    rank4 = int(edit_kernels(path, 5, lambda t: None).name_id[3])
+    conn = sqlite3.connect(path)
+    with conn:
         conn.execute("UPDATE kernel_name SET name = '=cmd|\"x\", y' || char(13) || 'z', short_name = '=cmd' "
-                     "WHERE id = (SELECT name_id FROM baseline_kernel WHERE baseline_id = 5 AND rank = 4)")
-        conn.execute("DELETE FROM baseline_kernel WHERE baseline_id = 7")
+                     "WHERE id = ?", (rank4,))
     names = [r[0] for r in conn.execute("SELECT name FROM kernel_name ORDER BY id LIMIT 3")]
     conn.close()
     return names
@@ -192,18 +202,29 @@ def test_list_and_history_output_is_byte_identical(store, monkeypatch, args):
     assert (fast.rc, fast.stdout, fast.stderr) == (slow.rc, slow.stdout, slow.stderr)
 
 
-def test_kernel_history_reads_kernel_rows_from_the_index_alone(sqlite_store):
-    """``kbase history`` over 10,000 baselines: one index range (0008), not a page read per baseline."""
+def test_history_reads_read_the_levels_blob_alone(sqlite_store):
+    """``kbase history`` and ``steps`` read each baseline's ``levels`` blob (the first of its row) through the
+    primary key, never the board, samples or sketches behind it (0009)."""
     from kbase.store.read_sql import SQL
     from kbase.store.sqlite_read import bind
 
     conn = sqlite3.connect(sqlite_store[0].removeprefix("sqlite:///"))
-    args = {"name_hash": "x", "any_workload": False, "workload": "", "any_branch": False, "branch": ""}
+    args = {"any_workload": False, "workload": "bulk", "any_branch": True, "branch": "", "ids": [1, 2]}
+    text = SQL["sqlite"]
     try:
-        plan = " | ".join(r[-1] for r in conn.execute(*bind("EXPLAIN QUERY PLAN " + SQL["sqlite"]["kernel_history"], args)))
+        for name in ("kernel_history", "level_blobs"):
+            sql, params = bind(text[name], {k: v for k, v in args.items() if f":{k}" in text[name] or
+                                            f"POSTCOMPILE_{k}" in text[name]})
+            plan = " | ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+            assert "baseline_kernels" in plan and "PRIMARY KEY" in plan, (name, plan)
+            for dialect in ("sqlite", "postgresql"):
+                selected = SQL[dialect][name].split("FROM")[0]
+                assert "levels" in selected and not any(c in selected for c in ("board", "samples", "sketches")), \
+                    (dialect, name)
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(baseline_kernels)")]
+        assert cols.index("levels") < min(cols.index(c) for c in ("board", "samples", "sketches"))
     finally:
         conn.close()
-    assert "bk USING COVERING INDEX ix_baseline_kernel_history" in plan, plan
 
 
 def test_the_fast_path_reads_only_head_schema_kbase_stores(sqlite_store, tmp_path):
@@ -250,12 +271,13 @@ def test_fallback_cases_answer_as_before(sqlite_store, tmp_path, monkeypatch, ar
 
 
 def test_compare_read_columns_are_the_models():
-    from kbase.store.frames import KERNEL_COLUMNS
-    from kbase.store.models import ACCEPTANCE, BASELINE_KERNEL
+    from kbase.store.models import ACCEPTANCE, BASELINE_KERNELS
+    from kbase.store.read_sql import SQL
     from kbase.store.records import ACCEPTANCE_FIELDS, AcceptanceRecord
 
-    assert list(KERNEL_COLUMNS) == [c.name for c in BASELINE_KERNEL.columns] + [
-        "name", "family", "short_name", "category", "tc"]
+    # (the kernel time by op, ``ops``, is read by its own statement, ``op_blobs``: a diff alone needs it)
+    blobs = [c.name for c in BASELINE_KERNELS.columns if c.name not in ("kernels", "ops")]
+    assert SQL["sqlite"]["kernel_blobs"].startswith("SELECT " + ", ".join(f"baseline_kernels.{c}" for c in blobs) + " ")
     assert list(ACCEPTANCE_FIELDS) == [c.name for c in ACCEPTANCE.columns]
     assert dataclasses.is_dataclass(AcceptanceRecord)
 
@@ -303,6 +325,8 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
     the kernel frames column for column with the same dtypes."""
     from datetime import date
 
+    import numpy as np
+
     from kbase.errors import InputError
     from kbase.store.records import ACCEPTANCE_FIELDS
 
@@ -324,9 +348,16 @@ def test_compare_reads_equal_the_sqlalchemy_path(both_readers):
                {"commits": commits, "limit": 0}):
         _same_records(fast.line_baselines("bulk", **kw), slow.line_baselines("bulk", **kw), BASELINE_FIELDS)
     for ids in ([1], [2], [4, 2], [7], [1, 2, 3, 4, 5, 6, 7, 8], [], [99]):
-        f, s = fast.kernel_rows(ids), slow.kernel_rows(ids)
-        assert f == s and [tuple(map(type, r)) for r in f] == [tuple(map(type, r)) for r in s]  # values and types
-        assert sorted(fast.level_rows(ids)) == sorted(slow.level_rows(ids))
+        f, s = fast.kernel_tables(ids), slow.kernel_tables(ids)
+        assert f.keys() == s.keys()
+        for bid in f:
+            for col, value in vars(f[bid]).items():
+                other = getattr(s[bid], col)
+                assert (value is None) == (other is None), col
+                if value is not None:
+                    assert value.dtype == other.dtype and np.array_equal(value, other, equal_nan=True), col
+        fl, sl = fast.level_matrix(ids), slow.level_matrix(ids)
+        assert fl[:2] == sl[:2] and np.array_equal(fl[2], sl[2], equal_nan=True)
     for kw in ({}, {"workload": "bulk"}, {"workload": "other"}, {"active_on": date(2021, 1, 1)},
                {"workload": "bulk", "active_on": date(2020, 1, 2)}):
         _same_records(fast.list_acceptances(**kw), slow.list_acceptances(**kw), ACCEPTANCE_FIELDS)
@@ -337,6 +368,8 @@ def test_every_other_read_equals_the_sqlalchemy_path(both_readers):
     """The reads of history, steps, the report's trend, ``kbase top``'s identity check and the snapshot's
     duplicate check: the same values and types on both paths (with ``test_compare_reads...``, every
     statement of ``statements`` is read here on each backend)."""
+    import numpy as np
+
     fast, slow = both_readers
 
     def same(f, s):
@@ -358,8 +391,12 @@ def test_every_other_read_equals_the_sqlalchemy_path(both_readers):
     ids = fast.name_ids(names + ["none"])
     assert sorted(ids) == sorted(slow.name_ids(names + ["none"])) and len(ids) > 5  # (one name edited: its hash is stale)
     same(sorted(fast.names_by_id(ids), key=repr), sorted(slow.names_by_id(ids), key=repr))
-    for wl in ("bulk", "other"):
-        same(sorted(fast.kernel_series(ids[:5], wl), key=repr), sorted(slow.kernel_series(ids[:5], wl), key=repr))
+    for bids in ([1, 2, 3, 4, 5], [6, 7, 8], [2, 7, 99], []):
+        (fc, fs), (sc, ss) = fast.kernel_series(ids[:5], bids), slow.kernel_series(ids[:5], bids)
+        assert fc.keys() == sc.keys() and all(fc[k].dtype == sc[k].dtype and np.array_equal(fc[k], sc[k]) for k in fc)
+        assert len(fs) == len(ss) and all((a is None and b is None) or np.array_equal(a, b) for a, b in zip(fs, ss))
+    for wl, kw in (("bulk", {}), ("other", {"limit": 2}), ("bulk", {"commits": ["nope"]}), ("nope", {})):
+        same(fast.line_points(wl, **kw), slow.line_points(wl, **kw))
     for bid in (1, 2, 7, 99):
         same(fast.leaderboard_view(bid), slow.leaderboard_view(bid))
     b = fast.baseline(5)
@@ -377,7 +414,7 @@ def test_every_other_read_equals_the_sqlalchemy_path(both_readers):
 
 @pytest.mark.parametrize("bid", [2, 4, 5, 7])
 def test_stored_capture_from_a_record(store, bid):
-    """``codec.capture_from_rows`` of a ``fast_read`` record equals the SQLAlchemy path's, and the
+    """``codec.capture_from_table`` of a ``fast_read`` record equals the SQLAlchemy path's, and the
     capture of the leaderboard ``queries.load_leaderboard`` builds (pandas) from the same baseline."""
     import numpy as np
 

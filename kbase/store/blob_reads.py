@@ -1,0 +1,227 @@
+"""The store's kernel tables (``baseline_kernels``' blobs, ``kernel_blobs``) shaped into what each read of
+``reader.StoreReader`` returns. The rows come from either executor (SQLAlchemy or sqlite3) alike; the
+history and leaderboard shapes decode without numpy (``kbase history`` and ``show`` load none), the bulk
+ones (kernel tables for a diff, the level matrix of ``steps``, the report's series) with it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbase.errors import StoreError
+from kbase.store.kernel_blobs import FORMAT, Blobs, LevelRows
+from kbase.store.packed import Packed, PackedError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kbase.store.kernel_blobs import KernelTable
+
+
+def _blob(value: Any) -> Any:
+    """A stored blob as bytes (PostgreSQL's driver gives a memoryview), None as None."""
+    return value if isinstance(value, bytes) or value is None else bytes(value)
+
+
+def packed(baseline_id: Any, fmt: int, blob: Any) -> Packed:
+    """One blob of a stored kernel table, checked: a format this kbase reads and an intact header."""
+    if fmt != FORMAT:
+        raise StoreError(f"store: baseline @{baseline_id} holds kernel data of format {fmt}, which this kbase "
+                         f"does not read (it reads format {FORMAT}); upgrade kbase")
+    try:
+        return Packed(_blob(blob))
+    except PackedError as exc:
+        raise StoreError(f"store: baseline @{baseline_id}: kernel data unreadable ({exc})") from None
+
+
+def _decode_error(baseline_id: Any, exc: Exception) -> StoreError:
+    return StoreError(f"store: baseline @{baseline_id}: kernel data unreadable ({exc})")
+
+
+def kernel_tables(rows: list[tuple], *, samples: bool = True, sketches: bool = True) -> dict[int, KernelTable]:
+    """baseline id -> its kernel table, from ``kernel_blobs`` rows (numpy)."""
+    from kbase.store.kernel_blobs import decode
+
+    out = {}
+    for baseline_id, fmt, levels, board, sample_blob, sketch_blob in rows:
+        packed(baseline_id, fmt, levels)
+        try:
+            out[baseline_id] = decode(Blobs(_blob(levels), _blob(board), _blob(sample_blob), _blob(sketch_blob)),
+                                      samples=samples, sketches=sketches)
+        except (PackedError, KeyError, ValueError) as exc:
+            raise _decode_error(baseline_id, exc) from None
+    return out
+
+
+def _none(v: float) -> float | None:
+    return None if v != v else v
+
+
+def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str, Any]]:
+    """One kernel's rows (id, commit, created_at, workload, branch, count, total_ns, avg_ns, per_iter_ns,
+    share_window; NULL as None) from ``kernel_history`` rows (baseline columns, format, levels), oldest
+    first; baselines without the kernel left out. ``when``: the executor's datetime reader."""
+    out: list[dict[str, Any]] = []
+    if name_id is None:
+        return out
+    for bid, commit, created_at, workload, branch, fmt, levels in rows:
+        p = packed(bid, fmt, levels)
+        i = p.index("name_id", name_id)
+        if i is None:
+            continue
+        count, total, avg, per_iter, share = LevelRows(p).history_row(i)
+        out.append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
+                    "branch": branch, "count": count, "total_ns": total, "avg_ns": _none(avg),
+                    "per_iter_ns": _none(per_iter), "share_window": _none(share)})
+    return out
+
+
+def board(baseline_id: Any, fmt: int, levels: Any, board_blob: Any) -> LevelRows:
+    """One baseline's leaderboard columns (``LevelRows`` over its levels and board; no numpy)."""
+    return LevelRows(packed(baseline_id, fmt, levels), packed(baseline_id, fmt, board_blob))
+
+
+def level_pairs(rows: list[tuple]) -> list[tuple[int, float | None]]:
+    """(name_id, per_iter_ns) of every kernel of ``level_blobs`` rows."""
+    out: list[tuple[int, float | None]] = []
+    for bid, fmt, levels in rows:
+        lv = LevelRows(packed(bid, fmt, levels))
+        out += [(n, _none(v)) for n, v in zip(lv.column("name_id"), lv.column("per_iter_ns"))]
+    return out
+
+
+LEVEL_BATCH = 256  # blobs decoded together by ``level_matrix``: few numpy calls, a few MiB at a time
+
+
+def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(name ids, name ids x baselines matrix of time per iteration per GPU) from ``level_blobs`` rows: NaN where
+    a kernel did not run, 0 where its level is NULL (a baseline without iteration markers).
+
+    ``kbase steps`` reads 50,000 of these: each blob is parsed and decompressed in turn, and the numbers of
+    ``LEVEL_BATCH`` blobs that store their columns alike (the same widths and number of kernels: almost
+    always) are decoded by numpy at once, instead of a dozen small numpy calls per blob (~3 s at 50,000)."""
+    import numpy as np
+
+    from kbase.store.kernel_blobs import level_arrays
+
+    col = {b: j for j, b in enumerate(baseline_ids)}
+    matrix = _LevelMatrix(len(baseline_ids))
+    pending: dict[tuple[int, int, int], list[tuple[int, float, bytes, bytes]]] = {}
+    for bid, fmt, levels in rows:
+        j = col.get(bid)
+        if j is None:
+            continue
+        p = packed(bid, fmt, levels)
+        try:
+            if not p.rows:
+                continue
+            if not p.is_zero("per_iter_ns"):  # a level that is not total / d_iter: this blob on its own
+                ids, per_iter = level_arrays(p)
+                matrix.put(np.array([j]), ids[None, :], per_iter[None, :])
+                continue
+            kn, _, names = p._planes("name_id")
+            kt, _, totals = p._planes("total_ns")
+        except (PackedError, KeyError, ValueError) as exc:
+            raise _decode_error(bid, exc) from None
+        d = p.meta.get("d_iter")
+        batch = pending.setdefault((kn, kt, p.rows), [])
+        batch.append((j, np.nan if d is None else d, names, totals))
+        if len(batch) >= LEVEL_BATCH:
+            matrix.put_batch(*pending.pop((kn, kt, p.rows)), key=(kn, kt, p.rows))
+    for key, batch in pending.items():
+        matrix.put_batch(*batch, key=key)
+    return matrix.result()
+
+
+class _LevelMatrix:
+    """The names x baselines matrix of ``level_matrix``, growing a row per new name id."""
+
+    def __init__(self, n_baselines: int) -> None:
+        import numpy as np
+
+        self.row_of = np.full(0, -1, dtype=np.int64)  # name id -> row
+        self.ids: list[int] = []
+        self.out = np.full((0, n_baselines), np.nan)
+
+    def put_batch(self, *found: tuple[int, float, bytes, bytes], key: tuple[int, int, int]) -> None:
+        import numpy as np
+
+        kn, kt, k = key
+        divisors = np.array([f[1] for f in found])
+        self.put(np.array([f[0] for f in found]), _batch(kn, k, [f[2] for f in found]),
+                 _batch(kt, k, [f[3] for f in found]) / divisors[:, None])
+
+    def put(self, cols: np.ndarray, ids: np.ndarray, per_iter: np.ndarray) -> None:
+        """Levels ``per_iter`` (m, k) of names ``ids`` (m, k) in matrix columns ``cols`` (m,)."""
+        import numpy as np
+
+        top = int(ids.max()) if ids.size else -1
+        if top >= len(self.row_of):
+            self.row_of = np.concatenate([self.row_of, np.full(top + 1 - len(self.row_of), -1, dtype=np.int64)])
+        rows = self.row_of[ids]
+        if (rows < 0).any():  # names not seen before (rare after the first baselines)
+            new = np.unique(ids[rows < 0])
+            self.row_of[new] = np.arange(len(self.ids), len(self.ids) + len(new))
+            self.ids += new.tolist()
+            if len(self.ids) > len(self.out):
+                grown = np.full((max(len(self.ids), 2 * len(self.out)), self.out.shape[1]), np.nan)
+                grown[: len(self.out)] = self.out
+                self.out = grown
+            rows = self.row_of[ids]
+        self.out[rows, cols[:, None]] = np.where(np.isnan(per_iter), 0.0, per_iter)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
+        return np.asarray(self.ids, dtype=np.int64), self.out[: len(self.ids)]
+
+
+def _batch(kind: int, k: int, planes: list[bytes]) -> np.ndarray:
+    """(blobs, k) values of one integer column of ``k`` rows stored alike in every blob (``Packed`` kinds)."""
+    import numpy as np
+
+    from kbase.store.packed import DELTA, FLOAT, WIDTH_MASK, ZIGZAG
+
+    width = kind & WIDTH_MASK
+    if not width:
+        return np.zeros((len(planes), k), dtype=np.int64)
+    if kind & (DELTA | FLOAT):
+        raise PackedError("a levels column stored with a delta or as float")
+    b = np.frombuffer(b"".join(planes), dtype=np.uint8).reshape(len(planes), width, k)
+    u = np.ascontiguousarray(b.transpose(0, 2, 1)).view(f"<u{width}")[..., 0].astype(np.uint64)
+    if kind & ZIGZAG:
+        return (u >> np.uint64(1)).view(np.int64) ^ -(u & np.uint64(1)).view(np.int64)
+    return u.view(np.int64)
+
+
+def series_rows(rows: list[tuple], name_ids: list[int]) -> tuple[dict[str, np.ndarray], list[np.ndarray | None]]:
+    """The kernels ``name_ids`` in ``kernel_series`` rows, as columns (``baseline_id``, ``name_id``, ``count``,
+    ``total_ns``, ``gpu_count``: one entry per kernel and baseline) and each entry's ns per iteration key
+    summed over GPUs (float64; None without samples). Numpy per baseline: the report reads thousands."""
+    import numpy as np
+
+    from kbase.store.sample_blobs import decode_samples
+
+    wanted = np.asarray(sorted(set(name_ids)), dtype=np.int64)
+    cols: dict[str, list] = {"baseline_id": [], "name_id": [], "count": [], "total_ns": [], "gpu_count": []}
+    samples: list[np.ndarray | None] = []
+    for bid, gpu_count, fmt, levels, sample_blob in rows:
+        p = packed(bid, fmt, levels)
+        try:
+            ids = p.array("name_id")
+            at = np.flatnonzero(np.isin(ids, wanted))
+            if not len(at):
+                continue
+            ns = None
+            if sample_blob is not None:
+                packed(bid, fmt, sample_blob)  # the format check
+                ns = decode_samples(_blob(sample_blob), at.tolist())[0]  # those kernels' rows alone
+            for key, values in (("name_id", ids[at]), ("count", p.array("count")[at]),
+                                ("total_ns", p.array("total_ns")[at])):
+                cols[key].append(values)
+        except (PackedError, KeyError, ValueError) as exc:
+            raise _decode_error(bid, exc) from None
+        cols["baseline_id"].append(np.full(len(at), bid, dtype=np.int64))
+        cols["gpu_count"].append(np.full(len(at), gpu_count, dtype=np.int64))
+        samples += [None] * len(at) if ns is None else list(ns)
+    return {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}, samples

@@ -1,0 +1,364 @@
+"""Packed columns: named integer and float columns of one table in one self-describing, deterministic blob
+(the store's per-baseline kernel data, ``kernel_blobs``; the layout is docs/store-format.md's).
+
+Layout (little-endian; ``varint``: unsigned LEB128)::
+
+    b"KBP" | version u8 | codec u8 | varint rows | varint meta length | meta (JSON) | varint columns |
+    per column: varint name length | name (UTF-8) | kind u8 | varint byte length |
+    payload: every column's bytes, in that order, compressed as one stream (to the end of the blob)
+
+``kind``: bits 0-3 the byte width of each stored value (0: every value is 0, no bytes; 1, 2, 4, 8),
+bit 4 zigzag (signed values), bit 5 delta (the values are the running sums of those stored), bit 6 float
+(8-byte IEEE 754 bits). A column's bytes are its values' bytes *shuffled* (every value's first byte, then
+every second byte, ...: the high bytes of small numbers form long runs of zeros). The payload is compressed
+with the blob's codec (3 Zstandard, level 15; 1 raw deflate and 2 raw LZMA2 are read too) as one stream:
+reading any column decompresses the blob once (what each read wants: ``kbase history`` reads three of
+the levels' columns of every baseline; one stream measured the same size as a stream per column). Same
+columns in, same bytes out (for a given zlib/liblzma).
+
+Decoding needs no numpy (``Packed.ints``/``floats``: ``kbase show`` and ``history`` load none); the
+numpy readers (``Packed.array``) serve the bulk decoders. Encoding is numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import sys
+import threading
+import zlib
+from array import array
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MAGIC = b"KBP"
+VERSION = 1
+ZLIB, LZMA, ZSTD = 1, 2, 3
+_CODECS = frozenset({ZLIB, LZMA, ZSTD})
+ZSTD_LEVEL = 15  # the sketches' size of LZMA2 preset 6 (+-1%) in half its time; decoding ~15x faster than zlib
+WIDTH_MASK, ZIGZAG, DELTA, FLOAT = 0x0F, 0x10, 0x20, 0x40
+# (read, not written: preset 6 with a 1 MiB window, what the format's first drafts measured against zstd)
+_LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 6, "dict_size": 1 << 20}]
+_TYPECODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+for _w, _t in list(_TYPECODES.items()):  # 'I' and 'L' differ between platforms: take the one of that width
+    if array(_t).itemsize != _w:
+        _TYPECODES[_w] = next(t for t in "BHILQ" if array(t).itemsize == _w)
+
+
+class PackedError(ValueError):
+    """A blob that is not packed columns of a version this kbase reads."""
+
+
+# ------------------------------------------------------------------------------------------ varints
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length in a blob's header
+        return buf[pos], pos + 1
+    n = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise PackedError("packed columns: truncated")
+        byte = buf[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return n, pos
+        shift += 7
+
+
+# ------------------------------------------------------------------------------------------ encoding
+
+
+_ZSTD = threading.local()  # a Zstandard (de)compressor per thread: setting one up costs ~10 us, decoding a blob ~1 us
+
+
+def _zstd(kind: str) -> Any:
+    coder = getattr(_ZSTD, kind, None)
+    if coder is None:
+        import zstandard
+
+        coder = (zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=False) if kind == "compressor"
+                 else zstandard.ZstdDecompressor())
+        setattr(_ZSTD, kind, coder)
+    return coder
+
+
+def _compress(raw: bytes, codec: int) -> bytes:
+    if codec == ZSTD:
+        return _zstd("compressor").compress(raw)
+    if codec == LZMA:
+        return lzma.compress(raw, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: no zlib header and checksum
+    return z.compress(raw) + z.flush()
+
+
+def _decompress(payload: bytes, codec: int) -> bytes:
+    try:
+        if codec == ZSTD:
+            return _zstd("decompressor").decompress(payload, allow_extra_data=False)
+        if codec == LZMA:
+            return lzma.decompress(payload, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
+        return zlib.decompress(payload, -15)
+    except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError, lzma.LZMAError, zlib.error: a corrupt blob
+        raise PackedError(f"packed columns: corrupt payload ({type(exc).__name__}: {exc})") from None
+
+
+def _column(values: np.ndarray, *, delta: bool = False, as_float: bool = False) -> tuple[int, bytes]:
+    """(kind, uncompressed shuffled bytes) of one column: int64 values (zigzag when any is negative, after
+    differencing when ``delta``), or float64 bits (``as_float``)."""
+    import numpy as np
+
+    if as_float:
+        u = np.ascontiguousarray(values, dtype="<f8").view("<u8")
+        kind = FLOAT
+    else:
+        v = np.asarray(values, dtype=np.int64)
+        if delta:
+            v = np.diff(v, prepend=np.int64(0))
+        kind = DELTA if delta else 0
+        if len(v) and v.min() < 0:
+            v = (v << 1) ^ (v >> 63)
+            kind |= ZIGZAG
+        u = v.view(np.uint64)
+    top = int(u.max()) if len(u) else 0
+    if not top:
+        return kind, b""
+    width = next(w for w in (1, 2, 4, 8) if top < 1 << (8 * w))
+    if as_float:
+        width = 8
+    narrow = u.astype(f"<u{width}")
+    return kind | width, narrow.view(np.uint8).reshape(-1, width).T.tobytes()
+
+
+def pack(n: int, columns: dict[str, tuple[np.ndarray, dict[str, bool]]], meta: dict[str, Any] | None = None,
+         codec: int = ZSTD) -> bytes:
+    """The blob of ``n`` rows: ``columns`` maps a name to (values, options: ``delta`` / ``as_float``), each of
+    ``n`` values (an array of another length is a column of that many: per-row matrices flattened)."""
+    head = json.dumps(meta or {}, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    out = [MAGIC, bytes([VERSION, codec]), _varint(n), _varint(len(head)), head, _varint(len(columns))]
+    raws = []
+    for name, (values, options) in columns.items():
+        kind, raw = _column(values, **options)
+        label = name.encode()
+        out += [_varint(len(label)), label, bytes([kind]), _varint(len(raw))]
+        raws.append(raw)
+    body = b"".join(raws)
+    out.append(_compress(body, codec) if body else b"")
+    return b"".join(out)
+
+
+# ------------------------------------------------------------------------------------------ decoding
+
+
+class Packed:
+    """A decoded blob's header; each column is decompressed when asked for."""
+
+    def __init__(self, blob: bytes) -> None:
+        if type(blob) is not bytes:
+            blob = bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else b""
+        if blob[:3] != MAGIC:
+            raise PackedError("not packed columns (bad magic)")
+        if len(blob) < 5 or blob[3] != VERSION or blob[4] not in _CODECS:
+            raise PackedError(f"packed columns: version {blob[3] if len(blob) > 3 else '?'} is not one this "
+                              "kbase reads (upgrade kbase)")
+        self._blob = blob
+        self.codec = blob[4]
+        self.rows, pos = _read_varint(blob, 5)
+        size, pos = _read_varint(blob, pos)
+        self._meta_at = (pos, pos + size)
+        self._meta: dict[str, Any] | None = None
+        count, pos = _read_varint(blob, pos + size)
+        # name -> (kind, start, end in the decompressed payload): parsed once per read of thousands (history)
+        self._cols: dict[str, tuple[int, int, int]] = {}
+        self._decoded: dict[str, tuple[int, int, bytes]] = {}
+        self._body: bytes | None = None
+        at = 0
+        try:
+            for _ in range(count):
+                size = blob[pos]
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = _read_varint(blob, pos)
+                name = blob[pos : pos + size].decode()
+                kind = blob[pos + size]
+                pos += size + 1
+                size = blob[pos]
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = _read_varint(blob, pos)
+                self._cols[name] = (kind, at, at + size)
+                at += size
+        except (IndexError, UnicodeDecodeError):
+            raise PackedError("packed columns: truncated") from None
+        self._payload_at, self._body_size = pos, at
+        if not at and pos != len(blob):
+            raise PackedError("packed columns: trailing bytes")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The blob's header (JSON), parsed when first asked for."""
+        if self._meta is None:
+            try:
+                self._meta = json.loads(self._blob[self._meta_at[0] : self._meta_at[1]])
+            except ValueError:
+                raise PackedError("packed columns: unreadable header") from None
+        return self._meta
+
+    def is_zero(self, name: str) -> bool:
+        """Every value of column ``name`` is 0 (nothing stored for it)."""
+        return not self._cols[name][0] & WIDTH_MASK
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._cols
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._cols)
+
+    def _planes(self, name: str) -> tuple[int, int, bytes]:
+        """(kind, count, the column's bytes as stored: byte j of every value, then byte j + 1 ...)."""
+        kind, start, end = self._cols[name]
+        width = kind & WIDTH_MASK
+        if not width:
+            return kind, 0, b""
+        if self._body is None:
+            self._body = _decompress(self._blob[self._payload_at :], self.codec) if self._body_size else b""
+            if len(self._body) != self._body_size:
+                raise PackedError(f"packed columns: {len(self._body)} bytes, the header says {self._body_size}")
+        if (end - start) % width:
+            raise PackedError(f"packed columns: column {name} is {end - start} bytes, not a multiple of {width}")
+        return kind, (end - start) // width, self._body[start:end]
+
+    def _raw(self, name: str) -> tuple[int, int, bytes]:
+        """(kind, count, unshuffled little-endian bytes) of column ``name`` (decompressed once)."""
+        if name not in self._decoded:
+            kind, n, raw = self._planes(name)
+            width = kind & WIDTH_MASK
+            if width > 1:
+                out = bytearray(len(raw))
+                for j in range(width):  # un-shuffle: byte j of every value
+                    out[j::width] = raw[j * n : (j + 1) * n]
+                raw = bytes(out)
+            self._decoded[name] = (kind, n, raw)
+        return self._decoded[name]
+
+    def length(self, name: str) -> int | None:
+        """The number of values column ``name`` stores (None for an all-zero column, which takes the
+        length its reader asks for)."""
+        kind, count, _ = self._raw(name)
+        return count if kind & WIDTH_MASK else None
+
+    def _stored(self, name: str) -> tuple[int, array | None]:
+        """(kind, the stored values as an ``array``; None for an all-zero column)."""
+        kind, count, raw = self._raw(name)
+        if not count:
+            return kind, None
+        a = array(_TYPECODES[kind & WIDTH_MASK])
+        a.frombytes(raw)
+        if sys.byteorder == "big":
+            a.byteswap()
+        return kind, a
+
+    def index(self, name: str, value: int) -> int | None:
+        """The first row whose value in integer column ``name`` is ``value``, or None: a search of the stored
+        bytes in C (``kbase history`` looks one kernel up in thousands of baselines), nothing decoded."""
+        kind, n, raw = self._planes(name)
+        if kind & DELTA or not n:
+            values = self.ints(name)
+            return values.index(value) if value in values else None
+        if kind & ZIGZAG:
+            value = (value << 1) ^ -(value < 0)
+        width = kind & WIDTH_MASK
+        if value < 0 or value >> (8 * width):
+            return None
+        want = value.to_bytes(width, "little")
+        i = raw.find(want[0], 0, n)
+        while i >= 0:
+            if all(raw[j * n + i] == want[j] for j in range(1, width)):
+                return i
+            i = raw.find(want[0], i + 1, n)
+        return None
+
+    def int_at(self, name: str, i: int) -> int:
+        """Row ``i`` of integer column ``name``, read from the stored bytes (the rest not decoded)."""
+        kind, n, raw = self._planes(name)
+        if not n:
+            return 0
+        if kind & DELTA:
+            return self.ints(name)[i]
+        if not 0 <= i < n:
+            raise IndexError(f"packed columns: row {i} of column {name} ({n} rows)")
+        v = int.from_bytes(raw[i : len(raw) : n], "little")
+        return (v >> 1) ^ -(v & 1) if kind & ZIGZAG else v
+
+    def ints(self, name: str, n: int | None = None) -> list[int]:
+        """Column ``name`` as Python ints (``n``: the length of an all-zero column; default ``rows``)."""
+        kind, a = self._stored(name)
+        if a is None:
+            return [0] * (self.rows if n is None else n)
+        values: list[int] = a.tolist()
+        if kind & ZIGZAG:
+            values = [(v >> 1) ^ -(v & 1) for v in values]
+        if kind & DELTA:
+            values = list(accumulate(values))
+        return values
+
+    def floats(self, name: str, n: int | None = None) -> list[float]:
+        """A float column as Python floats (all-zero bits: 0.0)."""
+        kind, count, raw = self._raw(name)
+        if not count:
+            return [0.0] * (self.rows if n is None else n)
+        a = array("d")
+        a.frombytes(raw)
+        if sys.byteorder == "big":
+            a.byteswap()
+        return a.tolist()
+
+    def array(self, name: str, n: int | None = None, *, rows: tuple[np.ndarray, int] | None = None) -> np.ndarray:
+        """Column ``name`` as a numpy array: int64, or float64 for a float column (``n``: the length of an
+        all-zero column). ``rows`` = (row indices, values per row): of a column that is a matrix flattened
+        row by row, those rows alone, as a (len(indices), values per row) matrix (not for delta columns)."""
+        import numpy as np
+
+        kind, count, raw = self._planes(name)
+        width = kind & WIDTH_MASK
+        if rows is not None:
+            at, per = rows
+            if not count:
+                return np.zeros((len(at), per), dtype=np.float64 if kind & FLOAT else np.int64)
+            if kind & DELTA or count % max(per, 1):
+                raise PackedError(f"packed columns: column {name} is not a matrix of rows of {per}")
+            planes = np.frombuffer(raw, dtype=np.uint8).reshape(width, -1, per)[:, at, :]
+        elif not count:
+            return np.zeros(self.rows if n is None else n, dtype=np.float64 if kind & FLOAT else np.int64)
+        else:
+            planes = np.frombuffer(raw, dtype=np.uint8).reshape(width, count)
+        # un-shuffle: byte j of every value is plane j; numpy puts them back side by side (the 1-D case by a
+        # transpose: ``steps`` decodes three columns of each of 50,000 blobs, where moveaxis alone cost ~1.6 s)
+        if planes.ndim == 2:
+            u = (planes if width == 1 else planes.T.copy()).view(f"<u{width}").reshape(-1).astype(np.uint64)
+        else:
+            u = np.ascontiguousarray(np.moveaxis(planes, 0, -1)).view(f"<u{width}")[..., 0].astype(np.uint64)
+        if kind & FLOAT:
+            return u.view(np.float64)
+        v = u.view(np.int64)
+        if kind & ZIGZAG:
+            v = (u >> np.uint64(1)).view(np.int64) ^ -(u & np.uint64(1)).view(np.int64)
+        if kind & DELTA:
+            v = np.cumsum(v)
+        return v
