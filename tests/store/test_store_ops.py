@@ -177,3 +177,33 @@ def test_the_report_groups_the_leaderboard_by_op_with_a_drill_down(tmp_path):
     html = (tmp_path / "site" / "leaderboard.html").read_text()
     assert "By op" in html and html.count("<details>") == len(ops)
     assert "aten::cudnn_convolution_backward_input" in html and "scalePackedTensor_kernel" in html
+
+
+def test_a_0009_store_upgrades_to_0010_without_op_data_and_stores_ops_from_then_on(stored, tmp_path):
+    """Migration 0010 on a store holding 0009's data: its baselines keep every kernel table and have no op
+    information (the library-swap rule compares them); a snapshot taken afterwards stores its ops."""
+    from kbase.store import engine as kdb
+
+    from helpers.kernel_tables import downgrade
+
+    s, db, ids = stored
+    copy = tmp_path / "at0009.db"
+    copy.write_bytes(db.read_bytes())
+    url = f"sqlite:///{copy}"
+    engine = kdb.make_engine(url)
+    downgrade(engine, url, "0009")
+    with engine.connect() as conn:
+        cols = [r[1] for r in conn.exec_driver_sql("PRAGMA table_info(baseline_kernels)")]
+        tables = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "ops" not in cols and "op_name" not in tables
+    engine.dispose()
+    s2 = kbase.Settings.load(db=url, name="resnet")
+    with open_store(s2) as st:  # opened by this kbase: upgraded to head
+        assert kdb.schema_state(st.engine, url)[0] == kdb.head_revision()
+        reader = EngineReader(st.engine)
+        assert all(_pairs(reader, bid)[1] is None for bid in ids)
+    g = kbase.gate(f"@{ids[0]}", f"@{ids[1]}", s2)
+    assert g.comparison.result.ops is None and g.verdict.code == 0
+    new = kbase.snapshot(JAN[0], s2, rev="3" * 40, no_git=True).baseline.id
+    with open_store(s2) as st:
+        assert _pairs(EngineReader(st.engine), new)[1] is not None
