@@ -18,7 +18,8 @@ Columns, one row per pair in (kernel row, op) order:
 - ``ns_median``, ``ns``: their per-iteration ns as mantissa codes, each against the pair's median code of the
   iterations it ran in (an iteration it did not run in: the code 0, stored as minus that median).
 
-Meta: ``keys`` (iteration keys of the samples, ``baseline.iteration_keys``' order), ``bits``.
+Meta: ``layout`` (``LAYOUT``: which columns mean what; a reader refuses another in one line), ``keys``
+(iteration keys of the samples, ``baseline.iteration_keys``' order), ``bits``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import TYPE_CHECKING
 
 from kbase.store.kernel_blobs import SAMPLE_BITS, mantissa_codes, mantissa_values
 from kbase.store.packed import Packed, pack
+
+LAYOUT = 1  # the ``ops`` blob's columns as this module writes them
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,7 +82,7 @@ def encode_ops(pairs: OpPairs, rows: np.ndarray, op_ids: np.ndarray, count: np.n
     columns = {"row": (row, {"delta": True}), "op": (op, {}), "explicit": (kind.astype(np.int64), {}),
                "count": (p_count[explicit], {}), "total_ns": (p_total[explicit], {}),
                "ns_median": (med, {}), "ns": ((codes - med[:, None]).ravel(), {})}
-    return pack(len(row), columns, {"keys": n_keys, "bits": SAMPLE_BITS})
+    return pack(len(row), columns, {"layout": LAYOUT, "keys": n_keys, "bits": SAMPLE_BITS})
 
 
 def _mark_rests(kind: np.ndarray, row: np.ndarray, count: np.ndarray, total: np.ndarray, ns: np.ndarray,
@@ -165,6 +168,7 @@ def stored_ops(baseline_id: int, fmt: int, blob: object, table: KernelTable) -> 
     from kbase.store.blob_reads import packed
 
     p = packed(baseline_id, fmt, blob)
+    _check_layout(baseline_id, p)
     try:
         return decode_ops(p, table)
     except (KeyError, ValueError, IndexError) as exc:
@@ -179,11 +183,22 @@ def op_level_rows(rows: list[tuple]) -> list[tuple[int, int, int]]:
     out = []
     for bid, fmt, levels, blob in rows:
         totals = packed(bid, fmt, levels).ints("total_ns")
+        p = packed(bid, fmt, blob)
+        _check_layout(bid, p)
         try:
-            out += [(bid, op, total) for op, total in op_totals(packed(bid, fmt, blob), totals) if op]
+            out += [(bid, op, total) for op, total in op_totals(p, totals) if op]
         except (KeyError, ValueError, IndexError) as exc:
             raise _unreadable(bid, exc) from None
     return out
+
+
+def _check_layout(baseline_id: object, p: Packed) -> None:
+    from kbase.errors import StoreError
+
+    layout = p.meta.get("layout")
+    if layout != LAYOUT:
+        raise StoreError(f"store: baseline @{baseline_id} holds op data of layout {layout}, which this kbase does "
+                         f"not read (it reads layout {LAYOUT}); upgrade kbase")
 
 
 def _unreadable(baseline_id: object, exc: Exception) -> Exception:

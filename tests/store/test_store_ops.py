@@ -207,3 +207,25 @@ def test_a_0009_store_upgrades_to_0010_without_op_data_and_stores_ops_from_then_
     new = kbase.snapshot(JAN[0], s2, rev="3" * 40, no_git=True).baseline.id
     with open_store(s2) as st:
         assert _pairs(EngineReader(st.engine), new)[1] is not None
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["sqlalchemy", "read-only"])
+def test_op_data_of_another_layout_is_refused_in_one_line(stored, tmp_path, monkeypatch, fast):
+    from kbase.store.packed import Packed, pack
+
+    from helpers.cli import run_kbase
+
+    s, db, ids = stored
+    copy = tmp_path / "layout.db"
+    copy.write_bytes(db.read_bytes())
+    con = sqlite3.connect(copy)
+    blob = con.execute("SELECT ops FROM baseline_kernels WHERE baseline_id = ?", (ids[1],)).fetchone()[0]
+    p = Packed(blob)
+    columns = {name: (p.array(name, 0), {}) for name in p.names}
+    con.execute("UPDATE baseline_kernels SET ops = ? WHERE baseline_id = ?",
+                (pack(p.rows, columns, {**p.meta, "layout": 99}), ids[1]))
+    con.commit()
+    con.close()
+    monkeypatch.setenv("KBASE_NO_FAST_READ", "" if fast else "1")
+    r = run_kbase("diff", f"@{ids[0]}", f"@{ids[1]}", "--db", f"sqlite:///{copy}", "--name", "resnet")
+    assert r.rc == 2 and r.stderr.count("\n") == 1 and "op data of layout 99" in r.stderr, r
