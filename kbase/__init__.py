@@ -10,18 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.version import __version__
 
-__all__ = ["Baselines", "Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StepsReport",
-           "StoredLeaderboard",
-           "__version__", "accept", "acceptances", "baseline", "baselines", "compare",
-           "find_kernel", "gate", "history", "history_steps", "kernel_pattern", "leaderboard", "read", "remove",
-           "report", "report_data", "revoke", "snapshot", "steps", "top", "window"]
+__all__ = ["Baselines", "Comparison", "ExportResult", "GateResult", "ImportResult", "KernelHistory", "PruneResult",
+           "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept", "acceptances", "baseline",
+           "baselines", "compare", "export_baselines", "find_kernel", "gate", "history", "history_steps",
+           "import_baselines", "kernel_pattern", "leaderboard", "prune", "read", "remove", "report", "report_data",
+           "revoke", "snapshot", "steps", "top", "window", "__version__"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
         Baselines,
         Comparison,
+        ExportResult,
         GateResult,
+        ImportResult,
         KernelHistory,
+        PruneResult,
         Settings,
         SnapshotResult,
         StepsReport,
@@ -31,12 +34,15 @@ if TYPE_CHECKING:
         baseline,
         baselines,
         compare,
+        export_baselines,
         find_kernel,
         gate,
         history,
         history_steps,
+        import_baselines,
         kernel_pattern,
         leaderboard,
+        prune,
         read,
         remove,
         report,

@@ -248,3 +248,33 @@ def _commit_note(body: bytes) -> CommitNote:
                 date = datetime.fromtimestamp(int(parts[1]), tz=UTC)
     paragraph = message.decode("utf-8", "replace").strip().split("\n\n", 1)[0]
     return CommitNote(subject=" ".join(line.strip() for line in paragraph.splitlines()), date=date)
+
+
+def branch_tip(repo, name: str) -> str | None:
+    """The commit a branch name points at: the local branch, else ``origin``'s (a CI checkout is detached and
+    has the remote-tracking branch alone); None when neither exists."""
+    for ref in (f"refs/heads/{name}", f"refs/remotes/origin/{name}", f"refs/remotes/{name}"):
+        out = subprocess.run(["git", "-C", str(repo.working_tree_dir or repo.git_dir), "rev-parse", "--verify", "-q",
+                              "--end-of-options", f"{ref}^{{commit}}"], capture_output=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        found = out.stdout.decode("ascii", "replace").strip().lower()
+        if out.returncode == 0 and FULL_HASH.match(found):
+            return found
+    return None
+
+
+def is_shallow(repo) -> bool:
+    return (Path(repo.git_dir) / "shallow").exists()
+
+
+def reachable(repo, tips: Iterable[str]) -> set[str]:
+    """Every commit reachable from ``tips`` (full hashes): ``git rev-list``."""
+    tips = list(tips)
+    if not tips:
+        return set()
+    out = subprocess.run(["git", "-C", str(repo.working_tree_dir or repo.git_dir), "rev-list", *tips, "--"],
+                         capture_output=True, timeout=600, stdin=subprocess.DEVNULL, check=False)
+    if out.returncode:
+        raise InputError(f"git rev-list failed in {repo.working_tree_dir}: "
+                         f"{out.stderr.decode('utf-8', 'replace').strip()[:200]}")
+    return set(out.stdout.decode("ascii", "replace").split())

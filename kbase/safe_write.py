@@ -12,7 +12,7 @@ Rules (README "Failure behaviour", docs/failure-behaviour.md):
   (no link can be swapped in after the check), truncated only once it is known to be a regular file, and a
   device or pipe is written as it is (never replaced by a file).
 - **Inside an output folder** kbase fills (the report's pages, its ``assets/`` folder and files, the
-  manifest; a future ``kbase export DIR``): nothing is ever followed. The folder is opened once without
+  manifest; the files of ``kbase export DIR``): nothing is ever followed. The folder is opened once without
   following a link and every entry is reached through that open folder (``dir_fd``); each file is written
   to a new temporary name and renamed over its entry, so an entry that is a symbolic link (or a hard link to
   another file) is *replaced*, never written through; a sub-folder that is a link is replaced by a real

@@ -42,15 +42,17 @@ from kbase.api.comparing import (
     kernel_pattern,
     revoke,
 )
+from kbase.api.housekeeping import PruneResult, prune
 from kbase.api.kernels import KernelHistory, find_kernel, history, history_steps, steps
 from kbase.api.reporting import report, report_data
+from kbase.api.transfer import ExportResult, ImportResult, export_baselines, import_baselines
 from kbase.settings import Settings
 
-__all__ = ["Baselines", "Comparison", "GateResult", "KernelHistory", "Settings", "SnapshotResult", "StepsReport",
-           "StoredLeaderboard", "accept",
-           "acceptances", "baseline", "baselines", "compare", "find_kernel", "gate", "history", "history_steps",
-           "kernel_pattern", "leaderboard", "read", "remove", "report", "report_data", "revoke", "snapshot", "steps",
-           "top", "window"]
+__all__ = ["Baselines", "Comparison", "ExportResult", "GateResult", "ImportResult", "KernelHistory", "PruneResult",
+           "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept", "acceptances", "baseline",
+           "baselines", "compare", "export_baselines", "find_kernel", "gate", "history", "history_steps",
+           "import_baselines", "kernel_pattern", "leaderboard", "prune", "read", "remove", "report", "report_data",
+           "revoke", "snapshot", "steps", "top", "window"]
 
 
 def __getattr__(name: str) -> Any:

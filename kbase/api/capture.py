@@ -178,8 +178,11 @@ class SnapshotResult:
 
 def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
-             force: bool = False, progress: Progress | None = None, store: Store | None = None) -> SnapshotResult:
-    """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository."""
+             force: bool = False, progress: Progress | None = None, store: Store | None = None,
+             branch: str | None = None) -> SnapshotResult:
+    """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository. ``branch``: the
+    branch to record (a CI checkout is detached, or on a merge commit: the pull request's branch), instead of
+    the checked-out one."""
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
     from kbase.readers.source import describe_source, source_identity, unchanged_since
@@ -187,6 +190,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
     commit = commit_info(settings.repo, rev, no_git)
+    if branch is not None:
+        if len(branch) > 300 or any(ord(ch) < 32 for ch in branch):
+            raise InputError("not a branch name (at most 300 characters, no control characters)", field="branch",
+                             value=branch)
+        commit = dataclasses.replace(commit, branch=branch)
     if require_clean and commit.dirty:
         raise InputError("working tree has uncommitted changes", field="require_clean", value=True)
     fmt = detect_format(path)

@@ -50,7 +50,7 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
         names, shorts = rd.kernel_names(chosen)
         k = lookup(kernel, names, shorts)
         rows = rd.kernel_history_rows(k.name, chosen, branch)
-        _describe_commits(rows, settings, rd)
+        _describe_commits(rows, settings)
         return KernelHistory(query=kernel, name=k.name, short_name=k.short, rows=rows, workload=chosen,
                              branch=branch)
 
@@ -99,16 +99,17 @@ def commit_notes(repo: Path | None, commits: dict[str, set[str]], reader: StoreR
     return notes
 
 
-def _describe_commits(rows: list[dict[str, Any]], settings: Settings, reader: StoreReader) -> None:
-    """Add ``subject`` and ``commit_date`` to each history row (``commit_notes``)."""
-    by_workload: dict[str, set[str]] = {}
-    for r in rows:
-        by_workload.setdefault(r["workload"], set()).add(r["commit"])
-    notes = commit_notes(settings.repo, by_workload, reader) if rows else {}
+def _describe_commits(rows: list[dict[str, Any]], settings: Settings) -> None:
+    """Add ``subject`` to each history row and set its ``commit_date`` from git when the repository has the
+    commit; else the row keeps the date stored with its baseline (no subject: made in another clone)."""
+    from kbase.gitrepo import describe_commits
+
+    notes = describe_commits(settings.repo, sorted({r["commit"] for r in rows})) if rows else {}
     for r in rows:
         note = notes.get(r["commit"])
         r["subject"] = note.subject if note else ""
-        r["commit_date"] = note.date if note else None
+        if note:
+            r["commit_date"] = note.date
 
 
 def history_steps(h: KernelHistory) -> list[KernelStep] | None:

@@ -26,6 +26,7 @@ def _register_commands() -> None:
     import kbase.cli.steps  # noqa: F401
     import kbase.cli.store  # noqa: F401
     import kbase.cli.top  # noqa: F401
+    import kbase.cli.transfer  # noqa: F401
 
 
 _register_commands()

@@ -50,6 +50,8 @@ def snapshot(
         "--rev", help="Attribute the baseline to this revision instead of HEAD.")] = None,
     no_git: Annotated[bool, typer.Option(
         "--no-git", help="Profile made elsewhere: no repository; needs --rev FULLHASH.")] = False,
+    branch: Annotated[str | None, typer.Option(
+        "--branch", help="Record this branch (a CI checkout is detached: the pull request's branch).")] = None,
     require_clean: Annotated[bool, typer.Option("--require-clean", help="Refuse a dirty working tree.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Store again even if this file/window/commit is stored.")] = False,
@@ -67,7 +69,7 @@ def snapshot(
     settings = make_settings(repo=repo, db=db, name=name, profile=profile, window=window)
     with reading_progress(settings.profile.name if settings.profile else "profile", quiet=quiet) as progress:
         res = kbase.snapshot(settings.profile, settings, tags=tag, note=note, rev=rev, no_git=no_git,
-                             require_clean=require_clean, force=force, progress=progress)
+                             require_clean=require_clean, force=force, progress=progress, branch=branch)
     b = res.baseline
     where = f"{b.commit[:12]}" + (f" ({b.branch})" if b.branch else " (detached)" if b.detached else "")
     if res.created:

@@ -186,6 +186,15 @@ def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
 
 
+def delete_baselines(engine: Engine, baseline_ids: list[int], url: str = "") -> None:
+    """Delete several baselines in one transaction (``kbase prune``): all of them, or none."""
+    with write_transaction(engine, url) as conn:
+        for i in range(0, len(baseline_ids), 500):
+            chunk = baseline_ids[i : i + 500]
+            conn.execute(delete(BASELINE_KERNELS).where(BASELINE_KERNELS.c.baseline_id.in_(chunk)))
+            conn.execute(delete(BASELINE).where(BASELINE.c.id.in_(chunk)))
+
+
 def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
     """Store an acknowledged regression; returns it with its id."""
     with write_transaction(engine, url) as conn:

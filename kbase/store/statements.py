@@ -188,8 +188,9 @@ def kernel_names() -> Select:
 
 @_statement
 def kernel_history() -> Select:
-    """Baselines (oldest first) with their ``levels``, for one kernel's history."""
-    return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bk.format, bk.levels)
+    """Baselines (oldest first) with their ``levels``, for one kernel's history (the commit's stored date
+    with them: history needs no second read of the baselines for it)."""
+    return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bt.commit_date, bk.format, bk.levels)
             .join(BASELINE_KERNELS, bk.baseline_id == bt.id)
             .where(_unless("any_workload", bt.workload == bindparam("workload")),
                    _unless("any_branch", bt.branch == bindparam("branch")))

@@ -75,6 +75,19 @@ def test_gitlab_template_parses_and_says_what_it_must():
 
 
 @pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=lambda p: p.name)
+def test_templates_pin_this_version_at_its_tag(path):
+    """What the templates install exists: this package's version, at the tag ``v<version>`` made at release."""
+    from kbase.version import __version__
+
+    text = path.read_text(encoding="utf-8")
+    pins = [line for line in text.splitlines() if "KBASE_PIP_SPEC:" in line]
+    assert len(pins) == 1 and pins[0].rstrip().rstrip('"').endswith(f"@v{__version__}"), pins
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'name = "gpu-kbase"' in pyproject and 'path = "kbase/version.py"' in pyproject
+    assert f"## {__version__}" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=lambda p: p.name)
 def test_ci_templates_hold_the_commands_they_document(path):
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(doc, dict)
@@ -130,9 +143,13 @@ class Runner:
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         self.env = env
         self.wf = _github()
+        self.wf["env"]["KBASE_STORE"] = "database"  # this scenario: the store's URL in the KBASE_DB secret
 
     def run(self, event: str, slow: float, secret: str | None = None, base_ref: str = ""):
+        head = _git(self.repo, "rev-parse", "--abbrev-ref", "HEAD")
         ctx = {"github": {"event_name": event, "base_ref": base_ref, "repository": "org/train",
+                          "ref_name": head if event == "push" else "7/merge",
+                          "head_ref": head if event == "pull_request" else "",
                           "event": {"pull_request": {"head": {"repo": {"full_name": "org/train"}}}}},
                "secrets": {"KBASE_DB": self.store if secret is None else secret}}
         return run_job(self.wf["jobs"]["kernel-gate"], self.wf["env"], ctx, self.repo, self.env,

@@ -6,7 +6,7 @@
 - ``uses:`` steps (checkout, setup-python, github-script, upload-artifact) are skipped and listed;
 - a step runs when its ``if:`` holds (default ``success()``): the small expression subset the
   templates use (``always()``, ``success()``, ``==``, ``!=``, ``&&``, ``||``, ``hashFiles``, context
-  paths) is evaluated here;
+  paths, ``steps.<id>.outcome``, ``env.X`` of the workflow and job) is evaluated here;
 - ``replace``: step name -> shell text run instead (the generator standing in for the profiler);
   ``skip``: step names not run (installing kbase: the tests run the checkout's kbase).
 """
@@ -59,7 +59,7 @@ def expression(expr: str, ctx: dict, cwd: Path, failed: bool):
     expr = re.sub(r"\bhashFiles\('([^']*)'\)", lambda m: repr("h" if (cwd / m.group(1)).exists() else ""), expr)
     expr = expr.replace("always()", "True").replace("success()", repr(not failed)).replace("failure()", repr(failed))
     expr = expr.replace("cancelled()", "False")
-    expr = re.sub(r"\b(github|secrets|env|matrix|inputs)(\.[A-Za-z_][\w-]*)+",
+    expr = re.sub(r"\b(github|secrets|env|matrix|inputs|steps|runner)(\.[A-Za-z_][\w-]*)+",
                   lambda m: repr(_lookup(m.group(0), ctx)), expr)
     expr = expr.replace("&&", " and ").replace("||", " or ")
     return eval(expr, {"__builtins__": {}}, {"True": True, "False": False})
@@ -79,6 +79,8 @@ def run_job(job: dict, workflow_env: dict, ctx: dict, cwd: Path, base_env: dict,
     env = {**base_env, "GITHUB_ACTIONS": "true", "CI": "true", **{k: str(v) for k, v in files.items()}}
     env.update({k: _render(v, ctx, cwd) for k, v in workflow_env.items()})
     env.update({k: _render(v, ctx, cwd) for k, v in job.get("env", {}).items()})
+    ctx = {**ctx, "env": {**{k: env[k] for k in (*workflow_env, *job.get("env", {}))}, **ctx.get("env", {})},
+           "steps": {}}
     result = JobResult()
     failed = False
     for i, step in enumerate(job["steps"]):
@@ -88,6 +90,8 @@ def run_job(job: dict, workflow_env: dict, ctx: dict, cwd: Path, base_env: dict,
             continue
         if name in skip or not expression(step.get("if", "success()"), ctx, cwd, failed):
             result.steps.append(StepResult(name, "skipped"))
+            if step.get("id"):
+                ctx["steps"][step["id"]] = {"outcome": "skipped", "conclusion": "skipped"}
             continue
         step_env = {**env, **{k: _render(v, ctx, cwd) for k, v in step.get("env", {}).items()}}
         for line in files["GITHUB_ENV"].read_text().splitlines():  # what earlier steps exported
@@ -99,6 +103,8 @@ def run_job(job: dict, workflow_env: dict, ctx: dict, cwd: Path, base_env: dict,
                               env=step_env, capture_output=True, text=True, timeout=timeout, check=False)
         status = "success" if proc.returncode == 0 else "failure"
         failed = failed or status == "failure"
+        if step.get("id"):
+            ctx["steps"][step["id"]] = {"outcome": status, "conclusion": status}
         result.steps.append(StepResult(name, status, proc.returncode, proc.stdout + proc.stderr))
     result.summary = files["GITHUB_STEP_SUMMARY"].read_text()
     return result

@@ -35,8 +35,10 @@ BASE = {
     "accept": ["k*", "--rev", "HEAD", "--reason", "r", "--db", "{W}"], "list": ["--db", "{S}"],
     "show": ["@1", "--db", "{S}"], "rm": ["@999", "--yes", "--db", "{W}"], "history": ["k", "--db", "{S}"],
     "db upgrade": ["--db", "{W}"], "db current": ["--db", "{S}"],
+    "export": ["{D}/exported", "--db", "{S}"], "import": ["{D}", "--db", "{W}"],
+    "prune": ["--keep-branch", "main", "--db", "{W}"],
 }
-READ_ONLY = {"top", "diff", "gate", "list", "show", "history", "db current"}
+READ_ONLY = {"top", "diff", "gate", "list", "show", "history", "db current", "export"}
 
 
 def _commands() -> dict[str, typing.Any]:

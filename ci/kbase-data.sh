@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# kbase's baselines in a git branch of your repository (default `kbase-data`): the CI templates' store option A.
+# Copy this file into your repository next to the template (ci/kbase-data.sh); docs/ci.md explains it.
+#
+#   kbase-data.sh pull   fetch the data branch into $KBASE_DATA_DIR (a worktree) and `kbase import` it into the
+#                        store (KBASE_DB: a fresh SQLite file per job); no branch yet: an empty folder
+#   kbase-data.sh push   [prune] -> `kbase export` -> commit -> push; a push refused because another runner
+#                        pushed first (non-fast-forward) is retried: fetch, take theirs, re-import, re-export
+#
+# Every baseline is a file named by the hash of its bytes (docs/export-format.md), so two runners never write
+# the same file and a retry merges without conflicts: nothing is lost.
+#
+# Environment: KBASE_DATA_BRANCH (kbase-data), KBASE_DATA_DIR (.kbase-data), KBASE_DATA_REMOTE (origin),
+# KBASE_DATA_RETRIES (8), KBASE_PRUNE (arguments of `kbase prune` run before each export, e.g.
+# "--keep-branch main --older-than 14d"; empty: no pruning), KBASE_DATA_MESSAGE (the commit message).
+set -euo pipefail
+
+branch=${KBASE_DATA_BRANCH:-kbase-data}
+dir=${KBASE_DATA_DIR:-.kbase-data}
+remote=${KBASE_DATA_REMOTE:-origin}
+retries=${KBASE_DATA_RETRIES:-8}
+files="$dir/baselines"
+git_id=(-c "user.name=${KBASE_DATA_AUTHOR_NAME:-kbase CI}" -c "user.email=${KBASE_DATA_AUTHOR_EMAIL:-kbase-ci@users.noreply.invalid}")
+
+say() { echo "kbase-data: $*" >&2; }
+
+# The remote data branch's newest commit checked out in $dir (a worktree of this repository, so the checkout's
+# credentials serve); an empty orphan when the branch does not exist yet.
+checkout() {
+  local found=0
+  git ls-remote --exit-code --heads "$remote" "$branch" >/dev/null 2>&1 || found=$?
+  if [ "$found" -ne 0 ] && [ "$found" -ne 2 ]; then
+    say "cannot reach remote '$remote' (git ls-remote exit $found)"; return 1
+  fi
+  local exclude
+  exclude=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")"
+  grep -qxF "/$dir/" "$exclude" 2>/dev/null || echo "/$dir/" >> "$exclude"  # never in the job's `git status`
+  if [ ! -e "$dir/.git" ]; then
+    rm -rf "$dir"
+    git worktree prune
+    git worktree add -q --detach "$dir" HEAD
+  fi
+  if [ "$found" -eq 0 ]; then
+    git fetch -q "$remote" "+refs/heads/$branch:refs/remotes/$remote/$branch"
+    git -C "$dir" checkout -q -f --detach "refs/remotes/$remote/$branch"
+    git -C "$dir" reset -q --hard "refs/remotes/$remote/$branch"
+  else
+    say "no branch '$branch' on '$remote' yet: starting it"
+    git -C "$dir" checkout -q -f --detach HEAD
+    git -C "$dir" checkout -q --orphan "kbase-data-new-$$"
+    git -C "$dir" rm -rfq --cached . >/dev/null 2>&1 || true
+  fi
+  git -C "$dir" clean -qfdx
+  mkdir -p "$files"
+}
+
+pull() {
+  checkout
+  kbase import "$files"
+}
+
+push() {
+  local attempt=1
+  while :; do
+    if [ -n "${KBASE_PRUNE:-}" ]; then
+      # shellcheck disable=SC2086 # KBASE_PRUNE is a list of arguments
+      kbase prune $KBASE_PRUNE --yes --export "$files" --quiet
+    fi
+    kbase export "$files"
+    git -C "$dir" add -A .
+    if git -C "$dir" diff --cached --quiet; then
+      say "nothing new to push"; return 0
+    fi
+    git -C "$dir" "${git_id[@]}" commit -q -m "${KBASE_DATA_MESSAGE:-kbase baselines}"
+    if git -C "$dir" push -q "$remote" "HEAD:refs/heads/$branch"; then
+      say "pushed to $branch (attempt $attempt)"; return 0
+    fi
+    if [ "$attempt" -ge "$retries" ]; then
+      say "push refused $attempt times; giving up"; return 1
+    fi
+    attempt=$((attempt + 1))
+    say "push refused (another runner pushed first?): fetching theirs, re-importing, retrying"
+    sleep "$(( RANDOM % attempt )).$(( RANDOM % 10 ))"
+    checkout
+    kbase import "$files"
+  done
+}
+
+case "${1:-}" in
+  pull) pull ;;
+  push) push ;;
+  *) echo "usage: $0 pull|push" >&2; exit 2 ;;
+esac

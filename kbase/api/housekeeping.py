@@ -1,0 +1,176 @@
+"""Front door, housekeeping: ``prune`` — delete the baselines nobody needs any more (pull-request runs, old
+branches), never one that a kept branch's history or an acceptance needs."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbase.errors import InputError
+from kbase.settings import Settings
+
+if TYPE_CHECKING:
+    from kbase.store.engine import Store
+    from kbase.store.models import Acceptance, Baseline
+    from kbase.store.records import AcceptanceRecord, BaselineRecord
+
+    AnyBaseline = Baseline | BaselineRecord
+
+from kbase.api.common import _store
+
+_AGE = re.compile(r"^\s*(\d{1,6})\s*([hdw])\s*$")
+_UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def parse_age(text: str) -> timedelta:
+    """``30d``, ``12h``, ``2w`` as a duration; anything else an ``InputError`` naming ``older_than``."""
+    m = _AGE.match(text or "")
+    if not m:
+        raise InputError("expected an age such as 30d, 12h or 2w", field="older_than", value=text)
+    return int(m.group(1)) * _UNIT[m.group(2)]
+
+
+@dataclass(frozen=True)
+class PruneItem:
+    """One stored baseline and what prune does with it: ``keep`` and why, or delete and why."""
+
+    baseline: AnyBaseline
+    keep: bool
+    why: str
+
+
+@dataclass
+class PruneResult:
+    """What ``prune`` decided for every baseline it looked at (oldest first), and whether it deleted."""
+
+    items: list[PruneItem]
+    keep_branches: dict[str, str]  # branch name -> the tip commit it resolved to
+    older_than: timedelta | None
+    applied: bool
+    tombstones: list[str] = field(default_factory=list)  # file names written into the export folder
+
+    @property
+    def deleted(self) -> list[AnyBaseline]:
+        return [i.baseline for i in self.items if not i.keep]
+
+    @property
+    def kept(self) -> list[PruneItem]:
+        return [i for i in self.items if i.keep]
+
+    def __repr__(self) -> str:
+        verb = "deleted" if self.applied else "would delete"
+        return f"<PruneResult {verb} {len(self.deleted)}, keeps {len(self.kept)} of {len(self.items)}>"
+
+
+def _acceptance_needs(acc: Sequence[Acceptance | AcceptanceRecord], rows: Sequence[AnyBaseline],
+                      repo) -> dict[int, str]:
+    """Baseline id -> why an acceptance needs it: the baselines at an accepted commit (the gate's after side) and
+    the nearest stored first-parent ancestor's (its before side), of the acceptance's workload."""
+    from kbase.gitrepo import first_parents
+
+    at: dict[tuple[str, str], list[AnyBaseline]] = {}
+    for b in rows:
+        at.setdefault((b.workload, b.commit), []).append(b)
+    needs: dict[int, str] = {}
+    for a in acc:
+        for b in at.get((a.workload, a.commit), []):
+            needs.setdefault(int(b.id or 0), f"acceptance #{a.id} is at its commit")
+        try:
+            line = first_parents(repo, a.commit)[1:]
+        except Exception:  # noqa: BLE001 - a commit this clone does not hold: its own baselines are kept above
+            continue
+        for c in line:
+            found = at.get((a.workload, c))
+            if found:
+                for b in found:
+                    needs.setdefault(int(b.id or 0), f"the base of acceptance #{a.id}")
+                break
+    return needs
+
+
+def prune(settings: Settings | None = None, *, keep_branches: list[str], older_than: str | None = None,
+          workload: str | None = None, yes: bool = False, export_dir: Path | str | None = None,
+          now: datetime | None = None, store: Store | None = None) -> PruneResult:
+    """Decide, for every stored baseline (of ``workload``, else all), keep or delete; with ``yes`` delete.
+
+    Kept, always: a baseline whose commit is in the history of a ``keep_branches`` branch (every commit
+    reachable from its tip: the local branch, else ``origin/NAME``), or that was stored on such a branch, or
+    that an acceptance needs (the baselines at its commit and the nearest stored first-parent ancestor's), or
+    that is younger than ``older_than`` (``30d``, ``12h``, ``2w``). Everything else is deleted. A branch name that
+    resolves to nothing, or a shallow clone (whose history is cut, so that kept commits would look
+    unreachable), is refused before anything is read. ``export_dir``: the export folder these baselines travel
+    in (``export``): the deleted baselines' files there are removed and a tombstone written for each, so that
+    the deletion travels with it (``import`` applies it)."""
+    from kbase.gitrepo import branch_tip, is_shallow, open_repo, reachable
+    from kbase.store.reader import EngineReader
+
+    settings = settings or Settings.load()
+    if not keep_branches:
+        raise InputError("name at least one branch whose history is kept (--keep-branch main)",
+                         field="keep_branch")
+    age = parse_age(older_than) if older_than is not None else None
+    repo = open_repo(settings.repo)
+    if is_shallow(repo):
+        raise InputError(f"{repo.working_tree_dir}: a shallow clone; prune needs the whole history to know what a "
+                         "kept branch needs (git fetch --unshallow, or fetch-depth: 0)")
+    tips: dict[str, str] = {}
+    for name in keep_branches:
+        tip = branch_tip(repo, name)
+        if tip is None:
+            raise InputError(f"no branch {name!r} (nor origin/{name}) in {repo.working_tree_dir}",
+                             field="keep_branch", value=name)
+        tips[name] = tip
+    history = reachable(repo, tips.values())
+    cutoff = (now or datetime.now(UTC)) - age if age is not None else None
+    from kbase.store.engine import NoStoreError
+
+    with contextlib.ExitStack() as stack:
+        try:  # a dry run only reads (and creates no store)
+            st = stack.enter_context(_store(settings, store, readonly=not yes))
+        except NoStoreError:
+            return PruneResult([], tips, age, applied=yes)
+        reader = EngineReader(st.engine)
+        rows = sorted(reader.list_baselines(workload=workload), key=lambda b: (b.created_at, b.id or 0))
+        needs = _acceptance_needs(reader.list_acceptances(), rows, repo)
+        items = [_decide(b, tips, history, needs, cutoff, older_than) for b in rows]
+        result = PruneResult(items, tips, age, applied=False)
+        doomed = [int(i.baseline.id or 0) for i in items if not i.keep]
+        if yes and doomed:
+            result.tombstones = _delete(st, doomed, export_dir)
+        result.applied = yes
+    return result
+
+
+def _decide(b: AnyBaseline, tips: dict[str, str], history: set[str], needs: dict[int, str],
+            cutoff: datetime | None, older_than: str | None) -> PruneItem:
+    if b.commit in history:
+        on = next(iter(tips)) if len(tips) == 1 else ", ".join(tips)
+        return PruneItem(b, True, f"in the history of {on}")
+    if b.branch and b.branch in tips:
+        return PruneItem(b, True, f"stored on {b.branch}")
+    why = needs.get(int(b.id or 0))
+    if why:
+        return PruneItem(b, True, why)
+    if cutoff is not None and b.created_at > cutoff:
+        return PruneItem(b, True, f"newer than {older_than.strip() if older_than else ''}")
+    branch = f"branch {b.branch}" if b.branch else "no branch"
+    return PruneItem(b, False, f"not on a kept branch ({branch}), stored {b.created_at:%Y-%m-%d}")
+
+
+def _delete(st: Store, ids: list[int], export_dir: Path | str | None) -> list[str]:
+    """Delete ``ids``; with an export folder, remove their files there and write their tombstones (after the
+    store's one transaction: a failure to write leaves the files, which the next import brings back — nothing
+    is lost, only not yet pruned)."""
+    from kbase.store.queries import delete_baselines
+
+    if export_dir is None:
+        delete_baselines(st.engine, ids, st.url)
+        return []
+    from kbase.store.transfer import tombstone_baselines
+
+    return tombstone_baselines(st, ids, Path(export_dir), lambda: delete_baselines(st.engine, ids, st.url))

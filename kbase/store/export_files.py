@@ -1,0 +1,215 @@
+"""The files of ``kbase export`` (docs/export-format.md): one per baseline, per deletion (a tombstone) and per
+acceptance, each named by the sha256 of its bytes, so two runners exporting into one folder never write the
+same name with different bytes.
+
+A baseline file::
+
+    KBASE-BASELINE 1\\n
+    {header: JSON, ASCII, sorted keys, one line}\\n
+    the levels, board, samples and sketches blobs (``kernel_blobs``: the bytes the store keeps), back to back
+
+The header holds the baseline row (every column but its id), the kernel names (``names``: row i of the
+``levels`` blob names kernel ``names[name_id]``; the store's own ids are replaced by these positions), each
+blob's length, and ``content``: the digest of what was measured (``content_digest``: the kernel table and the
+measurement's columns, not when or by whom it was stored), which decides whether two files of one capture key
+(workload, commit, source sha256, window, copy) are the same baseline. Tombstones and acceptances are one JSON
+line each. Everything here is pure: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+FORMAT = 1
+MAGIC = b"KBASE-BASELINE 1\n"
+BASELINE_SUFFIX, TOMBSTONE_SUFFIX, ACCEPTANCE_SUFFIX = ".baseline", ".deleted", ".acceptance"
+TOMBSTONE_FORMAT, ACCEPTANCE_FORMAT = "kbase.tombstone/1", "kbase.acceptance/1"
+NAME_HEX = 40  # file names: the first 160 bits of the sha256 of the bytes, as git names its objects
+BLOBS = ("levels", "board", "samples", "sketches")
+KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # the store's capture key
+# Columns that say when, where and by whom a baseline was stored, not what was measured: two stores that took
+# the same capture apart differ in them and still hold the same baseline.
+BOOKKEEPING = frozenset({"created_at", "branch", "detached", "dirty", "host", "tags", "note", "kbase_version",
+                         "source_name", "source_mtime_ns", "source_probe"})
+DATETIMES = ("created_at", "commit_date")
+MAX_HEADER = 64 << 20
+
+
+class ExportFileError(ValueError):
+    """A file that is not a valid export file (the message says why; the caller names the file)."""
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+
+
+def file_name(data: bytes, suffix: str) -> str:
+    return hashlib.sha256(data).hexdigest()[:NAME_HEX] + suffix
+
+
+def jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row's values as JSON holds them: datetimes and dates as ISO 8601 text (UTC)."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, datetime):
+            from datetime import UTC
+
+            v = (v if v.utcoffset() is not None else v.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
+        elif isinstance(v, date):
+            v = v.isoformat()
+        out[k] = v
+    return out
+
+
+def row_values(row: dict[str, Any], datetimes: tuple[str, ...] = DATETIMES, dates: tuple[str, ...] = ()) -> dict:
+    """``jsonable_row`` read back: the values a store insert takes."""
+    out = dict(row)
+    for k in datetimes:
+        if out.get(k) is not None:
+            out[k] = datetime.fromisoformat(out[k])
+    for k in dates:
+        if out.get(k) is not None:
+            out[k] = date.fromisoformat(out[k])
+    return out
+
+
+def key_of(row: dict[str, Any]) -> tuple:
+    return tuple(row[k] for k in KEY)
+
+
+def content_digest(row: dict[str, Any], names: list[str], plains: dict[str, bytes | None]) -> str:
+    """What was measured: the baseline's measurement columns, its kernels' names in row order and the blobs'
+    columns (``packed.plain``, the name ids left out: the names say it), independent of the store's ids, of
+    the compressor's build and of who stored it when."""
+    h = hashlib.sha256()
+    h.update(_json({k: v for k, v in jsonable_row(row).items() if k not in BOOKKEEPING and k != "id"}))
+    h.update(_json(names))
+    for blob in BLOBS:
+        plain = plains.get(blob)
+        h.update(b"-" if plain is None else b"+%d:" % len(plain) + plain)
+    return h.hexdigest()
+
+
+@dataclass
+class BaselineFile:
+    """One baseline as a file: its header and blobs."""
+
+    header: dict[str, Any]
+    blobs: dict[str, bytes | None]
+
+    @property
+    def row(self) -> dict[str, Any]:
+        return self.header["baseline"]
+
+    @property
+    def key(self) -> tuple:
+        return key_of(self.row)
+
+    @property
+    def content(self) -> str:
+        return str(self.header["content"])
+
+    def to_bytes(self) -> bytes:
+        lengths = {b: (None if self.blobs.get(b) is None else len(self.blobs[b] or b"")) for b in BLOBS}
+        head = _json({**self.header, "blobs": lengths})
+        return MAGIC + head + b"\n" + b"".join(self.blobs[b] or b"" for b in BLOBS)
+
+
+def parse_baseline(data: bytes) -> BaselineFile:
+    """A baseline file's header and blobs; ``ExportFileError`` saying what is wrong."""
+    if not data.startswith(MAGIC):
+        if data.startswith(b"KBASE-BASELINE "):
+            version = data[15:24].split(b"\n")[0].decode("ascii", "replace")
+            raise ExportFileError(f"format {version!r} is not one this kbase reads (it reads {FORMAT}; upgrade "
+                                  "kbase)")
+        raise ExportFileError("not a kbase baseline file (bad first line)")
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER)
+    if end < 0:
+        raise ExportFileError("truncated header")
+    try:
+        header = json.loads(data[len(MAGIC) : end])
+    except ValueError as exc:
+        raise ExportFileError(f"unreadable header ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ExportFileError(f"header format {header.get('format') if isinstance(header, dict) else '?'!r} is not "
+                              f"{FORMAT}")
+    for field, kind in (("baseline", dict), ("names", list), ("blobs", dict), ("content", str),
+                        ("kernels_format", int), ("kernels", int)):
+        if not isinstance(header.get(field), kind):
+            raise ExportFileError(f"header field {field!r} missing or not a {kind.__name__}")
+    row = header["baseline"]
+    missing = [k for k in KEY if k not in row]
+    if missing:
+        raise ExportFileError(f"baseline lacks {', '.join(missing)}")
+    lengths = header.pop("blobs")
+    blobs: dict[str, bytes | None] = {}
+    at = end + 1
+    for b in BLOBS:
+        n = lengths.get(b)
+        if n is None:
+            if b in ("levels", "board"):
+                raise ExportFileError(f"no {b} blob")
+            blobs[b] = None
+            continue
+        if not isinstance(n, int) or n < 0 or at + n > len(data):
+            raise ExportFileError(f"{b} blob: length {n!r} runs past the end of the file (truncated?)")
+        blobs[b] = data[at : at + n]
+        at += n
+    if at != len(data):
+        raise ExportFileError(f"{len(data) - at} trailing byte(s) after the blobs")
+    return BaselineFile(header, blobs)
+
+
+# ------------------------------------------------------------------------------------------ small JSON files
+
+
+def tombstone_bytes(key: tuple, content: str) -> bytes:
+    """The tombstone of a deleted baseline: its capture key and content digest (the same deletion, the same
+    bytes, whoever writes it)."""
+    return _json({"format": TOMBSTONE_FORMAT, "key": dict(zip(KEY, key)), "content": content}) + b"\n"
+
+
+def parse_tombstone(data: bytes) -> tuple[tuple, str]:
+    doc = _small_json(data, TOMBSTONE_FORMAT)
+    key, content = doc.get("key"), doc.get("content")
+    if not isinstance(key, dict) or any(k not in key for k in KEY) or not isinstance(content, str):
+        raise ExportFileError("a tombstone needs key (workload, commit, source_sha256, window_spec, capture_copy) "
+                              "and content")
+    return key_of(key), content
+
+
+ACCEPTANCE_FIELDS = ("workload", "pattern", "commit", "reason", "author", "created_at", "expires")
+
+
+def acceptance_bytes(row: dict[str, Any]) -> bytes:
+    values = jsonable_row({k: row[k] for k in ACCEPTANCE_FIELDS})
+    return _json({"format": ACCEPTANCE_FORMAT, **values}) + b"\n"
+
+
+def parse_acceptance(data: bytes) -> dict[str, Any]:
+    doc = _small_json(data, ACCEPTANCE_FORMAT)
+    for k in ("workload", "pattern", "commit", "reason", "author", "created_at"):
+        if not isinstance(doc.get(k), str):
+            raise ExportFileError(f"acceptance field {k!r} missing or not text")
+    if doc.get("expires") is not None and not isinstance(doc["expires"], str):
+        raise ExportFileError("acceptance field 'expires' is not a date")
+    try:
+        return row_values({k: doc.get(k) for k in ACCEPTANCE_FIELDS}, ("created_at",), ("expires",))
+    except ValueError as exc:
+        raise ExportFileError(f"acceptance: {exc}") from None
+
+
+def _small_json(data: bytes, fmt: str) -> dict[str, Any]:
+    if len(data) > 1 << 20:
+        raise ExportFileError("too large for a small JSON file")
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise ExportFileError(f"not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise ExportFileError(f"format is not {fmt!r}")
+    return doc
