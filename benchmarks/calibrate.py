@@ -1,15 +1,31 @@
 """Calibrate the noise model (not a timed test): false flags and detection rates on real traces and on
 generated histories. Prints the tables docs/noise-model.md quotes.
 
-    .venv/bin/python benchmarks/calibrate.py [--data DIR] [--only aa,inject,nsys,workers,fpr,history,e2e,gatehist]
+    .venv/bin/python benchmarks/calibrate.py [--data DIR] [--only aa,inject,nsys,workers,fresh,simfresh,floor,
+                                                                  fpr,history,e2e,gatehist]
 
-- ``aa``: the A/A pair (two captures of one configuration) diffed both ways: kernels flagged, gate verdict.
+- ``aa``: the A/A pair (two captures of one configuration) diffed and gated both ways: kernels flagged, gate
+  verdict, the swap notes.
 - ``inject``: +2/3/5/10% injected into one kernel at a time of the pair's second capture (every launch's
   duration scaled, as scaling ``dur`` of its events in a copy of the trace), for every kernel with
-  >= 1% and >= 5% share: flagged, ranked first, other kernels flagged.
+  >= 1% and >= 5% share: flagged (``regressed``, or ``regressed (below gate floor)`` when its effect on the
+  iteration is under ``min_effect_pct``), ranked first, other kernels flagged; then the gate: it must fail on
+  every injection whose effect is >= ``min_effect_pct`` and on none below. ``injectswap``: the same into the
+  4-worker capture of the January 2021 workers0/workers4 pair, where the convolutions are an algorithm swap
+  (judged by op: the regression must still fail the gate, through its op).
 - ``nsys``: an Nsight Systems export without step markers, a copy with its top kernel's launches all
   10% slower (``end`` rewritten in the SQLite copy): gate against the original, and the original against itself.
-- ``workers``: ResNet-50 DataLoader workers0 vs workers4 (cuDNN algorithm swaps): gate verdict, swap note.
+- ``workers``: ResNet-50 DataLoader workers0 vs workers4 (cuDNN algorithm swaps), both ways: gate verdict,
+  swap notes.
+- ``fresh``: every ordered pair of real fresh-process captures of one configuration (tests/data/kineto and the
+  shared pairs: June 2021 four processes, January 2021 two, December 2020 two) gated with the default policy,
+  with ``min_effect_pct`` 0, and without op information (the library-swap rule): FAILs; then each June pair
+  with the other captures stored as its history.
+- ``simfresh``: simulated fresh processes (``kbase.synth.fresh``: per-process algorithm picks, kernel-specific
+  shifts of 1-2% on library kernels, helper launch counts): the gate's false-FAIL rate over every ordered pair,
+  by rule, with and without history; and the detection of injected regressions at and over the floor.
+- ``floor``: the choice of ``min_effect_pct``: false FAILs (real and simulated pairs) and detection of
+  injected regressions for a range of floors.
 - ``fpr``: simulated pure-noise comparisons through the same estimators and decision: the real rate
   of comparisons with any kernel flagged, against the policy's ``fpr``.
 - ``history``: 40-commit per-kernel level histories with the A/A pair's run-to-run noise per kernel
@@ -39,9 +55,11 @@ import numpy as np
 
 import kbase
 from kbase.comparison.diff import compute_diff
-from kbase.comparison.side import side_from_leaderboards
+from kbase.comparison.side import side_from_captures, side_from_leaderboards
 
 KINETO = "kineto/v100_resnet50_w4_repeat_{}.pt.trace.json.gz"
+TEST_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "kineto"
+DETECTED = ("regressed", "regressed_below_floor")  # significant; the gate fails on the first (min_effect_pct)
 
 
 def _settings(**kw) -> kbase.Settings:
@@ -49,15 +67,15 @@ def _settings(**kw) -> kbase.Settings:
 
 
 def _flagged(rows) -> list[str]:
-    return list(rows.loc[rows["class"].isin(["regressed", "improved"]), "name"])
+    return list(rows.loc[rows["class"].isin(["regressed", "regressed_below_floor", "improved"]), "name"])
 
 
 def _aa_gate(x: Path | str, y: Path | str, s: kbase.Settings) -> tuple[list[str], str, int, list[str]]:
-    """One A/A comparison gated: (kernels flagged, gate status, kernels compared, noise notes)."""
+    """One A/A comparison gated: (kernels flagged, gate status, kernels compared, noise and swap notes)."""
     g = kbase.gate(str(x), str(y), s)
     result = g.comparison.result
     return (_flagged(result.rows), g.verdict.status.value, len(result.rows),
-            [n for n in result.notes if n.startswith("noise")])
+            [n[:120] for n in result.notes if n.startswith(("noise", "algorithm swap"))])
 
 
 def aa(data: Path) -> dict:
@@ -75,8 +93,18 @@ def inject(data: Path) -> dict:
     return inject_pair(data / KINETO.format("a"), data / KINETO.format("b"))
 
 
-def inject_pair(first: Path, second: Path) -> dict:
-    """The ``inject`` table for two captures of one configuration (slowdowns go into the second)."""
+def injectswap(data: Path) -> dict:
+    """``inject`` into the 4-worker capture of a workers0/workers4 pair: its convolutions are an algorithm
+    swap, judged by op; a regression in one of their kernels must still fail the gate at the floor."""
+    return inject_pair(TEST_DATA / "v100_resnet50_w0_jan2021.pt.trace.json.gz",
+                       TEST_DATA / "v100_resnet50_w4_jan2021.pt.trace.json.gz", effects=(0.05, 0.10, 0.20))
+
+
+def inject_pair(first: Path, second: Path, effects: tuple[float, ...] = (0.02, 0.03, 0.05, 0.10)) -> dict:
+    """The ``inject`` table for two captures of one configuration (slowdowns go into the second); then the
+    gate on each injection: FAIL where the injected effect on the iteration is >= ``min_effect_pct``."""
+    from kbase.comparison.gate import decide
+
     s = _settings()
     prof = {"a": kbase.read(first, s), "b": kbase.read(second, s)}
     before = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["a"], s), sketches=True)], "a")
@@ -89,13 +117,17 @@ def inject_pair(first: Path, second: Path) -> dict:
     codes = k.name
     cats = k.names.tolist()
     results: dict = {}
-    print("\n| effect | share | kernels | flagged | ranked first | other kernels flagged | "
+    floor = s.policy.min_effect_pct / 100
+    gates: list[tuple[float, bool, str]] = []  # (injected effect, gate failed, what failed)
+    print(f"\n{first.name} -> {second.name} (+x% injected into the second; floor min_effect_pct "
+          f"{s.policy.min_effect_pct}%)")
+    print("\n| effect | share | kernels | flagged | of which below gate floor | ranked first | other kernels flagged | "
           "missed (share, MDE, source) |")
-    print("|---|---|---|---|---|---|---|")
-    for f in (0.02, 0.03, 0.05, 0.10):
+    print("|---|---|---|---|---|---|---|---|")
+    for f in effects:
         for lo in (0.01, 0.05):
             names = list(share[share >= lo].index)
-            hit = first = other = 0
+            hit = first = other = below = 0
             missed = []
             for name in names:
                 m = codes == cats.index(name)
@@ -104,19 +136,37 @@ def inject_pair(first: Path, second: Path) -> dict:
                 k.end = end
                 after = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)], "b")
                 k.end = end0
-                rows = compute_diff(before, after, s.policy).rows
-                flagged = set(rows.loc[rows["class"] == "regressed", "name"])
+                result = compute_diff(before, after, s.policy)
+                rows = result.rows
+                flagged = set(rows.loc[rows["class"].isin(DETECTED), "name"])
                 ok = name in flagged
                 hit += ok
+                below += bool(ok and rows.loc[rows["name"] == name, "class"].iloc[0] == "regressed_below_floor")
                 first += bool(ok and rows.iloc[0]["name"] == name)
-                other += bool(set(_flagged(rows)) - {name})
+                other += bool(set(_flagged(rows)) - {name} - _swapped(rows))
                 if not ok:
                     r = rows[rows["name"] == name].iloc[0]
                     missed.append(f"{r['short_name']} ({share[name]:.1%}, MDE {r['mde_rel']:.1%}, {r['noise_source']})")
+                if lo == 0.01:
+                    v = decide(result)
+                    gates.append((f * share[name], v.code == 1, ", ".join(x.short_name[:40] for x in v.failing)))
             results[(f, lo)] = (hit, len(names))
-            print(f"| +{f:.0%} | >= {lo:.0%} | {len(names)} | {hit}/{len(names)} | {first} | {other} | "
+            print(f"| +{f:.0%} | >= {lo:.0%} | {len(names)} | {hit}/{len(names)} | {below} | {first} | {other} | "
                   f"{'; '.join(missed) or '-'} |")
+    over = [g for g in gates if g[0] >= floor]
+    under = [g for g in gates if g[0] < floor]
+    print(f"gate: FAIL on {sum(g[1] for g in over)}/{len(over)} injections with effect >= {floor:.1%} of the "
+          f"iteration (smallest {min((g[0] for g in over), default=float('nan')):.2%}); on "
+          f"{sum(g[1] for g in under)}/{len(under)} below it")
+    for e, failed, what in sorted(over)[:3]:
+        print(f"  smallest over the floor: effect {e:.2%} -> {'FAIL: ' + what if failed else 'PASS'}")
+    results["gate"] = (sum(g[1] for g in over), len(over), sum(g[1] for g in under), len(under))
     return results
+
+
+def _swapped(rows) -> set[str]:
+    """Kernels an algorithm swap covers (reported, not gated: their flags are the swap's, not an injection's)."""
+    return set(rows.loc[rows["swap"], "name"])
 
 
 def repeats(paths: list[Path]) -> dict:
@@ -174,11 +224,260 @@ def nsys(data: Path) -> dict:
 def workers(data: Path) -> dict:
     s = _settings()
     a, b = (str(data / f"kineto/v100_resnet50_workers{n}.pt.trace.json.gz") for n in (0, 4))
-    g = kbase.gate(a, b, s)
-    swaps = [n for n in g.comparison.result.notes if n.startswith("algorithm swap")]
-    print(f"workers0 vs workers4: gate {g.verdict.status.value}; {len(_flagged(g.comparison.result.rows))} kernels "
-          f"flagged; swap reported: {bool(swaps)}")
-    return {"status": g.verdict.status.value, "swap": bool(swaps)}
+    out = {}
+    for x, y, label in ((a, b, "workers0 -> workers4"), (b, a, "workers4 -> workers0")):
+        g = kbase.gate(x, y, s)
+        swaps = [n for n in g.comparison.result.notes if n.startswith("algorithm swap")]
+        rows = g.comparison.result.rows
+        print(f"{label}: gate {g.verdict.status.value}; {len(_flagged(rows))} kernels flagged "
+              f"({int(rows['swap'].sum())} in the swap, not gated); swap reported: {bool(swaps)}")
+        for n in swaps:
+            print(f"  {n[:230]}")
+        out[label] = {"status": g.verdict.status.value, "swap": bool(swaps)}
+    return out
+
+
+def _fresh_sets(data: Path) -> dict[str, list[Path]]:
+    """Real fresh-process captures, by configuration group (pairs within a group differ only by the process and
+    the DataLoader's workers)."""
+    k = data / "kineto"
+    return {
+        "June 2021 (4 processes)": [TEST_DATA / "v100_resnet50_w0_jun2021_a.pt.trace.json.gz",
+                                    TEST_DATA / "v100_resnet50_w0_jun2021_b.pt.trace.json.gz",
+                                    k / "v100_resnet50_w4_repeat_a.pt.trace.json.gz",
+                                    k / "v100_resnet50_w4_repeat_b.pt.trace.json.gz"],
+        "January 2021 (2 processes)": [TEST_DATA / "v100_resnet50_w0_jan2021.pt.trace.json.gz",
+                                       TEST_DATA / "v100_resnet50_w4_jan2021.pt.trace.json.gz"],
+        "December 2020 (2 processes)": [k / "v100_resnet50_workers0.pt.trace.json.gz",
+                                        k / "v100_resnet50_workers4.pt.trace.json.gz"],
+    }
+
+
+def _pair_verdicts(prof: dict[Path, object], x: Path, y: Path, s: kbase.Settings) -> dict[str, object]:
+    """One ordered pair under the three rules: the default; min_effect_pct 0 (significance alone); and without
+    op information (the library-swap rule of before, min_effect 0)."""
+    import dataclasses
+
+    from kbase.comparison.gate import decide
+
+    sides = {}
+    for p in (x, y):
+        lb = kbase.leaderboard(kbase.window(prof[p], s), sketches=True)
+        plain = kbase.leaderboard(kbase.window(prof[p], s), sketches=True, ops=False)
+        sides[p] = (side_from_leaderboards([lb], p.name), side_from_leaderboards([plain], p.name))
+    out: dict[str, object] = {}
+    zero = dataclasses.replace(s.policy, min_effect_pct=0.0)
+    for label, pol, k in (("default", s.policy, 0), ("min_effect 0", zero, 0), ("no ops, min_effect 0", zero, 1)):
+        result = compute_diff(sides[x][k], sides[y][k], pol)
+        v = decide(result)
+        out[label] = v
+        if label == "default":
+            rows = result.rows
+            out["swap"] = any(n.startswith("algorithm swap") for n in result.notes)
+            sig = rows[rows["class"].isin(DETECTED) & ~rows["swap"] & ~rows["ignored"]]
+            op_sig = [r for r in (result.ops.records() if result.ops else []) if r["reshuffled"]
+                      and r["class"] in DETECTED and not r["ignored"]]
+            out["largest"] = max([float(e) for e in sig["effect"]] + [r["effect"] for r in op_sig], default=0.0)
+    return out
+
+
+def fresh(data: Path) -> dict:
+    """Real fresh-process pairs, gated: the Done-when line "every shared A/A pair, and workers0 vs workers4, gate
+    PASS both ways, the swap still reported", on every such pair there is."""
+    s = _settings()
+    out: dict = {}
+    print("\nreal fresh-process pairs (every ordered pair within a configuration; FAILs of the gate):")
+    print("\n| captures | ordered pairs | default rule | min_effect_pct 0 | without ops (library-swap rule) | "
+          "swap reported | largest significant effect not in a swap |")
+    print("|---|---|---|---|---|---|---|")
+    for label, files in _fresh_sets(data).items():
+        if not all(f.is_file() for f in files):
+            print(f"| {label} | - | (captures missing) | | | | |")
+            continue
+        prof = {f: kbase.read(f, s) for f in files}
+        fails = {"default": 0, "min_effect 0": 0, "no ops, min_effect 0": 0}
+        swaps = pairs = 0
+        largest = 0.0
+        for x, y in itertools.permutations(files, 2):
+            got = _pair_verdicts(prof, x, y, s)
+            pairs += 1
+            for k in fails:
+                fails[k] += got[k].code == 1  # type: ignore[attr-defined]
+            swaps += bool(got["swap"])
+            largest = max(largest, float(got["largest"]))  # type: ignore[arg-type]
+            if got["default"].code == 1:  # type: ignore[attr-defined]
+                print(f"  FAIL {x.name} -> {y.name}: {[f.short_name for f in got['default'].failing]}")  # type: ignore
+        out[label] = (pairs, fails, swaps, largest)
+        print(f"| {label} | {pairs} | {fails['default']} FAIL | {fails['min_effect 0']} FAIL | "
+              f"{fails['no ops, min_effect 0']} FAIL | {swaps}/{pairs} | {largest:+.2%} |")
+    out["history"] = fresh_history(_fresh_sets(data)["June 2021 (4 processes)"], s)
+    return out
+
+
+def fresh_history(files: list[Path], s: kbase.Settings) -> dict:
+    """Each ordered pair of ``files`` with the other captures stored before it as the base line's history (a
+    git repository, one commit each): the gate as CI runs it. With 4 captures the history holds 2 (under
+    ``min_history`` 5: the stated fallback); with ``min_history`` 2 they are used."""
+    import dataclasses
+
+    import git
+
+    out = {}
+    for min_history in (s.policy.min_history, 2):
+        fails = pairs = 0
+        sources: set[str] = set()
+        for x, y in itertools.permutations(files, 2):
+            with tempfile.TemporaryDirectory() as tmp:
+                repo = git.Repo.init(Path(tmp) / "repo", initial_branch="main")
+                actor = git.Actor("calibrate", "calibrate@kbase.invalid")
+                settings = kbase.Settings.load(repo=Path(tmp) / "repo", db=f"sqlite:///{tmp}/s.db", name="fresh")
+                settings = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy,
+                                                                                    min_history=min_history))
+                shas = []
+                for i, f in enumerate([*[f for f in files if f not in (x, y)], x, y]):
+                    (Path(tmp) / "repo" / "v.txt").write_text(str(i))
+                    repo.index.add(["v.txt"])
+                    shas.append(repo.index.commit(f"c{i}", author=actor, committer=actor).hexsha)
+                    kbase.snapshot(f, settings, rev=shas[-1])
+                g = kbase.gate(shas[-2], shas[-1], settings)
+                fails += g.verdict.code == 1
+                pairs += 1
+                sources |= {n.split(":")[0] for n in g.comparison.result.notes if "noise" in n}
+                sources |= {n[:60] for n in g.comparison.result.notes if n.startswith("between-process")}
+        print(f"  June 2021, the other captures as history (min_history {min_history}): {fails}/{pairs} gates FAIL; "
+              f"{sorted(sources)}")
+        out[min_history] = (fails, pairs)
+    return out
+
+
+SIM_KINDS = {"resnet": 0.015, "transformer": 0.01}  # workload kind -> per-process sd of a library kernel's speed
+
+
+def simfresh(trials: int = 6, processes: int = 8) -> dict:
+    """Simulated fresh processes (``kbase.synth.fresh``): the false-FAIL rate over every ordered pair of each
+    workload's processes, by rule; with history: the other processes' levels as past baselines (robust sd, as
+    ``comparison.history``); then detection of regressions injected at and over the floor."""
+    from kbase.comparison.gate import decide
+    from kbase.policy import Policy
+    from kbase.synth.fresh import FreshSpec, process, without_ops, workload
+
+    pol = Policy()
+    zero = Policy(min_effect_pct=0.0)
+    rules = {"library-swap rule, min_effect 0 (before)": (zero, False, False),
+             "ops, min_effect 0": (zero, True, False), "ops, min_effect default": (pol, True, False),
+             "ops, min_effect 0, history": (zero, True, True), "ops, min_effect default, history": (pol, True, True)}
+    out: dict = {}
+    rng = np.random.default_rng(5)
+    for kind, shift in SIM_KINDS.items():
+        fails = dict.fromkeys(rules, 0)
+        pairs = 0
+        detect = {1.0: [0, 0], 2.0: [0, 0]}  # injected effect as a multiple of the floor -> [failed, tried]
+        for t in range(trials):
+            w = workload(FreshSpec(seed=t, kind=kind, kernel_shift=shift))
+            caps = [process(w, i) for i in range(processes)]
+            for x, y in itertools.permutations(range(processes), 2):
+                pairs += 1
+                hist = _sim_history([c for i, c in enumerate(caps) if i not in (x, y)], pol.min_history)
+                for label, (policy, with_ops, use_hist) in rules.items():
+                    f = (lambda c: c) if with_ops else without_ops
+                    r = compute_diff(side_from_captures([f(caps[x])], "a"), side_from_captures([f(caps[y])], "b"),
+                                     policy, history=hist if use_hist else None)
+                    fails[label] += decide(r).code == 1
+                if x != 0:
+                    continue
+                # detection: a regression injected into one random kernel of at least 1% share
+                wall = caps[y].summary.window_ns / caps[y].summary.iterations
+                shares = caps[y].total_ns / caps[y].summary.iterations / wall
+                big = np.flatnonzero(shares >= 0.01)
+                i = int(big[rng.integers(len(big))])
+                for mult in detect:
+                    factor = 1.0 + mult * pol.min_effect_pct / 100 / float(shares[i])
+                    slow = process(w, y, inject={str(caps[y].names[i]): factor})
+                    r = compute_diff(side_from_captures([caps[x]], "a"), side_from_captures([slow], "b"), pol,
+                                     history=hist)
+                    detect[mult][0] += decide(r).code == 1
+                    detect[mult][1] += 1
+        print(f"\nsimulated fresh processes, {kind}-like ({trials} workloads x {processes} processes = {pairs} "
+              f"ordered pairs; per-process sd of a library kernel's speed {shift:.1%}):")
+        for label, n in fails.items():
+            print(f"  {label}: {n}/{pairs} gates FAIL ({n / pairs:.1%})")
+        for mult, (failed, tried) in detect.items():
+            print(f"  a regression of {mult:g}x min_effect_pct injected into one kernel of >= 1% share (history on, "
+                  f"default rule): {failed}/{tried} gates FAIL")
+        out[kind] = {"fails": fails, "pairs": pairs, "detect": detect}
+    return out
+
+
+def _sim_history(caps: list, min_history: int):
+    """History noise from past processes' captures, as ``comparison.history.noise_from_history`` computes it."""
+    from kbase.comparison.history import HistoryNoise
+    from kbase.comparison.noise import history_noise
+
+    def levels(names_of, values_of) -> tuple[list[str], np.ndarray]:
+        names = sorted({n for c in caps for n in names_of(c)})
+        m = np.full((len(names), len(caps)), np.nan)
+        for j, c in enumerate(caps):
+            for n, v in zip(names_of(c), values_of(c)):
+                m[names.index(n), j] = v
+        return names, m
+
+    kn, km = levels(lambda c: c.names.tolist(), lambda c: (c.total_ns / c.summary.iterations).tolist())
+
+    def op_levels(c):
+        out: dict[str, float] = {}
+        for op, total in zip(c.ops.op.tolist(), c.ops.total_ns.tolist()):
+            key = str(c.ops.names[op])
+            out[key] = out.get(key, 0.0) + total / c.summary.iterations
+        return out
+
+    on, om = levels(lambda c: list(op_levels(c)), lambda c: list(op_levels(c).values()))
+    ops = dict(zip(on, history_noise(om, min_history).tolist()))
+    return HistoryNoise(sd=dict(zip(kn, history_noise(km, min_history).tolist())), df=max(0.4 * (len(caps) - 1), 2.0),
+                        ops=ops, op_groups=ops)
+
+
+def floor(data: Path | None) -> dict:
+    """The choice of ``min_effect_pct``: real fresh-process pairs that would FAIL and the largest between-process
+    effect they show, against the injected regressions the gate then still catches, for a range of floors."""
+    import dataclasses
+
+    from kbase.comparison.gate import decide
+    from kbase.policy import Policy
+    from kbase.synth.fresh import FreshSpec, process, workload
+
+    floors = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
+    real: dict[float, int] = dict.fromkeys(floors, 0)
+    n_real = 0
+    if data is not None:
+        s = _settings()
+        for files in _fresh_sets(data).values():
+            if not all(f.is_file() for f in files):
+                continue
+            prof = {f: kbase.read(f, s) for f in files}
+            sides = {f: side_from_leaderboards([kbase.leaderboard(kbase.window(prof[f], s), sketches=True)], f.name)
+                     for f in files}
+            for x, y in itertools.permutations(files, 2):
+                n_real += 1
+                for fl in floors:
+                    pol = dataclasses.replace(s.policy, min_effect_pct=fl)
+                    real[fl] += decide(compute_diff(sides[x], sides[y], pol)).code == 1
+    sim: dict[float, int] = dict.fromkeys(floors, 0)
+    n_sim = 0
+    for kind, shift in SIM_KINDS.items():
+        for t in range(6):
+            w = workload(FreshSpec(seed=100 + t, kind=kind, kernel_shift=shift))
+            sides = [side_from_captures([process(w, i)], str(i)) for i in range(4)]
+            for x, y in itertools.permutations(range(4), 2):
+                n_sim += 1
+                for fl in floors:
+                    sim[fl] += decide(compute_diff(sides[x], sides[y], Policy(min_effect_pct=fl))).code == 1
+    print("\nmin_effect_pct: gates FAIL on pairs where nothing changed but the process (real V100 ResNet-50 pairs; "
+          "simulated ResNet- and transformer-like pairs, no history):")
+    print("| min_effect_pct | real pairs FAIL | simulated pairs FAIL |")
+    print("|---|---|---|")
+    for fl in floors:
+        print(f"| {fl:g}% | {real[fl]}/{n_real} | {sim[fl]}/{n_sim} |")
+    return {"real": real, "sim": sim, "n_real": n_real, "n_sim": n_sim}
 
 
 def aa_run_noise(data: Path) -> np.ndarray:
@@ -325,7 +624,8 @@ def gatehist(noise_commits: int = 60) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    ap.add_argument("--only", default="aa,inject,nsys,workers,fpr,history,e2e,gatehist")
+    ap.add_argument("--only", default="aa,inject,injectswap,nsys,workers,fresh,simfresh,floor,fpr,history,e2e,"
+                                      "gatehist")
     ap.add_argument("--repeats", action="append", default=[], metavar="GLOB",
                     help="repeat captures of one configuration (a glob; may be given again for another): "
                          "every ordered pair diffed and gated, then the inject table on the first two")
@@ -343,9 +643,14 @@ def main(argv: list[str] | None = None) -> int:
     have = (args.data / KINETO.format("a")).exists()
     if not have:
         print(f"no real data under {args.data}: real-trace sections skipped", file=sys.stderr)
-    for name, fn in (("aa", aa), ("inject", inject), ("nsys", nsys), ("workers", workers)):
+    for name, fn in (("aa", aa), ("inject", inject), ("injectswap", injectswap), ("nsys", nsys),
+                     ("workers", workers), ("fresh", fresh)):
         if name in only and have:
             fn(args.data)
+    if "simfresh" in only:
+        simfresh()
+    if "floor" in only:
+        floor(args.data if have else None)
     if "fpr" in only:
         fpr()
     if "history" in only:

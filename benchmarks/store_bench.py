@@ -41,7 +41,8 @@ from bench_common import (
 )
 
 # the store's encoder: a cached store or size is stale when it changes
-ENCODER = [REPO / "kbase" / "store" / f for f in ("packed.py", "kernel_blobs.py", "sample_blobs.py")]
+ENCODER = [REPO / "kbase" / "store" / f for f in ("packed.py", "kernel_blobs.py", "sample_blobs.py", "op_blobs.py")]
+BLOBS = ("levels", "board", "samples", "sketches", "ops")
 
 KIB = 1024
 S7_BASELINES = 20
@@ -79,10 +80,10 @@ def _blob_bytes(db: Path) -> dict[str, float]:
     conn = sqlite3.connect(db)
     try:
         row = conn.execute("SELECT count(*), sum(length(levels)), sum(length(board)), sum(length(samples)), "
-                           "sum(length(sketches)) FROM baseline_kernels").fetchone()
+                           "sum(length(sketches)), sum(length(ops)) FROM baseline_kernels").fetchone()
     finally:
         conn.close()
-    return {k: (v or 0) / row[0] for k, v in zip(("levels", "board", "samples", "sketches"), row[1:])}
+    return {k: (v or 0) / row[0] for k, v in zip(BLOBS, row[1:])}
 
 
 def ensure_size_store(out: Path, kernels: int, iterations: int, n: int, url: str | None, log) -> Path:
@@ -193,17 +194,15 @@ def s7_store_size(out: Path, res: Results, log) -> None:
         n = S7_BASELINES - 1
         table = objects.get("baseline_kernels", 0) / n
         row = sum(v for k, v in objects.items() if "baseline" in k and "kernels" not in k) / n
-        res.add("S7", "  kernel table: levels / board / samples / sketches", sum(blobs.values()) / KIB, "KiB", 0,
-                note=" / ".join(f"{blobs[k] / kernels:.1f}" for k in ("levels", "board", "samples", "sketches"))
-                + " bytes per kernel")
+        res.add("S7", "  kernel table: levels / board / samples / sketches / ops", sum(blobs.values()) / KIB, "KiB",
+                0, note=" / ".join(f"{blobs.get(k, 0) / kernels:.1f}" for k in BLOBS) + " bytes per kernel")
         res.add("S7", "  page overhead of the kernel table; baseline row and its indexes",
                 (table - sum(blobs.values())) / KIB, "KiB", 0, note=f"baseline row {row / KIB:.1f} KiB")
     snap = json.loads(build_in_child("store_bench", "ensure_snapshot_sizes", out=out, n=3).read_text())["sizes"]
     per = (snap["last"] - snap["first"]) / 2
     res.add("S7", "bytes per baseline, kbase snapshot of a generated 500-kernel x 51-iteration export", per / KIB,
             "KiB", 0, f"<= {SIZE_KIB_PER_500:.0f} KiB", per <= SIZE_KIB_PER_500 * KIB,
-            note="blobs " + " / ".join(f"{snap['blobs'][k] / 500:.1f}" for k in ("levels", "board", "samples",
-                                                                                     "sketches")) + " B/kernel")
+            note="blobs " + " / ".join(f"{snap['blobs'].get(k, 0) / 500:.1f}" for k in BLOBS) + " B/kernel")
     admin, server = _pg_server(log)
     if admin is None:
         return

@@ -39,6 +39,8 @@ class TcState(StrEnum):
 
 class KernelClass(StrEnum):
     REGRESSED = "regressed"
+    # significant, but its effect on the iteration is under the policy's min_effect_pct: shown, never gated
+    REGRESSED_BELOW_FLOOR = "regressed_below_floor"
     IMPROVED = "improved"
     NEW = "new"
     GONE = "gone"
@@ -47,6 +49,8 @@ class KernelClass(StrEnum):
 
     @property
     def label(self) -> str:
+        if self is KernelClass.REGRESSED_BELOW_FLOOR:
+            return "regressed (below gate floor)"
         return self.value.replace("_", " ")
 
 
@@ -99,6 +103,13 @@ class DiffFormat(StrEnum):
     MD = "md"
     BMF = "bmf"
     GITHUB_BENCHMARK = "github-benchmark"
+
+
+class GroupBy(StrEnum):
+    """What ``top --by`` / ``diff --by`` put on each row."""
+
+    KERNEL = "kernel"
+    OP = "op"  # the op that launched each kernel (``analysis.ops``), its kernels below it
 
 
 class ListFormat(StrEnum):

@@ -4,6 +4,8 @@
 
     fpr = 0.02                      # false-positive rate per comparison (split over the kernels tested)
     run_noise = 0.002               # run-to-run relative sd assumed when no history/repeat measures it
+    min_effect_pct = 0.5            # practical significance: a regression fails only at >= this % of the iteration
+    swap_run_noise = 0.01           # run-to-run relative sd assumed for an op whose kernels were swapped
     max_increase_pct = 0.0          # optional relative floor: a kernel must grow at least this much
     abs_floor_us = 2.0              # ... and at least this many µs per iteration per GPU
     share_floor = 0.005             # kernels under 0.5% of the iteration are never gated
@@ -33,7 +35,8 @@ from kbase.errors import InputError, SettingsError
 if TYPE_CHECKING:
     import numpy as np
 
-THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct", "fpr", "run_noise")
+THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct", "fpr", "run_noise",
+                  "min_effect_pct")
 
 
 @dataclass
@@ -46,6 +49,14 @@ class Policy:
     total_increase_pct: float = 3.0
     fpr: float = 0.02  # false-positive rate per comparison, Bonferroni-split over the kernels tested
     run_noise: float = 0.002  # run-to-run relative sd floor for within-capture noise sources
+    # practical significance: a kernel's (or an op's) significant regression fails the gate only when its effect on
+    # the iteration is at least this many percent; smaller ones are "regressed (below gate floor)". The total
+    # rule is separate. The default is calibrated (docs/noise-model.md "Practical significance").
+    min_effect_pct: float = 0.5
+    # the run-to-run sd assumed for the time of an op whose kernels were swapped (cuDNN/cuBLAS re-picked them),
+    # when neither history nor repeat captures measure it: re-picking moves an op's time by ~1% between
+    # processes (docs/noise-model.md "Swaps judged by op")
+    swap_run_noise: float = 0.01
     min_history: int = 5  # past baselines needed for history noise
     history_baselines: int = 20  # past baselines history noise looks at
     history_ref: str = ""  # the branch whose first-parent line history noise comes from ("": see above)

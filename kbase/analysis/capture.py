@@ -11,6 +11,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.ops import OpPairs
     from kbase.analysis.summary import LeaderboardSummary
 
 CAPTURE_TEXT = ["short_name", "family", "category", "tc"]  # the text columns a capture carries per kernel
@@ -31,6 +32,7 @@ class Capture:
     # (names, summary.iteration_keys): ns per iteration summed over GPUs, 0 where a kernel had no launch
     iter_ns: np.ndarray
     sketches: dict[str, np.ndarray] = field(default_factory=dict)  # name -> launch sketch
+    ops: OpPairs | None = None  # each kernel's launches and time by op (None: no op information)
 
 
 def capture_of_leaderboard(lb: Leaderboard) -> Capture:
@@ -53,4 +55,5 @@ def capture_of_leaderboard(lb: Leaderboard) -> Capture:
     text = {c: np.asarray(lb.column(c), dtype=object) for c in CAPTURE_TEXT}
     return Capture(summary=lb.summary, names=names, text=text,
                    gpus=np.asarray(lb.column("gpus")), count=num("count"), total_ns=num("total_ns"),
-                   avg_ns=num("avg_ns"), std_ns=num("std_ns"), iter_ns=iter_ns, sketches=lb.sketches)
+                   avg_ns=num("avg_ns"), std_ns=num("std_ns"), iter_ns=iter_ns, sketches=lb.sketches,
+                   ops=lb.ops)

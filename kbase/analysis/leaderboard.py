@@ -23,6 +23,8 @@ from kbase.analysis.window import Window
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kbase.analysis.ops import OpColumns, OpPairs
+
 # Shape thresholds (of total kernel time).
 DOMINANT_SHARE = 0.50
 HEAVY_SHARE = 0.30
@@ -54,6 +56,7 @@ class Leaderboard:
         self.summary = summary
         self.notes: list[str] = list(notes) if notes is not None else []
         self.sketches: dict[str, np.ndarray] = sketches if sketches is not None else {}  # name -> launch sketch
+        self.ops: OpPairs | None = None  # each kernel's launches and time by the op that launched them
 
     @property
     def table(self) -> pd.DataFrame:
@@ -180,10 +183,11 @@ def _texts(values: list[Any]) -> np.ndarray:
 
 
 def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.ndarray | None = None,
-                      kinds: list[classify.KernelKind] | None = None) -> Leaderboard:
+                      kinds: list[classify.KernelKind] | None = None, ops: OpColumns | None = None) -> Leaderboard:
     """``sorted_keys``: the window's (name code << 40 | duration) keys in ascending order when already at
     hand (``analysis.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
-    ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand."""
+    ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand. ``ops``: each launch's op
+    (``analysis.ops.attribute_ops``): the leaderboard then also splits each kernel by op (``Leaderboard.ops``)."""
     names = window.profile.columns.names
     codes = window.column("name")
     gpu = window.column("gpu")
@@ -245,6 +249,12 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     order = np.lexsort((t["code"], -total))
     table = {c: v[order] for c, v in (({"gpu": t["gpu"]} if per_gpu else {}) | cols).items()}
 
+    pairs = None
+    if ops is not None and not per_gpu:
+        from kbase.analysis.ops import op_pairs
+
+        pairs = op_pairs(ops, codes, ops.code[window.mask], dur, window.column("iteration"),
+                         list(window.iteration_keys), names)
     del codes, gpu, dur
     if per_gpu:  # the summary's shape is of kernels, summed over GPUs
         cat, tot = _per_kernel(t["code"], cols["category"], total)
@@ -252,7 +262,9 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     else:
         summary = _summary(window, table["category"], table["total_ns"], int(np.count_nonzero(table["fragmented"])),
                            total_kernel)
-    return Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
+    lb = Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
+    lb.ops = pairs
+    return lb
 
 
 def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.classify import KernelKind
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.ops import OpColumns
     from kbase.analysis.window import Window
     from kbase.gitrepo import CommitInfo, CommitNote
     from kbase.readers.profile import Profile
@@ -57,24 +58,39 @@ def window(profile: Profile, settings: Settings | None = None) -> Window:
 
 
 def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False,
-                kinds: list[KernelKind] | None = None) -> Leaderboard:
+                kinds: list[KernelKind] | None = None, ops: bool | None = None) -> Leaderboard:
     """Stage 3: one row per kernel (or per GPU and kernel), a summary and per-iteration samples;
     ``sketches``: also each kernel's launch sketch (what the store and the diff use; ~0.1 s per 1M launches);
-    ``kinds``: what each of the profile's names is (``analysis.classify.kinds_of``), when already at hand."""
+    ``kinds``: what each of the profile's names is (``analysis.classify.kinds_of``), when already at hand;
+    ``ops``: also each kernel's split by the op that launched it (``Leaderboard.ops``; default: with the
+    sketches, as the store and the diff use both), when the profile still has its launch columns."""
+    op_columns = _ops(win) if (sketches if ops is None else ops) and not per_gpu else None
+    return _leaderboard(win, per_gpu, sketches, kinds, op_columns)
+
+
+def _leaderboard(win: Window, per_gpu: bool, sketches: bool, kinds: list[KernelKind] | None,
+                 op_columns: OpColumns | None) -> Leaderboard:
     from kbase.analysis.leaderboard import build_leaderboard
 
     if not sketches or per_gpu:
-        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds)
+        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds, ops=op_columns)
     from kbase.analysis.sketch import window_sketches_and_keys
 
     sk, keys = window_sketches_and_keys(win)  # its sort spares the leaderboard its own (0.7 s at 10M launches)
-    lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds)
+    lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds, ops=op_columns)
     lb.sketches = sk
     return lb
 
 
+def _ops(win: Window) -> OpColumns | None:
+    """The op of each launch of the window (None: the profile records none)."""
+    from kbase.analysis.ops import attribute_ops
+
+    return attribute_ops(win.profile, win.mask, win.spec.marker)
+
+
 def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: str | None = None,
-           per_gpu: bool = False, sketches: bool = False) -> Leaderboard:
+           per_gpu: bool = False, sketches: bool = False, ops: bool | None = None) -> Leaderboard:
     """read -> window -> leaderboard of a file, for a caller that keeps only the leaderboard."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -87,28 +103,31 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
         classified = pool.submit(kinds_of, profile.columns.names.tolist(), profile.short_names)
         win = window(profile, settings)
         kinds = classified.result()
-    # The launch columns served the window's iteration attribution only; the profile is ours alone here,
-    # so they go before the leaderboard and sketches (16 bytes per launch off the peak: 153 MiB at 10M).
+    op_columns = _ops(win) if (sketches if ops is None else ops) and not per_gpu else None
+    # The launch columns served the window's iteration (and op) attribution only; the profile is ours alone
+    # here, so they go before the leaderboard and sketches (16 bytes per launch off the peak: 153 MiB at 10M).
     win.profile.columns = dataclasses.replace(win.profile.columns, launch_tid=None, launch_start=None)
-    return leaderboard(win, per_gpu=per_gpu, sketches=sketches, kinds=kinds)
+    return _leaderboard(win, per_gpu, sketches, kinds, op_columns)
 
 
 @overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: Literal[False] = False) -> Leaderboard: ...
+        stored_rows: Literal[False] = False, ops: bool | None = None) -> Leaderboard: ...
 
 
 @overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: Literal[True]) -> AnyLeaderboard: ...
+        stored_rows: Literal[True], ops: bool | None = None) -> AnyLeaderboard: ...
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: bool = False) -> AnyLeaderboard:
-    """read -> window -> leaderboard of a profile (default: the settings' ``profile``).
+        stored_rows: bool = False, ops: bool | None = None) -> AnyLeaderboard:
+    """read -> window -> leaderboard of a profile (default: the settings' ``profile``); ``ops``: with each
+    kernel's split by the op that launched it (``Leaderboard.ops``; default: with ``sketches``), read from
+    the file (a stored leaderboard is not used then).
 
     ``from_store``: when this very file was snapshotted at the current commit with the same window by this
     kbase version, its stored leaderboard instead (a cheap identity check finds it: size, mtime and a hash
@@ -120,7 +139,7 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
-    if from_store and not per_gpu and not sketches:
+    if from_store and not per_gpu and not sketches and not ops:
         decided = False
         if stored_rows:
             decided, rows = stored_rows_of(path, settings)
@@ -129,7 +148,7 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
         stored = None if decided else stored_leaderboard_of(path, settings)  # decided: looked already
         if stored is not None:
             return stored
-    return _board(path, settings, progress, per_gpu=per_gpu, sketches=sketches)
+    return _board(path, settings, progress, per_gpu=per_gpu, sketches=sketches, ops=ops)
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:

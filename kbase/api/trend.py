@@ -19,10 +19,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbase.errors import InputError
-from kbase.render.report.model import CommitPoint, CommitRef, KernelSeries, LeaderboardRow, LeaderboardView
+from kbase.render.report.model import (
+    CommitPoint,
+    CommitRef,
+    KernelSeries,
+    LeaderboardRow,
+    LeaderboardView,
+    OpKernelRow,
+    OpRow,
+)
 
 if TYPE_CHECKING:
-    from kbase.store.reader import StoreReader
+    from kbase.store.reader import AnyBaseline, StoreReader
 
 SAMPLE_COMMITS = 16
 TOP_KERNELS = 25
@@ -210,4 +218,30 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
                              fragmented=bool(r["fragmented"]), count=int(r["count"]), total_ns=float(r["total_ns"]),
                              min_ns=float(r["min_ns"]), max_ns=float(r["max_ns"]), median_ns=float(r["median_ns"]),
                              tc_reason=n.tc_reason, diagnosis=n.diagnosis, diagnosis_reason=n.diagnosis_reason)
-              for r, n in zip(rows, notes)])
+              for r, n in zip(rows, notes)],
+        ops=op_view(reader, b, {r["name"]: r["short_name"] for r in rows}))
+
+
+def op_view(reader: StoreReader, b: AnyBaseline, short_names: dict[str, str]) -> list[OpRow] | None:
+    """Baseline ``b``'s leaderboard grouped by op (``analysis.ops.op_board``), None when it stores no ops."""
+    import math
+
+    from kbase.analysis.ops import op_board
+    from kbase.store.codec import stored_summary
+
+    assert b.id is not None
+    t = reader.kernel_table(b.id)
+    names = reader.names(t.name_id.tolist())
+    pairs = reader.op_pairs(b.id, t, [names[i][0] for i in t.name_id.tolist()]) if len(t) else None
+    if pairs is None:
+        return None
+
+    def num(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return [OpRow(op=r["op"], per_iter_ns=num(r["per_iter_ns"]), launches_per_iter=num(r["count_per_iter"]),
+                  share_window=num(r["share_window"]), share_kernel=num(r["share_kernel"]),
+                  kernels=[OpKernelRow(name=k["name"], short_name=k["short_name"], per_iter_ns=num(k["per_iter_ns"]),
+                                       launches_per_iter=num(k["count_per_iter"]), share_op=num(k["share_op"]))
+                           for k in r["kernel_rows"]])
+            for r in op_board(pairs, stored_summary(b)[0], short_names)]

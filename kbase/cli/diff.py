@@ -26,7 +26,7 @@ from kbase.cli.app import (
     make_settings,
     window_options,
 )
-from kbase.enums import DiffFormat, ListFormat
+from kbase.enums import DiffFormat, GroupBy, ListFormat
 from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError
 
 if TYPE_CHECKING:
@@ -43,6 +43,9 @@ HistoryRefOpt = Annotated[str | None, typer.Option(
     "--history-ref", help="History noise from this branch's first-parent line (default: --base-ref, else "
     "[tool.kbase.gate] history_ref, else the before side's line).")]
 DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md, csv, bmf or github-benchmark.")]
+ByOpt = Annotated[str, typer.Option(
+    "--by", help="kernel or op: the table (and Markdown, CSV) by the op that launched each kernel, each op's changed "
+    "kernels below it (JSON always carries both: its ops list).")]
 
 
 @app.command()
@@ -63,6 +66,7 @@ def diff(
     quiet: QuietOpt = False,
     gpu_hour_cost: GpuHourCostOpt = None,
     fleet_gpus: FleetGpusOpt = None,
+    by: ByOpt = "kernel",
     window: dict[str, Any] | None = None,
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration), and with a
@@ -71,20 +75,33 @@ def diff(
     from kbase.render import diff as render_diff
 
     fmt = check_choice(fmt, DiffFormat)
+    by_op = _by_op(by, fmt)
     settings = make_settings(repo=repo, db=db, name=name, window=window, gpu_hour_cost=gpu_hour_cost,
                              fleet_gpus=fleet_gpus)
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict, history_ref=history_ref)
-    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet)
+    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet,
+          by_op=by_op)
+
+
+def _by_op(by: str, fmt: str) -> bool:
+    by_op = check_choice(by, GroupBy, flag="--by") == GroupBy.OP
+    if by_op and fmt in (DiffFormat.BMF, DiffFormat.GITHUB_BENCHMARK):
+        raise InputError("--by op does not apply to the bmf / github-benchmark formats", field="by", value=by)
+    return by_op
 
 
 def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None,
-          wide: bool = False, full_names: bool = False, quiet: bool = False) -> None:
+          wide: bool = False, full_names: bool = False, quiet: bool = False, by_op: bool = False) -> None:
     from kbase.render import diff as render_diff
 
     if fmt == DiffFormat.JSON:
         sys.stdout.write(render_diff.diff_json(doc) + "\n")
     elif fmt == DiffFormat.MD:
-        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict, full_names=full_names))
+        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict, full_names=full_names, by_op=by_op))
+    elif fmt == DiffFormat.CSV and by_op:
+        from kbase.render.ops import diff_op_csv
+
+        sys.stdout.write(diff_op_csv(doc))
     elif fmt == DiffFormat.CSV:
         sys.stdout.write(render_diff.diff_csv(comparison))
     elif fmt in (DiffFormat.BMF, DiffFormat.GITHUB_BENCHMARK):
@@ -95,7 +112,7 @@ def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool,
     elif quiet:
         console().print(render_diff.quiet_line(doc, verdict), highlight=False, markup=False, soft_wrap=True)
     else:
-        render_diff.print_diff(doc, console(), show_all, verdict, wide=wide, full_names=full_names)
+        render_diff.print_diff(doc, console(), show_all, verdict, wide=wide, full_names=full_names, by_op=by_op)
 
 
 @app.command()
@@ -122,6 +139,10 @@ def gate(
         "--alpha", help="Significance level of the total-kernel-time rule (default 0.05).")] = None,
     fpr: Annotated[float | None, typer.Option(
         "--fpr", help="False-positive rate per comparison, split over the kernels tested (default 0.02).")] = None,
+    min_effect_pct: Annotated[float | None, typer.Option(
+        "--min-effect-pct", help="Practical significance: a kernel's or op's regression fails only when it costs at "
+        "least this % of the iteration (default 0.5); smaller significant ones are shown as regressed (below gate "
+        "floor).")] = None,
     history_ref: HistoryRefOpt = None,
     total_increase_pct: Annotated[float | None, typer.Option(
         "--total-increase-pct", help="Total kernel time growth that fails (default 3).")] = None,
@@ -154,7 +175,7 @@ def gate(
 
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
-              "fpr": fpr}
+              "fpr": fpr, "min_effect_pct": min_effect_pct}
     settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy, gpu_hour_cost=gpu_hour_cost,
                              fleet_gpus=fleet_gpus)
     if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it

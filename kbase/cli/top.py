@@ -24,7 +24,7 @@ from kbase.cli.app import (
     reading_progress,
     window_options,
 )
-from kbase.enums import LeaderboardFormat
+from kbase.enums import GroupBy, LeaderboardFormat
 
 if TYPE_CHECKING:
     from kbase.analysis.board import AnyLeaderboard
@@ -45,6 +45,9 @@ def top(
     db: DbOpt = None,
     no_store: Annotated[bool, typer.Option(
         "--no-store", help="Always read the file, even when it is stored at the current commit.")] = False,
+    by: Annotated[str, typer.Option(
+        "--by", help="kernel (one row per kernel) or op: grouped by the op that launched each kernel (PyTorch "
+        "profiler cpu_op, NVTX range), with its kernels below it.")] = "kernel",
     window: dict[str, Any] | None = None,
 ) -> None:
     """Kernel leaderboard of a profile over an iteration-aligned window (from the store when this very
@@ -52,11 +55,39 @@ def top(
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
+    by_op = check_choice(by, GroupBy, flag="--by") == GroupBy.OP
+    if by_op and (per_gpu or fmt in (LeaderboardFormat.BMF, LeaderboardFormat.GITHUB_BENCHMARK)):
+        from kbase.errors import InputError
+
+        raise InputError("--by op takes neither --per-gpu nor the bmf / github-benchmark formats", field="by",
+                         value=by)
     settings = make_settings(repo=repo, db=db, window=window)
     with reading_progress(profile.name, quiet=quiet) as progress:
-        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store,
-                       stored_rows=True)
+        lb = kbase.top(profile, settings, per_gpu=per_gpu, progress=progress, from_store=not no_store and not by_op,
+                       stored_rows=True, ops=by_op or None)
+    if by_op:
+        emit_op_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
+        return
     emit_leaderboard(lb, fmt, default_limit(fmt, limit), wide=wide, full_names=full_names, quiet=quiet)
+
+
+def emit_op_leaderboard(lb: Any, fmt: str, limit: int | None, wide: bool = False, full_names: bool = False,
+                        quiet: bool = False) -> None:
+    from kbase.render import ops as render
+
+    if fmt == LeaderboardFormat.JSON:
+        sys.stdout.write(render.op_leaderboard_json(lb, limit) + "\n")
+    elif fmt == LeaderboardFormat.CSV:
+        sys.stdout.write(render.op_leaderboard_csv(lb, limit))
+    elif fmt == LeaderboardFormat.MD:
+        sys.stdout.write(render.op_leaderboard_md(lb, limit, full_names=full_names))
+    elif quiet:
+        rows = render.op_rows(lb)
+        top = f"; top op: {rows[0]['op'] or render.NO_OP_LABEL}" if rows else ""
+        console().print(f"{len(rows)} ops{top}" if lb.ops is not None else render.no_ops_note("table"),
+                        highlight=False, markup=False, soft_wrap=True)
+    else:
+        render.print_op_leaderboard(lb, console(), limit, wide=wide, full_names=full_names)
 
 
 def quiet_line(lb: AnyLeaderboard) -> str:

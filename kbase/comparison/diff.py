@@ -11,7 +11,9 @@ else matched launch-duration quantiles or per-iteration samples plus a run-to-ru
 policy's false-positive rate ``fpr`` per comparison; the absolute (``abs_floor_us``), share
 (``share_floor``) and optional relative (``max_increase_pct``, 0 by default) floors must also hold.
 Every row carries its noise source, z, p and minimum detectable effect. With no source the result is
-low-confidence and never called a regression. Library algorithm swaps are reported, not gated.
+low-confidence and never called a regression. A significant regression under ``min_effect_pct`` of the
+iteration is "regressed (below gate floor)". Algorithm swaps are reported, not gated per kernel: judged by
+op where both sides know their kernels' ops (``comparison.ops``), else by the library rule (``swaps``).
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ import numpy as np
 from kbase.comparison.noise import (
     SOURCES,
     Estimate,
+    RunNoise,
     decide,
     iteration_estimates,
     launch_estimates,
     pick_noise,
+    pooled_between,
+    repeat_components,
     repeat_noise,
     z_threshold,
 )
@@ -36,22 +41,22 @@ from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
-from kbase.units import fmt_signed_ns
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from kbase.comparison.history import HistoryNoise
+    from kbase.comparison.ops import OpDiff
 
-DIFF_SCHEMA = "kbase.diff/2"
+DIFF_SCHEMA = "kbase.diff/3"
 CLASSES = tuple(KernelClass)
 NO_KERNELS = "candidate window holds no kernels"
-LIBRARY_PICKED = ("tc", "fallback")  # matmul/convolution kernels: cuBLAS/cuDNN choose among many
 
 ROW_COLUMNS = ["class", "swap", "name", "name_before", "match", "short_name", "family", "category", "tc_before",
                "tc_after", "before", "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count",
                "avg_before", "avg_after", "delta_avg_pct", "share_before", "share_after", "effect", "p_value", "test",
-               "enough", "confidence", "ignored", "gated", "rel", "z", "noise_source", "noise_rel", "mde_rel", "mde_ns"]
+               "enough", "confidence", "ignored", "gated", "rel", "z", "noise_source", "noise_rel", "mde_rel", "mde_ns",
+               "run_noise_source", "run_noise_rel", "op"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,7 @@ class DiffResult:
     mismatches: list[str]
     policy: Policy
     notes: list[str] = field(default_factory=list)
+    ops: OpDiff | None = None  # the diff by op (both sides know their kernels' ops), swaps judged by op
 
     def __len__(self) -> int:
         return len(self.table["name"])
@@ -215,34 +221,47 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     names = [str(x) for x in rows["name"].tolist()]
     shorts = [str(x) for x in rows["short_name"].tolist()]
     th = _per_kernel(policy, names, shorts)
-    verdict = _significance(rows, pos_b, pos_a, before, after, policy, th, has_a & has_b, history, count_same)
+    verdict, z_crit = _significance(rows, pos_b, pos_a, before, after, policy, th, has_a & has_b, history,
+                                    count_same)
     _classify(rows, policy, th, names, shorts, has_b, has_a, verdict)
-    notes = _mark_algorithm_swaps(rows, policy, count_same)
-    line = noise_line(rows)
-    if line:
-        notes.append(line)
+    from kbase.comparison.ops import op_diff
+    from kbase.comparison.swaps import NO_OP, home_ops, mark_algorithm_swaps, op_swap_notes
+
+    by_op = op_diff(before, after, rows, policy, z_crit, history)
+    rows["op"] = home_ops(rows["name"], by_op)
+    # with op information the op rule judges swaps; kernels launched by no op keep the library-swap rule
+    notes = mark_algorithm_swaps(rows, policy, count_same, among=None if by_op is None else rows["op"] == NO_OP)
+    if by_op is not None:
+        notes += op_swap_notes(by_op, rows)
+    notes += [line for line in (noise_line(rows), between_process_line(rows, policy)) if line]
     if n:
-        order = np.lexsort((np.array(names, dtype=object), -np.nan_to_num(np.abs(rows["effect"]), nan=0.0),
-                            rows["class"] != KernelClass.REGRESSED.value))
+        first = np.where(rows["class"] == KernelClass.REGRESSED.value, 0,
+                         np.where(rows["class"] == KernelClass.REGRESSED_BELOW_FLOOR.value, 1, 2))
+        order = np.lexsort((np.array(names, dtype=object), -np.nan_to_num(np.abs(rows["effect"]), nan=0.0), first))
         rows = {c: v[order] for c, v in rows.items()}
     for side in (before, after):
         if not side.aligned:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
     return DiffResult(before=before, after=after, table={c: rows[c] for c in ROW_COLUMNS},
                       totals=_totals(before, after, policy), mismatches=comparability(before, after, policy),
-                      policy=policy, notes=notes)
+                      policy=policy, notes=notes, ops=by_op)
+
+
+REGRESSED, BELOW_FLOOR, IMPROVED = 1, 2, -1  # a kernel's verdict before the class rules (0: none)
 
 
 def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarray, before: Side, after: Side,
                   policy: Policy, th: dict[str, np.ndarray], matched: np.ndarray,
-                  history: HistoryNoise | None, count_same: np.ndarray) -> np.ndarray:
+                  history: HistoryNoise | None, count_same: np.ndarray) -> tuple[np.ndarray, float]:
     """Per matched kernel: the best noise source, its z-test and the minimum detectable effect (into
-    ``rows``); returns each kernel's verdict before the class rules (1 regressed, -1 improved, 0).
+    ``rows``); returns each kernel's verdict before the class rules (``REGRESSED``, ``BELOW_FLOOR``,
+    ``IMPROVED``, 0) and the normal threshold at the policy's ``fpr`` over the kernels tested.
     ``count_same``: the after side's launches per unit as comparable with the before side's."""
     n = len(matched)
     cols: dict[str, np.ndarray] = {k: np.full(n, np.nan) for k in ("z", "p_value", "noise_rel", "mde_rel", "mde_ns",
-                                                                     "rel")}
+                                                                     "rel", "t_crit", "run_noise_rel")}
     source = np.full(n, "", dtype=object)
+    run_source = np.full(n, None, dtype=object)
     test = np.full(n, "none", dtype=object)
     enough = np.zeros(n, dtype=bool)
     verdict = np.zeros(n, dtype=np.int8)
@@ -255,6 +274,7 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
             after.levels.shape[1] if after.levels is not None else 1)
     rep_b = repeat_noise(before.levels) if before.levels is not None else np.full(len(before.kernels), np.nan)
     rep_a = repeat_noise(after.levels) if after.levels is not None else np.full(len(after.kernels), np.nan)
+    between, between_df = _between_process(rows, pos_b, pos_a, before, after)
     hist = (np.array([history.sd.get(x, np.nan) for x in rows["name"].tolist()], dtype=float)
             if history is not None else np.full(n, np.nan))
     hist_df = float(history.df) if history is not None else np.inf
@@ -277,31 +297,55 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
         within = [by_iter[j]]
         if same_count[j]:
             within = [by_launch[j]] if launches_first and by_launch[j] is not None else [*within, by_launch[j]]
-        run_sd: tuple[str, float, float] | None = None
+        run_sd: RunNoise | None = None
         if np.isfinite(hist[i]):
-            run_sd = ("history", float(hist[i]), hist_df)
+            run_sd = RunNoise("history", float(hist[i]), hist_df)
+        elif np.isfinite(between[i]):  # repeat captures with iterations: their between-process component
+            run_sd = RunNoise("repeat", float(between[i]), float(between_df[i]), True)
         else:
-            # repeat captures: like history, only with enough of them (an sd from 2 has 1 degree of freedom)
+            # repeat captures without iterations: the spread of their levels, with enough of them (an sd from
+            # 2 has 1 degree of freedom)
             rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= policy.min_history else np.nan
             if np.isfinite(rep):
-                run_sd = ("repeat", float(rep), float(max(caps) - 1))
+                run_sd = RunNoise("repeat", float(rep), float(max(caps) - 1))
         rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
         est = pick_noise(float(rel_means), within, run_sd, caps, th["run_noise"][i])
         z_crit = z_threshold(th["fpr"][i], tested)
         k = decide(est, before_ns=b_ns[i], after_ns=a_ns[i], wall_ns=wall, z_crit=z_crit,
                    abs_floor_ns=th["abs_floor_us"][i] * 1e3, share_floor=th["share_floor"][i],
-                   rel_floor=th["max_increase_pct"][i] / 100)
+                   rel_floor=th["max_increase_pct"][i] / 100, min_effect=th["min_effect_pct"][i] / 100)
         for key in cols:
-            cols[key][i] = getattr(k, key)
+            cols[key][i] = est.run_rel if key == "run_noise_rel" else getattr(k, key)
         source[i], test[i] = k.source, k.test
+        run_source[i] = est.run_source or None
         enough[i] = k.source != "assumed"
-        verdict[i] = 1 if k.regressed else -1 if k.improved else 0
+        verdict[i] = REGRESSED if k.regressed else BELOW_FLOOR if k.below_floor else IMPROVED if k.improved else 0
     rows.update(cols)
     source[~matched] = None
     rows["noise_source"] = source
+    rows["run_noise_source"] = run_source
     rows["test"] = test
     rows["enough"] = enough
-    return verdict
+    return verdict, z_threshold(policy.fpr, tested)
+
+
+def _between_process(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarray, before: Side,
+                     after: Side) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the between-process relative sd of its kernel from the repeat captures pooled on either
+    side (iteration-aligned sides: the variance components of their per-iteration samples), and its
+    degrees of freedom; NaN where neither side pools two captures."""
+    n = len(rows["name"])
+    parts = []
+    for side, pos in ((before, pos_b), (after, pos_a)):
+        if not side.aligned or side.sample_capture is None or len(np.unique(side.sample_capture)) < 2:
+            continue
+        sd, df = repeat_components(side.samples, side.sample_capture)
+        on_rows = np.full(n, np.nan)
+        on_rows[pos >= 0] = sd[pos[pos >= 0]]
+        parts.append((on_rows, df))
+    if not parts:
+        return np.full(n, np.nan), np.zeros(n)
+    return pooled_between(parts)
 
 
 def noise_line(rows: dict[str, np.ndarray]) -> str | None:
@@ -310,6 +354,20 @@ def noise_line(rows: dict[str, np.ndarray]) -> str | None:
     if not found:
         return None
     return "noise: " + ", ".join(f"{src} {found.count(src)}" for src in SOURCES if src in found) + " kernel(s)"
+
+
+def between_process_line(rows: dict[str, np.ndarray], policy: Policy) -> str | None:
+    """Where the between-process (run-to-run) part of the tested kernels' noise came from, the fallback stated,
+    e.g. "between-process noise: history 40, assumed 2 kernel(s) (assumed: ...)"."""
+    run = [x for x in rows.get("run_noise_source", np.empty(0)).tolist() if isinstance(x, str) and x]
+    if not run:
+        return None
+    line = ("between-process noise: " + ", ".join(f"{src} {run.count(src)}" for src in ("history", "repeat", "assumed")
+                                                 if src in run) + " kernel(s)")
+    if "assumed" in run:
+        line += (f" (assumed: run_noise {policy.run_noise:.1%} per capture, the fallback below min_history "
+                 f"{policy.min_history} past baselines and without repeat captures)")
+    return line
 
 
 def _per_kernel(policy: Policy, names: list[str], shorts: list[str]) -> dict[str, np.ndarray]:
@@ -329,49 +387,15 @@ def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndar
     enough = rows["enough"]
     matched = has_a & has_b
     cls = np.select(
-        [~has_b, ~has_a, v > 0, v < 0, np.abs(pct) < policy.unchanged_pct],
-        [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value, KernelClass.IMPROVED.value,
-         KernelClass.UNCHANGED.value], KernelClass.WITHIN_NOISE.value)
+        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, np.abs(pct) < policy.unchanged_pct],
+        [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value,
+         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.UNCHANGED.value],
+        KernelClass.WITHIN_NOISE.value)
     rows["class"] = cls.astype(object)
     rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value).astype(object)
     new_gated = ~has_b & (np.nan_to_num(rows["share_after"], nan=0.0) >= th["share_floor"])
     rows["gated"] = ((cls == KernelClass.REGRESSED.value) | new_gated) & ~rows["ignored"]
     rows["swap"] = np.zeros(len(cls), dtype=bool)
-
-
-def _mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy, count_same: np.ndarray) -> list[str]:
-    """Library algorithm swaps are not kernel regressions.
-
-    cuDNN/cuBLAS pick a kernel per call from many candidates (autotuning, heuristics); between two
-    runs work moves between matmul/convolution kernels: launch counts change, kernels appear and
-    vanish, and per-launch averages shift with the mix of shapes. When the launch-count-driven
-    changes among those kernels (plus the new and gone ones) net out below ``swap_net_pct`` of
-    their combined time, they are one swap: each row keeps its numbers and says so, and none of
-    them fails the gate on its own — the total-time rule still applies. ``count_same``: the after side's
-    launches per unit as comparable with the before side's.
-    """
-    if not len(rows["name"]):
-        return []
-    lib = _among(rows["tc_before"], LIBRARY_PICKED) | _among(rows["tc_after"], LIBRARY_PICKED)
-    dc = np.abs(count_same - rows["count_before"])
-    count_moved = (dc >= 0.5) & (dc >= 0.01 * np.fmax(rows["count_before"], count_same))
-    moved = lib & (count_moved | _among(rows["class"], (KernelClass.NEW.value, KernelClass.GONE.value)))
-    if moved.sum() < 2:
-        return []
-    net = float(rows["delta_ns"][moved].sum())
-    base = float(rows["before"][lib].sum())
-    if not base or abs(net) / base * 100 >= policy.swap_net_pct:
-        return []
-    rows["swap"][moved] = True
-    rows["gated"][moved] = False
-    return [f"algorithm swap: {int(moved.sum())} matmul/convolution kernels changed launch counts or appeared/"
-            f"vanished, netting {net / base:+.1%} of matmul/convolution time ({fmt_signed_ns(net)} per iteration); "
-            "not gated per kernel (cuDNN/cuBLAS picked other algorithms)"]
-
-
-def _among(values: np.ndarray, options: tuple[str, ...]) -> np.ndarray:
-    """Which of ``values`` (an object column: text, NaN where absent) are one of ``options``."""
-    return np.fromiter((v in options for v in values.tolist()), dtype=bool, count=len(values))
 
 
 def _change(b: float, a: float) -> TotalChange:

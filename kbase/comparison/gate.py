@@ -1,10 +1,11 @@
 """Stage 6 — decide the gate from a diff: pass (0), kernel/total regression (1), incomparable (2).
 
-A failing row is a regressed kernel (every floor passed and significant), or a new kernel above
-the share floor when the policy says ``new_kernel = "fail"``, unless it is ignored by the policy
-or covered by an unexpired ``kbase accept`` for a commit inside the compared range. Low-confidence
-changes that would otherwise regress are warnings, never failures. The verdict is data; its
-sentences are the renderer's.
+A failing row is a regressed kernel (every floor passed, ``min_effect_pct`` included, and significant), a
+regressed op whose kernels were swapped (``comparison.ops``: the op is judged as one unit), or a new kernel
+above the share floor when the policy says ``new_kernel = "fail"``, unless it is ignored by the policy or
+covered by an unexpired ``kbase accept`` for a commit inside the compared range. Significant regressions
+under ``min_effect_pct`` of the iteration ("regressed (below gate floor)") and low-confidence changes that
+would otherwise regress are never failures. The verdict is data; its sentences are the renderer's.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ TOTAL_KERNEL_TIME = "(total kernel time per iteration)"
 
 class FindingKind(StrEnum):
     REGRESSED = "regressed"  # a kernel grew beyond its noise and every floor
+    OP_REGRESSED = "op_regressed"  # an op whose kernels were swapped grew beyond its noise and every floor
     NEW_KERNEL = "new_kernel"  # a new kernel above the share floor
     TOTAL = "total"  # total kernel time per iteration grew significantly
     LOW_CONFIDENCE = "low_confidence"  # would regress, but too few samples to test
@@ -88,6 +90,16 @@ def _finding(kind: FindingKind, r: dict) -> Finding:
                    before=r["before"], after=r["after"], p_value=r["p_value"])
 
 
+def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAcceptance], names: tuple[str, ...]) -> None:
+    """A failing finding, or an accepted one when an acceptance's pattern matches one of its ``names``."""
+    acc = next((a for a in acceptances if any(name_matches(a.pattern, n) for n in names)), None)
+    if acc is None:
+        v.failing.append(finding)
+    else:
+        v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern, reason=acc.reason,
+                                          commit=acc.commit, expires=acc.expires, author=acc.author))
+
+
 def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
     v = Verdict(code=PASS, status=GateStatus.PASS)
@@ -107,14 +119,13 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         if not (r["gated"] and (cls == KernelClass.REGRESSED or fail_new)):
             continue
         finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)
-        acc = next((a for a in acceptances if name_matches(a.pattern, r["name"])
-                    or name_matches(a.pattern, r["short_name"])), None)
-        if acc is None:
-            v.failing.append(finding)
-        else:
-            v.accepted.append(AcceptedFinding(finding=finding, acceptance_id=acc.id, pattern=acc.pattern,
-                                              reason=acc.reason, commit=acc.commit, expires=acc.expires,
-                                              author=acc.author))
+        _fail_or_accept(v, finding, acceptances, (r["name"], r["short_name"]))
+    for r in (result.ops.records() if result.ops is not None else []):
+        if r["gated"]:  # an op whose kernels were swapped, regressed as a whole
+            finding = Finding(kind=FindingKind.OP_REGRESSED, name=r["op"], short_name=r["op"],
+                              delta_pct=r["delta_pct"], effect=r["effect"], share_before=r["share_before"],
+                              share_after=r["share_after"], before=r["before"], after=r["after"], p_value=r["p_value"])
+            _fail_or_accept(v, finding, acceptances, (r["op"],))
     k = result.totals.kernel
     if k.regressed:
         v.failing.append(Finding(kind=FindingKind.TOTAL, name=TOTAL_KERNEL_TIME, short_name=TOTAL_KERNEL_TIME,

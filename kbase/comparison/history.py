@@ -37,10 +37,13 @@ def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list
 @dataclass(frozen=True)
 class HistoryNoise:
     """Per kernel (full name) the relative run-to-run sd from past baselines (NaN: too few levels), and
-    its degrees of freedom."""
+    its degrees of freedom; likewise per op key (``ops``) and per op without scope (``op_groups``), from the
+    baselines that store their kernels' ops (``comparison.ops`` judges swapped ops by these)."""
 
     sd: dict[str, float]
     df: float
+    ops: dict[str, float] = field(default_factory=dict)
+    op_groups: dict[str, float] = field(default_factory=dict)
 
 
 def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path | None, first: Resolved,
@@ -74,9 +77,36 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
     ids = [b.id for b in past if b.id is not None]
     names, _, levels = reader.level_matrix(ids)
     sd = history_noise(levels, policy.min_history)
-    noise = HistoryNoise(sd=dict(zip(names, sd.tolist())), df=max(0.4 * (len(past) - 1), 2.0))
+    ops, groups = _op_noise(reader, past, policy.min_history)
+    noise = HistoryNoise(sd=dict(zip(names, sd.tolist())), df=max(0.4 * (len(past) - 1), 2.0), ops=ops,
+                         op_groups=groups)
     return noise, notes + [f"history noise: {len(past)} past baselines on {where} "
                            f"({int(np.isfinite(sd).sum())} kernels with at least {policy.min_history} levels)"]
+
+
+def _op_noise(reader: StoreReader, past: list, min_history: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Per op key and per op without scope: the relative run-to-run sd of its time per iteration per GPU over the
+    past baselines that store ops (aligned ones: their levels are per iteration)."""
+    per_unit = {b.id: b.iterations_used * max(int(b.gpu_count), 1) for b in past
+                if b.id is not None and b.aligned and b.iterations_used}
+    if not per_unit:
+        return {}, {}
+    ids = list(per_unit)
+    rows = reader.op_levels(ids)
+    out = []
+    col = {b: j for j, b in enumerate(ids)}
+    for key in (1, 2):  # the op key, then the op without its scope (scopes summed)
+        summed: dict[tuple[int, str], float] = {}
+        for r in rows:
+            at_op = (r[0], str(r[key]))
+            summed[at_op] = summed.get(at_op, 0.0) + float(r[3])
+        names = sorted({name for _, name in summed})
+        at = {n: i for i, n in enumerate(names)}
+        matrix = np.full((len(names), len(ids)), np.nan)  # NaN: the op did not run in that baseline
+        for (b, name), total in summed.items():
+            matrix[at[name], col[b]] = total / per_unit[b]
+        out.append(dict(zip(names, history_noise(matrix, min_history).tolist())))
+    return out[0], out[1]
 
 
 @dataclass

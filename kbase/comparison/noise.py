@@ -6,15 +6,21 @@ noise source available for that kernel:
 - ``history``: the spread of the kernel's per-iteration time across the last N comparable baselines of
   the workload (a robust estimate: median absolute successive difference, so past steps do not inflate
   it); the run-to-run noise itself. Used when at least ``min_history`` levels exist.
-- ``repeat``: the spread across several captures of one commit (either side pooled repeat captures).
+- ``repeat``: several captures of one commit (either side pooled repeat captures, each its own process): the
+  between-process variance component of their per-iteration samples (one-way random effects: the spread
+  of the capture means beyond what the iteration-to-iteration spread explains), added to this comparison's
+  own within-capture estimate.
 - ``launches``: matched launch-duration quantiles, chunk by chunk (``sketch``); robust to shape mixes.
 - ``iterations``: the per-iteration samples of each side (or per-chunk totals without markers).
 - ``assumed``: nothing measured; the kernel is low-confidence and never called a regression.
 
-Within-capture sources (``launches``, ``iterations``) do not see run-to-run variance, so a floor
-``run_noise`` (relative, per capture) is added in quadrature. The decision is a z-test at a
-false-positive rate ``fpr`` per comparison, Bonferroni-split over the kernels that could be flagged;
-the minimum detectable effect (MDE) is the change detected with 80% power at that threshold.
+Within-capture sources (``launches``, ``iterations``) do not see run-to-run (between-process) variance: where
+neither history nor repeat captures measure it, the assumed ``run_noise`` (relative, per capture) is added in
+quadrature — the stated fallback. A measured between-process sd is moderated with that assumption as prior
+evidence. The decision is a z-test at a false-positive rate ``fpr`` per comparison, Bonferroni-split over the
+kernels that could be flagged; the minimum detectable effect (MDE) is the change detected with 80% power at
+that threshold, between-process noise included. A significant regression whose effect on the iteration is
+under ``min_effect`` is ``below_floor``: shown, never failing.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,6 +39,7 @@ from kbase.comparison.levels import level_noise
 from kbase.comparison.stats import t_two_sided_p, t_two_sided_quantile
 
 POWER_Z = NormalDist().inv_cdf(0.8)
+FLOOR_CONFIDENCE = 0.95  # a significant regression is "below the gate floor" only when this sure its effect is
 SOURCES = ("history", "repeat", "launches", "iterations", "assumed")
 
 
@@ -42,6 +50,18 @@ class Estimate:
     source: str
     n: int  # samples behind it (iterations, chunks or runs)
     df: float = math.inf  # degrees of freedom of ``se`` (small samples: Student's t, not the normal)
+    run_source: str = ""  # where the between-process (run-to-run) part of ``se`` came from: history, repeat, assumed
+    run_rel: float = math.nan  # that relative sd per capture
+
+
+class RunNoise(NamedTuple):
+    """A measured run-to-run sd: ``between`` False for the sd of per-capture levels (history: a level's own
+    sampling noise included), True for the between-process component alone (repeat captures)."""
+
+    source: str
+    sd: float
+    df: float
+    between: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,8 @@ class KernelDecision:
     mde_ns: float
     regressed: bool
     improved: bool
+    below_floor: bool = False  # a significant regression under ``min_effect`` of the iteration: shown, not gated
+    t_crit: float = math.nan  # |z| needed at the estimate's degrees of freedom
 
 
 def iteration_estimate(before: np.ndarray, after: np.ndarray, min_samples: int = 3) -> Estimate | None:
@@ -129,6 +151,36 @@ def repeat_noise(levels: np.ndarray) -> np.ndarray:
         return np.where(mean > 0, levels.std(axis=1, ddof=1) / mean, np.nan)
 
 
+def repeat_components(samples: np.ndarray, capture: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per row (kernel or op) of per-iteration ``samples`` pooled from several captures (``capture``: each
+    column's capture), the between-process relative sd — one-way random effects: (mean square between
+    captures - mean square within) / n0, at least 0 — and its degrees of freedom (captures - 1). NaN rows
+    with fewer than 2 captures or no time."""
+    caps = np.unique(capture)
+    n_rows = samples.shape[0]
+    if len(caps) < 2 or samples.shape[1] <= len(caps):
+        return np.full(n_rows, np.nan), 0.0
+    n_j = np.array([(capture == c).sum() for c in caps], dtype=float)
+    means = np.stack([samples[:, capture == c].mean(axis=1) for c in caps], axis=1)
+    total_n = n_j.sum()
+    grand = (means * n_j).sum(axis=1) / total_n
+    within = sum(((samples[:, capture == c] - means[:, [j]]) ** 2).sum(axis=1) for j, c in enumerate(caps))
+    ms_within = within / (total_n - len(caps))
+    ms_between = ((means - grand[:, None]) ** 2 * n_j).sum(axis=1) / (len(caps) - 1)
+    n0 = (total_n - (n_j * n_j).sum() / total_n) / (len(caps) - 1)
+    var_b = np.maximum(ms_between - ms_within, 0.0) / n0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(grand > 0, np.sqrt(var_b) / grand, np.nan), float(len(caps) - 1)
+
+
+def pooled_between(parts: list[tuple[np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' ``repeat_components`` pooled per row (variances weighted by degrees of freedom): (sd, df)."""
+    var = sum(np.nan_to_num(sd * sd, nan=0.0) * df for sd, df in parts)
+    df = sum(np.where(np.isfinite(sd), df, 0.0) for sd, df in parts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(df > 0, np.sqrt(var / df), np.nan), np.asarray(df, dtype=float)
+
+
 def assumed_noise() -> Estimate:
     return Estimate(rel=float("nan"), se=float("nan"), source="assumed", n=0)
 
@@ -136,30 +188,44 @@ def assumed_noise() -> Estimate:
 RUN_NOISE_PRIOR_DF = 10.0  # what the assumed ``run_noise`` weighs against measured run-to-run noise
 
 
-def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: tuple[str, float, float] | None,
+def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: RunNoise | tuple[str, float, float] | None,
                captures: tuple[int, int], run_noise: float) -> Estimate:
-    """The best source: measured run-to-run noise ``(source, sd, df)`` (history, then repeat) on the mean
-    change, else the within-capture estimate with the smallest minimum detectable effect plus the
-    ``run_noise`` floor (a known constant: the degrees of freedom grow as it dominates,
-    Welch–Satterthwaite).
+    """The change and its standard error, between-process noise included.
+
+    - history (``run_sd`` of levels): the moderated run-to-run sd of one capture's level on the mean change;
+    - repeat (``run_sd.between``): the within-capture estimate with the smallest minimum detectable effect
+      plus the moderated between-process variance per capture (Welch–Satterthwaite degrees of freedom);
+    - else (the fallback): that within-capture estimate plus the assumed ``run_noise`` (a known constant: the
+      degrees of freedom grow as it dominates).
 
     A measured sd is pooled with the assumed ``run_noise`` as ``RUN_NOISE_PRIOR_DF`` degrees of freedom
     of prior evidence (moderated variance, as limma does for many features with few samples): a young
     history (5 baselines: ~2 degrees of freedom from its robust sd) no longer makes the test blind
     (Student's t at 2 df needs ~10x the noise), and a long one speaks for itself."""
-    if run_sd is not None and math.isfinite(run_sd[1]) and math.isfinite(rel_means):
-        _, sd, df = run_sd
-        var = (RUN_NOISE_PRIOR_DF * run_noise * run_noise + df * sd * sd) / (RUN_NOISE_PRIOR_DF + df)
-        return Estimate(rel=rel_means, se=math.sqrt(var * (1 / captures[0] + 1 / captures[1])), source=run_sd[0],
-                        n=captures[0] + captures[1], df=RUN_NOISE_PRIOR_DF + df)
+    if run_sd is not None and not isinstance(run_sd, RunNoise):
+        run_sd = RunNoise(*run_sd)  # (source, sd, df): the sd of levels
     found = [e for e in within if e is not None and math.isfinite(e.se)]
-    if not found:
+    best = min(found, key=lambda e: e.se * t_threshold(0.001, e.df)) if found else None  # the smallest MDE
+    per = 1 / captures[0] + 1 / captures[1]
+    if run_sd is not None and math.isfinite(run_sd.sd) and math.isfinite(rel_means):
+        source, sd, df = run_sd.source, run_sd.sd, run_sd.df
+        var_run = (RUN_NOISE_PRIOR_DF * run_noise * run_noise + df * sd * sd) / (RUN_NOISE_PRIOR_DF + df)
+        if not run_sd.between:
+            return Estimate(rel=rel_means, se=math.sqrt(var_run * per), source=source, n=captures[0] + captures[1],
+                            df=RUN_NOISE_PRIOR_DF + df, run_source=source, run_rel=math.sqrt(var_run))
+        if best is not None:
+            v, b = best.se * best.se, var_run * per
+            within_part = v * v / best.df if math.isfinite(best.df) else 0.0
+            dfs = (v + b) ** 2 / (within_part + b * b / (RUN_NOISE_PRIOR_DF + df))
+            return Estimate(rel=best.rel, se=math.sqrt(v + b), source=source, n=best.n, df=dfs, run_source=source,
+                            run_rel=math.sqrt(var_run))
+    if best is None:
         return assumed_noise()
-    best = min(found, key=lambda e: e.se * t_threshold(0.001, e.df))  # the most powerful: smallest MDE
-    floor = run_noise * run_noise * (1 / captures[0] + 1 / captures[1])
+    floor = run_noise * run_noise * per
     var = best.se * best.se
     df = (var + floor) ** 2 / (var * var / best.df) if var > 0 and math.isfinite(best.df) else math.inf
-    return Estimate(rel=best.rel, se=math.sqrt(var + floor), source=best.source, n=best.n, df=df)
+    return Estimate(rel=best.rel, se=math.sqrt(var + floor), source=best.source, n=best.n, df=df,
+                    run_source="assumed", run_rel=run_noise)
 
 
 @lru_cache(maxsize=256)
@@ -182,11 +248,14 @@ def t_threshold(p_two_sided: float, df: float) -> float:
 
 
 def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, z_crit: float, abs_floor_ns: float,
-           share_floor: float, rel_floor: float) -> KernelDecision:
+           share_floor: float, rel_floor: float, min_effect: float = 0.0) -> KernelDecision:
     """Regressed/improved when |rel| exceeds ``z_crit`` standard errors (as a normal tail probability,
     carried to Student's t at the estimate's degrees of freedom) and the floors hold (absolute
     change per iteration, share of the iteration, optional relative floor), in the same direction as
-    the change of the kernel's time per iteration."""
+    the change of the kernel's time per iteration. A regression whose effect on the iteration (Δ / iteration
+    time) is, with ``FLOOR_CONFIDENCE``, under ``min_effect`` (its one-sided upper confidence bound is) is
+    ``below_floor`` instead: significant, shown, not gated. The bound, not the estimate, is compared so that
+    a real regression at the floor fails the gate (an estimate alone would miss half of those)."""
     delta = after_ns - before_ns
     share = max(before_ns, after_ns) / wall_ns if wall_ns and wall_ns == wall_ns else float("nan")
     effect = delta / wall_ns if wall_ns and wall_ns == wall_ns else float("nan")
@@ -202,6 +271,9 @@ def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, 
     mde_ns = max(mde_rel * before_ns, abs_floor_ns)
     passes = (abs(z) >= z_crit and abs(delta) >= abs_floor_ns and (share >= share_floor or share != share)
               and abs(delta) / before_ns >= rel_floor and np.sign(delta) == np.sign(est.rel))
+    upper = effect + t_threshold(2 * (1 - FLOOR_CONFIDENCE), est.df) * se * before_ns / wall_ns if wall_ns else effect
+    small = bool(passes and delta > 0 and effect == effect and upper < min_effect)
     return KernelDecision(rel=est.rel, delta_ns=delta, effect=effect, noise_rel=se, source=est.source,
                           test=f"z({est.source})", z=z, p_value=p, mde_rel=mde_rel, mde_ns=mde_ns,
-                          regressed=bool(passes and delta > 0), improved=bool(passes and delta < 0))
+                          regressed=bool(passes and delta > 0 and not small), improved=bool(passes and delta < 0),
+                          below_floor=small, t_crit=z_crit)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from kbase.comparison.result import Comparison, GateResult, KernelHistory
 
 TOP = 10
-CHANGED = (KernelClass.REGRESSED, KernelClass.IMPROVED, KernelClass.NEW, KernelClass.GONE)
+CHANGED = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
+           KernelClass.GONE)
 STATUS = {GateStatus.PASS: "PASS", GateStatus.FAIL: "FAIL", GateStatus.INCOMPARABLE: "INCOMPARABLE",
           GateStatus.WARN_ONLY: "FAIL (warn-only)"}
 

@@ -109,10 +109,30 @@ class Side:
     sketches: np.ndarray | None = None
     levels: np.ndarray | None = None  # (kernels, captures) ns per unit per GPU of each pooled capture
     resolution_ns: float = 0.0  # timer resolution of the durations (1000: microsecond timestamps)
+    sample_capture: np.ndarray | None = None  # per sample column: the pooled capture it comes from
+    ops: OpSide | None = None  # kernel time by op (None: a capture without op information, or not aligned)
 
     @property
     def n_samples(self) -> int:
         return int(self.samples.shape[1])
+
+
+@dataclass(frozen=True)
+class OpSide:
+    """A side's kernel time by op, pooled over its captures (aligned sides only): per (op key, kernel) pair
+    and per op key, ns and launches per unit per GPU; per op its per-iteration samples (columns as
+    ``Side.samples``') and its level in each capture. Pairs with ``pair_op`` None: launched by no op."""
+
+    keys: np.ndarray  # object: op keys, sorted
+    bare: np.ndarray  # object: each key's op without scope
+    pair_op: np.ndarray  # object: op key per pair (None: no op)
+    pair_kernel: np.ndarray  # object: full kernel name per pair
+    pair_ns: np.ndarray  # ns per unit per GPU
+    pair_count: np.ndarray  # launches per unit per GPU
+    op_ns: np.ndarray  # per key
+    op_count: np.ndarray
+    samples: np.ndarray  # (keys, iterations)
+    levels: np.ndarray  # (keys, captures)
 
 
 def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | None = None) -> Side:
@@ -177,6 +197,7 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
                "per_unit_ns": total / gpu_units if gpu_units else np.full(k, np.nan),
                "count_per_unit": count / gpu_units if gpu_units else np.full(k, np.nan)}
     sketch_parts = [c.sketches for c in caps]
+    capture_of = np.concatenate([np.full(m.shape[1], j) for j, m in enumerate(matrices)]) if matrices else None
     return Side(
         label=label, kernels=KernelTable(index, columns),
         samples=np.hstack(matrices) if matrices else np.zeros((k, 0)),
@@ -187,7 +208,56 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
         total_samples=np.concatenate(total_parts) if total_parts else np.empty(0),
         aligned=aligned, step_wall_ns=_mean_step_wall(caps), meta=meta or SideMeta(),
         sketches=_pooled_sketches(index, sketch_parts), levels=level, resolution_ns=_resolution(sketch_parts),
+        sample_capture=capture_of, ops=_pooled_ops(caps) if aligned else None,
     )
+
+
+def _pooled_ops(caps: list[Capture]) -> OpSide | None:
+    """The captures' (op, kernel) pairs pooled as ``side_from_captures`` pools kernels; None unless every
+    capture has op information."""
+    if not caps or any(c.ops is None for c in caps):
+        return None
+    pair_rows: dict[tuple[object, str], int] = {}
+    bare: dict[str, str] = {}
+    for c in caps:
+        assert c.ops is not None
+        names = c.ops.names.tolist()
+        bare.update(zip(names, c.ops.bare.tolist()))
+        for op, kernel in zip(c.ops.op.tolist(), c.ops.kernel.tolist()):
+            pair_rows.setdefault((names[op] if op >= 0 else None, kernel), len(pair_rows))
+    keys = sorted(bare)
+    key_row = {k: i for i, k in enumerate(keys)}
+    n = len(pair_rows)
+    total, count = np.zeros(n), np.zeros(n)
+    op_total, op_count = np.zeros(len(keys)), np.zeros(len(keys))
+    samples, levels = [], np.zeros((len(keys), len(caps)))
+    gpu_units = 0.0
+    for j, c in enumerate(caps):
+        assert c.ops is not None
+        names = c.ops.names.tolist()
+        pos = np.fromiter((pair_rows[(names[op] if op >= 0 else None, kernel)]
+                           for op, kernel in zip(c.ops.op.tolist(), c.ops.kernel.tolist())), dtype=np.intp,
+                          count=len(c.ops))
+        np.add.at(total, pos, c.ops.total_ns)
+        np.add.at(count, pos, c.ops.count)
+        gpus, units = max(int(c.summary.gpus), 1), len(c.summary.iteration_keys)
+        gpu_units += units * gpus
+        has = c.ops.op >= 0
+        krow = np.fromiter((key_row[names[op]] for op in c.ops.op[has].tolist()), dtype=np.intp, count=int(has.sum()))
+        m = np.zeros((len(keys), c.ops.iter_ns.shape[1]))
+        np.add.at(m, krow, c.ops.iter_ns[has])
+        samples.append(m / gpus)
+        levels[:, j] = m.sum(axis=1) / (units * gpus) if units else np.nan
+        np.add.at(op_total, krow, c.ops.total_ns[has])
+        np.add.at(op_count, krow, c.ops.count[has])
+    pair_op = np.empty(n, dtype=object)
+    pair_kernel = np.empty(n, dtype=object)
+    pair_op[:] = [k[0] for k in pair_rows]
+    pair_kernel[:] = [k[1] for k in pair_rows]
+    per = 1.0 / gpu_units if gpu_units else np.nan
+    return OpSide(keys=np.array(keys, dtype=object), bare=np.array([bare[k] for k in keys], dtype=object),
+                  pair_op=pair_op, pair_kernel=pair_kernel, pair_ns=total * per, pair_count=count * per,
+                  op_ns=op_total * per, op_count=op_count * per, samples=np.hstack(samples), levels=levels)
 
 
 def _chunk_matrix(c: Capture, gpus: int) -> tuple[list[str], np.ndarray]:

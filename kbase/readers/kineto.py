@@ -223,7 +223,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         r_end = np.where(r_end_raw >= 0, r_end_raw + base, -1)
         r_tid = np.frombuffer(fd.r_tid, dtype=np.int64) | tid_bits
         r_pid = r_tid >> PID_SHIFT
-        range_parts.append((r_start, r_end, r_tid, r_pid, fd.r_names))
+        range_parts.append((r_start, r_end, r_tid, r_pid, fd.r_names, np.frombuffer(fd.r_kind, dtype=np.int8)))
 
         steps: dict[str, int] = {}
         for nm, s, e in zip(fd.r_names, r_start.tolist(), r_end.tolist()):
@@ -245,7 +245,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         span_hi.append(int(end.max()))
         notes += [f"{Path(fd.label).name}: {n}" if len(files) > 1 else n for n in fd.notes]
         # drop the per-file columns as soon as they are copied
-        del fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.r_start, fd.r_end, fd.r_tid
+        del fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.r_start, fd.r_end, fd.r_tid, fd.r_kind
         del fd.l_corr, fd.l_tid, fd.l_ts, fd.fs_id, fd.fs_tid, fd.fs_ts
         del fd.ff_id, fd.ff_tid, fd.ff_ts, fd.k_nocorr
 
@@ -269,7 +269,8 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
                           end=np.concatenate([p[1] for p in range_parts]).astype(np.int64)[by_start],
                           tid=np.concatenate([p[2] for p in range_parts]).astype(np.int64)[by_start],
                           pid=np.concatenate([p[3] for p in range_parts]).astype(np.int64)[by_start],
-                          name=r_names[by_start])
+                          name=r_names[by_start],
+                          kind=np.concatenate([p[5] for p in range_parts]).astype(np.int8)[by_start])
     del range_parts
 
     gpus = GpuColumns(gpu=np.array([r[0] for r in gpu_rows], dtype=np.int32),

@@ -26,10 +26,14 @@ from kbase.readers.integrity import (
 )
 from kbase.readers.kineto_ids import ThreadIds
 from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream
+from kbase.readers.profile import RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP
 
 _KERNEL_CATS = {"kernel"}
 _LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
-_RANGE_CATS = {"user_annotation", "cpu_op", "operator"}
+# range categories and their kind: annotations, framework ops, module scopes (``nn.Module: X`` only)
+_RANGE_CATS = {"user_annotation": RANGE_ANNOTATION, "cpu_op": RANGE_OP, "operator": RANGE_OP,
+               "python_function": RANGE_MODULE}
+_MODULE_PREFIX = "nn.Module: "
 _FLOW_CATS = {"ac2g", "async"}
 
 _TS_LIMIT = 1 << 62  # ns: beyond this a timestamp is not a time (and base + ts would overflow int64)
@@ -43,7 +47,7 @@ class _FileData:
     __slots__ = (
         "ff_id", "ff_tid", "ff_ts", "fs_id", "fs_tid", "fs_ts", "k_corr", "k_dev", "k_end", "k_names",
         "k_nocorr", "k_start", "l_corr", "l_tid", "l_ts", "label", "meta", "notes", "path", "process_names",
-        "r_end", "r_names", "r_start", "r_tid", "rank", "thread_names", "trace_span",
+        "r_end", "r_kind", "r_names", "r_start", "r_tid", "rank", "thread_names", "trace_span",
     )  # fmt: skip
     path: Path
     label: str
@@ -59,6 +63,7 @@ class _FileData:
     r_start: array[int]
     r_end: array[int]
     r_tid: array[int]
+    r_kind: array[int]
     r_names: list[str]
     l_corr: array[int]
     l_tid: array[int]
@@ -136,7 +141,7 @@ def _read_one(path: Path) -> _FileData:
     k_start, k_end, k_dev, k_corr = array("q"), array("q"), array("q"), array("q")
     k_names: list[str] = []
     k_nocorr: list[tuple[int, int, int]] = []  # (kernel index, lane key, ts) for the flow fallback
-    r_start, r_end, r_tid = array("q"), array("q"), array("q")
+    r_start, r_end, r_tid, r_kind = array("q"), array("q"), array("q"), array("b")
     r_names: list[str] = []
     l_corr, l_tid, l_ts = array("q"), array("q"), array("q")
     fs_id, fs_tid, fs_ts = array("q"), array("q"), array("q")
@@ -241,6 +246,9 @@ def _read_one(path: Path) -> _FileData:
                     l_ts.append(ts)
             elif lc in _RANGE_CATS:
                 nm = ev.get("name")
+                range_kind = _RANGE_CATS[lc]
+                if range_kind == RANGE_MODULE and not (isinstance(nm, str) and nm.startswith(_MODULE_PREFIX)):
+                    continue  # Python frames other than module calls: not a scope
                 nm = intern(nm, "range") if isinstance(nm, str) else str(nm)[:MAX_NAME_CHARS]
                 if ph == "X":
                     ts = _ns_ok(ev.get("ts"))
@@ -251,6 +259,7 @@ def _read_one(path: Path) -> _FileData:
                     r_start.append(ts)
                     r_end.append(ts + dur)
                     r_tid.append(key(ev.get("pid"), ev.get("tid")))
+                    r_kind.append(range_kind)
                     r_names.append(nm)
                 elif ph == "B":
                     t = key(ev.get("pid"), ev.get("tid"))
@@ -263,6 +272,7 @@ def _read_one(path: Path) -> _FileData:
                     r_start.append(ts)
                     r_end.append(-1)
                     r_tid.append(t)
+                    r_kind.append(range_kind)
                     r_names.append(nm)
                 elif ph == "E":
                     stack = open_ranges.get(key(ev.get("pid"), ev.get("tid")))
@@ -323,7 +333,7 @@ def _read_one(path: Path) -> _FileData:
 
     fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.k_names = k_start, k_end, k_dev, k_corr, k_names
     fd.k_nocorr = k_nocorr
-    fd.r_start, fd.r_end, fd.r_tid, fd.r_names = r_start, r_end, r_tid, r_names
+    fd.r_start, fd.r_end, fd.r_tid, fd.r_kind, fd.r_names = r_start, r_end, r_tid, r_kind, r_names
     fd.l_corr, fd.l_tid, fd.l_ts = l_corr, l_tid, l_ts
     fd.fs_id, fd.fs_tid, fd.fs_ts = fs_id, fs_tid, fs_ts
     fd.ff_id, fd.ff_tid, fd.ff_ts = ff_id, ff_tid, ff_ts

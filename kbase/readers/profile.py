@@ -26,7 +26,9 @@ launch_start    int64     CPU start of the launch call, ns on the capture clock;
 ``start``, ``end`` (int64 ns; end is -1 for a range that never closed), ``tid`` (int64, same encoding
 as ``launch_tid``; -1 for a process-wide range such as an NVTX start/end range, which any thread of
 process ``pid`` may launch inside), ``pid`` (int64, the process key: a thread key ``>> 24``, the
-same for ``launch_tid >> 24``), ``name`` (str).
+same for ``launch_tid >> 24``), ``name`` (str), ``kind`` (int8: ``RANGE_ANNOTATION`` an NVTX or user
+annotation range, ``RANGE_OP`` a framework op (Kineto ``cpu_op`` / ``Operator``), ``RANGE_MODULE`` a module
+scope (Kineto ``python_function`` events named ``nn.Module: X``); the op attribution reads it).
 
 ``gpus`` — ``gpu`` (int32, the index), ``pid`` (int64 process id), ``device`` (int32 device id in
 that process), ``model`` (str, "unknown" when the export does not say).
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
 KERNEL_COLUMNS = ["start", "end", "gpu", "name", "launch_tid", "launch_start"]
 RANGE_COLUMNS = ["start", "end", "tid", "pid", "name"]
 GPU_COLUMNS = ["gpu", "pid", "device", "model"]
+RANGE_ANNOTATION, RANGE_OP, RANGE_MODULE = 0, 1, 2  # RangeColumns.kind
 
 
 def name_codes(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +102,11 @@ class RangeColumns:
     tid: np.ndarray
     pid: np.ndarray
     name: np.ndarray  # object array of str
+    kind: np.ndarray | None = None  # int8 RANGE_*; None: every range is an annotation (NVTX)
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            self.kind = np.zeros(len(self.start), dtype=np.int8)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -110,8 +118,9 @@ class RangeColumns:
 
     def take(self, rows: np.ndarray) -> RangeColumns:
         """The ranges at ``rows`` (a bool mask or indices)."""
+        assert self.kind is not None
         return RangeColumns(start=self.start[rows], end=self.end[rows], tid=self.tid[rows], pid=self.pid[rows],
-                            name=self.name[rows])
+                            name=self.name[rows], kind=self.kind[rows])
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd

@@ -22,8 +22,9 @@ import math
 
 from kbase.analysis.names import display_names
 from kbase.comparison.result import row_sides
+from kbase.enums import KernelClass
 from kbase.render.safe import md_text
-from kbase.units import ColumnUnit, column_unit, fmt_money
+from kbase.units import ColumnUnit, column_unit, fmt_money, fmt_p
 
 MARKER = "<!-- kbase-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -50,9 +51,21 @@ def _effect(x) -> str:
 
 
 def _changed(doc: dict) -> list[dict]:
-    changed = ("regressed", "improved", "new", "gone")
+    changed = ("regressed", "regressed_below_floor", "improved", "new", "gone")
     rows = [r for r in doc.get("kernels", []) if r["class"] in changed or r.get("swap")]
-    return sorted(rows, key=lambda r: (r["class"] != "regressed", -abs(r["effect"] or 0.0)))
+    return sorted(rows, key=lambda r: (r["class"] != "regressed", r["class"] != "regressed_below_floor",
+                                       -abs(r["effect"] or 0.0)))
+
+
+def _mde(r: dict) -> str:
+    """The kernel's minimum detectable effect (80% power, between-process noise included): "-" when untested."""
+    m = r.get("mde_rel")
+    return f"{m:.1%}" if isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) else "-"
+
+
+def _class(r: dict) -> str:
+    label = KernelClass(r["class"]).label if r["class"] in KernelClass._value2member_map_ else str(r["class"])
+    return ("swap: " if r.get("swap") else "") + label
 
 
 def _headline(doc: dict, verdict: dict | None) -> str:
@@ -61,7 +74,8 @@ def _headline(doc: dict, verdict: dict | None) -> str:
         icon, word = "ℹ️", "diff"
     else:
         icon, word = HEAD.get(verdict.get("status", ""), ("ℹ️", md_text(verdict.get("status", "?"))))
-    bits = [f"{counts[c]} {c}" for c in ("regressed", "new", "improved", "gone") if counts.get(c)]
+    bits = [f"{counts[c]} {KernelClass(c).label}" for c in ("regressed", "regressed_below_floor", "new", "improved",
+                                                             "gone") if counts.get(c)]
     tail = f" (exit {int(verdict['code'])})" if verdict is not None and "code" in verdict else ""
     return f"### {icon} kbase gate: {word}{tail}" + (f" — {', '.join(bits)}" if bits else " — no kernel changed")
 
@@ -113,40 +127,43 @@ def _row(r: dict, full: bool, units: tuple[ColumnUnit, ColumnUnit], label: str |
          currency: str | None = None) -> str:
     """One changed kernel; ``units``: the table's (before/after, Δ) column units; ``currency``: its cost column."""
     times, delta = units
-    cls = ("swap" if r.get("swap") else r["class"]) + (" (ignored)" if r.get("ignored") else "")
+    cls = _class(r) + (" (ignored)" if r.get("ignored") else "")
     tc = TC.get(r.get("tc_after") or r.get("tc_before") or "na", "-")
-    cells = [f"**{cls}**" if r["class"] == "regressed" else cls, md_text(label or r["short_name"], 70), tc,
-             delta(_num(r.get("delta_ns"))), _pct(r.get("delta_pct")), _effect(r.get("effect"))]
+    cells = [f"**{cls}**" if r["class"] == "regressed" and r.get("gated") else cls,
+             md_text(label or r["short_name"], 70), tc, delta(_num(r.get("delta_ns"))), _pct(r.get("delta_pct")),
+             _effect(r.get("effect")), _mde(r)]
     if currency is not None:
         cells.append(fmt_money(r.get("cost_per_month"), currency) if not r.get("swap") else "-")
     if full:
+        p = r.get("p_value")
         before, after = row_sides(r)
         cells = cells[:3] + [times(_num(before)), times(_num(after))] + cells[3:] + [
             f"{(r.get('count_before') or 0):.1f}→{(r.get('count_after') or 0):.1f}", _pct(r.get("delta_avg_pct")),
-            "-" if not isinstance(r.get("p_value"), (int, float)) else f"{r['p_value']:.2g}",
+            fmt_p(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else "-",
             md_text(r.get("diagnosis") or "", 120), md_text(r.get("amdahl") or "", 160)]
     else:
         cells.append(md_text(r.get("diagnosis") or "", 80))
     return "| " + " | ".join(cells) + " |"
 
 
-TOP_HEAD = ["| | kernel | TC | Δ/iter | Δ% | effect on iter | diagnosis |", "|---|---|:-:|---:|---:|---:|---|"]
-FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect | launches/iter | Δ/launch | p "
-             "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+TOP_HEAD = ["| | kernel | TC | Δ/iter | Δ% | effect on iter | MDE | diagnosis |",
+            "|---|---|:-:|---:|---:|---:|---:|---|"]
+FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect | MDE | launches/iter | Δ/launch | p "
+             "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
 
 
 def _heads(cost: bool) -> tuple[list[str], list[str]]:
     """The two tables' heads, with a cost column after the effect when the fleet is priced."""
     if not cost:
         return TOP_HEAD, FULL_HEAD
-    top = [TOP_HEAD[0].replace("| effect on iter |", "| effect on iter | cost/month |"), TOP_HEAD[1] + "---:|"]
-    full = [FULL_HEAD[0].replace("| effect |", "| effect | cost/month |"), FULL_HEAD[1] + "---:|"]
+    top = [TOP_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), TOP_HEAD[1] + "---:|"]
+    full = [FULL_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), FULL_HEAD[1] + "---:|"]
     return top, full
 
 
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
                      max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The PR comment for a ``kbase.diff/2`` document and its gate verdict (``Verdict.as_dict()``;
+    """The PR comment for a ``kbase.diff/3`` document and its gate verdict (``Verdict.as_dict()``;
     default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
     verdict = verdict if verdict is not None else diff_doc.get("verdict")
     changed = _changed(diff_doc)
@@ -165,10 +182,12 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
                       "by effect on the iteration)"), *top_head,
                   *(_row(r, False, shown_units, lb, currency) for r, lb in zip(changed[:top], labels))]
     notes = diff_doc.get("notes", [])
-    notes = notes[:3] + [n for n in notes[3:] if n.startswith("noise: ")]  # the noise the verdict rests on, always
+    # the noise the verdict rests on, always
+    notes = notes[:3] + [n for n in notes[3:] if n.startswith(("noise: ", "between-process noise: "))]
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
-    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/2'))} · times are per iteration per GPU"
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are per iteration per GPU"
+                " · MDE: the smallest change its test detects (80% power)"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     all_units = _units(changed)
     full = [_row(r, True, all_units, lb, currency) for r, lb in zip(changed, labels)]

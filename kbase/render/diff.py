@@ -1,4 +1,4 @@
-"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/2``), a rich
+"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/3``), a rich
 table, Markdown for a pull-request comment, CSV. The sentences — each kernel's diagnosis, what a
 change is worth in Amdahl terms, the gate's reasons — are written here, from the numbers."""
 
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from kbase.comparison.result import Comparison
 
 ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough")] + ["diagnosis", "amdahl"]
-SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.IMPROVED, KernelClass.NEW, KernelClass.GONE)
+SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
+                    KernelClass.GONE)
 
 
 # ------------------------------------------------------------------------------------------ sentences
@@ -74,6 +75,9 @@ def finding_text(f: Finding) -> str:
         return f"total kernel time per iteration {f.delta_pct:+.1f}% (p={fmt_p(f.p_value)})"
     if f.kind == FindingKind.LOW_CONFIDENCE:
         return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
+    if f.kind == FindingKind.OP_REGRESSED:
+        return (f"op {f.name} {f.delta_pct:+.1f}% per iteration ({f.effect:+.2%} of the iteration), its kernels "
+                f"swapped (judged as one op) — {amdahl_text(_finding_row(f))}")
     what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% per iteration"
     return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of the iteration) — "
             f"{amdahl_text(_finding_row(f))}")
@@ -141,7 +145,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         kernels.append(row)
     doc: dict[str, Any] = jsonable.clean({
         "schema": DIFF_SCHEMA,
-        "version": 2,
+        "version": 3,
         "unit": result.totals.unit,
         "before": describe_side(comparison.before),
         "after": describe_side(comparison.after),
@@ -158,6 +162,13 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         for row in kernels:
             row["cost_per_month"] = cost.pricing.per_month(row["effect"] if isinstance(row["effect"], float) else None)
     doc["kernels"] = kernels  # plain values already (``records``, ``_num``): not walked again, 2,000 x 40 of them
+    if result.ops is not None:  # null without op information on both sides (``comparison.ops``)
+        from kbase.render.ops import ops_doc
+
+        doc["ops"] = jsonable.clean(ops_doc(result.ops, dict(zip(result.table["name"].tolist(),
+                                                                 result.table["short_name"].tolist()))))
+    else:
+        doc["ops"] = None
     if verdict is not None:
         doc["verdict"] = jsonable.clean(verdict_dict(verdict))
     return doc
@@ -230,17 +241,25 @@ def cost_line(cost: dict[str, Any]) -> str:
 
 
 def _mde(r: dict[str, Any]) -> str:
-    """The smallest change this kernel's test detects (80% power), and the noise source behind it."""
+    """The smallest change this kernel's test detects (80% power), between-process noise included."""
     m = r.get("mde_rel")
     if m is None or (isinstance(m, float) and math.isnan(m)):
         return "-"
-    return f"{m:.1%} ({r.get('noise_source') or '?'})"
+    return f"{m:.1%}"
+
+
+def _noise(r: dict[str, Any]) -> str:
+    """The noise source behind the test, and where its between-process part came from when not the same."""
+    src, run = r.get("noise_source"), r.get("run_noise_source")
+    if not src:
+        return "-"
+    return src if not run or run == src else f"{src}+{run}"
 
 
 def _class_text(r: dict[str, Any]) -> str:
     label = KernelClass(r["class"]).label
     return (label + (" (low conf.)" if r["confidence"] == "low" and r["class"] == KernelClass.WITHIN_NOISE else "")
-            + (" [ignored]" if r["ignored"] else "") + (" (swap)" if r.get("swap") else ""))
+            + (" [ignored]" if r["ignored"] else ""))
 
 
 def table_cells(rows: list[dict[str, Any]], display: dict[str, str], doc: dict[str, Any]) -> list[dict[str, str]]:
@@ -260,7 +279,9 @@ def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnU
     before, after = row_sides(r)
     return {
         "class": _class_text(r),
-        "kernel": display + (" [family]" if r["match"] == "family" else ""),
+        # (an algorithm swap is marked on the name, which shrinks, not on the class: the class, the change and
+        # its MDE fit 120 columns)
+        "kernel": ("(swap) " if r.get("swap") else "") + display + (" [family]" if r["match"] == "family" else ""),
         "kernel_id": short_id(r["name"]),
         "tc": tc, "before": times(before), "after": times(after),
         "delta": delta(r["delta_ns"]),
@@ -271,6 +292,7 @@ def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnU
         "effect": "-" if r["effect"] is None else f"{r['effect']:+.2%}", "p": fmt_p(r["p_value"]),
         "diagnosis": r["diagnosis"],
         "mde": _mde(r),
+        "noise": _noise(r),
         "amdahl": r["amdahl"] if r["class"] in SHOWN_BY_DEFAULT else "",
     }
 
@@ -289,10 +311,11 @@ COLUMNS = [
     Column("launches", "launches/iter", 5),
     Column("delta_avg", "Δavg/launch", 4),
     Column("share", "share", 6),
-    Column("effect", "effect on iter", 1),
+    Column("effect", "effect", 1),
     Column("cost", "cost/month", 2),
     Column("p", "p", 3),
-    Column("mde", "MDE", 3, justify="left"),
+    Column("mde", "MDE", 1),  # beside each flagged kernel on the first screen at 120 columns
+    Column("noise", "noise", 3, justify="left"),
     Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
     Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
 ]
@@ -334,16 +357,25 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
 
 
 def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None,
-               wide: bool = False, full_names: bool = False) -> None:
-    """Head lines, the table fitted to the console's width (``wide``: every column) and the verdict."""
+               wide: bool = False, full_names: bool = False, by_op: bool = False) -> None:
+    """Head lines, the table fitted to the console's width (``wide``: every column; ``by_op``: the diff by op)
+    and the verdict."""
     from kbase.render.layout import print_table  # rich: only for the screen
 
     for line in _head_lines(doc):
         style = "bold red" if line.startswith("INCOMPARABLE") else None
         console.print(line, style=style, highlight=False, markup=False)
+    if by_op:
+        from kbase.render.ops import print_diff_ops
+
+        print_diff_ops(doc, console, show_all, wide=wide, full_names=full_names)
+        for line in verdict_lines(verdict):
+            console.print(line, highlight=False, markup=False, style="bold")
+        return
     rows, hidden = _visible(doc, show_all)
     display = _display(doc, full_names)
-    colors = {"regressed": "red", "improved": "green", "new": "yellow", "gone": "cyan"}
+    colors = {"regressed": "red", "regressed_below_floor": "magenta", "improved": "green", "new": "yellow",
+              "gone": "cyan"}
     print_table(console, columns_of(doc), table_cells(rows, display, doc), wide=wide,
                 title="Kernel diff (per iteration per GPU; sorted by effect on iteration time)",
                 row_styles=[colors.get(r["class"]) for r in rows])
@@ -354,12 +386,16 @@ def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdic
 
 
 def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None = None,
-            full_names: bool = False) -> str:
+            full_names: bool = False, by_op: bool = False) -> str:
     out = ["## kbase kernel diff", ""]
     out += [f"- {md_text(line)}" for line in _head_lines(doc)]
     if verdict is not None:
         lines = verdict_lines(verdict)
         out += ["", "**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
+    if by_op:
+        from kbase.render.ops import diff_op_md
+
+        return "\n".join(out + diff_op_md(doc, show_all, full_names)) + "\n"
     rows, hidden = _visible(doc, show_all)
     columns = columns_of(doc)
     out += ["", "| " + " | ".join(c.header for c in columns) + " |", "|" + "---|" * len(columns)]

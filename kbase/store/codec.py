@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 
     from kbase.analysis.capture import Capture
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.analysis.ops import OpPairs
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
     from kbase.store.kernel_blobs import KernelTable
     from kbase.store.models import Baseline
+    from kbase.store.op_blobs import StoredOps
     from kbase.store.records import BaselineRecord
 
 
@@ -117,13 +119,32 @@ def kernel_table(lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> 
     return t
 
 
-def kernels_row(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> dict[str, Any]:
-    """The ``baseline_kernels`` row of a leaderboard."""
+def kernels_row(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int],
+                op_ids: dict[str, int] | None = None) -> dict[str, Any]:
+    """The ``baseline_kernels`` row of a leaderboard; ``op_ids`` (``queries.op_ids`` of ``lb.ops``' keys): with its
+    kernels' time by op (``ops``, ``op_blobs``), None without op information."""
     from kbase.store.kernel_blobs import FORMAT, encode
 
-    blobs = encode(kernel_table(lb, name_ids, keys))
+    t = kernel_table(lb, name_ids, keys)
+    blobs = encode(t)
     return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(lb.column("name")), "levels": blobs.levels,
-            "board": blobs.board, "samples": blobs.samples, "sketches": blobs.sketches}
+            "board": blobs.board, "samples": blobs.samples, "sketches": blobs.sketches,
+            "ops": None if lb.ops is None or op_ids is None else _ops_blob(lb, t, op_ids)}
+
+
+def _ops_blob(lb: Leaderboard, t: KernelTable, op_ids: dict[str, int]) -> bytes:
+    """The ``ops`` blob of ``lb.ops`` against its kernel table ``t`` (rows in leaderboard order)."""
+    import numpy as np
+
+    from kbase.store.op_blobs import encode_ops
+
+    assert lb.ops is not None
+    pairs = lb.ops
+    row_of = {x: i for i, x in enumerate(lb.column("name").tolist())}
+    rows = np.array([row_of[k] for k in pairs.kernel.tolist()], dtype=np.int64)
+    names = pairs.names.tolist()
+    ops = np.array([0 if c < 0 else op_ids[names[c]] for c in pairs.op.tolist()], dtype=np.int64)
+    return encode_ops(pairs, rows, ops, t.count, t.total_ns, t.iter_ns)
 
 
 def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
@@ -238,7 +259,8 @@ def leaderboard_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: 
                        sketches=stored_sketches(text["name"].tolist(), t))
 
 
-def capture_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Names) -> Capture:
+def capture_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Names,
+                       ops: OpPairs | None = None) -> Capture:
     """Baseline ``b``'s kernel table as the comparison's ``Capture``, without pandas: what
     ``leaderboard_from_table`` then ``capture.capture_of_leaderboard`` give, straight from the columns."""
     import numpy as np
@@ -249,14 +271,44 @@ def capture_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Name
     text = _texts(t, names)
     stored_keys, keys = json.loads(b.iteration_keys), [int(k) for k in s.iteration_keys]
     ns, cnt = _samples(t, stored_keys)
-    out = np.where(cnt > 0, ns, 0).astype(np.float64)
-    if stored_keys != keys:  # the stored key order mapped onto the summary's
-        where = {k: j for j, k in enumerate(stored_keys)}
-        mapped = np.zeros((len(t), len(keys)))
-        for j, k in enumerate(keys):
-            if k in where:
-                mapped[:, j] = out[:, where[k]]
-        out = mapped
+    out = _in_key_order(np.where(cnt > 0, ns, 0).astype(np.float64), stored_keys, keys)
+    if ops is not None:
+        ops.iter_ns = _in_key_order(ops.iter_ns, stored_keys, keys)
     return Capture(summary=s, names=text["name"], text={c: text[c] for c in CAPTURE_TEXT},
                    gpus=t.gpus.astype(np.int64), count=t.count.astype(float), total_ns=t.total_ns.astype(float),
-                   avg_ns=t.avg_ns, std_ns=t.std_ns, iter_ns=out, sketches=stored_sketches(text["name"].tolist(), t))
+                   avg_ns=t.avg_ns, std_ns=t.std_ns, iter_ns=out, sketches=stored_sketches(text["name"].tolist(), t),
+                   ops=ops)
+
+
+def _in_key_order(out: np.ndarray, stored_keys: list[int], keys: list[int]) -> np.ndarray:
+    """A (rows, stored keys) sample matrix with its columns in the order of ``keys`` (0 for a key not stored)."""
+    import numpy as np
+
+    if stored_keys == keys:
+        return out
+    where = {k: j for j, k in enumerate(stored_keys)}
+    mapped = np.zeros((len(out), len(keys)))
+    for j, k in enumerate(keys):
+        if k in where:
+            mapped[:, j] = out[:, where[k]]
+    return mapped
+
+
+def op_pairs_of(stored: StoredOps, kernel_names: list[str], op_names: dict[int, tuple[str, str]]) -> OpPairs:
+    """A baseline's stored kernel time by op (``op_blobs.decode_ops``) as a leaderboard's ``OpPairs``:
+    ``kernel_names`` by kernel-table row, ``op_names`` op id -> (op key, op without scope); samples in the
+    stored key order."""
+    import numpy as np
+
+    from kbase.analysis.ops import OpPairs
+
+    used = sorted({op_names[i] for i in stored.op_id.tolist() if i})
+    code = {key: j for j, (key, _) in enumerate(used)}
+    kernel = np.empty(len(stored.row), dtype=object)
+    kernel[:] = [kernel_names[r] for r in stored.row.tolist()]
+    return OpPairs(names=np.array([k for k, _ in used], dtype=object),
+                   bare=np.array([b for _, b in used], dtype=object),
+                   op=np.array([code[op_names[i][0]] if i else -1 for i in stored.op_id.tolist()], dtype=np.int32),
+                   kernel=kernel, count=np.asarray(stored.count, dtype=np.int64),
+                   total_ns=np.asarray(stored.total_ns, dtype=np.float64),
+                   iter_ns=np.asarray(stored.iter_ns, dtype=np.float64))

@@ -9,6 +9,8 @@
   this was a row per kernel (``baseline_kernel``): ~700 KiB per 500-kernel x 50-iteration baseline, now
   ~40-60 KiB (docs/store-format.md).
 - ``WorkloadKernel``: the kernel names each workload has stored.
+- ``OpName``: each distinct op key once (``analysis.ops``: ``aten::mm``, ``Linear/aten::mm``), with its op
+  without scope (the unit an algorithm swap is judged on); ``BaselineKernels.ops`` refers to it by id.
 - ``Acceptance``: a known regression acknowledged with ``kbase accept``.
 
 All nanosecond quantities are BIGINT: a window's GPU time overflows 32 bits in about 2 s.
@@ -112,6 +114,9 @@ class BaselineKernels(SQLModel, table=True):
     board: bytes = Field(sa_type=LargeBinary)  # the other leaderboard columns
     samples: bytes | None = Field(default=None, sa_type=LargeBinary)  # per iteration key; NULL without keys
     sketches: bytes | None = Field(default=None, sa_type=LargeBinary)  # NULL: none stored (before 0005)
+    # each kernel's launches and time by the op that launched it (``op_blobs``); NULL: no op information (a
+    # profile without op ranges, or stored before 0010)
+    ops: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 
 class WorkloadKernel(SQLModel, table=True):
@@ -124,6 +129,17 @@ class WorkloadKernel(SQLModel, table=True):
     workload: str = Field(max_length=200, primary_key=True)
     name_id: int = Field(sa_column=Column(Integer, ForeignKey("kernel_name.id"), primary_key=True,
                                           autoincrement=False))
+
+
+class OpName(SQLModel, table=True):
+    """Each distinct op key once (0010), as ``KernelName`` for kernels."""
+
+    __tablename__ = "op_name"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name_hash: str = Field(max_length=40, unique=True)  # sha1 of the op key
+    key: str = Field(sa_type=Text)  # the op key: "scope/op", or the op
+    op: str = Field(sa_type=Text)  # the op without its scope
 
 
 class Acceptance(SQLModel, table=True):
@@ -146,3 +162,4 @@ KERNEL_NAME: Table = KernelName.__table__  # type: ignore[attr-defined]
 BASELINE_KERNELS: Table = BaselineKernels.__table__  # type: ignore[attr-defined]
 WORKLOAD_KERNEL: Table = WorkloadKernel.__table__  # type: ignore[attr-defined]
 ACCEPTANCE: Table = Acceptance.__table__  # type: ignore[attr-defined]
+OP_NAME: Table = OpName.__table__  # type: ignore[attr-defined]

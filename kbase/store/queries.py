@@ -19,6 +19,7 @@ from kbase.store.models import (
     BASELINE,
     BASELINE_KERNELS,
     KERNEL_NAME,
+    OP_NAME,
     WORKLOAD_KERNEL,
     Acceptance,
     Baseline,
@@ -38,8 +39,6 @@ _NAME_CHUNK = 400
 def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) -> dict[str, int]:
     """Ids of the kernel names, inserting those not yet known (race-safe upsert). ``kernels``: (name, family,
     short name, category, tc) of each kernel (``codec.kernel_naming``); a repeated name keeps its first."""
-    insert = _insert(conn)
-    kn = KERNEL_NAME
     first = {k[0]: k for k in reversed(kernels)}  # (reversed: the first of a repeated name wins)
     rows = [
         {
@@ -53,22 +52,35 @@ def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) ->
         }
         for name, family, short, category, tc in first.values()
     ]
+    return _upsert_names(conn, KERNEL_NAME, rows, "name")
+
+
+def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
+    """Ids of the op keys ((key, op without scope) each), inserting those not yet known (as ``name_ids``)."""
+    rows = [{"name_hash": name_hash(key), "key": key, "op": bare} for key, bare in dict(ops).items()]
+    return _upsert_names(conn, OP_NAME, rows, "key")
+
+
+def _upsert_names(conn: Connection, table: Any, rows: list[dict[str, Any]], name: str) -> dict[str, int]:
+    """``row[name]`` -> id of ``rows`` (each with its ``name_hash``) in a names table, inserting the missing ones."""
+    insert = _insert(conn)
     # One global insert order: two writers adding overlapping new names in different (leaderboard)
     # orders would each wait on the other's uncommitted row — a deadlock on PostgreSQL.
     rows.sort(key=lambda row: row["name_hash"])
     ids: dict[str, int] = {}
-    by_hash = {row["name_hash"]: row["name"] for row in rows}
+    by_hash = {row["name_hash"]: row[name] for row in rows}
     for i in range(0, len(rows), _NAME_CHUNK):
         chunk = rows[i : i + _NAME_CHUNK]
         hashes = [row["name_hash"] for row in chunk]
         # Known names are only looked up: the insert (and its per-row parameter processing) is paid
         # for new names only, which after the first baseline of a workload is almost none.
-        found = dict(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(hashes))).all())
+        found: dict[str, int] = dict(conn.execute(select(table.c.name_hash, table.c.id)
+                                                  .where(table.c.name_hash.in_(hashes))).all())
         missing = [row for row in chunk if row["name_hash"] not in found]
         if missing:
-            conn.execute(insert(kn).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
+            conn.execute(insert(table).on_conflict_do_nothing(index_elements=["name_hash"]), missing)
             new = [row["name_hash"] for row in missing]
-            found.update(conn.execute(select(kn.c.name_hash, kn.c.id).where(kn.c.name_hash.in_(new))).all())
+            found.update(conn.execute(select(table.c.name_hash, table.c.id).where(table.c.name_hash.in_(new))).all())
         for h, nid in found.items():
             ids[by_hash[h]] = nid
     return ids
@@ -127,7 +139,9 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
                 if existing is None or force:
                     raise StoreError("store: the capture key is taken but its row cannot be read; try again")
                 return Saved(existing, created=False)
-            insert_kernels(conn, workload, [kernels_row(baseline_id, lb, name_ids(conn, kernel_naming(lb)), keys)])
+            ops = None if lb.ops is None else op_ids(conn, list(zip(lb.ops.names.tolist(), lb.ops.bare.tolist())))
+            insert_kernels(conn, workload, [kernels_row(baseline_id, lb, name_ids(conn, kernel_naming(lb)), keys,
+                                                        ops)])
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back

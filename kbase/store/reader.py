@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.capture import Capture
+    from kbase.analysis.ops import OpPairs
     from kbase.store.codec import Names
     from kbase.store.kernel_blobs import KernelTable
     from kbase.store.models import Acceptance, Baseline
@@ -165,6 +166,34 @@ class StoreReader(Generic[B, A]):
         from kbase.store.kernel_blobs import empty_table
 
         return self.kernel_tables([baseline_id]).get(baseline_id) or empty_table()
+
+    def op_pairs(self, baseline_id: int, t: KernelTable, kernel_names: list[str]) -> OpPairs | None:
+        """Baseline ``baseline_id``'s kernel time by op (``analysis.ops.OpPairs``, samples in the stored key order)
+        against its kernel table ``t`` (``kernel_names``: by row); None when it stores none (a profile without
+        op ranges, or stored before 0010)."""
+        from kbase.store.codec import op_pairs_of
+        from kbase.store.op_blobs import stored_ops
+
+        found = self.rows_in("op_blobs", {}, "ids", [baseline_id])
+        if not found:
+            return None
+        bid, fmt, blob = found[0]
+        stored = stored_ops(bid, fmt, blob, t)
+        return op_pairs_of(stored, kernel_names, self.op_names(stored.op_id.tolist()))
+
+    def op_levels(self, baseline_ids: list[int]) -> list[tuple[int, str, str, float]]:
+        """(baseline_id, op key, op without scope, total_ns) of each (kernel, op) pair with an op of those of the
+        given baselines that store ops (history noise sums them per op)."""
+        from kbase.store.op_blobs import op_level_rows
+
+        rows = op_level_rows(self.rows_in("op_level_blobs", {}, "ids", baseline_ids))
+        names = self.op_names(r[1] for r in rows)
+        return [(b, *names[i], total) for b, i, total in rows]
+
+    def op_names(self, op_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """op id -> (op key, op without scope) of the given ``op_name`` ids (0, no op, left out)."""
+        wanted = sorted({i for i in op_ids if i})
+        return {r[0]: (r[1], r[2]) for r in self.rows_in("op_names_by_id", {}, "ids", wanted)} if wanted else {}
 
     def names(self, name_ids: Iterable[int]) -> Names:
         """name id -> (name, short name, category, tc, family) of the given kernel names."""
@@ -368,4 +397,6 @@ def load_capture(reader: StoreReader[Any, Any], b: AnyBaseline) -> Capture:
 
     assert b.id is not None
     t = reader.kernel_table(b.id)
-    return capture_from_table(b, t, reader.names(t.name_id.tolist()))
+    names = reader.names(t.name_id.tolist())
+    ops = reader.op_pairs(b.id, t, [names[i][0] for i in t.name_id.tolist()]) if len(t) else None
+    return capture_from_table(b, t, names, ops)

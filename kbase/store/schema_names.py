@@ -13,7 +13,7 @@ from kbase.errors import StoreError
 
 # kbase's own tables at the head revision (``kbase.store.models``) and Alembic's version table.
 OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernels", "workload_kernel", "acceptance",
-                        "alembic_version"})
+                        "alembic_version", "op_name"})
 # ... and those of earlier revisions, which a store still to be migrated holds (0008's row per kernel)
 EARLIER_TABLES = frozenset({"baseline_kernel"})
 

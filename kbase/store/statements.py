@@ -18,9 +18,10 @@ from functools import cache
 from sqlalchemy import Boolean, bindparam, literal_column, or_, select
 from sqlalchemy.sql import Select
 
-from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, WORKLOAD_KERNEL
+from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME, WORKLOAD_KERNEL
 
 bt, bk, kn, at, wk = BASELINE.c, BASELINE_KERNELS.c, KERNEL_NAME.c, ACCEPTANCE.c, WORKLOAD_KERNEL.c
+opn = OP_NAME.c
 STATEMENTS: dict[str, Callable[[], Select]] = {}
 
 
@@ -145,6 +146,27 @@ def level_blobs() -> Select:
 def board_blobs() -> Select:
     """One baseline's leaderboard columns and samples: (format, levels, board, samples)."""
     return select(bk.format, bk.levels, bk.board, bk.samples).where(bk.baseline_id == bindparam("id"))
+
+
+@_statement
+def op_blobs() -> Select:
+    """The kernel time by op of some baselines that store it: (baseline_id, format, ops) (``op_blobs``)."""
+    return (select(bk.baseline_id, bk.format, bk.ops)
+            .where(bk.baseline_id.in_(_in("ids")), bk.ops.is_not(None)))
+
+
+@_statement
+def op_level_blobs() -> Select:
+    """What each op's time in some baselines needs (history noise): (baseline_id, format, levels, ops) of those
+    that store ops."""
+    return (select(bk.baseline_id, bk.format, bk.levels, bk.ops)
+            .where(bk.baseline_id.in_(_in("ids")), bk.ops.is_not(None)))
+
+
+@_statement
+def op_names_by_id() -> Select:
+    """(id, op key, op without scope) of some ``op_name`` ids."""
+    return select(opn.id, opn.key, opn.op).where(opn.id.in_(_in("ids")))
 
 
 @_statement

@@ -149,17 +149,22 @@ def _bulk_mix(n_kernels: int) -> list[KernelSpec]:
 
 def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_kernels: int = 30,
                        iterations: int = 10, gpus: int = 8, steps: Sequence[InjectedStep] = (), seed: int = 0,
-                       chunk: int = 200, blob_pool: int = 0) -> list[str]:
+                       chunk: int = 200, blob_pool: int = 0, op_split: float = 0.2) -> list[str]:
     """Write ``n_baselines`` baselines (one per commit, synthetic hashes) in bulk; returns the commits.
 
     ``steps`` apply as in ``generate_history`` (``at`` counts baselines). Each baseline is stored as
     ``save_leaderboard`` stores a snapshot: its summary (window, GPUs, iteration keys: what the diff
     compares per iteration), per-iteration samples (summed over GPUs) and launch sketches.
 
-    ``blob_pool`` > 0: the samples and sketches blobs of baseline ``b`` are those of baseline
+    ``blob_pool`` > 0: the samples, sketches and ops blobs of baseline ``b`` are those of baseline
     ``b % blob_pool`` (each baseline's own leaderboard columns still): encoding them costs ~30 ms a
     500-kernel baseline, and a store for reads that never decode them (``kbase steps``, ``history``,
     ``list``) needs only their sizes. 0: every baseline its own.
+
+    Each kernel's time by op is stored as a snapshot of a profile with op ranges stores it (``op_blobs``):
+    the kernels are launched by ``n_kernels // 5`` ops, and a fraction ``op_split`` of them (every
+    ``1 / op_split``-th: elementwise kernels serve several ops) by two or three ops, their launches and
+    per-iteration time split unevenly between those; ``op_split`` < 0: no op information.
     """
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
@@ -196,7 +201,9 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
         ids = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
         name_ids = [ids[name_hash(n)] for n in names]
         first_id = (conn.execute(select(bt.c.id).order_by(bt.c.id.desc()).limit(1)).scalar() or 0) + 1
-        pool: list[tuple[bytes | None, bytes | None]] = []
+        plan = _bulk_op_plan(conn, n_kernels, op_split)
+        op_rng = np.random.default_rng([seed, 27])  # its own stream: the baselines' numbers do not depend on it
+        pool: list[tuple[bytes | None, bytes | None, bytes | None]] = []
         for lo in range(0, n_baselines, chunk):
             hi = min(lo + chunk, n_baselines)
             base_rows, kernel_rows = [], []
@@ -224,9 +231,9 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                     communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]), fingerprint=fp,
                     summary_json=summary, kbase_version=__version__).model_dump())
                 row = _bulk_kernels(first_id + b, name_ids, total, per, cnt, sketches, window_ns, gpus, iterations,
-                                    pool[b % blob_pool] if blob_pool and b >= blob_pool else None)
+                                    pool[b % blob_pool] if blob_pool and b >= blob_pool else None, plan, op_rng)
                 if blob_pool and b < blob_pool:
-                    pool.append((row["samples"], row["sketches"]))
+                    pool.append((row["samples"], row["sketches"], row["ops"]))
                 kernel_rows.append(row)
             conn.execute(bt.insert(), base_rows)
             conn.execute(bk.insert(), kernel_rows)
@@ -240,13 +247,63 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     return commits
 
 
+def _bulk_op_plan(conn: Any, n_kernels: int, op_split: float) -> list[list[int]] | None:
+    """The op ids (``op_name``, inserted when new) launching each kernel of a bulk baseline; None: no ops."""
+    from kbase.store.queries import op_ids
+
+    if op_split < 0:
+        return None
+    n_ops = max(n_kernels // 5, 1)
+    keys = [(f"Layer{i % 7}/aten::op{i}", f"aten::op{i}") for i in range(n_ops)]
+    ids = op_ids(conn, keys)
+    every = round(1 / op_split) if op_split > 0 else 0
+    return [[ids[keys[(k + j * 7) % n_ops][0]] for j in range(2 + k % 2 if every and k % every == 0 else 1)]
+            for k in range(n_kernels)]
+
+
+def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np.ndarray,
+              rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
+    """(pairs, kernel rows, op ids) of one bulk baseline's kernel time by op: a kernel launched by several ops
+    has its launches and per-iteration ns split unevenly between them (whole launches and ns, summing to the
+    kernel's)."""
+    from types import SimpleNamespace
+
+    row_of = np.empty(len(order), dtype=np.int64)
+    row_of[order] = np.arange(len(order))
+    rows, ops, counts, totals, samples = [], [], [], [], []
+    for k, op_list in enumerate(plan):
+        if len(op_list) == 1:
+            parts_ns, parts_cnt = [per[k]], [cnt[k]]
+        else:
+            w = rng.dirichlet(np.full(len(op_list), 4.0))
+            c_total = cnt[k].sum()
+            c_parts = np.floor(w[:-1] * c_total)
+            parts_cnt = [np.full(cnt.shape[1], c / cnt.shape[1]) for c in c_parts]
+            parts_cnt.append(cnt[k] - np.sum(parts_cnt, axis=0))
+            ns_parts = [np.rint(per[k] * x * (1 + 0.01 * rng.standard_normal(per.shape[1]))) for x in w[:-1]]
+            parts_ns = [*ns_parts, per[k] - np.sum(ns_parts, axis=0)]
+        for op_id, ns, c in zip(op_list, parts_ns, parts_cnt):
+            rows.append(row_of[k])
+            ops.append(op_id)
+            counts.append(int(round(float(np.sum(c)))))
+            totals.append(float(np.sum(ns)))
+            samples.append(ns)
+    pairs = SimpleNamespace(count=np.array(counts, dtype=np.int64), total_ns=np.array(totals),
+                            iter_ns=np.array(samples, dtype=np.float64).reshape(len(rows), per.shape[1]))
+    return pairs, np.array(rows, dtype=np.int64), np.array(ops, dtype=np.int64)
+
+
 def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
                   sketches: np.ndarray, window_ns: int, gpus: int, iterations: int,
-                  reuse: tuple[bytes | None, bytes | None] | None = None) -> dict[str, Any]:
+                  reuse: tuple[bytes | None, bytes | None, bytes | None] | None = None,
+                  plan: list[list[int]] | None = None,
+                  rng: np.random.Generator | None = None) -> dict[str, Any]:
     """One bulk baseline's ``baseline_kernels`` row: its columns derived as ``build_leaderboard`` derives
     them (whole-ns totals and medians, shares of the window's GPU time), in rank order, encoded;
-    ``reuse``: (samples, sketches) blobs to store instead of encoding this baseline's own."""
+    ``reuse``: (samples, sketches, ops) blobs to store instead of encoding this baseline's own; ``plan``: the op
+    ids of each kernel (``_bulk_op_plan``), for its ``ops`` blob."""
     from kbase.store.kernel_blobs import FORMAT, KernelTable, encode
+    from kbase.store.op_blobs import encode_ops
 
     order = np.argsort(-total, kind="stable")
     units = iterations * gpus
@@ -264,9 +321,13 @@ def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per:
     if reuse is None:
         t.iter_ns, t.iter_count, t.sketches = per[order], cnt[order].astype(np.float64), sketches[order]
     blobs = encode(t)
-    samples, sketch_blob = reuse if reuse is not None else (blobs.samples, blobs.sketches)
+    samples, sketch_blob = reuse[:2] if reuse is not None else (blobs.samples, blobs.sketches)
+    ops = reuse[2] if reuse is not None else None
+    if plan is not None and reuse is None:
+        pairs, rows, op_ids = _bulk_ops(plan, order, per, cnt, rng or np.random.default_rng(baseline_id))
+        ops = encode_ops(pairs, rows, op_ids, t.count, t.total_ns, per[order].astype(np.float32).astype(np.float64))
     return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(tot), "levels": blobs.levels,
-            "board": blobs.board, "samples": samples, "sketches": sketch_blob}
+            "board": blobs.board, "samples": samples, "sketches": sketch_blob, "ops": ops}
 
 
 def _bulk_summary(total: np.ndarray, by_cat: dict[str, float], window_ns: int, gpus: int, models: str,

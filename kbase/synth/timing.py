@@ -3,7 +3,7 @@ queueing (see :mod:`kbase.synth.generate` for the model in words)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,13 +44,24 @@ class Program:
     ordinal: np.ndarray  # occurrence of that spec within the step
     nccl: np.ndarray     # per launch: on the NCCL stream
     dep: np.ndarray      # per launch: index of the last compute-stream GPU op before it (-1: none)
+    phase_start: list[int] = field(default_factory=list)  # call position where each phase begins (len: none)
 
 
-def program(counts: np.ndarray, is_nccl: np.ndarray, uses_ex: np.ndarray, seed: int) -> Program:
+def program(counts: np.ndarray, is_nccl: np.ndarray, uses_ex: np.ndarray, seed: int,
+            phase: np.ndarray | None = None) -> Program:
+    """The step's calls: every active kernel's launches in a random order (per ``seed``); with ``phase`` (a
+    phase per kernel spec: forward, backward, optimizer) the launches of each phase come together, in phase
+    order, so a kernel runs in the same phase whatever the seed (as a program's op structure does)."""
     rng = np.random.default_rng([seed, int(counts.sum()), 0xC0DE])
-    order = rng.permutation(np.repeat(np.arange(len(counts)), counts))
+    groups = [np.arange(len(counts))] if phase is None else [np.flatnonzero(phase == p) for p in range(3)]
+    parts = [rng.permutation(np.repeat(g, counts[g])) for g in groups]
+    order = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    bounds = np.cumsum([0] + [len(x) for x in parts]).tolist()  # order position where each phase begins
+    phase_start: list[int] = []
     api, spec = [SYNC, MEMCPY], [-1, -1]
     for j, s in enumerate(order.tolist()):
+        while phase is not None and len(phase_start) < len(parts) and bounds[len(phase_start)] == j:
+            phase_start.append(len(api))
         if j % 64 == 31:
             api.append(CAPT)
             spec.append(-1)
@@ -69,7 +80,9 @@ def program(counts: np.ndarray, is_nccl: np.ndarray, uses_ex: np.ndarray, seed: 
     nccl = is_nccl[kspec]
     compute_ops = np.cumsum(~nccl)  # memcpy is compute op #0, so launch i's compute index = cumsum
     dep = np.where(nccl, compute_ops, -1)  # index into [memcpy, compute kernels...] of the last one before
-    return Program(api_a, spec_a, kpos, kspec, ordinal, nccl, dep)
+    if phase is not None:
+        phase_start += [len(api)] * (len(parts) - len(phase_start))
+    return Program(api_a, spec_a, kpos, kspec, ordinal, nccl, dep, phase_start)
 
 
 def queue(ready: np.ndarray, dur: np.ndarray, gap: np.ndarray, free: int) -> np.ndarray:

@@ -1,5 +1,5 @@
 """``kbase report`` and the CI flags of ``kbase gate``: ``--comment-md``, ``--if-no-baseline``, and the
-``bmf`` / ``github-benchmark`` formats, on the demo's store (two commits, one GEMM 12% slower)."""
+``bmf`` / ``github-benchmark`` formats, on the demo's store (two commits, one GEMM 25% slower)."""
 
 from __future__ import annotations
 

@@ -69,7 +69,8 @@ def test_chosen_kernels_have_the_share_the_cases_assume(ex):
     share = side.kernels.to_frame()["per_unit_ns"] / side.unit_wall_ns
     assert share[SLOW.name] >= 0.02
     assert share[SHORT_SLOW.name] >= 0.02
-    assert share[NEW.name if NEW.name in share else GONE.name] >= 0.005  # the dropped one is gated-size
+    # the dropped one is about the share floor's size (0.48% since the generator runs each kernel in one phase)
+    assert share[NEW.name if NEW.name in share else GONE.name] >= 0.004
     assert side.n_units == 7 and side.n_gpus == 2 and side.aligned
 
 
@@ -216,7 +217,7 @@ def test_formats_json_md_csv(ex):
     r = run_kbase("diff", a, b, "--format", "json")
     assert r.rc == 0, r
     doc = json.loads(r.stdout)
-    assert doc["schema"] == DIFF_SCHEMA == "kbase.diff/2"
+    assert doc["schema"] == DIFF_SCHEMA == "kbase.diff/3"
     assert isinstance(doc["version"], int)
     assert doc["comparable"] is True and doc["mismatches"] == []
     rows = doc["kernels"]

@@ -4,7 +4,7 @@ A kernel is regressed only when its change is significant *and* every floor hold
 (``abs_floor_us``: 2 µs per iteration per GPU), the share floor (``share_floor``: 0.5% of the iteration; a new
 kernel under it is not gated either) and the optional relative floor (``max_increase_pct``); the total kernel
 time fails at ``total_increase_pct`` (3%). Each floor is tested on both sides of its value and at the value
-itself (a floor is reached at equality), so a floor moved (2 µs read as 2 ns), ignored, or compared with ``>``
+itself (a floor is reached at equality; ``min_effect_pct`` is off here except in its own tests), so a floor moved (2 µs read as 2 ns), ignored, or compared with ``>``
 instead of ``>=`` fails a test here.
 
 The exports are exact: the kernels under test have no jitter, so a kernel of 100 µs per iteration slowed by
@@ -54,7 +54,10 @@ def exports(tmp_path_factory):
 
 
 def _gate(exports, after: str, tmp_path, **policy):
-    settings = kbase.Settings.load(repo=tmp_path, db=f"sqlite:///{tmp_path / 'kb.db'}", policy=policy or None)
+    # min_effect_pct off unless a test sets it: the floors under test decide alone (the practical-significance
+    # floor has its own tests below)
+    settings = kbase.Settings.load(repo=tmp_path, db=f"sqlite:///{tmp_path / 'kb.db'}",
+                                   policy={"min_effect_pct": 0.0, **policy})
     return kbase.gate(str(exports["base"]), str(exports[after]), settings)
 
 
@@ -159,3 +162,20 @@ def test_the_total_kernel_time_fails_at_its_floor(exports, tmp_path):
     assert at.regressed
     above = _gate(exports, "gemm_slower", tmp_path, total_increase_pct=math.nextafter(total.delta_pct, 100.0))
     assert not above.comparison.result.totals.kernel.regressed
+
+
+# --------------------------------------------------------------------------- min_effect_pct (practical significance)
+
+
+def test_a_significant_regression_under_min_effect_pct_is_reported_and_does_not_fail(exports, tmp_path):
+    result = _gate(exports, "target_slower", tmp_path, min_effect_pct=0.5)  # +5,000 ns: ~0.06% of the iteration
+    row = _row(result, TARGET)
+    assert row["class"] == KernelClass.REGRESSED_BELOW_FLOOR and abs(row["z"]) > 5
+    assert row["effect"] < 0.005 and not row["gated"]
+    assert result.verdict.code == 0
+
+
+def test_a_regression_over_min_effect_pct_fails(exports, tmp_path):
+    result = _gate(exports, "target_slower", tmp_path, min_effect_pct=0.05)
+    assert _regressed(result, TARGET) and _row(result, TARGET)["effect"] >= 0.0005
+    assert result.verdict.code == 1

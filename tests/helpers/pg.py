@@ -214,12 +214,13 @@ def copy_store(src_url: str, dst_url: str) -> None:
     from sqlalchemy import text
 
     from kbase.store import open_store
-    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, WORKLOAD_KERNEL
+    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME, WORKLOAD_KERNEL
 
     src, dst = open_store(src_url), open_store(dst_url)
     try:
         with src.engine.connect() as read, dst.engine.begin() as write:
-            for table in (KERNEL_NAME, BASELINE, BASELINE_KERNELS, WORKLOAD_KERNEL, ACCEPTANCE):  # referenced first
+            for table in (KERNEL_NAME, OP_NAME, BASELINE, BASELINE_KERNELS, WORKLOAD_KERNEL,
+                          ACCEPTANCE):  # referenced first
                 rows = [dict(r._mapping) for r in read.execute(table.select().order_by(*table.primary_key.columns))]
                 if rows:
                     write.execute(table.insert(), rows)

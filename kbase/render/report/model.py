@@ -117,6 +117,29 @@ class LeaderboardRow:
 
 
 @dataclass
+class OpKernelRow:
+    """One kernel of an op: the part of its time that op launched."""
+
+    name: str
+    short_name: str
+    per_iter_ns: float | None
+    launches_per_iter: float | None
+    share_op: float | None  # of the op's time
+
+
+@dataclass
+class OpRow:
+    """One op of a leaderboard grouped by op (``kbase top --by op``), with its kernels (the drill-down)."""
+
+    op: str | None  # None: kernels launched by no op
+    per_iter_ns: float | None
+    launches_per_iter: float | None
+    share_window: float | None
+    share_kernel: float | None
+    kernels: list[OpKernelRow] = field(default_factory=list)
+
+
+@dataclass
 class LeaderboardView:
     """One baseline's leaderboard: where its iteration goes."""
 
@@ -132,6 +155,7 @@ class LeaderboardView:
     communication_ns: float
     memory_ns: float
     rows: list[LeaderboardRow] = field(default_factory=list)  # by time, largest first
+    ops: list[OpRow] | None = None  # grouped by op, largest first (None: the baseline stores no op information)
 
 
 @dataclass

@@ -188,7 +188,8 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
     times = column_unit(v for r in rows for v in row_sides(r))
     cost = doc.get("cost")
     for r in rows:
-        cls = "swap" if r.get("swap") else r["class"]
+        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace("regressed_below_floor",
+                                                                             "regressed (below gate floor)")
         before, after = row_sides(r)
         money = (f"<td class='num'>{html_text(_money(r.get('cost_per_month'), cost['currency']))}</td>"
                  if cost else "")
@@ -277,11 +278,38 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             f"{html_text(view.window_desc)}; iteration wall {fmt_ns(view.wall_ns)} per GPU</p>" + _notes(notes)
             + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>'
             '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
-            '<div class="chart" id="fig-top"></div>'
-            "<h2>Leaderboard</h2><div class='table-wrap'><table><thead><tr><th>#</th><th>kernel</th><th>TC</th>"
+            '<div class="chart" id="fig-top"></div>' + op_section(view, top)
+            + "<h2>Leaderboard</h2><div class='table-wrap'><table><thead><tr><th>#</th><th>kernel</th><th>TC</th>"
             "<th>Count</th><th>Total</th>"
             "<th>Avg</th><th>Min–Max</th><th>%kernel</th><th>Diagnosis</th><th>%window</th><th>/iter/GPU</th>"
             "<th>launches/iter</th><th>Amdahl max</th><th>category</th><th>flags</th><th>why (⚠ fix; diagnosis)</th>"
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
             f'<p class="sub">{html_text(LEGEND)}</p>')
     return body, {"fig-where": where, "fig-top": top_fig}
+
+
+def op_section(view: LeaderboardView, top: int = 50) -> str:
+    """The leaderboard grouped by the op that launched each kernel: one row per op, each opening (``<details>``)
+    onto its kernels and their share of the op's time."""
+    if view.ops is None:
+        return ("<h2>By op</h2><p class='sub'>this baseline stores no op information (stored before op "
+                "attribution, or a profile without op ranges)</p>")
+    rows = []
+    for i, r in enumerate(view.ops[:top], 1):
+        labels = fig.distinct_labels([(k.name, k.short_name) for k in r.kernels], limit=80)
+        kernels = "".join(
+            f"<tr><td class='name' title='{html_text(k.name)}'>{html_text(labels[k.name])}</td>"
+            f"<td class='num'>{fmt_ns(k.per_iter_ns)}</td>"
+            f"<td class='num'>{'-' if k.launches_per_iter is None else f'{k.launches_per_iter:,.1f}'}</td>"
+            f"<td class='num'>{_share(k.share_op)}</td></tr>" for k in r.kernels)
+        name = "(no op)" if r.op is None else r.op
+        rows.append(
+            f"<tr class='op'><td class='num'>{i}</td><td class='name'><details><summary title='{html_text(name)}'>"
+            f"{html_text(clip(name, 100))} ({len(r.kernels)} kernel(s))</summary><table class='op-kernels'><thead>"
+            "<tr><th>kernel</th><th>/iter/GPU</th><th>launches/iter</th><th>%op</th></tr></thead><tbody>"
+            f"{kernels}</tbody></table></details></td><td class='num'>{fmt_ns(r.per_iter_ns)}</td>"
+            f"<td class='num'>{'-' if r.launches_per_iter is None else f'{r.launches_per_iter:,.1f}'}</td>"
+            f"<td class='num'>{_share(r.share_window)}</td><td class='num'>{_share(r.share_kernel)}</td></tr>")
+    return ("<h2>By op (open an op for its kernels)</h2><div class='table-wrap'><table class='ops'><thead><tr>"
+            "<th>#</th><th>op</th><th>/iter/GPU</th><th>launches/iter</th><th>%window</th><th>%kernel</th></tr>"
+            "</thead><tbody>" + "".join(rows) + "</tbody></table></div>")
