@@ -6,14 +6,16 @@ A baseline file::
 
     KBASE-BASELINE 1\\n
     {header: JSON, ASCII, sorted keys, one line}\\n
-    the levels, board, samples and sketches blobs (``kernel_blobs``: the bytes the store keeps), back to back
+    the levels, board, samples and sketches blobs (``kernel_blobs``: the bytes the store keeps), then the ops
+    blob when the baseline has one (``op_blobs``: its kernel time by op), back to back
 
 The header holds the baseline row (every column but its id), the kernel names (``names``: row i of the
 ``levels`` blob names kernel ``names[name_id]``; the store's own ids are replaced by these positions), each
-blob's length, and ``content``: the digest of what was measured (``content_digest``: the kernel table and the
-measurement's columns, not when or by whom it was stored), which decides whether two files of one capture key
-(workload, commit, source sha256, window, copy) are the same baseline. Tombstones and acceptances are one JSON
-line each. Everything here is pure: bytes in, bytes out.
+blob's length, the op keys (``op_names``: [key, op] pairs; the ops blob's ``op`` column k > 0 names
+``op_names[k - 1]``, 0 no op), and ``content``: the digest of what was measured (``content_digest``: the
+kernel table, the op split and the measurement's columns, not when or by whom it was stored), which decides
+whether two files of one capture key (workload, commit, source sha256, window, copy) are the same baseline.
+Tombstones and acceptances are one JSON line each. Everything here is pure: bytes in, bytes out.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ MAGIC = b"KBASE-BASELINE 1\n"
 BASELINE_SUFFIX, TOMBSTONE_SUFFIX, ACCEPTANCE_SUFFIX = ".baseline", ".deleted", ".acceptance"
 TOMBSTONE_FORMAT, ACCEPTANCE_FORMAT = "kbase.tombstone/1", "kbase.acceptance/1"
 NAME_HEX = 40  # file names: the first 160 bits of the sha256 of the bytes, as git names its objects
-BLOBS = ("levels", "board", "samples", "sketches")
+BLOBS = ("levels", "board", "samples", "sketches", "ops")  # "ops": absent (null) for a baseline without
 KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # the store's capture key
 # Columns that say when, where and by whom a baseline was stored, not what was measured: two stores that took
 # the same capture apart differ in them and still hold the same baseline.
@@ -81,13 +83,16 @@ def key_of(row: dict[str, Any]) -> tuple:
     return tuple(row[k] for k in KEY)
 
 
-def content_digest(row: dict[str, Any], names: list[str], plains: dict[str, bytes | None]) -> str:
+def content_digest(row: dict[str, Any], names: list[str], plains: dict[str, bytes | None],
+                   op_names: list[list[str]] | None = None) -> str:
     """What was measured: the baseline's measurement columns, its kernels' names in row order and the blobs'
     columns (``packed.plain``, the name ids left out: the names say it), independent of the store's ids, of
     the compressor's build and of who stored it when."""
     h = hashlib.sha256()
     h.update(_json({k: v for k, v in jsonable_row(row).items() if k not in BOOKKEEPING and k != "id"}))
     h.update(_json(names))
+    if op_names:
+        h.update(_json(op_names))
     for blob in BLOBS:
         plain = plains.get(blob)
         h.update(b"-" if plain is None else b"+%d:" % len(plain) + plain)

@@ -223,6 +223,11 @@ class Packed:
         """Every value of column ``name`` is 0 (nothing stored for it)."""
         return not self._cols[name][0] & WIDTH_MASK
 
+    def options(self, name: str) -> dict[str, bool]:
+        """How column ``name`` was coded (``pack``'s options): written again alike, its bytes come out the same."""
+        kind = self._cols[name][0]
+        return {"delta": bool(kind & DELTA), "as_float": bool(kind & FLOAT)}
+
     def __contains__(self, name: str) -> bool:
         return name in self._cols
 

@@ -73,20 +73,18 @@ def _plain(blob: bytes | None, skip: tuple[str, ...] = ()) -> bytes | None:
     return b"".join(parts)
 
 
-def _relabel(levels: bytes, ids: list[int]) -> bytes:
-    """The ``levels`` blob with its ``name_id`` column replaced (row i names kernel ``ids[i]``)."""
+def _relabel(blob: bytes, ids: list[int], column: str = "name_id") -> bytes:
+    """The blob with its id column replaced (row i: ``ids[i]``): the ``levels`` blob's kernel name ids, the
+    ``ops`` blob's op ids. Every other column keeps its values and its coding (delta, float)."""
     import numpy as np
 
     from kbase.store.packed import Packed, pack
 
-    p = Packed(levels)
+    p = Packed(blob)
     columns: dict[str, Any] = {}
     for name in p.names:
-        if name == "name_id":
-            columns[name] = (np.asarray(ids, dtype=np.int64), {})
-            continue
-        values = p.array(name)
-        columns[name] = (values, {"as_float": values.dtype == np.float64})
+        values = np.asarray(ids, dtype=np.int64) if name == column else p.array(name)
+        columns[name] = (values, p.options(name))
     return pack(p.rows, columns, p.meta)
 
 
@@ -94,6 +92,20 @@ def _name_ids(levels: bytes) -> list[int]:
     from kbase.store.packed import Packed
 
     return Packed(levels).ints("name_id")
+
+
+def _op_ids(ops: bytes | None) -> list[int]:
+    """The ``ops`` blob's op id of each (kernel, op) pair (0: launched by no op); none without the blob."""
+    from kbase.store.packed import Packed
+
+    return Packed(ops).ints("op") if ops is not None else []
+
+
+def _op_positions(ids: list[int]) -> tuple[list[int], list[int]]:
+    """(the distinct op ids in first-use order, each pair's 1-based position in that list; 0 stays 0)."""
+    order: dict[int, int] = {}
+    positions = [0 if i == 0 else order.setdefault(i, len(order)) + 1 for i in ids]
+    return list(order), positions
 
 
 # ------------------------------------------------------------------------------------------ reading the store
@@ -113,6 +125,8 @@ class Stored:
     row: dict[str, Any]
     names: list[tuple[str, str, str, str, str]]  # (name, family, short name, category, tc) in first-use order
     positions: list[int]  # row i -> its kernel's index in ``names``
+    op_names: list[list[str]]  # [key, op] of the ops blob's op ids in first-use order
+    op_positions: list[int]  # pair i -> its op's 1-based index in ``op_names`` (0: no op)
     blobs: dict[str, bytes | None]
     kernels_format: int
     kernels: int
@@ -126,8 +140,12 @@ class Stored:
         blobs = dict(self.blobs)
         if blobs["levels"] is not None:
             blobs["levels"] = _relabel(blobs["levels"], self.positions)
+        if blobs["ops"] is not None:
+            blobs["ops"] = _relabel(blobs["ops"], self.op_positions, "op")
         header = {"format": FORMAT, "baseline": jsonable_row(self.row), "names": [list(n) for n in self.names],
                   "kernels_format": self.kernels_format, "kernels": self.kernels, "content": self.content}
+        if blobs["ops"] is not None:
+            header["op_names"] = self.op_names
         return BaselineFile(header, blobs)
 
 
@@ -137,7 +155,7 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
 
     from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
     from kbase.store.kernel_blobs import empty_table, encode
-    from kbase.store.models import BASELINE, BASELINE_KERNELS, KERNEL_NAME
+    from kbase.store.models import BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME
 
     cols = _columns()
     out: dict[int, Stored] = {}
@@ -150,6 +168,9 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
         kn = KERNEL_NAME
         names = {r.id: (r.name, r.family, r.short_name, r.category, r.tc) for j in range(0, len(used), 500)
                  for r in conn.execute(select(kn).where(kn.c.id.in_(used[j : j + 500])))}
+        used_ops = sorted({o for t in tables.values() for o in _op_ids(t.ops)} - {0})
+        ops = {r.id: [r.key, r.op] for j in range(0, len(used_ops), 500)
+               for r in conn.execute(select(OP_NAME).where(OP_NAME.c.id.in_(used_ops[j : j + 500])))}
         for bid in chunk:
             if bid not in rows:
                 continue
@@ -163,17 +184,24 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
                 positions = [order.setdefault(n, len(order)) for n in _name_ids(t.levels)]
             else:  # no kernel table stored: the empty one
                 e = encode(empty_table())
-                blobs = {"levels": e.levels, "board": e.board, "samples": e.samples, "sketches": e.sketches}
+                blobs = {"levels": e.levels, "board": e.board, "samples": e.samples, "sketches": e.sketches,
+                         "ops": None}
+            op_order, op_positions = _op_positions(_op_ids(blobs["ops"]))
             listed = [names[n] for n in order]
-            out[bid] = Stored(bid, row, listed, positions, blobs,
+            op_names = [ops[o] for o in op_order]
+            out[bid] = Stored(bid, row, listed, positions, op_names, op_positions, blobs,
                               int(t.format) if t is not None else KERNELS_FORMAT,
-                              int(t.kernels) if t is not None else 0, _content(row, [n[0] for n in listed], blobs))
+                              int(t.kernels) if t is not None else 0,
+                              _content(row, [n[0] for n in listed], blobs, op_names))
     return out
 
 
-def _content(row: dict[str, Any], names: list[str], blobs: dict[str, bytes | None]) -> str:
-    return content_digest(row, names, {b: _plain(blobs[b], ("name_id",) if b == "levels" else ())
-                                       for b in BLOBS})
+_ID_COLUMNS = {"levels": ("name_id",), "ops": ("op",)}  # store ids: the names and op keys say what they mean
+
+
+def _content(row: dict[str, Any], names: list[str], blobs: dict[str, bytes | None],
+             op_names: list[list[str]]) -> str:
+    return content_digest(row, names, {b: _plain(blobs[b], _ID_COLUMNS.get(b, ())) for b in BLOBS}, op_names)
 
 
 # ------------------------------------------------------------------------------------------ the folder
@@ -270,12 +298,20 @@ def _check_baseline(f: BaselineFile) -> None:
     try:
         row_values(f.row)
         ids = _name_ids(f.blobs["levels"] or b"")
-        plains = {b: _plain(f.blobs[b], ("name_id",) if b == "levels" else ()) for b in BLOBS}
+        plains = {b: _plain(f.blobs[b], _ID_COLUMNS.get(b, ())) for b in BLOBS}
+        op_ids = _op_ids(f.blobs["ops"])
     except (PackedError, ValueError, TypeError, KeyError) as exc:
         raise ExportFileError(f"kernel data unreadable ({exc})") from None
     if any(not 0 <= i < len(names) for i in ids) or len(ids) != f.header["kernels"]:
         raise ExportFileError("the levels' name ids do not match the names listed")
-    if content_digest(f.row, [names[i][0] for i in _first_use(ids)], plains) != f.content:
+    op_names = f.header.get("op_names", [])
+    if not isinstance(op_names, list) or not all(
+            isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in op_names):
+        raise ExportFileError("op_names must be [op key, op] lists")
+    if any(not 0 <= i <= len(op_names) for i in op_ids) or (op_names and f.blobs["ops"] is None):
+        raise ExportFileError("the ops blob's op ids do not match the op names listed")
+    if content_digest(f.row, [names[i][0] for i in _first_use(ids)], plains,
+                      [op_names[i - 1] for i in _first_use(op_ids) if i]) != f.content:
         raise ExportFileError("its content digest does not match its kernel data")
 
 
@@ -456,10 +492,17 @@ def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
     levels = f.blobs["levels"]
     assert levels is not None
     ids = [local[names[i][0]] for i in _name_ids(levels)]
+    ops = f.blobs["ops"]
+    if ops is not None:
+        from kbase.store.queries import op_ids
+
+        op_names = [(str(k), str(o)) for k, o in f.header.get("op_names", [])]
+        known = op_ids(conn, op_names)
+        ops = _relabel(ops, [known[op_names[i - 1][0]] if i else 0 for i in _op_ids(ops)], "op")
     insert_kernels(conn, values["workload"], [{
         "baseline_id": bid, "format": f.header["kernels_format"], "kernels": f.header["kernels"],
         "levels": _relabel(levels, ids), "board": f.blobs["board"], "samples": f.blobs["samples"],
-        "sketches": f.blobs["sketches"]}])
+        "sketches": f.blobs["sketches"], "ops": ops}])
     return bid
 
 

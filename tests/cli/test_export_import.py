@@ -269,3 +269,33 @@ def test_postgresql_round_trip_writes_the_same_files(world, pg_db_url):
     _drop_ids(doc_a)
     _drop_ids(doc_b)
     assert doc_a == doc_b
+
+
+def test_kernel_time_by_op_travels(world):
+    """The ops blob goes with its baseline (its op ids as positions in op_names), and `diff --by op` of the
+    imported store says what the exporting one says; an op key edited in a file (renamed to match) is refused."""
+    out = world["tmp"] / "data"
+    assert kb(world, "export", out).rc == 0
+    headers = [json.loads(p.read_bytes().split(b"\n", 2)[1]) for p in sorted(out.glob("*.baseline"))]
+    with_ops = [h for h in headers if h["blobs"].get("ops")]
+    assert with_ops and all(h["op_names"] for h in with_ops), headers[0]["blobs"]
+    b = f"sqlite:///{world['tmp'] / 'b.db'}"
+    assert kb(world, "import", out, db=b).rc == 0
+    one = kb(world, "diff", "HEAD~1", "HEAD", "--by", "op", "--format", "json", "--name", "train")
+    two = kb(world, "diff", "HEAD~1", "HEAD", "--by", "op", "--format", "json", "--name", "train", db=b)
+    assert one.rc == two.rc == 0, (one, two)
+    doc_a, doc_b = json.loads(one.stdout), json.loads(two.stdout)
+    _drop_ids(doc_a)
+    _drop_ids(doc_b)
+    assert doc_a == doc_b and doc_a.get("ops"), sorted(doc_a)
+    path = next(p for p in sorted(out.glob("*.baseline"))
+                if json.loads(p.read_bytes().split(b"\n", 2)[1]).get("op_names"))
+    data = path.read_bytes()
+    key = json.loads(data.split(b"\n", 2)[1])["op_names"][0][0]
+    bad = data.replace(json.dumps(key).encode(), json.dumps(key + "_edited").encode(), 1)
+    path.unlink()
+    (out / (hashlib.sha256(bad).hexdigest()[:40] + ".baseline")).write_bytes(bad)
+    before = _digest(world["a"])
+    r = kb(world, "import", out)
+    assert r.rc == 2 and "content digest" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r
+    assert _digest(world["a"]) == before
