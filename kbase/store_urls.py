@@ -65,7 +65,8 @@ def mask_url(url: str, secret_of: str | None = None) -> str:
         text = text.replace(pw, "***")
     for pw in sorted((p for p in secrets if len(p) < _SHORT), key=len, reverse=True):
         text = re.sub(f"(?:(?<=[{_EDGE}])|^){re.escape(pw)}(?=[{_EDGE}]|$)", "***", text)
-    text = re.sub(rf"({_SCHEME})([^\s]*)@",
+    # (a scheme starts a word: without the look-behind, every position of a long word is tried, O(n^2))
+    text = re.sub(rf"(?<![A-Za-z0-9+.-])({_SCHEME})([^\s]*)@",
                   lambda m: m.group(1) + (m.group(2).split(":", 1)[0] + ":***" if ":" in m.group(2)
                                           else m.group(2)) + "@", text)
     return _KV_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)

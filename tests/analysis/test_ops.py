@@ -185,6 +185,7 @@ def independent_by_op(path: Path) -> dict[str | None, dict[str, list[int]]]:
     return out
 
 
+@pytest.mark.slow  # whole real traces read twice (kbase and the plain-JSON aggregation): ~40 s in all
 @pytest.mark.parametrize("trace", TRACES)
 def test_top_by_op_equals_an_independent_aggregation(trace):
     path = need(KINETO_DIR / trace)
@@ -216,6 +217,7 @@ def test_top_by_op_formats(monkeypatch):
     assert bad.rc == 2 and "--by 'layer'" in bad.stderr
 
 
+@pytest.mark.slow  # two real traces, each read by kbase and aggregated again from its JSON events
 def test_diff_by_op_equals_an_independent_aggregation(monkeypatch):
     """``kbase diff --by op``: each op's time per iteration on each side is the independent per-op sum over
     the window's iterations."""
