@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, attribute, gpus_left_out
+from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, MarkerRanges, attribute, gpus_left_out
 from kbase.analysis.spec import WindowSpec
 from kbase.enums import AttributionMode, WindowMode
 from kbase.errors import WindowError
@@ -54,6 +54,8 @@ class Window:
     outside: int = 0  # kernels launched outside every iteration
     notes: list[str] = field(default_factory=list)
     missing_gpus: list[int] = field(default_factory=list)  # left out: no step marker (allowed by the spec)
+    # the host's marker ranges with their iteration key (iteration windows): the step time the budget reads
+    marker_ranges: MarkerRanges | None = None
 
     def column(self, name: str) -> np.ndarray:
         """One column of the window's launches ("iteration" included) as a numpy array."""
@@ -219,7 +221,7 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
             remedy=("allow_missing_ranks", "leaves them out and shows the loss"))
     w = _make(profile, spec, mask, it, aligned=True, mode=WindowMode.ITERATIONS, marker=its.marker,
               iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
-              no_launch=its.no_launch, outside=its.outside)
+              no_launch=its.no_launch, outside=its.outside, marker_ranges=its.ranges)
     if its.no_launch:
         w.notes.append(f"{its.no_launch} kernels have no launch call in the capture (sliced export): unattributed")
     if left_out:

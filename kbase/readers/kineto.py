@@ -62,7 +62,15 @@ from kbase.readers.kineto_run import (
     read_ranks,
     world_size,
 )
-from kbase.readers.profile import GpuColumns, KernelColumns, Profile, RangeColumns, name_codes
+from kbase.readers.profile import (
+    ActivityColumns,
+    GpuColumns,
+    KernelColumns,
+    Profile,
+    RangeColumns,
+    SyncColumns,
+    name_codes,
+)
 
 __all__ = ["_ns", "looks_like_kineto", "read_kineto"]
 
@@ -180,6 +188,8 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
     data.sort(key=lambda fd: fd.rank)
 
     kernel_parts: list = []
+    activity_parts: list[ActivityColumns] = []
+    sync_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     range_parts: list = []
     gpu_rows: list[tuple] = []
     step_wall: dict[int, dict[str, int]] = {}
@@ -217,6 +227,10 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         start = np.frombuffer(fd.k_start, dtype=np.int64) + base
         end = np.frombuffer(fd.k_end, dtype=np.int64) + base
         kernel_parts.append((start, end, gpu, fd.k_names, launch_tid, launch_start))
+        activity_parts.append(_activities(fd, gpu_of, base, tid_bits))
+        s_tid = np.frombuffer(fd.s_tid, dtype=np.int64) | tid_bits
+        sync_parts.append((np.frombuffer(fd.s_start, dtype=np.int64) + base,
+                           np.frombuffer(fd.s_end, dtype=np.int64) + base, s_tid >> PID_SHIFT))
 
         r_start = np.frombuffer(fd.r_start, dtype=np.int64) + base
         r_end_raw = np.frombuffer(fd.r_end, dtype=np.int64)
@@ -247,7 +261,8 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         # drop the per-file columns as soon as they are copied
         del fd.k_start, fd.k_end, fd.k_dev, fd.k_corr, fd.r_start, fd.r_end, fd.r_tid, fd.r_kind
         del fd.l_corr, fd.l_tid, fd.l_ts, fd.fs_id, fd.fs_tid, fd.fs_ts
-        del fd.ff_id, fd.ff_tid, fd.ff_ts, fd.k_nocorr
+        del fd.ff_id, fd.ff_tid, fd.ff_ts, fd.k_nocorr, fd.a_start, fd.a_end, fd.a_dev, fd.a_corr, fd.a_kind
+        del fd.s_start, fd.s_end, fd.s_tid
 
     all_names = [n for part in kernel_parts for n in part[3]]
     distinct, codes = name_codes(all_names)
@@ -310,6 +325,9 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         add_note(extra, f"ranks {ranges_text(absent)} of a world of {world} have no trace in {source}")
     for note in notes:
         add_note(extra, note)
+    syncs = SyncColumns(start=np.concatenate([p[0] for p in sync_parts]).astype(np.int64),
+                        end=np.concatenate([p[1] for p in sync_parts]).astype(np.int64),
+                        pid=np.concatenate([p[2] for p in sync_parts]).astype(np.int64))
     return Profile(
         source=source,
         format="kineto",
@@ -320,4 +338,40 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         capture_start=min(span_lo),
         capture_end=max(span_hi),
         extra=extra,
+        activities=_concat_activities(activity_parts),
+        syncs=syncs,
     )
+
+
+def _activities(fd, gpu_of: dict[int, int], base: int, tid_bits: np.int64) -> ActivityColumns:
+    """One file's memcpy/memset on the GPUs that ran kernels (a device without kernels is no GPU of the
+    profile), with their launch calls."""
+    dev = np.frombuffer(fd.a_dev, dtype=np.int64)
+    if not len(dev):
+        return ActivityColumns.empty()
+    launch_tid, launch_start = _launches(fd, activities=True)
+    has = launch_tid >= 0
+    launch_tid[has] |= tid_bits
+    launch_start[has] += base
+    lut = np.full(int(dev.max()) + 1, -1, dtype=np.int32)
+    for d, g in gpu_of.items():
+        if d < len(lut):
+            lut[d] = g
+    gpu = lut[dev]
+    keep = gpu >= 0
+    return ActivityColumns(start=(np.frombuffer(fd.a_start, dtype=np.int64) + base)[keep],
+                           end=(np.frombuffer(fd.a_end, dtype=np.int64) + base)[keep], gpu=gpu[keep],
+                           kind=np.frombuffer(fd.a_kind, dtype=np.int8)[keep].copy(),
+                           launch_start=launch_start[keep], launch_tid=launch_tid[keep])
+
+
+def _concat_activities(parts: list[ActivityColumns]) -> ActivityColumns:
+    if not parts:
+        return ActivityColumns.empty()
+    start = np.concatenate([p.start for p in parts])
+    order = np.argsort(start, kind="stable")
+    return ActivityColumns(start=start[order], end=np.concatenate([p.end for p in parts])[order],
+                           gpu=np.concatenate([p.gpu for p in parts]).astype(np.int32)[order],
+                           kind=np.concatenate([p.kind for p in parts]).astype(np.int8)[order],
+                           launch_start=np.concatenate([p.launch_start for p in parts])[order],
+                           launch_tid=np.concatenate([p.launch_tid for p in parts])[order])

@@ -26,9 +26,12 @@ from kbase.readers.integrity import (
 )
 from kbase.readers.kineto_ids import ThreadIds
 from kbase.readers.kineto_json import _events, _ns, _open_text, _Stream
-from kbase.readers.profile import RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP
+from kbase.readers.profile import ACTIVITY_MEMCPY, ACTIVITY_MEMSET, RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP
 
 _KERNEL_CATS = {"kernel"}
+# GPU activities other than kernels (the budget's memory block): current and 2021 category names
+_ACTIVITY_CATS = {"gpu_memcpy": ACTIVITY_MEMCPY, "memcpy": ACTIVITY_MEMCPY, "gpu_memset": ACTIVITY_MEMSET,
+                  "memset": ACTIVITY_MEMSET}
 _LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver"}
 # range categories and their kind: annotations, framework ops, module scopes (``nn.Module: X`` only)
 _RANGE_CATS = {"user_annotation": RANGE_ANNOTATION, "cpu_op": RANGE_OP, "operator": RANGE_OP,
@@ -45,6 +48,7 @@ class _FileData:
     """One trace file's events as packed int64 columns (filled by :func:`_read_one`)."""
 
     __slots__ = (
+        "a_corr", "a_dev", "a_end", "a_kind", "a_start", "s_end", "s_start", "s_tid",
         "ff_id", "ff_tid", "ff_ts", "fs_id", "fs_tid", "fs_ts", "k_corr", "k_dev", "k_end", "k_names",
         "k_nocorr", "k_start", "l_corr", "l_tid", "l_ts", "label", "meta", "notes", "path", "process_names",
         "r_end", "r_kind", "r_names", "r_start", "r_tid", "rank", "thread_names", "trace_span",
@@ -77,9 +81,31 @@ class _FileData:
     thread_names: dict[int, str]
     process_names: dict[int, str]
     trace_span: list[int | None]
+    a_start: array[int]  # memcpy / memset
+    a_end: array[int]
+    a_dev: array[int]
+    a_corr: array[int]
+    a_kind: array[int]
+    s_start: array[int]  # host calls blocked on the GPU
+    s_end: array[int]
+    s_tid: array[int]
 
 
 _CORR_LIMIT = 1 << 62
+
+
+# Host calls that wait for the GPU: the GPU can go idle while the host sits in one (``analysis.budget``).
+_SYNC_PREFIXES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaCtxSynchronize",
+                  "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize")
+
+
+def is_sync_call(name: str) -> bool:
+    """A CUDA runtime/driver call that blocks the host until the GPU catches up: the synchronize calls and the
+    blocking copies (``cudaMemcpy``, ``cudaMemcpy2D``..., not the ``Async`` ones)."""
+    if name.startswith(_SYNC_PREFIXES):
+        return True
+    base = name.split("_v", 1)[0]  # nsys names carry the API version: cudaMemcpy_v3020
+    return base.startswith(("cudaMemcpy", "cuMemcpy")) and "Async" not in base
 
 
 def _corr_of(args: dict) -> int | None:
@@ -146,6 +172,8 @@ def _read_one(path: Path) -> _FileData:
     l_corr, l_tid, l_ts = array("q"), array("q"), array("q")
     fs_id, fs_tid, fs_ts = array("q"), array("q"), array("q")
     ff_id, ff_tid, ff_ts = array("q"), array("q"), array("q")
+    a_start, a_end, a_dev, a_corr, a_kind = array("q"), array("q"), array("q"), array("q"), array("b")
+    s_start, s_end, s_tid = array("q"), array("q"), array("q")
     open_ranges: dict[int, list[int]] = {}
     thread_names: dict[int, str] = {}
     process_names: dict[int, str] = {}
@@ -235,6 +263,14 @@ def _read_one(path: Path) -> _FileData:
                 k_names.append(intern(nm, "kernel"))
             elif lc in _LAUNCH_CATS:
                 args = ev.get("args")
+                nm = ev.get("name")
+                if ph == "X" and type(nm) is str and is_sync_call(nm):
+                    ts = _ns_ok(ev.get("ts"))
+                    dur = _ns_ok(ev.get("dur"))
+                    if _span_flaw(ts, dur) is None and ts is not None and dur is not None:
+                        s_start.append(ts)
+                        s_end.append(ts + dur)
+                        s_tid.append(key(ev.get("pid"), ev.get("tid")))
                 corr = _corr_of(args) if isinstance(args, dict) else None
                 if corr is not None and ph == "X":
                     ts = _ns_ok(ev.get("ts"))
@@ -244,6 +280,27 @@ def _read_one(path: Path) -> _FileData:
                     l_corr.append(corr)
                     l_tid.append(key(ev.get("pid"), ev.get("tid")))
                     l_ts.append(ts)
+            elif lc in _ACTIVITY_CATS:
+                if ph != "X":
+                    continue
+                args = ev.get("args")
+                if not isinstance(args, dict):
+                    args = {}
+                ts = _ns_ok(ev.get("ts"))
+                dur = _ns_ok(ev.get("dur"))
+                dev = args.get("device")
+                if type(dev) is not int:
+                    pid = ev.get("pid")
+                    dev = pid if type(pid) is int and 0 <= pid <= MAX_DEVICE else 0
+                if _span_flaw(ts, dur) is not None or ts is None or dur is None or not 0 <= dev <= MAX_DEVICE:
+                    flaws.add("activity", _span_flaw(ts, dur) or "with an invalid device")
+                    continue
+                a_start.append(ts)
+                a_end.append(ts + dur)
+                a_dev.append(dev)
+                corr = _corr_of(args)
+                a_corr.append(-1 if corr is None else corr)
+                a_kind.append(_ACTIVITY_CATS[lc])
             elif lc in _RANGE_CATS:
                 nm = ev.get("name")
                 range_kind = _RANGE_CATS[lc]
@@ -324,7 +381,8 @@ def _read_one(path: Path) -> _FileData:
     note = invalid_rows_note(label, "kernel events", n_bad, n_bad + len(k_start), flaws.by_kind.get("kernel", {}))
     if note:
         notes.append(note)
-    for kind, what in (("range", "annotation ranges"), ("launch", "launch calls"), ("flow", "flow events")):
+    for kind, what in (("range", "annotation ranges"), ("launch", "launch calls"), ("flow", "flow events"),
+                       ("activity", "memcpy/memset events")):
         if flaws.total(kind):
             notes.append(f"ignored {flaws.total(kind):,} {what} ({describe_reasons(flaws.by_kind[kind])})")
     if fixed_names:
@@ -338,16 +396,20 @@ def _read_one(path: Path) -> _FileData:
     fd.fs_id, fd.fs_tid, fd.fs_ts = fs_id, fs_tid, fs_ts
     fd.ff_id, fd.ff_tid, fd.ff_ts = ff_id, ff_tid, ff_ts
     fd.trace_span = trace_span
+    fd.a_start, fd.a_end, fd.a_dev, fd.a_corr, fd.a_kind = a_start, a_end, a_dev, a_corr, a_kind
+    fd.s_start, fd.s_end, fd.s_tid = s_start, s_end, s_tid
     fd.thread_names, fd.process_names = thread_names, process_names
     fd.notes = notes
     return fd
 
 
-def _launches(fd: _FileData) -> tuple[np.ndarray, np.ndarray]:
-    """launch_tid / launch_start (slot bits not yet set) for each kernel of one file."""
-    n = len(fd.k_corr)
-    corr = np.frombuffer(fd.k_corr, dtype=np.int64).copy() if n else np.empty(0, np.int64)
-    if fd.k_nocorr and len(fd.ff_id):
+def _launches(fd: _FileData, activities: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """launch_tid / launch_start (slot bits not yet set) for each kernel of one file (``activities``: for each
+    memcpy / memset instead; those have no flow fallback)."""
+    ids = fd.a_corr if activities else fd.k_corr
+    n = len(ids)
+    corr = np.frombuffer(ids, dtype=np.int64).copy() if n else np.empty(0, np.int64)
+    if not activities and fd.k_nocorr and len(fd.ff_id):
         by_lane: dict[tuple[int, int], int] = {}
         for fid, lane, ts in zip(fd.ff_id, fd.ff_tid, fd.ff_ts):
             by_lane.setdefault((lane, ts), fid)

@@ -27,6 +27,7 @@ import numpy as np
 from kbase.errors import InputError
 from kbase.readers import sqlite_pages
 from kbase.readers.integrity import NameTooLong, add_note, clean_names, clean_text, invalid_rows_note
+from kbase.readers.nsys_activities import read_activity_rows, read_syncs
 from kbase.readers.nsys_sql import (
     KERNEL_FLAWS,
     KERNEL_TABLE,
@@ -47,7 +48,7 @@ from kbase.readers.nsys_sql import (
     runtime_raw,
     strings,
 )
-from kbase.readers.profile import GpuColumns, KernelColumns, Profile, name_codes
+from kbase.readers.profile import ActivityColumns, GpuColumns, KernelColumns, Profile, name_codes
 from kbase.readers.sqlite_columns import Derive, NotIntegers, bulk_int_columns, factorize_sorted
 from kbase.readers.sqlite_pages import Assist
 from kbase.readers.sqlite_source import committed_export, connect_readonly
@@ -144,6 +145,11 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         for i in range(0, len(codes), 1 << 20):
             short_ids[codes[i : i + (1 << 20)]] = name_key[i : i + (1 << 20)] & U32
         del name_key
+        # memcpy/memset rows (small tables) join their launch calls in the kernels' lookup
+        a_start, a_end, a_gpu_key, a_launch, a_kind = read_activity_rows(conn, tables)
+        n_kernels = len(launch_key)
+        if len(a_launch):
+            launch_key = np.concatenate([launch_key, a_launch])
         runtime = rf.result() if rf is not None else None
         # Each kernel's launch call (numpy) on the pool's thread while this one reads the GPUs and names (SQLite).
         joined = pool.submit(_join_launches, [launch_key], runtime)
@@ -170,8 +176,12 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
             add_note(extra, f"{conn.text_factory.replaced} text value(s) of the export were not valid UTF-8: "
                             "shown with U+FFFD")
         info = meta(conn, tables)
+        syncs = read_syncs(conn, tables)
         launch_tid, launch_start = joined.result()
         del joined
+        activities = _activities(pairs, a_start, a_end, a_gpu_key, a_kind, launch_tid[n_kernels:],
+                                 launch_start[n_kernels:])
+        launch_tid, launch_start = launch_tid[:n_kernels], launch_start[:n_kernels]
     kernels = KernelColumns(start=start, end=end, gpu=gpu, name=name, names=distinct, launch_tid=launch_tid,
                             launch_start=launch_start)
     version = info.get("EXPORT_PRODUCT_VERSION", "unknown")
@@ -186,7 +196,23 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
         gpu_columns=gpus,
         short_names=short_names,
         extra=extra,
+        activities=activities,
+        syncs=syncs,
     )
+
+
+def _activities(pairs: np.ndarray, start: np.ndarray, end: np.ndarray, gpu_key: np.ndarray, kind: np.ndarray,
+                launch_tid: np.ndarray, launch_start: np.ndarray) -> ActivityColumns:
+    """The memcpy/memset rows on the profile's GPUs (a (process, device) pair that ran no kernel is no GPU of
+    the profile: its copies are left out), by start."""
+    if not len(start) or not len(pairs):
+        return ActivityColumns.empty()
+    pos = np.minimum(np.searchsorted(pairs, gpu_key), len(pairs) - 1)
+    keep = pairs[pos] == gpu_key
+    order = np.argsort(start[keep], kind="stable")
+    return ActivityColumns(start=start[keep][order], end=end[keep][order], gpu=pos[keep][order].astype(np.int32),
+                           kind=kind[keep][order], launch_start=launch_start[keep][order].copy(),
+                           launch_tid=launch_tid[keep][order].copy())
 
 
 def _valid_rows(label: Path, columns: list[np.ndarray], flaw_counts, extra: dict) -> list[np.ndarray]:

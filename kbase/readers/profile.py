@@ -30,6 +30,11 @@ same for ``launch_tid >> 24``), ``name`` (str), ``kind`` (int8: ``RANGE_ANNOTATI
 annotation range, ``RANGE_OP`` a framework op (Kineto ``cpu_op`` / ``Operator``), ``RANGE_MODULE`` a module
 scope (Kineto ``python_function`` events named ``nn.Module: X``); the op attribution reads it).
 
+``activities`` — the GPU's other work (:class:`ActivityColumns`: memcpy and memset, one row each, with the
+``gpu`` index and the launch call's ``launch_start``/``launch_tid`` as for kernels); ``syncs`` — host calls
+blocked on the GPU (:class:`SyncColumns`: ``cudaStreamSynchronize`` and friends, a blocking copy); both empty
+when the capture has none. The GPU time budget (``analysis.budget``) reads them.
+
 ``gpus`` — ``gpu`` (int32, the index), ``pid`` (int64 process id), ``device`` (int32 device id in
 that process), ``model`` (str, "unknown" when the export does not say).
 
@@ -129,6 +134,47 @@ class RangeColumns:
                              "name": pd.Series(self.name, dtype=object)})
 
 
+ACTIVITY_MEMCPY, ACTIVITY_MEMSET = 0, 1  # ActivityColumns.kind
+
+
+@dataclass
+class ActivityColumns:
+    """GPU activities other than kernels (memcpy, memset): one row each, times in ns on the capture clock."""
+
+    start: np.ndarray  # int64
+    end: np.ndarray  # int64
+    gpu: np.ndarray  # int32, index into ``gpus``
+    kind: np.ndarray  # int8, ACTIVITY_*
+    launch_start: np.ndarray  # int64, CPU start of the call that issued it; -1 when unknown
+    launch_tid: np.ndarray  # int64, its thread key; -1 when unknown
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @classmethod
+    def empty(cls) -> ActivityColumns:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(start=z, end=z.copy(), gpu=np.zeros(0, dtype=np.int32), kind=np.zeros(0, dtype=np.int8),
+                   launch_start=z.copy(), launch_tid=z.copy())
+
+
+@dataclass
+class SyncColumns:
+    """Host calls that block until the GPU catches up (stream/device/event synchronize, a blocking copy)."""
+
+    start: np.ndarray  # int64 ns, CPU clock (the capture clock)
+    end: np.ndarray  # int64
+    pid: np.ndarray  # int64, the process key (as ``ranges.pid`` and ``launch_tid >> 24``)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @classmethod
+    def empty(cls) -> SyncColumns:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(start=z, end=z.copy(), pid=z.copy())
+
+
 @dataclass
 class GpuColumns:
     gpu: np.ndarray  # int32
@@ -158,6 +204,8 @@ class Profile:
     capture_end: int | None = None
     # facts a reader wants to pass on (e.g. step wall times from Kineto; "notes": every loss)
     extra: dict = field(default_factory=dict)
+    activities: ActivityColumns = field(default_factory=ActivityColumns.empty)
+    syncs: SyncColumns = field(default_factory=SyncColumns.empty)
 
     @property
     def kernels(self) -> pd.DataFrame:

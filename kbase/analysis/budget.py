@@ -1,0 +1,438 @@
+"""The GPU time budget of a window: where every nanosecond of each GPU's window went (docs/budget.md).
+
+Per GPU, a sweep over every activity on every stream of the device (kernels, memcpy, memset) gives each
+instant of the window to exactly one block, by precedence **compute > communication > memory > idle**::
+
+    compute + communication_exposed + memory_exposed + idle = window        (integer ns, exactly)
+
+``communication_overlapped`` / ``memory_overlapped`` are the time those ran hidden under a higher block: the
+time an Amdahl estimate counts as saved when the compute above it shrinks, but which the step only saves when
+it stays hidden. Kernels are classed by ``analysis.classify`` (NCCL and other collectives: communication;
+copies and fills: memory; everything else: compute); memcpy/memset are memory.
+
+Windows: with iteration markers, iteration *k*'s window on a GPU runs from the end of the GPU work launched in
+iteration *k-1* to the end of the work launched in *k* (its first window starts where the warm-up's work
+ended), so the windows tile the GPU's timeline and the idle before a step's first kernel (the GPU waiting for
+that step's input) is that step's. Without markers (or with ``whole``) one window per GPU, first activity to
+last; a trim window is the trim. The step time is the host's marker range (``step_wall_ns``); where there is
+none, the GPU window.
+
+Idle gaps (the complement of all activity in the window) get a likely cause from the activity after them:
+``host`` (its launch call started after the GPU went idle: the host issued nothing, e.g. the input pipeline,
+Python, the CPU elsewhere), ``sync`` (as host, but the host was blocked in a synchronize call or a blocking
+copy when the GPU went idle), ``launch`` (the next work was already launched, or the gap is under
+``LAUNCH_GAP_NS``: launch latency between back-to-back kernels or a wait on another stream), ``unknown``
+(its launch call is not in the capture).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbase.analysis.window import Window, gpu_label
+from kbase.enums import WindowMode
+
+FIELDS = ("window_ns", "compute_ns", "communication_exposed_ns", "communication_overlapped_ns",
+          "memory_exposed_ns", "memory_overlapped_ns", "idle_ns")
+BLOCKS = ("compute_ns", "communication_exposed_ns", "memory_exposed_ns", "idle_ns")  # add up to window_ns
+BLOCK_LABELS = {"compute_ns": "compute", "communication_exposed_ns": "exposed communication",
+                "memory_exposed_ns": "exposed memory", "idle_ns": "idle"}
+COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
+GAP_CAUSES = ("host", "sync", "launch", "unknown")
+GAP_CAUSE_TEXT = {"host": "the GPU waits on the host (input pipeline, Python, CPU elsewhere)",
+                  "sync": "the host was blocked in a synchronization (stream/device sync, blocking copy)",
+                  "launch": "launch latency between back-to-back work, or a wait on another stream",
+                  "unknown": "cause unknown (launch calls not in the capture)"}
+GAP_BUCKETS = ((10_000, "< 10 µs"), (100_000, "10–100 µs"), (1_000_000, "0.1–1 ms"), (10_000_000, "1–10 ms"),
+               (None, "≥ 10 ms"))
+LAUNCH_GAP_NS = 10_000  # a gap this short is launch latency whoever was late
+LARGEST_GAPS = 5
+_NEVER = np.iinfo(np.int64).min
+
+
+@dataclass
+class Blocks:
+    """One window's budget (or a sum of windows'): integer ns; ``step_wall_ns`` the host's step time over the
+    same iterations (None without a marker)."""
+
+    window_ns: int = 0
+    compute_ns: int = 0
+    communication_exposed_ns: int = 0
+    communication_overlapped_ns: int = 0
+    memory_exposed_ns: int = 0
+    memory_overlapped_ns: int = 0
+    idle_ns: int = 0
+    step_wall_ns: int | None = None
+
+    def add(self, other: Blocks) -> None:
+        for f in FIELDS:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        if other.step_wall_ns is not None:
+            self.step_wall_ns = (self.step_wall_ns or 0) + other.step_wall_ns
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {f: getattr(self, f) for f in (*FIELDS, "step_wall_ns")}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Blocks:
+        vals = {f: int(d.get(f) or 0) for f in FIELDS}
+        step = d.get("step_wall_ns")
+        return cls(**vals, step_wall_ns=None if step is None else int(step))
+
+
+@dataclass
+class Gap:
+    gpu: int
+    iteration: int | None
+    start_ns: int  # offset from the GPU's window start
+    duration_ns: int
+    cause: str
+    before: str  # the activity before (kernel name, "memcpy", "memset"; "" at the window's edge)
+    after: str
+    before_range: str = ""  # the innermost host range (op / NVTX) around the launch of the activity before
+    after_range: str = ""
+
+
+@dataclass
+class GpuBudget:
+    gpu: int
+    rank: int | None
+    label: str
+    blocks: Blocks
+    iterations: list[tuple[int, Blocks]] = field(default_factory=list)
+    collective_wait_ns: int = 0  # time in collectives beyond the fastest rank's (waiting for the slowest)
+
+
+@dataclass
+class Budget:
+    unit: str  # "iteration" | "window"
+    window: str  # what the windows are
+    n_iterations: int
+    gpus: list[GpuBudget]
+    total: Blocks
+    iterations: list[tuple[int, Blocks]]  # summed over GPUs (step wall summed over the GPUs' processes)
+    gaps: dict[str, dict[str, dict[str, int]]]  # {"by_cause"|"by_size": {key: {"count", "ns"}}}
+    largest_gaps: list[Gap]
+
+    @property
+    def denominator(self) -> str:
+        n = len(self.gpus)
+        return f"window x GPUs = {self.total.window_ns / 1e9:.6f} GPU-s ({n} GPU(s))"
+
+    def share(self, block: str) -> float | None:
+        return getattr(self.total, block) / self.total.window_ns if self.total.window_ns else None
+
+    def per_unit(self, value: int | None) -> float | None:
+        """``value`` (a sum over GPUs and units) per unit (iteration or window) per GPU."""
+        n = max(self.n_iterations, 1) * max(len(self.gpus), 1)
+        return None if value is None else value / n
+
+    @property
+    def straggler(self) -> GpuBudget | None:
+        return max(self.gpus, key=lambda g: g.blocks.window_ns) if len(self.gpus) > 1 else None
+
+
+def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = False) -> Budget:
+    """The budget of ``window`` (``whole``: each GPU's whole capture, first activity to last, as HTA's temporal
+    breakdown). ``category_of_code``: COMPUTE / COMMUNICATION / MEMORY per kernel name code."""
+    p = window.profile
+    k, a = p.columns, p.activities
+    iterations = window.mode == WindowMode.ITERATIONS and not whole
+    kept_gpus = sorted(set(np.flatnonzero(np.bincount(window.column("gpu"))).tolist())) if window.n_launches else []
+    if window.spec.gpu is not None:
+        kept_gpus = [g for g in kept_gpus if g == window.spec.gpu]
+    k_order = np.argsort(k.gpu, kind="stable")
+    k_bounds = np.searchsorted(k.gpu[k_order], np.arange(len(p.gpu_columns.gpu) + 1))
+    a_order = np.argsort(a.gpu, kind="stable")
+    a_bounds = np.searchsorted(a.gpu[a_order], np.arange(len(p.gpu_columns.gpu) + 1))
+    ranks = _ranks(p)
+    steps = _host_steps(window) if iterations else {}
+    gpus: list[GpuBudget] = []
+    by_cause = {c: {"count": 0, "ns": 0} for c in GAP_CAUSES}
+    by_size = {label: {"count": 0, "ns": 0} for _, label in GAP_BUCKETS}
+    largest: list[Gap] = []
+    for g in kept_gpus:
+        ki = k_order[k_bounds[g]:k_bounds[g + 1]]
+        ai = a_order[a_bounds[g]:a_bounds[g + 1]]
+        start = np.concatenate([k.start[ki], a.start[ai]])
+        end = np.concatenate([k.end[ki], a.end[ai]])
+        cls = np.concatenate([category_of_code[k.name[ki]], np.full(len(ai), MEMORY, dtype=np.int8)])
+        launch = np.concatenate([k.launch_start[ki] if k.launch_start is not None else np.full(len(ki), -1),
+                                 a.launch_start[ai]])
+        tid = np.concatenate([k.launch_tid[ki] if k.launch_tid is not None else np.full(len(ki), -1),
+                              a.launch_tid[ai]])
+        what = _Names(p, ki, a.kind[ai])
+        if iterations:
+            keys, edges = _iteration_edges(window, ki, g)
+        else:
+            keys, edges = [], _whole_edges(window, start, end, whole)
+        blocks, per_window = _sweep(start, end, cls, edges)
+        gb = GpuBudget(gpu=g, rank=ranks.get(g), label=gpu_label(p, g), blocks=blocks)
+        if iterations:
+            pid = int(p.gpu_columns.pid[g]) if g < len(p.gpu_columns.pid) else -1
+            total_step = 0
+            for key, b in zip(keys, per_window):
+                b.step_wall_ns = _step_of(steps, pid, key)
+                total_step += b.step_wall_ns or 0
+                gb.iterations.append((key, b))
+            blocks.step_wall_ns = total_step if any(b.step_wall_ns is not None for _, b in gb.iterations) else None
+        gaps = _gaps(start, end, edges, launch, tid, p.syncs, keys)
+        for cause, size, g_start, _g_end, nxt, prv, it in gaps:
+            by_cause[cause]["count"] += 1
+            by_cause[cause]["ns"] += size
+            label = _bucket(size)
+            by_size[label]["count"] += 1
+            by_size[label]["ns"] += size
+            if len(largest) < LARGEST_GAPS or size > largest[-1].duration_ns:
+                largest.append(Gap(gpu=g, iteration=it, start_ns=g_start - int(edges[0]), duration_ns=size,
+                                   cause=cause, before=what.name(prv), after=what.name(nxt),
+                                   before_range=_range_at(p, launch, tid, prv),
+                                   after_range=_range_at(p, launch, tid, nxt)))
+                largest.sort(key=lambda x: -x.duration_ns)
+                del largest[LARGEST_GAPS:]
+        gpus.append(gb)
+    _collective_waits(window, category_of_code, gpus)
+    total = Blocks()
+    for gb in gpus:
+        total.add(gb.blocks)
+    summed: dict[int, Blocks] = {}
+    for gb in gpus:
+        for key, b in gb.iterations:
+            summed.setdefault(key, Blocks()).add(b)
+    n_it = len(window.iteration_keys) if iterations else 0
+    desc = window.describe() if not whole else "whole capture per GPU (first activity to last)"
+    return Budget(unit="iteration" if iterations else "window", window=desc, n_iterations=n_it, gpus=gpus,
+                  total=total, iterations=sorted(summed.items()), gaps={"by_cause": by_cause, "by_size": by_size},
+                  largest_gaps=largest)
+
+
+# ------------------------------------------------------------------------------------------ windows
+
+
+def _iteration_edges(window: Window, ki: np.ndarray, g: int) -> tuple[list[int], np.ndarray]:
+    """The chosen iteration keys and the n+1 window edges on GPU ``g`` (``ki``: its kernels' rows)."""
+    p = window.profile
+    avail = np.asarray(window.available_keys, dtype=np.int64)
+    chosen = list(window.iteration_keys)
+    it = window.iteration[ki]
+    inside = it >= 0
+    pos = np.searchsorted(avail, it[inside])
+    last_end = np.full(len(avail), _NEVER, dtype=np.int64)
+    first_start = np.full(len(avail), np.iinfo(np.int64).max, dtype=np.int64)
+    np.maximum.at(last_end, pos, p.columns.end[ki][inside])
+    np.minimum.at(first_start, pos, p.columns.start[ki][inside])
+    at = np.searchsorted(avail, np.asarray(chosen, dtype=np.int64))
+    prev = at[0] - 1
+    if prev >= 0 and last_end[prev] != _NEVER:
+        e0 = int(last_end[prev])
+    else:
+        got = first_start[at][first_start[at] != np.iinfo(np.int64).max]
+        e0 = int(got.min()) if len(got) else 0
+    ends = last_end[at]
+    edges = np.maximum.accumulate(np.r_[e0, np.where(ends == _NEVER, e0, ends)])
+    return chosen, edges
+
+
+def _whole_edges(window: Window, start: np.ndarray, end: np.ndarray, whole: bool) -> np.ndarray:
+    if window.mode == WindowMode.TRIM and not whole:
+        return np.array([window.start_ns, window.end_ns], dtype=np.int64)
+    if not len(start):
+        return np.zeros(2, dtype=np.int64)
+    return np.array([int(start.min()), int(end.max())], dtype=np.int64)
+
+
+def _host_steps(window: Window) -> dict[tuple[int, int], int]:
+    """{(process, key): ns} of the host's marker ranges (a key's ranges in one process: first start to last end)."""
+    r = window.marker_ranges
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    if r is None or not len(r):
+        return {}
+    for pid, key, s, e in zip(r.ranges.pid.tolist(), r.key.tolist(), r.ranges.start.tolist(), r.ranges.end.tolist()):
+        lo, hi = out.get((pid, key), (s, e))
+        out[(pid, key)] = (min(lo, s), max(hi, e))
+    return {k: hi - lo for k, (lo, hi) in out.items()}
+
+
+def _step_of(steps: dict[tuple[int, int], int], pid: int, key: int) -> int | None:
+    got = steps.get((pid, key))
+    if got is None:  # the GPU's process has no marker (a process key the reader set apart): any process's
+        vals = [v for (_, k), v in steps.items() if k == key]
+        got = round(sum(vals) / len(vals)) if vals else None
+    return got
+
+
+# ------------------------------------------------------------------------------------------ the sweep
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint sorted intervals covering the same instants, and for each the row that opens it."""
+    if not len(start):
+        z = np.zeros(0, dtype=np.int64)
+        return z, z.copy(), z.copy()
+    order = np.argsort(start, kind="stable")  # nearly sorted in every capture: timsort is ~linear
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    np.greater(s[1:], reach[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(s) - 1]
+    return s[first], reach[last], order[first]
+
+
+def _covered(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Time covered by the disjoint sorted intervals (s, e) before each instant of ``t``."""
+    if not len(s):
+        return np.zeros(len(t), dtype=np.int64)
+    cum = np.r_[0, np.cumsum(e - s)]
+    i = np.searchsorted(s, t, side="right") - 1
+    j = np.maximum(i, 0)
+    inside = np.clip(t - s[j], 0, e[j] - s[j])
+    return np.where(i < 0, 0, cum[j] + inside)
+
+
+def _sweep(start: np.ndarray, end: np.ndarray, cls: np.ndarray, edges: np.ndarray) -> tuple[Blocks, list[Blocks]]:
+    """The blocks of each window between consecutive ``edges``, and their sum."""
+    sets = [_union(start[cls == c], end[cls == c])[:2] for c in (COMPUTE, COMMUNICATION, MEMORY)]
+    c_x = _union(np.concatenate([sets[0][0], sets[1][0]]), np.concatenate([sets[0][1], sets[1][1]]))[:2]
+    c_x_m = _union(np.concatenate([c_x[0], sets[2][0]]), np.concatenate([c_x[1], sets[2][1]]))[:2]
+
+    def within(s_e: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        return np.diff(_covered(s_e[0], s_e[1], edges))
+
+    comp, comm, mem, cx, cxm = (within(x) for x in (*sets, c_x, c_x_m))
+    length = np.diff(edges)
+    out = []
+    for i in range(len(length)):
+        comm_exp = int(cx[i] - comp[i])
+        mem_exp = int(cxm[i] - cx[i])
+        out.append(Blocks(window_ns=int(length[i]), compute_ns=int(comp[i]), communication_exposed_ns=comm_exp,
+                          communication_overlapped_ns=int(comm[i]) - comm_exp, memory_exposed_ns=mem_exp,
+                          memory_overlapped_ns=int(mem[i]) - mem_exp, idle_ns=int(length[i] - cxm[i])))
+    total = Blocks()
+    for b in out:
+        total.add(b)
+    return total, out
+
+
+# ------------------------------------------------------------------------------------------ idle gaps
+
+
+def _gaps(start: np.ndarray, end: np.ndarray, edges: np.ndarray, launch: np.ndarray, tid: np.ndarray,
+          syncs, keys: list[int]) -> list[tuple[str, int, int, int, int, int, int | None]]:
+    """Each idle gap inside the window: (cause, ns, start, end, next row, previous row, iteration key)."""
+    s, e, opener = _union(start, end)
+    lo, hi = int(edges[0]), int(edges[-1])
+    if not len(s) or hi <= lo:
+        return []
+    # gaps between consecutive busy intervals, clipped to the window; the row before a gap: the busy interval's
+    # last-ending row (found by the end time)
+    g_start, g_end = e[:-1], s[1:]
+    nxt = opener[1:]
+    g_start, g_end = np.maximum(g_start, lo), np.minimum(g_end, hi)
+    keep = g_end > g_start
+    g_start, g_end, nxt = g_start[keep], g_end[keep], nxt[keep]
+    by_end = np.argsort(end, kind="stable")
+    prv = by_end[np.clip(np.searchsorted(end[by_end], g_start, side="right") - 1, 0, len(end) - 1)]
+    size = g_end - g_start
+    nl = launch[nxt]
+    cause = np.full(len(size), "launch", dtype=object)
+    cause[nl < 0] = "unknown"
+    host = (nl >= g_start) & (size >= LAUNCH_GAP_NS)
+    blocked = _blocked(syncs, tid[nxt] >> 24, g_start) & host
+    cause[host] = "host"
+    cause[blocked] = "sync"
+    it = np.searchsorted(edges, g_start, side="right") - 1
+    key_of = [keys[i] if keys and 0 <= i < len(keys) else None for i in it.tolist()]
+    return list(zip(cause.tolist(), size.tolist(), g_start.tolist(), g_end.tolist(), nxt.tolist(), prv.tolist(),
+                    key_of))
+
+
+def _blocked(syncs, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Whether a synchronize call of process ``pid`` was in progress at each instant ``at``."""
+    out = np.zeros(len(at), dtype=bool)
+    if not len(syncs) or not len(at):
+        return out
+    for p in np.unique(pid).tolist():
+        mine = syncs.pid == p
+        if not mine.any():
+            continue
+        order = np.argsort(syncs.start[mine], kind="stable")
+        s, e = syncs.start[mine][order], np.maximum.accumulate(syncs.end[mine][order])
+        sel = np.flatnonzero(pid == p)
+        i = np.searchsorted(s, at[sel], side="right") - 1
+        out[sel] = (i >= 0) & (e[np.maximum(i, 0)] >= at[sel])
+    return out
+
+
+def _bucket(ns: int) -> str:
+    for limit, label in GAP_BUCKETS:
+        if limit is None or ns < limit:
+            return label
+    return GAP_BUCKETS[-1][1]
+
+
+class _Names:
+    """Names of a GPU's rows (its kernels, then its memcpy/memset), looked up only for the gaps shown."""
+
+    def __init__(self, profile, ki: np.ndarray, akind: np.ndarray) -> None:
+        self.profile, self.ki, self.akind = profile, ki, akind
+
+    def name(self, row: int) -> str:
+        if row < len(self.ki):
+            c = self.profile.columns
+            full = str(c.names[c.name[self.ki[row]]])
+            return self.profile.short_names.get(full) or full
+        return "memset" if int(self.akind[row - len(self.ki)]) == 1 else "memcpy"
+
+
+def _range_at(profile, launch: np.ndarray, tid: np.ndarray, row: int) -> str:
+    """The innermost host range (op or NVTX) around the launch call of ``row`` ('' when none)."""
+    t, at = int(tid[row]), int(launch[row])
+    r = profile.range_columns
+    if at < 0 or not len(r):
+        return ""
+    hit = ((r.tid == t) | ((r.tid < 0) & (r.pid == t >> 24))) & (r.start <= at) & ((r.end >= at) | (r.end < 0))
+    idx = np.flatnonzero(hit)
+    return str(r.name[idx[np.argmax(r.start[idx])]]) if len(idx) else ""
+
+
+# ------------------------------------------------------------------------------------------ ranks
+
+
+def _ranks(profile) -> dict[int, int]:
+    out = {}
+    for r in profile.extra.get("ranks", []) or []:
+        for g in r.get("gpus", []):
+            out[int(g)] = int(r["rank"])
+    return out
+
+
+def _collective_waits(window: Window, category_of_code: np.ndarray, gpus: list[GpuBudget]) -> None:
+    """For each collective launched on every GPU (matched by name and order), the time each rank spent in it
+    beyond the fastest rank's: a collective ends together, so the extra is waiting for the slowest to arrive."""
+    if len(gpus) < 2:
+        return
+    name, gpu = window.column("name"), window.column("gpu")
+    comm = category_of_code[name] == COMMUNICATION
+    if not comm.any():
+        return
+    name, gpu = name[comm].astype(np.int64), gpu[comm].astype(np.int64)
+    start, end = window.column("start")[comm], window.column("end")[comm]
+    order = np.lexsort((start, name, gpu))
+    name, gpu, dur = name[order], gpu[order], (end - start)[order]
+    group = gpu * (int(name.max()) + 1) + name
+    first = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    ordinal = np.arange(len(group)) - np.repeat(first, np.diff(np.r_[first, len(group)]))
+    key = name * (int(ordinal.max()) + 1) + ordinal
+    uniq, inv = np.unique(key, return_inverse=True)
+    fastest = np.full(len(uniq), np.iinfo(np.int64).max)
+    np.minimum.at(fastest, inv, dur)
+    ranks_in = np.bincount(inv, minlength=len(uniq))
+    full = ranks_in[inv] == len(gpus)
+    wait = np.bincount(gpu[full], weights=(dur - fastest[inv])[full], minlength=int(gpu.max()) + 1)
+    for gb in gpus:
+        gb.collective_wait_ns = int(round(wait[gb.gpu])) if gb.gpu < len(wait) else 0
