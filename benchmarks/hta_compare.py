@@ -1,0 +1,362 @@
+"""kbase's GPU time budget beside Holistic Trace Analysis' temporal breakdown (docs/budget.md).
+
+For every Kineto trace in ``../shared/data/kineto`` (or ``$KBASE_BENCH_SHARED/data/kineto``) and
+``tests/data/kineto``, each in a **fresh child process**:
+
+* HTA 0.5.0: ``TraceAnalysis(trace_dir=D).get_temporal_breakdown(visualize=False)``, ``D`` a temporary folder
+  holding a link to the one trace (HTA reads every ``.json`` / ``.json.gz`` of a folder as one job's ranks, the
+  rank from the file's ``distributedInfo``, 0 where it has none);
+* ``kbase budget TRACE --window all --format json`` (each GPU's first activity to its last, as HTA's span).
+
+and prints idle, compute and non-compute shares side by side (HTA's non-compute is its span's busy time outside
+compute kernels: kbase's exposed communication + exposed memory), their differences in percentage points, and
+each tool's wall time, CPU time and peak RSS. Traces whose shares differ by more than 0.5 pp are named.
+
+With ``--explain`` (the default) two more children per trace take the differences of definition apart:
+
+* HTA as kbase spans the capture: ``include_last_profiler_step=True`` (by default HTA drops the GPU work launched
+  from the last ``ProfilerStep`` on) and ``HTA_DISABLE_NS_ROUNDING=1`` (by default HTA rounds every event of a
+  nanosecond trace inward to whole microseconds);
+* kbase's budget with HTA's kernel classes (``hta.utils.utils.get_kernel_type``: only ``nccl*Kernel`` is
+  communication, only ``Memcpy*``/``Memset*``/``dma*`` memory; copy and fill kernels are compute), computed with
+  ``kbase.analysis.budget.compute_budget(..., whole=True)``.
+
+Not a runtime dependency: ``pip install -e ".[bench]"`` (HTA pulls pandas, plotly, ...), or point ``--hta-python``
+at an interpreter that has ``holistictraceanalysis==0.5.0``. Exit status: 0 when every child ran (whatever the
+differences: it prints figures), 1 when a tool crashed, 2 when HTA is not installed.
+
+    .venv/bin/python benchmarks/hta_compare.py [--no-explain] [--only SUBSTRING] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_common import REPO, Run, child_env, kbase_cmd, loadavg, run_child  # noqa: E402
+
+TOLERANCE_PP = 0.5
+SHARES = ("idle", "compute", "non_compute")
+
+# HTA's temporal breakdown in a child: its raw microsecond columns (its *_pctg columns are rounded to 0.01).
+HTA_CHILD = """
+import json, sys
+from hta.trace_analysis import TraceAnalysis
+ta = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=sys.argv[2] == "1")
+df = ta.get_temporal_breakdown(visualize=False)
+cols = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)"]
+print(json.dumps([{k: float(r[k]) for k in cols} for _, r in df[cols].iterrows()]))
+"""
+
+# kbase's budget of the whole capture per GPU, from the library. "kbase": the kernel classes ``kbase budget`` uses
+# (analysis.classify); "hta": two budgets with HTA's own get_kernel_type classes, one of every GPU activity
+# ("hta_classes") and one of only the activities HTA 0.5.0 keeps with include_last_profiler_step=True
+# ("hta_events": launched by a host call in the capture that started by the end of the last ProfilerStep;
+# Trace._filter_irrelevant_gpu_kernels, which filters only where the capture names two steps or more).
+BUDGET_CHILD = """
+import json, sys
+from dataclasses import replace
+from pathlib import Path
+import numpy as np
+from kbase.analysis import classify
+from kbase.analysis.budget import COMMUNICATION, COMPUTE, FIELDS, MEMORY, compute_budget
+from kbase.analysis.spec import WindowSpec
+from kbase.analysis.window import select_window
+from kbase.readers.kineto import read_kineto
+
+def budget(p, cat):
+    b = compute_budget(select_window(p, WindowSpec()), np.array(cat, dtype=np.int8), whole=True)
+    gpus = [{"gpu": g.gpu, "rank": g.rank, **{f: getattr(g.blocks, f) for f in FIELDS}} for g in b.gpus]
+    return {"schema": "kbase.budget/1", "unit": b.unit, "gpus": gpus, "total": {f: getattr(b.total, f) for f in FIELDS}}
+
+p = read_kineto(Path(sys.argv[1]))
+names = p.columns.names.tolist()
+if sys.argv[2] == "kbase":
+    code = {classify.COMPUTE: COMPUTE, classify.COMMUNICATION: COMMUNICATION, classify.MEMORY: MEMORY}
+    print(json.dumps(budget(p, [code[k[2]] for k in classify.kinds_of(names, p.short_names)])))
+    raise SystemExit
+from hta.utils.utils import get_kernel_type
+code = {"COMMUNICATION": COMMUNICATION, "MEMORY": MEMORY}
+cat = [code.get(get_kernel_type(n), COMPUTE) for n in names]
+out = {"hta_classes": budget(p, cat)}
+r = p.range_columns
+steps = np.array(["ProfilerStep" in str(n) for n in r.name], dtype=bool)
+k, a = p.columns, p.activities
+if len(set(r.name[steps].tolist())) >= 2:
+    last_end = int(r.end[steps].max())
+    kk = (k.launch_start >= 0) & (k.launch_start <= last_end)
+    ka = (a.launch_start >= 0) & (a.launch_start <= last_end)
+    cols = replace(k, **{f: getattr(k, f)[kk] for f in ("start", "end", "gpu", "name", "launch_tid", "launch_start")})
+    acts = replace(a, **{f: getattr(a, f)[ka] for f in ("start", "end", "gpu", "kind", "launch_start", "launch_tid")})
+    p = replace(p, columns=cols, activities=acts)
+    out["dropped"] = {"kernels": int((~kk).sum()), "activities": int((~ka).sum())}
+else:
+    out["dropped"] = {"kernels": 0, "activities": 0}
+out["hta_events"] = budget(p, cat)
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Breakdown:
+    """One tool's figures for one trace: span (the denominator) and the three blocks, in ns, summed over GPUs."""
+
+    label: str
+    span_ns: float = 0.0
+    idle_ns: float = 0.0
+    compute_ns: float = 0.0
+    non_compute_ns: float = 0.0
+    n_gpus: int = 0
+    run: Run | None = None
+    error: str = ""
+    note: str = ""
+
+    def share(self, block: str) -> float:
+        return 100.0 * getattr(self, f"{block}_ns") / self.span_ns if self.span_ns else float("nan")
+
+
+@dataclass
+class TraceResult:
+    path: Path
+    rows: dict[str, Breakdown] = field(default_factory=dict)
+
+    def diff(self, a: str = "kbase", b: str = "hta") -> dict[str, float]:
+        x, y = self.rows.get(a), self.rows.get(b)
+        if x is None or y is None or x.error or y.error:
+            return {}
+        return {s: x.share(s) - y.share(s) for s in SHARES}
+
+
+# ------------------------------------------------------------------------------------------ children
+
+
+def _child(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[Run | None, str, str]:
+    """(run, stdout, error): a crash is reported, not raised, so the other traces still run."""
+    out = cwd / ".child-stdout"
+    try:
+        run = run_child(cmd, cwd, stdout_path=out, env=env)
+    except SystemExit as e:  # run_child's report of a non-zero exit, with the stderr tail
+        return None, "", str(e)
+    return run, out.read_text(), ""
+
+
+def kbase_has_budget() -> bool:
+    proc = subprocess.run([*kbase_cmd(), "budget", "--help"], capture_output=True, text=True, env=child_env())
+    return proc.returncode == 0
+
+
+def run_hta(python: str, trace: Path, work: Path, whole: bool) -> Breakdown:
+    label = "hta_whole" if whole else "hta"
+    b = Breakdown(label)
+    d = work / f"{label}-ranks"
+    d.mkdir()
+    (d / trace.name).symlink_to(trace.resolve())
+    env = {"HTA_DISABLE_NS_ROUNDING": "1"} if whole else {}
+    run, out, err = _child([python, "-c", HTA_CHILD, str(d), "1" if whole else "0"], work, env)
+    b.run, b.error = run, err
+    if err:
+        return b
+    rows = json.loads(out.strip().splitlines()[-1])
+    b.n_gpus = len(rows)
+    b.span_ns = 1e3 * sum(r["kernel_time(us)"] for r in rows)
+    b.idle_ns = 1e3 * sum(r["idle_time(us)"] for r in rows)
+    b.compute_ns = 1e3 * sum(r["compute_time(us)"] for r in rows)
+    b.non_compute_ns = 1e3 * sum(r["non_compute_time(us)"] for r in rows)
+    return b
+
+
+def _from_budget(b: Breakdown, doc: dict) -> Breakdown:
+    t = doc["total"]
+    b.n_gpus = len(doc["gpus"])
+    b.span_ns = t["window_ns"]
+    b.idle_ns = t["idle_ns"]
+    b.compute_ns = t["compute_ns"]
+    b.non_compute_ns = t["communication_exposed_ns"] + t["memory_exposed_ns"]
+    b.note = (f"comm exposed {t['communication_exposed_ns'] / 1e6:.3f} ms, memory exposed "
+              f"{t['memory_exposed_ns'] / 1e6:.3f} ms")
+    return b
+
+
+def run_kbase(trace: Path, work: Path, cli: bool) -> Breakdown:
+    b = Breakdown("kbase")
+    if cli:
+        cmd = [*kbase_cmd(), "budget", str(trace.resolve()), "--window", "all", "--format", "json"]
+    else:  # before the command existed: the same budget from the library
+        cmd = [sys.executable, "-c", BUDGET_CHILD, str(trace.resolve()), "kbase"]
+    run, out, err = _child(cmd, work)
+    b.run, b.error = run, err
+    return b if err else _from_budget(b, json.loads(out))
+
+
+def run_kbase_hta_rules(trace: Path, work: Path) -> tuple[Breakdown, Breakdown]:
+    """kbase's sweep with HTA's kernel classes: over every activity, and over only those HTA keeps."""
+    classes, events = Breakdown("kbase_hta_classes"), Breakdown("kbase_hta_events")
+    run, out, err = _child([sys.executable, "-c", BUDGET_CHILD, str(trace.resolve()), "hta"], work)
+    classes.run, classes.error, events.error = run, err, err
+    if err:
+        return classes, events
+    doc = json.loads(out.strip().splitlines()[-1])
+    _from_budget(classes, doc["hta_classes"])
+    _from_budget(events, doc["hta_events"])
+    events.note = (f"left out as HTA does: {doc['dropped']['kernels']} kernels, "
+                   f"{doc['dropped']['activities']} memcpy/memset")
+    return classes, events
+
+
+# ------------------------------------------------------------------------------------------ printing
+
+LABELS = {
+    "hta": "HTA 0.5.0 get_temporal_breakdown()",
+    "kbase": "kbase budget --window all",
+    "hta_whole": "HTA, last step kept, no us rounding",
+    "kbase_hta_classes": "kbase, HTA's kernel classes",
+    "kbase_hta_events": "kbase, HTA's classes and events",
+}
+
+
+def _row(b: Breakdown) -> str:
+    name = LABELS[b.label]
+    if b.error:
+        return f"  {name:<36} CRASHED: {b.error.splitlines()[0][:120]}"
+    r = b.run
+    cost = f"{r.wall_s:7.2f} {r.cpu_s:7.2f} {r.maxrss_bytes / 2**20:8.0f}" if r else ""
+    return (f"  {name:<36} {b.span_ns / 1e6:11.3f} {b.share('idle'):7.2f} {b.share('compute'):9.2f} "
+            f"{b.share('non_compute'):13.2f}   {cost}")
+
+
+def _diff_row(name: str, d: dict[str, float]) -> str:
+    if not d:
+        return f"  {name:<36} (not comparable: a tool crashed)"
+    worst = max(abs(v) for v in d.values())
+    flag = f"  EXCEEDS {TOLERANCE_PP} pp" if worst > TOLERANCE_PP else f"  within {TOLERANCE_PP} pp"
+    return (f"  {name:<36} {'':11} {d['idle']:+7.2f} {d['compute']:+9.2f} {d['non_compute']:+13.2f}{flag}")
+
+
+def print_trace(t: TraceResult) -> None:
+    n = max((b.n_gpus for b in t.rows.values()), default=0)
+    where = "tests/data/kineto" if t.path.is_relative_to(REPO) else "shared/data/kineto"
+    print(f"\n{where}/{t.path.name}  ({n} GPU(s))")
+    print(f"  {'':<36} {'span ms':>11} {'idle %':>7} {'compute %':>9} {'non-compute %':>13}   "
+          f"{'wall s':>7} {'CPU s':>7} {'RSS MiB':>8}")
+    for key in ("hta", "kbase"):
+        print(_row(t.rows[key]))
+    print(_diff_row("kbase - HTA (pp)", t.diff()))
+    if "hta_whole" in t.rows:  # the difference taken apart: the four steps add up to the line above
+        for key in ("kbase_hta_classes", "kbase_hta_events", "hta_whole"):
+            print(_row(t.rows[key]))
+        print("  kbase - HTA, step by step (pp):")
+        print(_diff_row("  kernel classes", t.diff("kbase", "kbase_hta_classes")))
+        print(_diff_row("  activities HTA leaves out", t.diff("kbase_hta_classes", "kbase_hta_events")))
+        print(_diff_row("  the sweeps, same input", t.diff("kbase_hta_events", "hta_whole")))
+        print(_diff_row("  HTA's last step, us rounding", t.diff("hta_whole", "hta")))
+    for key in ("kbase", "kbase_hta_events"):
+        if key in t.rows and t.rows[key].note:
+            print(f"  {LABELS[key]}: {t.rows[key].note}")
+
+
+def print_summary(results: list[TraceResult]) -> None:
+    print(f"\nSummary: kbase budget --window all - HTA temporal breakdown, percentage points "
+          f"(tolerance {TOLERANCE_PP} pp)")
+    print(f"  {'trace':<46} {'idle':>7} {'compute':>8} {'non-comp':>8}  {'HTA s':>6} {'kbase s':>7} "
+          f"{'HTA MiB':>7} {'kbase MiB':>9}  verdict")
+    within = 0
+    for t in results:
+        d = t.diff()
+        h, k = t.rows["hta"].run, t.rows["kbase"].run
+        cost = (f"{h.wall_s:6.2f} {k.wall_s:7.2f} {h.maxrss_bytes / 2**20:7.0f} {k.maxrss_bytes / 2**20:9.0f}"
+                if h and k else f"{'':6} {'':7} {'':7} {'':9}")
+        if not d:
+            print(f"  {t.path.name[:46]:<46} {'':7} {'':8} {'':8}  {cost}  CRASHED")
+            continue
+        ok = max(abs(v) for v in d.values()) <= TOLERANCE_PP
+        within += ok
+        print(f"  {t.path.name[:46]:<46} {d['idle']:+7.2f} {d['compute']:+8.2f} {d['non_compute']:+8.2f}  {cost}  "
+              f"{'within' if ok else 'EXCEEDS ' + str(TOLERANCE_PP) + ' pp'}")
+    print(f"  {within} of {len(results)} traces within {TOLERANCE_PP} pp on all three shares "
+          "(docs/budget.md, 'Beside HTA's temporal breakdown', explains the others)")
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def find_traces(shared: Path | None, only: str | None) -> list[Path]:
+    dirs = [REPO / "tests" / "data" / "kineto"]
+    if shared is not None and (shared / "data" / "kineto").is_dir():
+        dirs.insert(0, shared / "data" / "kineto")
+    else:
+        print(f"shared traces not found ({shared}/data/kineto): only tests/data/kineto is compared")
+    out = [p for d in dirs for p in sorted(d.glob("*.json.gz"))]
+    return [p for p in out if only is None or only in p.name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shared", type=Path,
+                    default=Path(os.environ.get("KBASE_BENCH_SHARED", REPO.parent / "shared")))
+    ap.add_argument("--hta-python", default=sys.executable, help="an interpreter with holistictraceanalysis==0.5.0")
+    ap.add_argument("--no-explain", action="store_true",
+                    help="only HTA's default breakdown and kbase budget (not the two runs that split the difference)")
+    ap.add_argument("--only", help="traces whose file name contains this")
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    args = ap.parse_args(argv)
+
+    version = "import hta, importlib.metadata as m; print(m.version('holistictraceanalysis'))"
+    probe = subprocess.run([args.hta_python, "-c", version], capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"HTA is not importable by {args.hta_python}: pip install -e '.[bench]' "
+              "(holistictraceanalysis==0.5.0), or pass --hta-python")
+        return 2
+    hta_version = probe.stdout.strip()
+    explain = not args.no_explain
+    if explain and args.hta_python != sys.executable:
+        probe = subprocess.run([sys.executable, "-c", "import hta"], capture_output=True)
+        if probe.returncode != 0:
+            print("--explain needs kbase and HTA in one interpreter: this one lacks HTA, so no explanation rows")
+            explain = False
+    cli = kbase_has_budget()
+    traces = find_traces(args.shared.resolve(), args.only)
+    print(f"HTA {hta_version} ({args.hta_python}); kbase: "
+          f"{'kbase budget --window all --format json' if cli else 'compute_budget(whole=True) (no kbase budget yet)'}"
+          f"; {len(traces)} traces; load {loadavg()}")
+    print("Every figure from a fresh child process; wall/CPU seconds and peak RSS are that child's.")
+    results: list[TraceResult] = []
+    crashed = False
+    for trace in traces:
+        t = TraceResult(trace)
+        with tempfile.TemporaryDirectory(prefix="hta-compare-") as tmp:
+            work = Path(tmp)
+            t.rows["hta"] = run_hta(args.hta_python, trace, work, whole=False)
+            t.rows["kbase"] = run_kbase(trace, work, cli)
+            if explain:
+                t.rows["hta_whole"] = run_hta(args.hta_python, trace, work, whole=True)
+                t.rows["kbase_hta_classes"], t.rows["kbase_hta_events"] = run_kbase_hta_rules(trace, work)
+        crashed |= any(b.error for b in t.rows.values())
+        results.append(t)
+        print_trace(t)
+    print_summary(results)
+    print(f"load {loadavg()}")
+    if args.json:
+        doc = {"hta_version": hta_version, "kbase_cli": cli, "tolerance_pp": TOLERANCE_PP, "traces": [
+            {"trace": str(t.path), "rows": {k: {"span_ns": b.span_ns, "idle_ns": b.idle_ns, "compute_ns": b.compute_ns,
+                                                "non_compute_ns": b.non_compute_ns, "n_gpus": b.n_gpus,
+                                                "shares_pct": {s: b.share(s) for s in SHARES},
+                                                "wall_s": b.run.wall_s if b.run else None,
+                                                "cpu_s": b.run.cpu_s if b.run else None,
+                                                "maxrss_bytes": b.run.maxrss_bytes if b.run else None,
+                                                "error": b.error}
+                                            for k, b in t.rows.items()},
+             "diff_pp": t.diff()} for t in results]}
+        args.json.write_text(json.dumps(doc, indent=1))
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
