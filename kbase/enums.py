@@ -117,6 +117,11 @@ class ListFormat(StrEnum):
     JSON = "json"
 
 
+class BudgetFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
 class HistoryFormat(StrEnum):
     TABLE = "table"
     JSON = "json"

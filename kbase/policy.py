@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct", "fpr", "run_noise",
                   "min_effect_pct")
+STEP_KEYS = ("step_run_noise", "step_max_mde_pct")  # the step rule's numbers (not per kernel)
 
 
 @dataclass
@@ -57,6 +58,13 @@ class Policy:
     # when neither history nor repeat captures measure it: re-picking moves an op's time by ~1% between
     # processes (docs/noise-model.md "Swaps judged by op")
     swap_run_noise: float = 0.01
+    # The step (docs/budget.md): the gate fails on a step-time regression (``step_gate``); the relative sd of one
+    # capture's mean step time between processes assumed when neither repeat captures nor history measure it
+    # (calibrated on the real A/A pairs); a step change whose minimum detectable effect is above
+    # ``step_max_mde_pct`` and is not significant is "not judged".
+    step_gate: bool = True
+    step_run_noise: float = 0.07
+    step_max_mde_pct: float = 10.0
     min_history: int = 5  # past baselines needed for history noise
     history_baselines: int = 20  # past baselines history noise looks at
     history_ref: str = ""  # the branch whose first-parent line history noise comes from ("": see above)
@@ -176,6 +184,10 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
             if value not in ("fail", "warn"):
                 raise InputError(f"{where}: new_kernel must be 'fail' or 'warn', got {value!r}")
             p.new_kernel = value
+        elif key == "step_gate":
+            if not isinstance(value, bool):
+                raise InputError(f"{where}: step_gate must be true or false, got {value!r}")
+            p.step_gate = value
         elif key == "history_ref":
             if not isinstance(value, str):
                 raise InputError(f"{where}: history_ref must be a git revision (a string), got {value!r}")
@@ -202,7 +214,9 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
             p.new_kernel = value
         elif key == "history_ref":
             p.history_ref = str(value).strip()
-        elif key not in THRESHOLD_KEYS:
+        elif key == "step_gate":
+            p.step_gate = bool(value)
+        elif key not in THRESHOLD_KEYS + STEP_KEYS:
             raise SettingsError("not a policy setting", field=key, value=value)
         else:
             setattr(p, key, _check_flag(key, value))

@@ -134,10 +134,62 @@ class Budget:
     def straggler(self) -> GpuBudget | None:
         return max(self.gpus, key=lambda g: g.blocks.window_ns) if len(self.gpus) > 1 else None
 
+    def step_samples(self) -> list[float]:
+        """Step time per iteration (ns, mean over GPUs): the host's marker range where every iteration has one,
+        else the GPU window. Empty for a window budget (no iterations)."""
+        n = max(len(self.gpus), 1)
+        if self.iterations and all(b.step_wall_ns is not None for _, b in self.iterations):
+            return [(b.step_wall_ns or 0) / n for _, b in self.iterations]
+        return [b.window_ns / n for _, b in self.iterations]
 
-def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = False) -> Budget:
+    @property
+    def step_source(self) -> str:
+        """Where the step time comes from: "host" (the marker range), "gpu" (the GPU window) or "" (none)."""
+        if not self.iterations:
+            return ""
+        return "host" if all(b.step_wall_ns is not None for _, b in self.iterations) else "gpu"
+
+    def to_stored(self) -> dict[str, Any]:
+        """The budget as a baseline stores it: totals per GPU and per iteration (summed over GPUs), gaps."""
+        its = self.iterations
+        return {
+            "format": 1, "unit": self.unit, "window": self.window, "n_iterations": self.n_iterations,
+            "gpus": [{"gpu": g.gpu, "rank": g.rank, "label": g.label, **g.blocks.as_dict(),
+                      "collective_wait_ns": g.collective_wait_ns} for g in self.gpus],
+            "total": self.total.as_dict(),
+            "iterations": {"iteration": [k for k, _ in its],
+                           **{f: [getattr(b, f) for _, b in its] for f in (*FIELDS, "step_wall_ns")}},
+            "gaps": self.gaps,
+            "largest_gaps": [vars(g) for g in self.largest_gaps],
+        }
+
+
+def budget_from_stored(d: dict[str, Any]) -> Budget:
+    """A stored budget (``Budget.to_stored``) back; its GPUs carry no per-iteration rows (not stored)."""
+    its = d.get("iterations") or {}
+    keys = [int(k) for k in its.get("iteration", [])]
+    rows = [Blocks.from_dict({f: (its.get(f) or [None] * len(keys))[i] for f in (*FIELDS, "step_wall_ns")})
+            for i in range(len(keys))]
+    gpus = [GpuBudget(gpu=int(g["gpu"]), rank=g.get("rank"), label=str(g.get("label", "")), blocks=Blocks.from_dict(g),
+                      collective_wait_ns=int(g.get("collective_wait_ns") or 0)) for g in d.get("gpus", [])]
+    gaps = d.get("gaps") or {"by_cause": {}, "by_size": {}}
+    return Budget(unit=str(d.get("unit", "window")), window=str(d.get("window", "")),
+                  n_iterations=int(d.get("n_iterations") or 0), gpus=gpus, total=Blocks.from_dict(d.get("total", {})),
+                  iterations=list(zip(keys, rows)), gaps=gaps,
+                  largest_gaps=[Gap(**g) for g in d.get("largest_gaps", [])])
+
+
+def category_codes(categories: list[str]) -> np.ndarray:
+    """COMPUTE / COMMUNICATION / MEMORY per kernel name code, from ``classify``'s category per name."""
+    code = {"communication": COMMUNICATION, "memory": MEMORY}
+    return np.array([code.get(str(c), COMPUTE) for c in categories], dtype=np.int8)
+
+
+def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = False,
+                   labels: np.ndarray | None = None) -> Budget:
     """The budget of ``window`` (``whole``: each GPU's whole capture, first activity to last, as HTA's temporal
-    breakdown). ``category_of_code``: COMPUTE / COMMUNICATION / MEMORY per kernel name code."""
+    breakdown). ``category_of_code``: COMPUTE / COMMUNICATION / MEMORY per kernel name code; ``labels``: a short
+    name per code for the gaps shown (default: the full names)."""
     p = window.profile
     k, a = p.columns, p.activities
     iterations = window.mode == WindowMode.ITERATIONS and not whole
@@ -164,7 +216,7 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
                                  a.launch_start[ai]])
         tid = np.concatenate([k.launch_tid[ki] if k.launch_tid is not None else np.full(len(ki), -1),
                               a.launch_tid[ai]])
-        what = _Names(p, ki, a.kind[ai])
+        what = _Names(p, ki, a.kind[ai], labels)
         if iterations:
             keys, edges = _iteration_edges(window, ki, g)
         else:
@@ -378,14 +430,16 @@ def _bucket(ns: int) -> str:
 class _Names:
     """Names of a GPU's rows (its kernels, then its memcpy/memset), looked up only for the gaps shown."""
 
-    def __init__(self, profile, ki: np.ndarray, akind: np.ndarray) -> None:
-        self.profile, self.ki, self.akind = profile, ki, akind
+    def __init__(self, profile, ki: np.ndarray, akind: np.ndarray, labels: np.ndarray | None) -> None:
+        self.profile, self.ki, self.akind, self.labels = profile, ki, akind, labels
 
     def name(self, row: int) -> str:
         if row < len(self.ki):
             c = self.profile.columns
-            full = str(c.names[c.name[self.ki[row]]])
-            return self.profile.short_names.get(full) or full
+            code = int(c.name[self.ki[row]])
+            if self.labels is not None and code < len(self.labels):
+                return str(self.labels[code])
+            return str(c.names[code])
         return "memset" if int(self.akind[row - len(self.ki)]) == 1 else "memcpy"
 
 

@@ -55,7 +55,7 @@ class ChangeCost:
     measured, noise included."""
 
     pricing: Pricing
-    basis: str  # "flagged kernels" | "total kernel time" | "nothing beyond noise"
+    basis: str  # "step time" | "flagged kernels" | "total kernel time" | "nothing beyond noise"
     effect: float
     per_month: float
     total_effect: float | None
@@ -67,10 +67,14 @@ class ChangeCost:
 
 
 def change_cost(pricing: Pricing, flagged_effects: Iterable[float], total_delta_ns: float, wall_ns: float,
-                total_flagged: bool) -> ChangeCost:
+                total_flagged: bool, step_effect: float | None = None) -> ChangeCost:
+    """``step_effect``: the step time's relative change when the step rule judged it real (regressed or improved):
+    the job's own clock, so it is the basis whatever the kernels say (kernels can be flat while the step grew)."""
     effects = [e for e in flagged_effects if e is not None and math.isfinite(e)]
     total = iteration_effect(total_delta_ns, wall_ns)
-    if effects:
+    if step_effect is not None and math.isfinite(step_effect):
+        basis, effect = "step time", step_effect
+    elif effects:
         basis, effect = "flagged kernels", float(sum(effects))
     elif total_flagged and total is not None:
         basis, effect = "total kernel time", total

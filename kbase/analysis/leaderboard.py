@@ -183,11 +183,14 @@ def _texts(values: list[Any]) -> np.ndarray:
 
 
 def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.ndarray | None = None,
-                      kinds: list[classify.KernelKind] | None = None, ops: OpColumns | None = None) -> Leaderboard:
+                      kinds: list[classify.KernelKind] | None = None, ops: OpColumns | None = None,
+                      budget: dict | None = None) -> Leaderboard:
     """``sorted_keys``: the window's (name code << 40 | duration) keys in ascending order when already at
     hand (``analysis.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
     ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand. ``ops``: each launch's op
-    (``analysis.ops.attribute_ops``): the leaderboard then also splits each kernel by op (``Leaderboard.ops``)."""
+    (``analysis.ops.attribute_ops``): the leaderboard then also splits each kernel by op (``Leaderboard.ops``).
+    ``budget``: the window's GPU time budget (``budget_of``) when computed already (before the launch columns,
+    which tell the idle gaps' causes, were dropped); computed here otherwise."""
     names = window.profile.columns.names
     codes = window.column("name")
     gpu = window.column("gpu")
@@ -262,9 +265,19 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     else:
         summary = _summary(window, table["category"], table["total_ns"], int(np.count_nonzero(table["fragmented"])),
                            total_kernel)
+    if not per_gpu:
+        summary.budget = budget if budget is not None else budget_of(window, info).to_stored()
     lb = Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
     lb.ops = pairs
     return lb
+
+
+def budget_of(window: Window, kinds: list[classify.KernelKind], whole: bool = False):
+    """The window's GPU time budget (``analysis.budget``), kernels classed by ``kinds`` (one per name code)."""
+    from kbase.analysis.budget import category_codes, compute_budget
+
+    return compute_budget(window, category_codes([k[2] for k in kinds]), whole=whole,
+                          labels=_texts([k[0] for k in kinds]))
 
 
 def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:

@@ -52,6 +52,8 @@ class LeaderboardSummary:
     unattributed_no_launch: int
     outside_iterations: int
     step_wall_ns: float | None = None
+    # the GPU time budget (``analysis.budget``: ``Budget.to_stored``); None when stored before it existed
+    budget: dict | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> LeaderboardSummary:

@@ -69,15 +69,15 @@ def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False,
 
 
 def _leaderboard(win: Window, per_gpu: bool, sketches: bool, kinds: list[KernelKind] | None,
-                 op_columns: OpColumns | None) -> Leaderboard:
+                 op_columns: OpColumns | None, budget: dict | None = None) -> Leaderboard:
     from kbase.analysis.leaderboard import build_leaderboard
 
     if not sketches or per_gpu:
-        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds, ops=op_columns)
+        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds, ops=op_columns, budget=budget)
     from kbase.analysis.sketch import window_sketches_and_keys
 
     sk, keys = window_sketches_and_keys(win)  # its sort spares the leaderboard its own (0.7 s at 10M launches)
-    lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds, ops=op_columns)
+    lb = build_leaderboard(win, sorted_keys=keys, kinds=kinds, ops=op_columns, budget=budget)
     lb.sketches = sk
     return lb
 
@@ -95,6 +95,7 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
     from concurrent.futures import ThreadPoolExecutor
 
     from kbase.analysis.classify import kinds_of
+    from kbase.analysis.leaderboard import budget_of
 
     profile = read(path, settings, progress=progress, fmt=fmt)
     # The names are classified (regular expressions, in Python) on a second thread while this one selects the
@@ -104,10 +105,12 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
         win = window(profile, settings)
         kinds = classified.result()
     op_columns = _ops(win) if (sketches if ops is None else ops) and not per_gpu else None
+    # the budget's idle gaps read the launch calls: computed before they go
+    budget = None if per_gpu else budget_of(win, kinds).to_stored()
     # The launch columns served the window's iteration (and op) attribution only; the profile is ours alone
     # here, so they go before the leaderboard and sketches (16 bytes per launch off the peak: 153 MiB at 10M).
     win.profile.columns = dataclasses.replace(win.profile.columns, launch_tid=None, launch_start=None)
-    return _leaderboard(win, per_gpu, sketches, kinds, op_columns)
+    return _leaderboard(win, per_gpu, sketches, kinds, op_columns, budget)
 
 
 @overload

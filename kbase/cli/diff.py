@@ -150,6 +150,12 @@ def gate(
         "--new-kernel", help="fail or warn for new kernels above the share floor.")] = None,
     ignore: Annotated[list[str] | None, typer.Option(
         "--ignore", help="Glob or /regex/ of kernels never gated (repeatable).")] = None,
+    step_gate: Annotated[bool | None, typer.Option(
+        "--step-gate/--no-step-gate", help="Fail on a step-time regression beyond its noise (default: on; "
+        "[tool.kbase.gate] step_gate). Off: the step is still judged and shown, as a warning.")] = None,
+    step_run_noise: Annotated[float | None, typer.Option(
+        "--step-run-noise", help="Between-process sd of a capture's mean step time assumed without repeat "
+        "captures or history (default 0.07, calibrated on real A/A pairs).")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")] = None,
     comment_md: Annotated[Path | None, typer.Option(
@@ -175,7 +181,7 @@ def gate(
 
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
-              "fpr": fpr, "min_effect_pct": min_effect_pct}
+              "fpr": fpr, "min_effect_pct": min_effect_pct, "step_gate": step_gate, "step_run_noise": step_run_noise}
     settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy, gpu_hour_cost=gpu_hour_cost,
                              fleet_gpus=fleet_gpus)
     if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it

@@ -39,6 +39,7 @@ from kbase.comparison.noise import (
 )
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
+from kbase.comparison.step import BudgetDiff, budget_diff
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
 
@@ -97,6 +98,7 @@ class DiffResult:
     policy: Policy
     notes: list[str] = field(default_factory=list)
     ops: OpDiff | None = None  # the diff by op (both sides know their kernels' ops), swaps judged by op
+    budget: BudgetDiff | None = None  # the GPU time budget of both sides and the step's verdict (None: no budget)
 
     def __len__(self) -> int:
         return len(self.table["name"])
@@ -242,9 +244,18 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     for side in (before, after):
         if not side.aligned:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
+    totals = _totals(before, after, policy)
+    budget = None
+    if before.budget is not None and after.budget is not None:
+        kernel_delta = totals.kernel.delta_ns if before.aligned and after.aligned else None
+        budget = budget_diff(before.budget, after.budget, policy, kernel_delta,
+                             history.step_levels if history is not None else None)
+        notes += budget.notes
+    elif before.budget is not None or after.budget is not None:
+        notes.append("step time not judged: one side was stored before kbase kept the GPU time budget")
     return DiffResult(before=before, after=after, table={c: rows[c] for c in ROW_COLUMNS},
-                      totals=_totals(before, after, policy), mismatches=comparability(before, after, policy),
-                      policy=policy, notes=notes, ops=by_op)
+                      totals=totals, mismatches=comparability(before, after, policy),
+                      policy=policy, notes=notes, ops=by_op, budget=budget)
 
 
 REGRESSED, BELOW_FLOOR, IMPROVED = 1, 2, -1  # a kernel's verdict before the class rules (0: none)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 PASS, REGRESSION, INCOMPARABLE = ExitCode.OK, ExitCode.REGRESSION, ExitCode.USAGE
 TOTAL_KERNEL_TIME = "(total kernel time per iteration)"
+STEP_TIME = "(step time per iteration)"
+BUSY_SHARE = "(busy share of the window)"
 
 
 class FindingKind(StrEnum):
@@ -37,6 +39,8 @@ class FindingKind(StrEnum):
     NEW_KERNEL = "new_kernel"  # a new kernel above the share floor
     TOTAL = "total"  # total kernel time per iteration grew significantly
     LOW_CONFIDENCE = "low_confidence"  # would regress, but too few samples to test
+    STEP = "step"  # the step time (or, without iteration markers, the busy share) regressed beyond its noise
+    STEP_NOT_JUDGED = "step_not_judged"  # the step moved, but between-process noise hides changes of that size
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class Finding:
     before: float = float("nan")  # ns per iteration per GPU
     after: float = float("nan")
     p_value: float = float("nan")
+    explain: str = ""  # a step finding: the block that grew and its likely cause
+    mde_pct: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,25 @@ def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAccep
                                           commit=acc.commit, expires=acc.expires, author=acc.author))
 
 
+def _step(v: Verdict, result: DiffResult, acceptances: Sequence[AnyAcceptance]) -> None:
+    """The step rule (``comparison.step``): a regressed step fails (when ``step_gate``); a step that moved by more
+    than the effect floor but could not be judged against between-process noise is a warning with its MDE."""
+    b = result.budget
+    if b is None:
+        return
+    j, name = (b.step, STEP_TIME) if b.step is not None else (b.busy, BUSY_SHARE)
+    if j is None:
+        return
+    worse = j.delta_pct if b.step is not None else -j.delta_pct
+    finding = Finding(kind=FindingKind.STEP, name=name, short_name=name, delta_pct=j.delta_pct, before=j.before,
+                      after=j.after, p_value=j.p_value, explain=b.explain(), mde_pct=j.mde_pct)
+    if j.regressed and result.policy.step_gate:
+        _fail_or_accept(v, finding, acceptances, (name,))
+    elif j.regressed or (not j.judged and worse >= result.policy.min_effect_pct):
+        kind = FindingKind.STEP if j.regressed else FindingKind.STEP_NOT_JUDGED
+        v.warnings.append(Finding(**{**vars(finding), "kind": kind}))
+
+
 def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
     v = Verdict(code=PASS, status=GateStatus.PASS)
@@ -130,6 +155,7 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
     if k.regressed:
         v.failing.append(Finding(kind=FindingKind.TOTAL, name=TOTAL_KERNEL_TIME, short_name=TOTAL_KERNEL_TIME,
                                  delta_pct=k.delta_pct, before=k.before, after=k.after, p_value=k.p_value))
+    _step(v, result, acceptances)
     if v.failing:
         v.code, v.status = REGRESSION, GateStatus.FAIL
         if warn_only:

@@ -44,6 +44,7 @@ class HistoryNoise:
     df: float
     ops: dict[str, float] = field(default_factory=dict)
     op_groups: dict[str, float] = field(default_factory=dict)
+    step_levels: list[float] = field(default_factory=list)  # each past baseline's mean step time (ns), if stored
 
 
 def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path | None, first: Resolved,
@@ -78,8 +79,11 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
     names, _, levels = reader.level_matrix(ids)
     sd = history_noise(levels, policy.min_history)
     ops, groups = _op_noise(reader, past, policy.min_history)
+    from kbase.comparison.step import step_level
+
     noise = HistoryNoise(sd=dict(zip(names, sd.tolist())), df=max(0.4 * (len(past) - 1), 2.0), ops=ops,
-                         op_groups=groups)
+                         op_groups=groups, step_levels=[x for x in (step_level(b.summary_json) for b in past)
+                                                        if x is not None])
     return noise, notes + [f"history noise: {len(past)} past baselines on {where} "
                            f"({int(np.isfinite(sd).sum())} kernels with at least {policy.min_history} levels)"]
 

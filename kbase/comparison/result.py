@@ -40,8 +40,11 @@ class Comparison:
         from kbase.comparison.notebook import flagged_effects
 
         t = self.result.totals
+        b = self.result.budget
+        step = b.step if b is not None else None
+        step_effect = step.delta_pct / 100.0 if step is not None and (step.regressed or step.improved) else None
         return change_cost(self.pricing, flagged_effects(self), t.kernel.delta_ns, t.iteration_wall.before,
-                           t.kernel.regressed)
+                           t.kernel.regressed, step_effect)
 
     def __repr__(self) -> str:
         from kbase.comparison.notebook import comparison_line

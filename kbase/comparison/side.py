@@ -22,6 +22,7 @@ import numpy as np
 from kbase.analysis.capture import CAPTURE_TEXT, Capture, capture_of_leaderboard
 from kbase.analysis.sketch import CHUNKS, QUANTILES, TOTAL, WIDTH
 from kbase.comparison.sketch import pool as pool_sketches
+from kbase.comparison.step import SideBudget, side_budget
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,6 +112,7 @@ class Side:
     resolution_ns: float = 0.0  # timer resolution of the durations (1000: microsecond timestamps)
     sample_capture: np.ndarray | None = None  # per sample column: the pooled capture it comes from
     ops: OpSide | None = None  # kernel time by op (None: a capture without op information, or not aligned)
+    budget: SideBudget | None = None  # the captures' GPU time budgets (None: one was stored before budgets)
 
     @property
     def n_samples(self) -> int:
@@ -209,6 +211,7 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
         aligned=aligned, step_wall_ns=_mean_step_wall(caps), meta=meta or SideMeta(),
         sketches=_pooled_sketches(index, sketch_parts), levels=level, resolution_ns=_resolution(sketch_parts),
         sample_capture=capture_of, ops=_pooled_ops(caps) if aligned else None,
+        budget=side_budget([c.summary for c in caps]),
     )
 
 

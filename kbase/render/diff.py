@@ -12,13 +12,14 @@ from kbase.analysis.amdahl import amdahl
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
-from kbase.comparison.gate import Finding, FindingKind, Verdict
+from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
+from kbase.comparison.step import budget_json as step_json
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
-from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_ns_pair, fmt_p
+from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_ns, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
@@ -70,7 +71,19 @@ def _finding_row(f: Finding) -> dict[str, Any]:
             "share_before": f.share_before, "before": f.before, "after": f.after, "effect": f.effect}
 
 
+def step_finding_text(f: Finding) -> str:
+    """``step +24.5%: idle +36.8 ms/iter, the GPU waits on the host (...)`` (or the busy share's)."""
+    what = "step" if f.name == STEP_TIME else "busy share"
+    head = f"{what} {f.delta_pct:+.1f}%"
+    if f.kind == FindingKind.STEP_NOT_JUDGED:
+        return (f"{head} not judged: between-process noise hides changes under {f.mde_pct:.1f}% (MDE); "
+                f"{f.explain} — store repeat captures (several processes) to judge it")
+    return f"{head} (p={fmt_p(f.p_value)}): {f.explain}"
+
+
 def finding_text(f: Finding) -> str:
+    if f.kind in (FindingKind.STEP, FindingKind.STEP_NOT_JUDGED):
+        return step_finding_text(f)
     if f.kind == FindingKind.TOTAL:
         return f"total kernel time per iteration {f.delta_pct:+.1f}% (p={fmt_p(f.p_value)})"
     if f.kind == FindingKind.LOW_CONFIDENCE:
@@ -86,7 +99,8 @@ def finding_text(f: Finding) -> str:
 def verdict_reasons(v: Verdict) -> list[str]:
     if v.status == GateStatus.INCOMPARABLE:
         return [f"incomparable: {m}" for m in v.mismatches]
-    return [("" if f.kind == FindingKind.TOTAL else "regression: ") + finding_text(f) for f in v.failing]
+    return [("" if f.kind in (FindingKind.TOTAL, FindingKind.STEP) else "regression: ") + finding_text(f)
+            for f in v.failing]
 
 
 def verdict_warnings(v: Verdict) -> list[str]:
@@ -169,6 +183,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
                                                                  result.table["short_name"].tolist()))))
     else:
         doc["ops"] = None
+    doc["budget"] = jsonable.clean(step_json(result.budget)) if result.budget is not None else None
     if verdict is not None:
         doc["verdict"] = jsonable.clean(verdict_dict(verdict))
     return doc
@@ -214,10 +229,45 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
         if present(t.get(key)):
             before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
             lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
+    lines += budget_lines(doc.get("budget"))
     lines.append("kernels: " + ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()))
     if "cost" in doc:
         lines.append(cost_line(doc["cost"]))
     lines += [f"note: {n}" for n in doc["notes"]]
+    return lines
+
+
+def budget_lines(b: dict[str, Any] | None) -> list[str]:
+    """The step's verdict and the budget's change block by block (the diff's ``budget`` object)."""
+    if not b:
+        return []
+    per = "iteration" if b["unit"] == "iteration" else "window"
+    lines = []
+    s = b["step"]
+    if s.get("before_ns") is not None:
+        word = ("regressed" if s["regressed"] else "improved" if s.get("improved") else
+                "within noise" if s["judged"] else f"not judged (MDE {s['mde_pct']:.1f}%)")
+        src = "host step range" if s.get("source") == "host" else "GPU window"
+        before, after = fmt_ns_pair(s["before_ns"], s["after_ns"])
+        lines.append(f"step time per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
+                     f"{word}; noise {s['noise']}, p={fmt_p(s['p_value'])}")
+    busy = b.get("busy_share")
+    if busy:
+        lines.append(f"busy share of the window: {busy['before']:.1%} -> {busy['after']:.1%}: "
+                     + ("regressed" if busy["regressed"] else "within noise" if busy["judged"]
+                        else f"not judged (MDE {busy['mde_pct']:.1f}%)"))
+    blocks = [("compute_ns", "compute"), ("communication_exposed_ns", "exposed communication"),
+              ("memory_exposed_ns", "exposed memory"), ("idle_ns", "idle")]
+    parts = []
+    for key, label in blocks:
+        if b["before"][key] or b["after"][key]:
+            d = b["delta_ns"][key]
+            parts.append(f"{label} {fmt_ns(b['before'][key])} -> {fmt_ns(b['after'][key])} "
+                         f"({'+' if d >= 0 else '-'}{fmt_ns(abs(d))})")
+    lines.append(f"GPU time budget per {per} per GPU: " + "; ".join(parts))
+    lines.append(f"  what grew: {b['explained']}")
+    if b.get("amdahl"):
+        lines.append(f"  {b['amdahl']}")
     return lines
 
 

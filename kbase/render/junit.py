@@ -32,6 +32,9 @@ def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
         if f.kind == FindingKind.TOTAL:
             cases.append('  <testcase classname="kbase.gate" name="total kernel time per iteration"><failure message='
                          + xml_attr(finding_text(f)) + "/></testcase>")
+        elif f.kind == FindingKind.STEP:
+            cases.append(f'  <testcase classname="kbase.gate.step" name={xml_attr(f.name)}><failure message='
+                         + xml_attr(finding_text(f)) + "/></testcase>")
         elif f.kind == FindingKind.OP_REGRESSED:
             cases.append(f'  <testcase classname="kbase.gate.op" name={xml_attr(f.name)}><failure message='
                          + xml_attr(finding_text(f)) + "/></testcase>")

@@ -116,11 +116,22 @@ def _summary_lines(s: LeaderboardSummary) -> list[str]:
     lines = [
         f"source: {s.source} ({s.exporter}); GPU: {', '.join(s.gpu_models)} x {s.gpus}",
         f"window: {s.window}",
-        f"share denominator: {s.share_denominator}",
-        f"compute {fmt_pct(s.compute_share)} | communication (NCCL) {fmt_pct(s.communication_share)} | "
-        f"memory {fmt_pct(s.memory_share)} | all kernels {fmt_pct(s.busy_share)} of window GPU time"
-        + (" (streams overlap)" if (s.busy_share or 0) > 1 else ""),
     ]
+    if s.budget:
+        from kbase.analysis.budget import budget_from_stored
+        from kbase.render.budget import budget_summary_lines
+
+        b = budget_from_stored(s.budget)
+        lines.append(f"GPU time budget (denominator: {b.denominator}):")
+        lines += ["  " + line for line in budget_summary_lines(b)]
+        lines.append(f"kernel sums (share denominator: {s.share_denominator}): all kernels {fmt_pct(s.busy_share)} "
+                     "of window GPU time" + (" (streams overlap: the budget above counts each instant once)"
+                                             if (s.busy_share or 0) > 1 else ""))
+    else:  # stored before the budget existed
+        lines += [f"share denominator: {s.share_denominator}",
+                  f"compute {fmt_pct(s.compute_share)} | communication (NCCL) {fmt_pct(s.communication_share)} | "
+                  f"memory {fmt_pct(s.memory_share)} | all kernels {fmt_pct(s.busy_share)} of window GPU time"
+                  + (" (streams overlap)" if (s.busy_share or 0) > 1 else "")]
     if s.kernel_ns_per_iter is not None:
         lines.append(f"kernel time per iteration per GPU: {fmt_ns(s.kernel_ns_per_iter)} over {s.iterations} "
                      "iteration(s)")

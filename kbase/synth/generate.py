@@ -66,6 +66,7 @@ class ExportSpec:
     drop: set[str] = field(default_factory=set)
     add: list[KernelSpec] = field(default_factory=list)
     rename: dict[str, str] = field(default_factory=dict)
+    host_delay_ns: int = 0  # per step, CPU time after the synchronize before the input copy (a slow input pipeline)
 
 
 @dataclass
@@ -239,7 +240,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
             z = normal_deviates((key_u[prog.kspec] ^ base) + prog.ordinal.astype(np.uint64))
             kj = jit[prog.kspec]
             kdur = np.maximum(1, np.rint(means[prog.kspec] * np.exp(kj * z - kj * kj / 2))).astype(np.int64)
-            st = simulate_step(prog, kdur, rng, t, free)
+            st = simulate_step(prog, kdur, rng, t, free, spec.host_delay_ns)
             t0, t1, cstart, cend, kstart, kend = st.t0, st.t1, st.cstart, st.cend, st.kstart, st.kend
             n_calls, n_k = len(prog.api), len(prog.kspec)
             corr_ids = corr + np.arange(n_calls, dtype=np.int64)
@@ -284,6 +285,9 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
             krows.extend([(a, b, c, g, *tails[s]) for a, b, c, g, s in zip(
                 kstart[sel].tolist(), kend[sel].tolist(), corr_ids[prog.kpos[sel]].tolist(),
                 grid_ids[sel].tolist(), prog.kspec[sel].tolist())])
+            if rt_keep[0]:  # the step's cudaStreamSynchronize, as CUPTI records the host's wait
+                ins("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", [(int(cstart[0]), int(cend[0]), dev, ctx, None,
+                    streams[0], int(corr_ids[0]), gpid, 3, 3, None, None)])
             if mkeep:
                 ins("CUPTI_ACTIVITY_KIND_MEMCPY", [(st.mstart, st.mend, dev, ctx, 0,
                     streams[0], int(corr_ids[1]), gpid, MEMCPY_BYTES, 1, None, 1, 2, None, None, None, None,

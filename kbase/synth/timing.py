@@ -107,14 +107,18 @@ class Step:
 
 
 def simulate_step(prog: Program, kdur: np.ndarray, rng: np.random.Generator, t: int,
-                   free: list[int]) -> Step:
-    """Time one step after CPU time ``t``; ``free`` (compute, NCCL stream idle times) is updated."""
+                   free: list[int], host_delay_ns: int = 0) -> Step:
+    """Time one step after CPU time ``t``; ``free`` (compute, NCCL stream idle times) is updated.
+    ``host_delay_ns``: CPU time between the step's synchronize and its input copy (loading the batch on the
+    host: the GPU idles meanwhile)."""
     n_calls, n_k = len(prog.api), len(prog.kspec)
     t0 = t + 20_000 + int(rng.integers(0, 60_000))
     cdur = np.maximum(300, API_NS[prog.api] * rng.lognormal(0.0, 0.15, n_calls)).astype(np.int64)
     step = cdur + 800 + rng.exponential(9_000.0, n_calls).astype(np.int64)  # eager Python per op
     c0 = t0 + 4_000 + int(rng.integers(0, 8_000))
     step[0] = max(c0 + cdur[0], max(free) + 1_500)  # the sync returns once both streams drained
+    if len(step) > 1:
+        step[1] += host_delay_ns
     cend = np.cumsum(step)
     cstart = cend - cdur
     cstart[0] = c0

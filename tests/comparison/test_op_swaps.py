@@ -44,11 +44,12 @@ def jan():
 def test_the_held_out_kind_of_pair_passes_both_ways_with_the_swap_reported(jan):
     """January 2021: the same ResNet-50 with 0 and 4 DataLoader workers, two processes. Before ops, the gate
     failed one way on a cuDNN helper (scalePackedTensor_kernel +4.8%, +0.03% of the iteration) whose launch
-    count changed with the algorithm swap."""
+    count changed with the algorithm swap. No kernel or op fails either way; the step does, from 4 workers to 0
+    (``tests/comparison/test_step.py``): 0 -> 4 passes."""
     for x, y in itertools.permutations(JAN, 2):
         result = compute_diff(jan[x][0], jan[y][0], Policy())
         v = decide(result)
-        assert v.code == 0, [f.name for f in v.failing]
+        assert [f.name for f in v.failing] == (["(step time per iteration)"] if x == JAN[1] else [])
         assert result.ops is not None
         swapped = {g["op"] for g in result.ops.groups}
         assert "aten::cudnn_convolution_backward_input" in swapped
