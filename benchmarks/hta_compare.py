@@ -30,7 +30,7 @@ and nanoseconds kept) is the check of the arithmetic itself: 0.00 pp on every tr
 Not a runtime dependency: ``pip install -e ".[bench]"`` (HTA pulls pandas, plotly, ...), or point ``--hta-python``
 at an interpreter that has ``holistictraceanalysis==0.5.0``. Exit status: 0 whatever the differences (it prints
 figures), also where HTA fails on a trace (printed with HTA's exception: a finding about the reference); 1 when
-kbase crashed on a trace or HTA ran on none; 2 when HTA is not installed.
+kbase crashed on a trace or HTA ran on none; 2 when HTA is not installed or kbase has no ``budget`` command.
 
     .venv/bin/python benchmarks/hta_compare.py [--no-explain] [--only SUBSTRING] [--json OUT.json]
 """
@@ -64,9 +64,9 @@ cols = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "ke
 print(json.dumps([{k: float(r[k]) for k in cols} for _, r in df[cols].iterrows()]))
 """
 
-# kbase's budget of the whole capture per GPU, from the library. "kbase": the kernel classes ``kbase budget`` uses
-# (analysis.classify); "hta": two budgets with HTA's own get_kernel_type classes, one of every GPU activity
-# ("hta_classes") and one of only the activities HTA 0.5.0 keeps with include_last_profiler_step=True
+# kbase's budget of the whole capture per GPU from the library (as ``kbase budget --window all``), with HTA's own
+# get_kernel_type classes: one of every GPU activity ("hta_classes") and one of only the activities HTA 0.5.0 keeps
+# with include_last_profiler_step=True
 # ("hta_events": launched by a host call in the capture that started by the end of the last ProfilerStep;
 # Trace._filter_irrelevant_gpu_kernels, which filters only where the capture names two steps or more).
 BUDGET_CHILD = """
@@ -74,7 +74,6 @@ import json, sys
 from dataclasses import replace
 from pathlib import Path
 import numpy as np
-from kbase.analysis import classify
 from kbase.analysis.budget import COMMUNICATION, COMPUTE, FIELDS, MEMORY, compute_budget
 from kbase.analysis.spec import WindowSpec
 from kbase.analysis.window import select_window
@@ -87,10 +86,6 @@ def budget(p, cat):
 
 p = read_kineto(Path(sys.argv[1]))
 names = p.columns.names.tolist()
-if sys.argv[2] == "kbase":
-    code = {classify.COMPUTE: COMPUTE, classify.COMMUNICATION: COMMUNICATION, classify.MEMORY: MEMORY}
-    print(json.dumps(budget(p, [code[k[2]] for k in classify.kinds_of(names, p.short_names)])))
-    raise SystemExit
 from hta.utils.utils import get_kernel_type
 code = {"COMMUNICATION": COMMUNICATION, "MEMORY": MEMORY}
 cat = [code.get(get_kernel_type(n), COMPUTE) for n in names]
@@ -229,12 +224,9 @@ def _from_budget(b: Breakdown, doc: dict) -> Breakdown:
     return b
 
 
-def run_kbase(trace: Path, work: Path, cli: bool) -> Breakdown:
+def run_kbase(trace: Path, work: Path) -> Breakdown:
     b = Breakdown("kbase")
-    if cli:
-        cmd = [*kbase_cmd(), "budget", str(trace.resolve()), "--window", "all", "--format", "json"]
-    else:  # before the command existed: the same budget from the library
-        cmd = [sys.executable, "-c", BUDGET_CHILD, str(trace.resolve()), "kbase"]
+    cmd = [*kbase_cmd(), "budget", str(trace.resolve()), "--window", "all", "--format", "json"]
     run, out, err = _child(cmd, work)
     b.run, b.error = run, err
     return b if err else _from_budget(b, json.loads(out))
@@ -243,7 +235,7 @@ def run_kbase(trace: Path, work: Path, cli: bool) -> Breakdown:
 def run_kbase_hta_rules(trace: Path, work: Path) -> tuple[Breakdown, Breakdown]:
     """kbase's sweep with HTA's kernel classes: over every activity, and over only those HTA keeps."""
     classes, events = Breakdown("kbase_hta_classes"), Breakdown("kbase_hta_events")
-    run, out, err = _child([sys.executable, "-c", BUDGET_CHILD, str(trace.resolve()), "hta"], work)
+    run, out, err = _child([sys.executable, "-c", BUDGET_CHILD, str(trace.resolve())], work)
     classes.run, classes.error, events.error = run, err, err
     if err:
         return classes, events
@@ -375,11 +367,12 @@ def main(argv: list[str] | None = None) -> int:
         if probe.returncode != 0:
             print("--explain needs kbase and HTA in one interpreter: this one lacks HTA, so no explanation rows")
             explain = False
-    cli = kbase_has_budget()
+    if not kbase_has_budget():
+        print(f"{' '.join(kbase_cmd())} has no budget command: this benchmark needs kbase with issue 36's budget")
+        return 2
     traces = find_traces(args.shared.resolve(), args.only)
-    print(f"HTA {hta_version} ({args.hta_python}); kbase: "
-          f"{'kbase budget --window all --format json' if cli else 'compute_budget(whole=True) (no kbase budget yet)'}"
-          f"; {len(traces)} traces; load {loadavg()}")
+    print(f"HTA {hta_version} ({args.hta_python}); {' '.join(kbase_cmd())} budget TRACE --window all --format json; "
+          f"{len(traces)} traces; load {loadavg()}")
     print("Every figure from a fresh child process; wall/CPU seconds and peak RSS are that child's.")
     results: list[TraceResult] = []
     for trace in traces:
@@ -387,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="hta-compare-") as tmp:
             work = Path(tmp)
             t.rows["hta"] = run_hta(args.hta_python, trace, work, "hta")
-            t.rows["kbase"] = run_kbase(trace, work, cli)
+            t.rows["kbase"] = run_kbase(trace, work)
             if explain:
                 t.rows["kbase_hta_classes"], t.rows["kbase_hta_events"] = run_kbase_hta_rules(trace, work)
                 t.rows["hta_whole"] = run_hta(args.hta_python, trace, work, "hta_whole")
@@ -397,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     print_summary(results)
     print(f"load {loadavg()}")
     if args.json:
-        doc = {"hta_version": hta_version, "kbase_cli": cli, "tolerance_pp": TOLERANCE_PP, "traces": [
+        doc = {"hta_version": hta_version, "tolerance_pp": TOLERANCE_PP, "traces": [
             {"trace": str(t.path), "rows": {k: {"span_ns": b.span_ns, "idle_ns": b.idle_ns, "compute_ns": b.compute_ns,
                                                 "non_compute_ns": b.non_compute_ns, "n_gpus": b.n_gpus,
                                                 "shares_pct": {s: b.share(s) for s in SHARES},
