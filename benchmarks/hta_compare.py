@@ -147,8 +147,10 @@ def _child(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tupl
     try:
         run = run_child(cmd, cwd, stdout_path=out, env=env)
     except SystemExit as e:  # run_child's report of a non-zero exit, with the stderr tail: keep its last line
-        lines = [x for x in str(e).splitlines() if x.strip()]
-        return None, "", lines[-1].strip() if lines else "exited non-zero"
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        if len(lines) >= 2 and ":" not in lines[-1]:  # a bare exception name: say where (the failed assert)
+            return None, "", f"{lines[-1]} at {lines[-2]}"
+        return None, "", lines[-1] if lines else "exited non-zero"
     return run, out.read_text(), ""
 
 
@@ -307,15 +309,16 @@ def print_trace(t: TraceResult) -> None:
 def print_summary(results: list[TraceResult]) -> None:
     print(f"\nSummary (percentage points, tolerance {TOLERANCE_PP} pp): kbase budget --window all - HTA's temporal "
           "breakdown; 'same input': kbase's sweep with HTA's classes and activities - HTA's with its last step and ns")
-    print(f"  {'trace':<44} {'idle':>6} {'compute':>7} {'non-c':>6}  {'same input':>10}  {'HTA s':>6} {'kbase s':>7} "
-          f"{'HTA MiB':>7} {'kbase MiB':>9}  verdict")
+    print(f"  {'trace':<44} {'idle':>6} {'compute':>7} {'non-c':>6}  {'same input':>10}  {'wall s HTA':>10} {'kbase':>5} "
+          f"{'CPU s HTA':>9} {'kbase':>5} {'MiB HTA':>7} {'kbase':>5}  verdict")
     within = same = 0
     for t in results:
         d, e = t.diff(), t.diff("kbase_hta_events", "hta_whole")
         h, k = t.rows["hta"].run, t.rows["kbase"].run
-        cost = (f"{h.wall_s if h else float('nan'):6.2f} {k.wall_s if k else float('nan'):7.2f} "
-                f"{h.maxrss_bytes / 2**20 if h else float('nan'):7.0f} "
-                f"{k.maxrss_bytes / 2**20 if k else float('nan'):9.0f}")
+        nan = float("nan")
+        cost = (f"{h.wall_s if h else nan:10.2f} {k.wall_s if k else nan:5.2f} {h.cpu_s if h else nan:9.2f} "
+                f"{k.cpu_s if k else nan:5.2f} {h.maxrss_bytes / 2**20 if h else nan:7.0f} "
+                f"{k.maxrss_bytes / 2**20 if k else nan:5.0f}")
         worst_e = max((abs(v) for v in e.values()), default=float("nan"))
         same += worst_e <= TOLERANCE_PP
         if not d:
