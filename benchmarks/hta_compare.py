@@ -147,7 +147,7 @@ def _child(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tupl
     try:
         run = run_child(cmd, cwd, stdout_path=out, env=env)
     except SystemExit as e:  # run_child's report of a non-zero exit, with the stderr tail: keep its last line
-        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        lines = [x.strip() for x in str(e).splitlines() if x.strip(" ^~\t")]  # not the traceback's carets
         if len(lines) >= 2 and ":" not in lines[-1]:  # a bare exception name: say where (the failed assert)
             return None, "", f"{lines[-1]} at {lines[-2]}"
         return None, "", lines[-1] if lines else "exited non-zero"
