@@ -7,7 +7,8 @@ Create Date: 2026-12-06 06:00:00
 A baseline's whole GPU time budget (``kbase.analysis.budget``) is stored in its ``summary_json``; these two
 columns repeat its step time per iteration and its idle time per unit per GPU so ``kbase steps`` and
 ``kbase history`` follow them over commits without decoding every summary. Baselines stored before this
-revision have no budget (their profiles are not in the store): both stay NULL. Downgrade drops both.
+revision have no budget (their profiles are not in the store): both stay NULL. Downgrade drops both (the budget
+stays in ``summary_json``).
 """
 
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("baseline") as batch:
-        batch.drop_column("idle_ns")
-        batch.drop_column("step_ns")
+    # A plain ALTER TABLE ... DROP COLUMN (SQLite 3.35+), never a batch copy of ``baseline``: dropping the old
+    # table would cascade to every baseline's kernel table (``baseline_kernels`` ON DELETE CASCADE).
+    op.execute("ALTER TABLE baseline DROP COLUMN idle_ns")
+    op.execute("ALTER TABLE baseline DROP COLUMN step_ns")
