@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.version import __version__
 
-__all__ = ["Baselines", "BudgetResult", "Comparison", "ExportResult", "GateResult", "ImportResult", "KernelHistory", "PruneResult",
-           "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept", "acceptances", "baseline",
+__all__ = ["Baselines", "BudgetResult", "Comparison", "ExportResult", "GateResult", "ImportResult", "KernelHistory",
+           "PruneResult", "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept", "acceptances",
+           "baseline",
            "baselines", "budget", "compare", "export_baselines", "find_kernel", "gate", "history", "history_steps",
            "import_baselines", "kernel_pattern", "leaderboard", "prune", "read", "remove", "report", "report_data",
            "revoke", "snapshot", "steps", "top", "window", "__version__"]

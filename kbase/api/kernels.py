@@ -47,6 +47,11 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
         from kbase.analysis.lookup import find_kernel as lookup
 
         chosen = None if all_workloads else workload_for(settings, rd, workload)
+        if kernel in BUDGET_SERIES:
+            rows = budget_history_rows(rd, kernel, chosen, branch)
+            _describe_commits(rows, settings)
+            return KernelHistory(query=kernel, name=kernel, short_name=BUDGET_SERIES[kernel], rows=rows,
+                                 workload=chosen, branch=branch)
         names, shorts = rd.kernel_names(chosen)
         k = lookup(kernel, names, shorts)
         rows = rd.kernel_history_rows(k.name, chosen, branch)
@@ -61,6 +66,25 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
 
     with _store(settings, store, readonly=True) as st:
         return read(EngineReader(st.engine))
+
+
+# ``kbase history (step)`` / ``(idle)``: the GPU time budget's step time per iteration and idle per iteration per
+# GPU across baselines (``Baseline.step_ns`` / ``idle_ns``), in the rows a kernel's history has
+BUDGET_SERIES = {"(step)": "step time per iteration", "(idle)": "GPU idle per iteration per GPU"}
+
+
+def budget_history_rows(rd: StoreReader, series: str, workload: str | None, branch: str | None) -> list[dict]:
+    attr = "step_ns" if series == "(step)" else "idle_ns"
+    rows = []
+    for b in reversed(rd.list_baselines(workload, branch, limit=0)):  # oldest first
+        v = getattr(b, attr, None)
+        if v is None:
+            continue
+        rows.append({"id": b.id, "commit": b.commit, "created_at": b.created_at, "workload": b.workload,
+                     "branch": b.branch, "commit_date": b.commit_date, "count": int(b.iterations_used),
+                     "total_ns": float(v) * max(int(b.iterations_used), 1), "avg_ns": float(v),
+                     "per_iter_ns": float(v), "share_window": None})
+    return rows
 
 
 def steps(settings: Settings | None = None, *, workload: str | None = None, last: int = 50, rev: str = "HEAD",

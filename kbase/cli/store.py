@@ -181,7 +181,8 @@ def rm(
 @app.command()
 def history(
     kernel: Annotated[str, typer.Argument(help="Kernel: full or short name, #id (as tables show), family, "
-                                               "substring, or /regex/.")],
+                                               "substring, or /regex/; (step) or (idle): the GPU time budget's "
+                                               "step time per iteration or idle per iteration per GPU.")],
     name: NameOpt = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     all_workloads: Annotated[bool, typer.Option(

@@ -107,8 +107,9 @@ def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAccep
 
 
 def _step(v: Verdict, result: DiffResult, acceptances: Sequence[AnyAcceptance]) -> None:
-    """The step rule (``comparison.step``): a regressed step fails (when ``step_gate``); a step that moved by more
-    than the effect floor but could not be judged against between-process noise is a warning with its MDE."""
+    """The step rule (``comparison.step``): a regressed step fails (when ``step_gate``); a step that grew by at
+    least ``step_max_mde_pct`` but could not be judged against between-process noise is a warning with its MDE
+    (smaller unjudged moves are shown in the diff, not repeated in the verdict)."""
     b = result.budget
     if b is None:
         return
@@ -120,7 +121,7 @@ def _step(v: Verdict, result: DiffResult, acceptances: Sequence[AnyAcceptance]) 
                       after=j.after, p_value=j.p_value, explain=b.explain(), mde_pct=j.mde_pct)
     if j.regressed and result.policy.step_gate:
         _fail_or_accept(v, finding, acceptances, (name,))
-    elif j.regressed or (not j.judged and worse >= result.policy.min_effect_pct):
+    elif j.regressed or (not j.judged and worse >= result.policy.step_max_mde_pct):
         kind = FindingKind.STEP if j.regressed else FindingKind.STEP_NOT_JUDGED
         v.warnings.append(Finding(**{**vars(finding), "kind": kind}))
 

@@ -140,6 +140,23 @@ class StepsReport:
         return steps_html(self)
 
 
+STEP_SERIES, IDLE_SERIES = "(step time per iteration)", "(GPU idle per iteration per GPU)"
+
+
+def _with_budget_series(bs: list, names: list[str], shorts: list[str], levels: np.ndarray):
+    """The kernels' levels with two more series from the budget (``Baseline.step_ns`` / ``idle_ns``), when
+    every baseline of the line stores them: a step in step time or idle is found like a kernel's."""
+    extra = []
+    for attr, label in (("step_ns", STEP_SERIES), ("idle_ns", IDLE_SERIES)):
+        vals = [getattr(b, attr, None) for b in bs]
+        if vals and all(v is not None for v in vals):
+            extra.append((label, np.array(vals, dtype=float)))
+    if not extra:
+        return names, shorts, levels
+    rows = np.vstack([levels.reshape(len(names), len(bs)), *[v[None, :] for _, v in extra]])
+    return names + [x for x, _ in extra], shorts + [x for x, _ in extra], rows
+
+
 def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None, *, last: int,
                  rev: str) -> StepsReport:
     """Steps and creeps of every kernel over the last ``last`` baselines of ``workload`` on the
@@ -171,6 +188,7 @@ def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None,
     walls = np.array([b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs])
     wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
     line = [b.commit for b in bs]
+    names, shorts, levels = _with_budget_series(bs, list(names), list(shorts), levels)
     found = kernel_steps(levels, names, shorts, line, wall)
     return StepsReport(workload=workload, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found,
                        notes=notes)

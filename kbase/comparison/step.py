@@ -93,8 +93,8 @@ def step_level(summary_json: str | None) -> float | None:
 
 def side_budget(summaries: list[Any]) -> SideBudget | None:
     """The budgets stored in the captures' summaries; None when any capture has none (stored before it)."""
-    got = [getattr(s, "budget", None) for s in summaries]
-    if not got or any(not g for g in got):
+    got: list[dict[str, Any]] = [g for g in (getattr(s, "budget", None) for s in summaries) if g]
+    if not got or len(got) < len(summaries):
         return None
     return SideBudget([budget_from_stored(g) for g in got])
 
@@ -218,8 +218,9 @@ def judge(before: list[list[float]], after: list[list[float]], policy: Policy,
     floor = policy.min_effect_pct / 100.0
     regressed = significant and worse >= floor
     judged = significant or better or mde * 100.0 <= policy.step_max_mde_pct
-    return Judgement(before=mb, after=ma, delta_pct=rel * 100.0, regressed=regressed, improved=better and -worse >= floor,
-                     judged=judged, p_value=p, mde_pct=mde * 100.0, noise=noise, se_pct=se * 100.0)
+    return Judgement(before=mb, after=ma, delta_pct=rel * 100.0, regressed=regressed,
+                     improved=better and -worse >= floor, judged=judged, p_value=p, mde_pct=mde * 100.0, noise=noise,
+                     se_pct=se * 100.0)
 
 
 def _pooled(captures: list[list[float]]) -> float | None:
@@ -268,12 +269,12 @@ def _between(before: list[list[float]], after: list[list[float]], history: list[
 
 def budget_json(d: BudgetDiff) -> dict[str, Any]:
     """The diff's ``"budget"`` object (``kbase.diff`` JSON)."""
-    j = d.step if d.step is not None else d.busy
+    j = d.step
     step: dict[str, Any] = {"judged": False, "regressed": False}
-    if d.step is not None:
+    if j is not None:
         step = {"before_ns": j.before, "after_ns": j.after, "delta_pct": j.delta_pct, "regressed": j.regressed,
                 "improved": j.improved, "judged": j.judged, "p_value": j.p_value, "mde_pct": j.mde_pct,
-                "noise": j.noise, "source": d.step_source}  # type: ignore[union-attr]
+                "noise": j.noise, "source": d.step_source}
     out: dict[str, Any] = {
         "unit": d.unit,
         "before": dict(d.before), "after": dict(d.after),

@@ -48,8 +48,8 @@ def read_activity_rows(conn: sqlite3.Connection, tables: set[str]) -> tuple[np.n
         z = np.zeros(0, dtype=np.int64)
         return z, z.copy(), z.copy(), z.copy(), np.zeros(0, dtype=np.int8)
     rows = np.concatenate([r for r, _ in parts])
-    kind = np.concatenate([np.full(len(r), k, dtype=np.int8) for r, k in parts])
-    return rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].copy(), kind
+    kinds = np.concatenate([np.full(len(r), k, dtype=np.int8) for r, k in parts])
+    return rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].copy(), kinds
 
 
 def read_syncs(conn: sqlite3.Connection, tables: set[str]) -> SyncColumns:

@@ -70,18 +70,18 @@ def budget_lines(b: Budget) -> list[str]:
                                                 for label, v in sizes))
     if b.largest_gaps:
         lines.append("largest idle gaps:")
-        for g in b.largest_gaps:
-            it = f"iteration {g.iteration}, " if g.iteration is not None else ""
-            before = inert(g.before) + (f" ({inert(g.before_range)})" if g.before_range else "")
-            after = inert(g.after) + (f" ({inert(g.after_range)})" if g.after_range else "")
-            lines.append(f"  {fmt_ns(g.duration_ns):>10}  GPU {g.gpu}, {it}after {before or 'window start'}, "
-                         f"before {after or 'window end'}: {g.cause}")
+        for gap in b.largest_gaps:
+            it = f"iteration {gap.iteration}, " if gap.iteration is not None else ""
+            before = inert(gap.before) + (f" ({inert(gap.before_range)})" if gap.before_range else "")
+            after = inert(gap.after) + (f" ({inert(gap.after_range)})" if gap.after_range else "")
+            lines.append(f"  {fmt_ns(gap.duration_ns):>10}  GPU {gap.gpu}, {it}after {before or 'window start'}, "
+                         f"before {after or 'window end'}: {gap.cause}")
     if len(b.gpus) > 1:
         lines += ["", "per GPU (window, blocks of its window, time waiting in collectives beyond the fastest rank):"]
         for g in b.gpus:
             gb = g.blocks
-            share = " ".join(f"{BLOCK_LABELS[k].split()[-1]} {fmt_pct(getattr(gb, k) / gb.window_ns if gb.window_ns else None)}"
-                             for k in BLOCKS)
+            share = " ".join(f"{BLOCK_LABELS[k].split()[-1]} "
+                             f"{fmt_pct(getattr(gb, k) / gb.window_ns if gb.window_ns else None)}" for k in BLOCKS)
             lines.append(f"  {inert(g.label)}: {fmt_ns(gb.window_ns)}  {share}  collective wait "
                          f"{fmt_ns(g.collective_wait_ns)}")
         s = b.straggler

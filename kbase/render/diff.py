@@ -223,10 +223,12 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
                  + ("" if a["aligned"] else " [not aligned]"))
     t = doc["totals"]
     unit = doc["unit"]
-    for key, label in (("iteration_wall", f"GPU wall per {unit}"), ("step_wall", "CPU step wall time"),
+    step_line = bool((doc.get("budget") or {}).get("step", {}).get("before_ns") is not None)
+    step_label = "" if step_line else "CPU step wall time"  # the budget's step line says it, judged
+    for key, label in (("iteration_wall", f"GPU wall per {unit}"), ("step_wall", step_label),
                        ("kernel", f"kernel time per {unit} per GPU"), ("compute", "  compute"),
                        ("communication", "  communication (NCCL)"), ("memory", "  memory")):
-        if present(t.get(key)):
+        if label and present(t.get(key)):
             before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
             lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
     lines += budget_lines(doc.get("budget"))

@@ -156,6 +156,7 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
     s = lb.summary
     models = ",".join(s.gpu_models)
     keys = [int(k) for k in s.iteration_keys]
+    step_ns, idle_ns = budget_columns(s.budget)
     return Baseline(
         workload=workload,
         commit=commit.hash,
@@ -192,7 +193,20 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
         kbase_version=__version__,
         tags=json.dumps(sorted(set(tags or []))),
         note=note,
+        step_ns=step_ns,
+        idle_ns=idle_ns,
     )
+
+
+def budget_columns(budget: dict | None) -> tuple[float | None, float | None]:
+    """``Baseline.step_ns`` / ``idle_ns`` from a stored budget (``analysis.budget``)."""
+    if not budget:
+        return None, None
+    from kbase.analysis.budget import budget_from_stored
+
+    b = budget_from_stored(budget)
+    steps = b.step_samples()
+    return (sum(steps) / len(steps) if steps else None), b.per_unit(b.total.idle_ns)
 
 
 def stored_summary(b: Baseline | BaselineRecord) -> tuple[LeaderboardSummary, list[str]]:

@@ -37,6 +37,9 @@ KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # 
 # the same capture apart differ in them and still hold the same baseline.
 BOOKKEEPING = frozenset({"created_at", "branch", "detached", "dirty", "host", "tags", "note", "kbase_version",
                          "source_name", "source_mtime_ns", "source_probe"})
+# columns derived from another one (the budget's figures, from summary_json): not in the content digest, so a
+# file written before they existed and the same baseline exported again are one content
+DERIVED = frozenset({"step_ns", "idle_ns"})
 DATETIMES = ("created_at", "commit_date")
 MAX_HEADER = 64 << 20
 
@@ -89,7 +92,8 @@ def content_digest(row: dict[str, Any], names: list[str], plains: dict[str, byte
     columns (``packed.plain``, the name ids left out: the names say it), independent of the store's ids, of
     the compressor's build and of who stored it when."""
     h = hashlib.sha256()
-    h.update(_json({k: v for k, v in jsonable_row(row).items() if k not in BOOKKEEPING and k != "id"}))
+    skip = BOOKKEEPING | DERIVED | {"id"}
+    h.update(_json({k: v for k, v in jsonable_row(row).items() if k not in skip}))
     h.update(_json(names))
     if op_names:
         h.update(_json(op_names))

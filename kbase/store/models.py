@@ -83,6 +83,11 @@ class Baseline(SQLModel, table=True):
     capture_copy: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # 0; n for the n-th --force
     tags: str = Field(default="[]", sa_type=Text)  # JSON list
     note: str = Field(default="", sa_type=Text)
+    # From the GPU time budget (0011; the whole budget is in ``summary_json``): the step time per iteration (the
+    # host's marker range, else the GPU window; mean over GPUs) and idle ns per unit per GPU, for ``kbase steps``
+    # and ``history`` to follow without decoding summaries. NULL: stored before 0011, or no iterations (step).
+    step_ns: float | None = None
+    idle_ns: float | None = None
 
 
 class KernelName(SQLModel, table=True):

@@ -56,6 +56,8 @@ class BaselineRecord:
     capture_copy: int
     tags: str
     note: str
+    step_ns: float | None = None
+    idle_ns: float | None = None
 
 
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))

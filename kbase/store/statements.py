@@ -111,7 +111,8 @@ def line_baselines_newest() -> Select:
 
 def _point():
     """What ``kbase steps`` needs of each baseline of a line (``reader.LinePoint``): not the whole row."""
-    return select(bt.id, bt.commit, bt.created_at, bt.fingerprint, bt.aligned, bt.window_ns, bt.iterations_used)
+    return select(bt.id, bt.commit, bt.created_at, bt.fingerprint, bt.aligned, bt.window_ns, bt.iterations_used,
+                  bt.step_ns, bt.idle_ns)
 
 
 @_statement

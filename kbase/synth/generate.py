@@ -287,7 +287,7 @@ def _write(tmp: Path, spec: ExportSpec) -> GeneratedTruth:
                 grid_ids[sel].tolist(), prog.kspec[sel].tolist())])
             if rt_keep[0]:  # the step's cudaStreamSynchronize, as CUPTI records the host's wait
                 ins("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", [(int(cstart[0]), int(cend[0]), dev, ctx, None,
-                    streams[0], int(corr_ids[0]), gpid, 3, 3, None, None)])
+                    streams[0], int(corr_ids[0]), gpid, 3, 3, 0, None)])
             if mkeep:
                 ins("CUPTI_ACTIVITY_KIND_MEMCPY", [(st.mstart, st.mend, dev, ctx, 0,
                     streams[0], int(corr_ids[1]), gpid, MEMCPY_BYTES, 1, None, 1, 2, None, None, None, None,

@@ -64,7 +64,7 @@ SCHEMA: dict[str, list[tuple[str, str, bool]]] = {k: cols(v) for k, v in {
     "CUPTI_ACTIVITY_KIND_MEMSET": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I streamId:I! "
         "correlationId:I globalPid:I value:I! bytes:I! graphNodeId:I memKind:I",
     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "start:I! end:I! deviceId:I! contextId:I! greenContextId:I "
-        "streamId:I! correlationId:I globalPid:I deprecatedSyncType:I syncType:I eventId:I eventSyncId:I",
+        "streamId:I! correlationId:I globalPid:I deprecatedSyncType:I syncType:I! eventId:I! eventSyncId:I",
     "NVTX_EVENTS": "start:I! end:I eventType:I! rangeId:I category:I color:I text:T globalTid:I "
         "endGlobalTid:I textId:I domainId:I uint64Value:I int64Value:I doubleValue:R uint32Value:I "
         "int32Value:I floatValue:R jsonTextId:I jsonText:T binaryData:T",

@@ -62,15 +62,18 @@ def test_the_held_out_kind_of_pair_passes_both_ways_with_the_swap_reported(jan):
 
 
 def test_june_processes_pass_every_ordered_pair():
-    """Four processes of June 2021 (workers 0 twice, workers 4 twice): every ordered pair passes; the
-    workers-0-vs-4 pairs report the swap (before ops: 6 of 12 failed)."""
+    """Four processes of June 2021 (workers 0 twice, workers 4 twice): no kernel or op fails any ordered pair; the
+    workers-0-vs-4 pairs report the swap (before ops: 6 of 12 failed). The step may fail only from 4 workers to 0
+    (the input pipeline moved onto the training process: a real slowdown) — never the A/A pairs or 0 -> 4."""
     for p in JUNE_W4:
         if not p.is_file():
             pytest.skip(f"{p} not present: {SHARED_SKIP_REASON}")
     sides = {p: _side(p) for p in JUNE_W0 + JUNE_W4}
     for x, y in itertools.permutations(sides, 2):
         result = compute_diff(sides[x], sides[y], Policy())
-        assert decide(result).code == 0, (x.name, y.name)
+        failing = [f.name for f in decide(result).failing]
+        allowed = ["(step time per iteration)"] if x in JUNE_W4 and y in JUNE_W0 else []
+        assert failing in ([], allowed), (x.name, y.name, failing)
         crossing = (x in JUNE_W0) != (y in JUNE_W0)
         assert bool(result.ops.groups) == crossing, (x.name, y.name)
 
