@@ -408,7 +408,7 @@ def _blocked(syncs, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
     out = np.zeros(len(at), dtype=bool)
     if not len(syncs) or not len(at):
         return out
-    for p in np.unique(pid).tolist():
+    for p in sorted(set(pid.tolist())):  # (np.unique would import numpy.ma: ~10 ms of every top)
         mine = syncs.pid == p
         if not mine.any():
             continue
@@ -465,6 +465,18 @@ def _ranks(profile) -> dict[int, int]:
     return out
 
 
+def _codes(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """A dense code per distinct value of ``key`` and how many there are (np.unique without numpy.ma)."""
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    first = np.empty(len(sk), dtype=bool)
+    first[:1] = True
+    np.not_equal(sk[1:], sk[:-1], out=first[1:])
+    codes = np.empty(len(key), dtype=np.int64)
+    codes[order] = np.cumsum(first) - 1
+    return codes, int(first.sum())
+
+
 def _collective_waits(window: Window, category_of_code: np.ndarray, gpus: list[GpuBudget]) -> None:
     """For each collective launched on every GPU (matched by name and order), the time each rank spent in it
     beyond the fastest rank's: a collective ends together, so the extra is waiting for the slowest to arrive."""
@@ -482,10 +494,10 @@ def _collective_waits(window: Window, category_of_code: np.ndarray, gpus: list[G
     first = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
     ordinal = np.arange(len(group)) - np.repeat(first, np.diff(np.r_[first, len(group)]))
     key = name * (int(ordinal.max()) + 1) + ordinal
-    uniq, inv = np.unique(key, return_inverse=True)
-    fastest = np.full(len(uniq), np.iinfo(np.int64).max)
+    inv, n_keys = _codes(key)
+    fastest = np.full(n_keys, np.iinfo(np.int64).max)
     np.minimum.at(fastest, inv, dur)
-    ranks_in = np.bincount(inv, minlength=len(uniq))
+    ranks_in = np.bincount(inv, minlength=n_keys)
     full = ranks_in[inv] == len(gpus)
     wait = np.bincount(gpu[full], weights=(dur - fastest[inv])[full], minlength=int(gpu.max()) + 1)
     for gb in gpus:
