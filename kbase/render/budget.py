@@ -7,7 +7,7 @@ from typing import Any
 
 from kbase.analysis.budget import BLOCK_LABELS, BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Blocks, Budget
 from kbase.render.layout import inert
-from kbase.units import fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p, fmt_pct
+from kbase.units import column_unit, fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p, fmt_pct
 
 SCHEMA = "kbase.budget/1"
 
@@ -149,3 +149,25 @@ def step_verdict_lines(b: dict[str, Any] | None) -> list[str]:
                      + ("regressed" if busy["regressed"] else "within noise" if busy["judged"]
                         else f"not judged (MDE {busy['mde_pct']:.1f}%)"))
     return lines
+
+
+def budget_html(b: Budget, source: dict[str, Any] | None = None) -> str:
+    """A notebook's table of the budget (``BudgetResult._repr_html_``): the four blocks per unit per GPU and their
+    shares (adding up to 100% of the window), what ran hidden beside them, the step; every text escaped."""
+    from kbase.display import html_table
+
+    t = b.total
+    unit = column_unit(b.per_unit(getattr(t, k)) for k in (*BLOCKS, "window_ns"))
+    rows = [(BLOCK_LABELS[k], unit(b.per_unit(getattr(t, k))), fmt_pct(b.share(k))) for k in BLOCKS]
+    rows.append(("GPU window", unit(b.per_unit(t.window_ns)), "100%"))
+    for k, label in (("communication_overlapped_ns", "communication hidden under compute"),
+                     ("memory_overlapped_ns", "memory hidden under a higher block")):
+        if getattr(t, k):
+            rows.append((f"{label} (not in the 100%)", unit(b.per_unit(getattr(t, k))), "-"))
+    src = source or {}
+    what = (f"baseline @{src['baseline']} ({str(src.get('commit') or '')[:12]})" if src.get("baseline") is not None
+            else str(src.get("file") or ""))
+    caption = (f"GPU time budget {_unit(b)}" + (f" of {what}" if what else "")
+               + f": {len(b.gpus)} GPU(s), {b.n_iterations} {b.unit}(s)")
+    notes = [n for n in (step_line(b), f"window: {b.window}", f"share denominator: {b.denominator}") if n]
+    return html_table(["block", _unit(b), "share"], rows, caption=caption, notes=notes, numeric=(1, 2))

@@ -38,6 +38,7 @@ BLOCKS = (("compute_ns", "compute_ns", "compute", "compute"),
 COLOR = {"compute_ns": CATEGORY_COLOR["compute"], "communication_ns": CATEGORY_COLOR["communication"],
          "memory_ns": CATEGORY_COLOR["memory"], "idle_ns": "#bdbdbd"}
 STEP_COLOR = "#111111"
+LEGEND = {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "traceorder": "normal"}  # above the plot
 
 
 def _legend_narrow(n: int) -> dict:
@@ -74,7 +75,7 @@ def budget_trend_figure(data: ReportData, max_points: int = MAX_POINTS) -> dict:
         "shapes": _setup_changes(commits),
         "xaxis": {"title": {"text": "commit (oldest → newest)"}, "showgrid": False, **_ticks(commits, xs)},
         "yaxis": {"title": {"text": f"per iteration per GPU ({label})"}, "rangemode": "tozero", "gridcolor": "#eee"},
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "legend": LEGEND,
         "margin": {"l": 70, "r": 20, "t": 50, "b": 70}})
     narrow = {"layout": {"height": 420, "margin": {"l": 56, "r": 12, "t": 56, "b": 56},
                          "legend": {"font": {"size": 10}},
@@ -111,7 +112,7 @@ def budget_iterations_figure(view: BudgetView) -> dict:
     layout = _base_layout(380)
     layout.update({
         "barmode": "stack", "bargap": 0.2, "hovermode": "closest",
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "legend": LEGEND,
         "xaxis": {"title": {"text": unit}, "type": "category", "showgrid": False},
         "yaxis": {"title": {"text": f"% of each {unit}'s GPU window"}, "range": [0, 100], "gridcolor": "#eee",
                   "ticksuffix": "%"},
@@ -152,7 +153,7 @@ def budget_diff_figure(budget: dict[str, Any]) -> dict:
     layout = _base_layout(270)
     layout.update({
         "barmode": "stack", "bargap": 0.3, "hovermode": "closest",
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        "legend": LEGEND,
         "yaxis": {"autorange": "reversed", "automargin": True},
         "xaxis": {"title": {"text": f"per {per} per GPU ({label})"}, "gridcolor": "#eee", "rangemode": "tozero"},
         "margin": {"l": 20, "r": 20, "t": 50, "b": 56}})

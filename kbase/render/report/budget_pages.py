@@ -35,8 +35,9 @@ def _share(x: float | None) -> str:
 def trend_section(data: ReportData, max_points: int) -> tuple[str, dict]:
     """The trend page's budget: a bar per commit (per iteration per GPU) and the step time; the commits without a
     stored budget draw none and the note says how many."""
-    head = ("<h2>GPU time budget per iteration per GPU (the step is the verdict: compute, exposed communication, "
-            "exposed memory and idle add up to the GPU window; the line is the step time)</h2>")
+    head = ("<h2>GPU time budget per iteration per GPU, and the step time</h2><p class='sub'>Each bar is the GPU "
+            "window of one iteration: compute, exposed communication, exposed memory and idle add up to it "
+            "(docs/budget.md); the line is the step time, the verdict a diff judges.</p>")
     notes = _notes(data.budget_notes)
     if all(p.budget is None for p in data.commits):
         return head + notes, {}
