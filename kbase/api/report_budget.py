@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def stored_budgets(reader: StoreReader, baseline_ids: list[int]) -> dict[int, dict[str, Any] | None]:
     """Each baseline's stored budget (None: stored before kbase kept one, or an unreadable summary)."""
     out: dict[int, dict[str, Any] | None] = {}
-    for bid, text in reader.rows_in("budget_summaries", {}, "ids", baseline_ids):
+    for bid, text in reader.budget_summaries(baseline_ids):
         try:
             got = json.loads(text or "{}").get("budget")
         except (ValueError, AttributeError):
