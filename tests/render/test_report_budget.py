@@ -154,6 +154,8 @@ def test_gate_banner_names_the_step_finding(budget_report):
         assert m, banner
         assert html.unescape(m.group(1)) == STEP_TIME and html.unescape(m.group(2)).endswith(v.failing[0].explain)
         assert "failing:" not in banner  # no kernel failed: the step is the finding
+    # the notebook's GateResult names it the same way: the step, not a kernel called "(step time per iteration)"
+    assert repr(data.gate).startswith(f"<GateResult FAIL (exit 1): failing: step {v.failing[0].delta_pct:+.1f}%")
 
 
 def test_a_pair_without_budgets_says_the_step_was_not_judged(budget_report):
