@@ -106,8 +106,6 @@ def budget_iterations_figure(view: BudgetView) -> dict:
                        "y": [None if it.step_ns is None else it.step_ns / div for it in its],
                        "line": {"color": STEP_COLOR, "width": 2}, "marker": {"size": 5},
                        "hovertemplate": f"iteration %{{x}}: step %{{y:.3f}} {label} ({src})<extra></extra>"})
-    steps = [it.step_ns / div for it in its if it.step_ns is not None]
-    top = max(steps, default=1.0) * 1.1
     unit = "iteration" if view.unit == "iteration" else "window"
     layout = _base_layout(380)
     layout.update({
@@ -119,7 +117,7 @@ def budget_iterations_figure(view: BudgetView) -> dict:
         "margin": {"l": 70, "r": 70 if has_step else 20, "t": 50, "b": 60}})
     if has_step:
         layout["yaxis2"] = {"title": {"text": f"step time ({label})"}, "overlaying": "y", "side": "right",
-                            "range": [0, top], "showgrid": False}
+                            "rangemode": "tozero", "showgrid": False}
     narrow_layout: dict[str, Any] = {
         "height": 380, "margin": {"l": 48, "r": 48 if has_step else 12, "t": 56, "b": 50},
         "legend": {"font": {"size": 10}}, "xaxis": {"nticks": 6, "tickangle": 0},
