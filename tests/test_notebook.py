@@ -43,6 +43,7 @@ def objects(tmp_path_factory):
         "KernelHistory": kbase.history(EVIL_NAME, settings),
         "StepsReport": kbase.steps(settings),
         "Baselines": kbase.baselines(settings),
+        "BudgetResult": kbase.budget("@4", settings),
     }
 
 
@@ -71,7 +72,7 @@ def test_dir_lists_the_api_and_import_stays_light():
 
 
 @pytest.mark.parametrize("kind", ["Leaderboard", "SnapshotResult", "StoredLeaderboard", "LeaderboardRows", "Comparison",
-                                  "GateResult", "KernelHistory", "StepsReport", "Baselines"])
+                                  "GateResult", "KernelHistory", "StepsReport", "Baselines", "BudgetResult"])
 def test_short_repr_and_escaped_html(objects, kind):
     obj = objects[kind]
     assert type(obj).__name__ == kind
@@ -83,7 +84,7 @@ def test_short_repr_and_escaped_html(objects, kind):
     parsed.feed(html)
     assert parsed.tags <= ALLOWED_TAGS, parsed.tags  # the name's <b>, <script>, <!-- never became markup
     assert "<table>" in html and len(html) < 20_000
-    if kind not in ("Baselines",):
+    if kind not in ("Baselines", "BudgetResult"):  # a budget names no kernel
         assert EVIL_SHORT in parsed.text or EVIL_NAME.split("(")[0][:40] in parsed.text, (kind, parsed.text[:500])
 
 
@@ -115,3 +116,37 @@ def test_tables_are_dataframes(objects):
     assert str(b.table["commit_date"].dtype).startswith("datetime64")
     assert isinstance(objects["Comparison"].table, pd.DataFrame)
     assert isinstance(objects["LeaderboardRows"].table, pd.DataFrame)
+
+
+def test_budget_html_states_the_four_blocks_and_the_step(objects):
+    """``kbase.budget``'s table: the four blocks per iteration per GPU adding up to the window, their shares, the
+    step — the stored budget's numbers, formatted (nothing recomputed)."""
+    from kbase.analysis.budget import BLOCK_LABELS, BLOCKS
+    from kbase.render.budget import step_line
+    from kbase.units import fmt_pct
+
+    result = objects["BudgetResult"]
+    b = result.budget
+    parsed = _Tags()
+    parsed.feed(result._repr_html_())
+    for k in BLOCKS:
+        assert f"{BLOCK_LABELS[k]}" in parsed.text and fmt_pct(b.share(k)) in parsed.text
+    assert "GPU window" in parsed.text and "100%" in parsed.text
+    assert step_line(b) in parsed.text and "@4" in parsed.text
+    assert sum(b.share(k) for k in BLOCKS) == pytest.approx(1.0)
+
+
+def test_comparison_and_gate_html_show_the_step_verdict(objects):
+    """The step's verdict line as ``kbase diff`` prints it (``render.budget.step_verdict_lines`` of the diff's own
+    budget object), in the Comparison's and the GateResult's table."""
+    from kbase.render.budget import step_verdict_lines
+    from kbase.render.diff import diff_doc
+
+    for kind in ("Comparison", "GateResult"):
+        obj = objects[kind]
+        c = obj if kind == "Comparison" else obj.comparison
+        line = step_verdict_lines(diff_doc(c)["budget"])[0]
+        assert line.startswith("step time per iteration")
+        parsed = _Tags()
+        parsed.feed(obj._repr_html_())
+        assert line in parsed.text and "what grew (GPU time budget per iteration per GPU)" in parsed.text

@@ -25,6 +25,11 @@ class BudgetResult:
 
         return f"<BudgetResult {self.budget.unit} ({self.budget.window}): {blocks_line(self.budget)}>"
 
+    def _repr_html_(self) -> str:
+        from kbase.render.budget import budget_html
+
+        return budget_html(self.budget, self.source)
+
     def frame(self):
         """Per GPU and iteration (or per GPU for a stored or window budget), the blocks as a DataFrame."""
         import pandas as pd

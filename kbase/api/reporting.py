@@ -43,6 +43,7 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
     from kbase.api.common import with_workload
     from kbase.api.comparing import gate
     from kbase.api.kernels import steps
+    from kbase.api.report_budget import commit_budgets, trend_budget_note
     from kbase.api.trend import (
         TOP_KERNELS,
         commit_points,
@@ -68,11 +69,13 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
         positional = all(isinstance(v, int) or POSITION.fullmatch(v.strip()) for v in (before, after))
         pair = [_side(value, flag, points) for flag, value in (("before", before), ("after", after))] \
             if n >= 2 or not positional else None
+        budget_note = trend_budget_note(commit_budgets(reader, points), points)  # each commit's stored budget
         subjects = git_subjects(settings.repo, [p.ref.commit for p in points])
         for p in points:
             p.ref = dataclasses.replace(p.ref, subject=subjects.get(p.ref.commit, p.ref.subject))
         data = ReportData(workload=workload, branch=branch, commits=points, kernels=[], notes=_history_notes(points),
                           title=workload + (f" @ {branch}" if branch else ""),
+                          budget_notes=[budget_note] if budget_note else [],
                           generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
         def gate_of(a: str, b: str) -> GateResult:  # kbase gate of a pair, with the report's settings

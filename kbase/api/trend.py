@@ -2,7 +2,8 @@
 commit, the series of the top kernels, and one baseline's leaderboard — the parts of ``ReportData`` that
 are drawn from the store as it is (the diff and the steps come from ``kbase.gate`` and ``kbase.steps``).
 
-Reads (three, whatever the size of the store): the workload's baselines; the kernel levels of up to
+Reads (four, whatever the size of the store; the fourth, each baseline's stored GPU time budget, in
+``report_budget``): the workload's baselines; the kernel levels of up to
 ``SAMPLE_COMMITS`` evenly spaced commits, to pick the top kernels (a kernel that was large at any time in
 the history counts, not only at HEAD); those top kernels' figures and samples over every baseline (each
 baseline's ``levels`` and ``samples`` blobs). Repeat captures at one commit are pooled as ``kbase diff``
@@ -194,6 +195,8 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
     ``kbase show`` of that baseline computes them (``analysis.diagnosis.annotate``; the per-iteration bounds
     from the stored samples, read only if a row asks)."""
     from kbase.analysis.diagnosis import annotate
+    from kbase.api.report_budget import budget_view
+    from kbase.store.codec import stored_summary
 
     baseline_id = ref.baseline_ids[-1]
     b = reader.baseline(baseline_id)
@@ -219,7 +222,8 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
                              min_ns=float(r["min_ns"]), max_ns=float(r["max_ns"]), median_ns=float(r["median_ns"]),
                              tc_reason=n.tc_reason, diagnosis=n.diagnosis, diagnosis_reason=n.diagnosis_reason)
               for r, n in zip(rows, notes)],
-        ops=op_view(reader, b, {r["name"]: r["short_name"] for r in rows}))
+        ops=op_view(reader, b, {r["name"]: r["short_name"] for r in rows}),
+        budget=budget_view(stored_summary(b)[0].budget))
 
 
 def op_view(reader: StoreReader, b: AnyBaseline, short_names: dict[str, str]) -> list[OpRow] | None:

@@ -97,11 +97,29 @@ def _changed_table(c: Comparison, caption: str, notes: list[str]) -> str:
     return html_table(headers, cells, caption=caption, notes=notes, numeric=(3, 4, 5, 6, 7, 8))
 
 
+def step_lines(c: Comparison) -> list[str]:
+    """The step's verdict as the diff judged it (``kbase diff``'s line, from the diff's ``budget`` object) and what
+    grew; nothing recomputed. Empty when neither side has a budget (a side without one: the diff's note says so)."""
+    from kbase.comparison.step import budget_json
+    from kbase.render.budget import step_verdict_lines
+
+    b = c.result.budget
+    if b is None:
+        return []
+    doc = budget_json(b)
+    return [*step_verdict_lines(doc), f"what grew (GPU time budget per {doc['unit']} per GPU): {doc['explained']}"]
+
+
 def comparison_html(c: Comparison) -> str:
-    return _changed_table(c, f"{_pair(c)}: {_summary(c)}", c.notes + c.result.notes)
+    return _changed_table(c, f"{_pair(c)}: {_summary(c)}", step_lines(c) + c.notes + c.result.notes)
 
 
 def _finding(f: Any) -> str:
+    from kbase.comparison.gate import STEP_TIME, FindingKind
+
+    if f.kind in (FindingKind.STEP, FindingKind.STEP_NOT_JUDGED):  # the step, not a kernel: named as kbase gate does
+        name = "step" if f.name == STEP_TIME else "busy share"
+        return f"{name} {f.delta_pct:+.1f}%" if _finite(f.delta_pct) else name
     return f"{clip(f.short_name, 50)} {f.delta_pct:+.1f}%" if _finite(f.delta_pct) else clip(f.short_name, 50)
 
 
@@ -125,7 +143,7 @@ def gate_line(g: GateResult) -> str:
 
 def gate_html(g: GateResult) -> str:
     c = g.comparison
-    notes = [*(f"accepted: {a.finding.short_name} ({a.reason})" for a in g.verdict.accepted),
+    notes = [*step_lines(c), *(f"accepted: {a.finding.short_name} ({a.reason})" for a in g.verdict.accepted),
              *(f"incomparable: {m}" for m in g.verdict.mismatches), *c.notes, *c.result.notes]
     return _changed_table(c, f"gate: {_verdict(g)} — {_pair(c)}: {_summary(c)}", notes)
 

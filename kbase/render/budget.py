@@ -7,7 +7,7 @@ from typing import Any
 
 from kbase.analysis.budget import BLOCK_LABELS, BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Blocks, Budget
 from kbase.render.layout import inert
-from kbase.units import fmt_ns, fmt_pct
+from kbase.units import column_unit, fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p, fmt_pct
 
 SCHEMA = "kbase.budget/1"
 
@@ -127,3 +127,47 @@ def budget_doc(b: Budget, source: dict[str, Any] | None = None) -> dict[str, Any
 
 def budget_json(b: Budget, source: dict[str, Any] | None = None) -> str:
     return json.dumps(budget_doc(b, source), allow_nan=False, ensure_ascii=False)
+
+
+def step_verdict_lines(b: dict[str, Any] | None) -> list[str]:
+    """The step's verdict as the diff judged it (the diff's ``budget`` object): the step time's line, or without
+    iteration markers the busy share's. One definition: ``kbase diff``, the report and the notebook print it."""
+    if not b:
+        return []
+    lines = []
+    s = b["step"]
+    if s.get("before_ns") is not None:
+        word = ("regressed" if s["regressed"] else "improved" if s.get("improved") else
+                "within noise" if s["judged"] else f"not judged (MDE {s['mde_pct']:.1f}%)")
+        src = "host step range" if s.get("source") == "host" else "GPU window"
+        before, after = fmt_ns_pair(s["before_ns"], s["after_ns"])
+        lines.append(f"step time per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
+                     f"{word}; noise {s['noise']}, p={fmt_p(s['p_value'])}")
+    busy = b.get("busy_share")
+    if busy:
+        lines.append(f"busy share of the window: {busy['before']:.1%} -> {busy['after']:.1%}: "
+                     + ("regressed" if busy["regressed"] else "within noise" if busy["judged"]
+                        else f"not judged (MDE {busy['mde_pct']:.1f}%)"))
+    return lines
+
+
+def budget_html(b: Budget, source: dict[str, Any] | None = None) -> str:
+    """A notebook's table of the budget (``BudgetResult._repr_html_``): the four blocks per unit per GPU and their
+    shares (adding up to 100% of the window), what ran hidden beside them, the step; every text escaped."""
+    from kbase.display import html_table
+
+    t = b.total
+    unit = column_unit(b.per_unit(getattr(t, k)) for k in (*BLOCKS, "window_ns"))
+    rows = [(BLOCK_LABELS[k], unit(b.per_unit(getattr(t, k))), fmt_pct(b.share(k))) for k in BLOCKS]
+    rows.append(("GPU window", unit(b.per_unit(t.window_ns)), "100%"))
+    for k, label in (("communication_overlapped_ns", "communication hidden under compute"),
+                     ("memory_overlapped_ns", "memory hidden under a higher block")):
+        if getattr(t, k):
+            rows.append((f"{label} (not in the 100%)", unit(b.per_unit(getattr(t, k))), "-"))
+    src = source or {}
+    what = (f"baseline @{src['baseline']} ({str(src.get('commit') or '')[:12]})" if src.get("baseline") is not None
+            else str(src.get("file") or ""))
+    caption = (f"GPU time budget {_unit(b)}" + (f" of {what}" if what else "")
+               + f": {len(b.gpus)} GPU(s), {b.n_iterations} {b.unit}(s)")
+    notes = [n for n in (step_line(b), f"window: {b.window}", f"share denominator: {b.denominator}") if n]
+    return html_table(["block", _unit(b), "share"], rows, caption=caption, notes=notes, numeric=(1, 2))

@@ -16,6 +16,7 @@ from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
 from kbase.comparison.step import budget_json as step_json
 from kbase.enums import GateStatus, KernelClass
+from kbase.render.budget import step_verdict_lines
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
@@ -244,20 +245,7 @@ def budget_lines(b: dict[str, Any] | None) -> list[str]:
     if not b:
         return []
     per = "iteration" if b["unit"] == "iteration" else "window"
-    lines = []
-    s = b["step"]
-    if s.get("before_ns") is not None:
-        word = ("regressed" if s["regressed"] else "improved" if s.get("improved") else
-                "within noise" if s["judged"] else f"not judged (MDE {s['mde_pct']:.1f}%)")
-        src = "host step range" if s.get("source") == "host" else "GPU window"
-        before, after = fmt_ns_pair(s["before_ns"], s["after_ns"])
-        lines.append(f"step time per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
-                     f"{word}; noise {s['noise']}, p={fmt_p(s['p_value'])}")
-    busy = b.get("busy_share")
-    if busy:
-        lines.append(f"busy share of the window: {busy['before']:.1%} -> {busy['after']:.1%}: "
-                     + ("regressed" if busy["regressed"] else "within noise" if busy["judged"]
-                        else f"not judged (MDE {busy['mde_pct']:.1f}%)"))
+    lines = step_verdict_lines(b)
     blocks = [("compute_ns", "compute"), ("communication_exposed_ns", "exposed communication"),
               ("memory_exposed_ns", "exposed memory"), ("idle_ns", "idle")]
     parts = []

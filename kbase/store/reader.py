@@ -298,6 +298,10 @@ class StoreReader(Generic[B, A]):
             out.append(rec)
         return out
 
+    def budget_summaries(self, baseline_ids: list[int]) -> list[tuple]:
+        """(id, summary_json) of the given baselines (the report reads the GPU time budget stored in each)."""
+        return self.rows_in("budget_summaries", {}, "ids", baseline_ids)
+
     def kernel_levels(self, baseline_ids: list[int]) -> list[tuple]:
         """(name_id, per_iter_ns) of every kernel of the given baselines."""
         from kbase.store.blob_reads import level_pairs

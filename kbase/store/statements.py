@@ -235,6 +235,12 @@ def trend_baselines() -> Select:
 
 
 @_statement
+def budget_summaries() -> Select:
+    """Some baselines' summaries (the report reads the GPU time budget stored in each)."""
+    return select(bt.id, bt.summary_json).where(bt.id.in_(_in("ids")))
+
+
+@_statement
 def kernel_series() -> Select:
     """Some baselines with their ``levels`` and ``samples`` (the report's kernel series)."""
     return (select(bk.baseline_id, bt.gpu_count, bk.format, bk.levels, bk.samples)

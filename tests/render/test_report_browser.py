@@ -145,7 +145,7 @@ LAYOUT = """() => {
   });
   return {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, charts};
 }"""
-MIN_PLOT_PX = {"fig-where": 80}  # one stacked bar; every other chart keeps at least 240 px of plot
+MIN_PLOT_PX = {"fig-where": 80, "fig-budget-diff": 120}  # one and two stacked bars; every other chart keeps 240 px
 WIDTHS = [390, 1280]
 
 
@@ -227,6 +227,12 @@ def test_trend_page(browser, report, shots):
         # both injected steps are marked
         shapes = page.page.evaluate("document.getElementById('fig-trend').layout.shapes.length")
         assert shapes >= 2
+        # the GPU time budget: a stacked bar per commit (four blocks) and the step time, every commit drawn
+        assert page.points("fig-budget-trend") == [n] * 5
+        assert page.drawn_traces("fig-budget-trend") >= 5
+        page.page.locator("#fig-budget-trend").scroll_into_view_if_needed()  # below the fold: the mouse reaches it
+        text = page.hover("fig-budget-trend", 4, step)  # the step line names the commit
+        assert report.history.commits[step][:12] in text and "step" in text
         page.shot(shots, "trend")
         assert not page.problems, page.problems
     finally:
@@ -265,6 +271,11 @@ def test_diff_page(browser, report, shots):
         assert page.page.locator(".verdict.fail:not(.gate-banner)").count() == 1  # the verdict and its reasons
         assert page.page.locator(".gate-banner.fail").count() == 1  # the banner every page carries
         assert page.page.evaluate("document.querySelectorAll('#fig-diff .point').length") == bars
+        # the step's verdict (as kbase diff states it) and the budget's two sides, beside the kernel table
+        from kbase.render.budget import step_verdict_lines
+
+        assert page.page.locator(".step-verdict").first.inner_text() == step_verdict_lines(doc["budget"])[0]
+        assert page.points("fig-budget-diff") == [2] * 5  # before/after x four blocks, and the step markers
         page.shot(shots, "diff")
         assert not page.problems, page.problems
     finally:
@@ -278,6 +289,10 @@ def test_leaderboard_page(browser, report, shots):
         legend = page.page.evaluate("document.getElementById('fig-top').data.map(t => t.name)")
         assert any("tensor cores" in n for n in legend) and any("⚠" in n for n in legend)
         assert sum(page.points("fig-top")) == min(20, len(report.data.leaderboard.rows))
+        its = len(report.data.leaderboard.budget.iterations)
+        assert its >= 2 and page.points("fig-budget") == [its] * 5  # four blocks per iteration, the step line
+        shares = page.page.evaluate("document.getElementById('fig-budget').data.slice(0, 4).map(t => t.y)")
+        assert all(sum(col) == pytest.approx(100.0) for col in zip(*shares))  # each bar is 100% of its window
         page.shot(shots, "leaderboard")
         assert not page.problems, page.problems
     finally:
@@ -375,4 +390,6 @@ def test_report_of_real_resnet_captures(browser, tmp_path, shots):
                                  check=True).stdout.strip() for rev in ("HEAD", "HEAD~1"))
     diff = (out / "diff.html").read_text()
     assert head[:12] in diff and prev[:12] in diff  # the latest pair: workers0 -> workers4
+    assert "class='step-verdict" in diff and 'id="fig-budget-diff"' in diff  # real captures carry the budget
+    assert 'id="fig-budget-trend"' in (out / "index.html").read_text()
     assert "resnet: v100_resnet50_workers4" in (out / "index.html").read_text()  # commit subjects for hover

@@ -33,6 +33,38 @@ class CommitRef:
     fingerprint: str = ""  # comparability key (GPU model+count, workload, window spec)
 
 
+@dataclass(frozen=True)
+class BudgetBar:
+    """The GPU time budget of one iteration (a leaderboard's) or of one commit (the trend's, repeat captures
+    pooled), from the budget stored with each baseline (``summary.budget``, docs/budget.md): per iteration per
+    GPU, or per GPU-second of window for a capture without iteration markers. The four blocks add up to the
+    window (``window_ns``)."""
+
+    label: str  # the iteration key, or the commit
+    compute_ns: float
+    communication_ns: float  # exposed: not hidden under compute
+    memory_ns: float  # exposed: not hidden under compute or communication
+    idle_ns: float
+    step_ns: float | None = None  # the step time (host marker range, else the GPU window); None: no step
+
+    @property
+    def window_ns(self) -> float:
+        return self.compute_ns + self.communication_ns + self.memory_ns + self.idle_ns
+
+
+@dataclass
+class BudgetView:
+    """One baseline's budget as the leaderboard page draws it: the whole window and each iteration."""
+
+    unit: str  # "iteration" | "window"
+    step_source: str  # "host" (marker range) | "gpu" (GPU window) | "" (no iterations: no step)
+    gpus: int
+    total: BudgetBar
+    iterations: list[BudgetBar] = field(default_factory=list)
+    communication_overlapped_ns: float = 0.0  # per iteration per GPU, hidden under compute
+    memory_overlapped_ns: float = 0.0
+
+
 @dataclass
 class CommitPoint:
     """The whole iteration at one commit (repeat captures pooled, as ``kbase diff`` pools them)."""
@@ -46,6 +78,7 @@ class CommitPoint:
     communication_ns: float
     memory_ns: float
     wall_ns: float  # GPU wall time of one iteration (window length / iterations)
+    budget: BudgetBar | None = None  # None: a capture at this commit was stored before kbase kept the budget
 
 
 @dataclass
@@ -156,6 +189,7 @@ class LeaderboardView:
     memory_ns: float
     rows: list[LeaderboardRow] = field(default_factory=list)  # by time, largest first
     ops: list[OpRow] | None = None  # grouped by op, largest first (None: the baseline stores no op information)
+    budget: BudgetView | None = None  # None: stored before kbase kept the GPU time budget
 
 
 @dataclass
@@ -173,3 +207,4 @@ class ReportData:
     leaderboard: LeaderboardView | None = None
     generated_at: str = ""  # ISO 8601
     notes: list[str] = field(default_factory=list)
+    budget_notes: list[str] = field(default_factory=list)  # what the budget trend says of commits without one

@@ -10,6 +10,7 @@ from kbase.analysis.diagnosis import LABELS, LEGEND
 from kbase.comparison.result import row_sides
 from kbase.render.diff import cost_line, present
 from kbase.render.leaderboard import fix_lines
+from kbase.render.report import budget_pages
 from kbase.render.report import figures as fig
 from kbase.render.report.model import KernelSeries, LeaderboardView, ReportData, StepDiff
 from kbase.render.report.safe import clip, html_text
@@ -89,12 +90,13 @@ def trend_page(data: ReportData, kernels_with_pages: list[KernelSeries], stack: 
             f"{html_text(labels[k.name])}</a></td><td>{html_text(k.category)}</td>{_tc_cell(k.tc)}"
             f'<td class="num">{unit(a)}</td><td class="num">{unit(b)}</td>'
             f'<td class="num">{_pct(change, signed=True)}</td></tr>')
+    budget_html, budget_figs = budget_pages.trend_section(data, max_points)
     body = (f"<h1>Kernel time per iteration per GPU — {html_text(data.title or data.workload)}</h1>"
             f'<p class="sub">{sub}</p>{_notes(notes)}<div class="chart" id="fig-trend"></div>'
-            + steps_table(data)
+            + budget_html + steps_table(data)
             + "<h2>Kernels (a page each; colour: its band in the trend)</h2>"
             + table(["kernel", "category", "TC", "first", "latest", "change"], rows))
-    return body, {"fig-trend": fig.trend_figure(data, stack=stack, max_points=max_points)}
+    return body, {"fig-trend": fig.trend_figure(data, stack=stack, max_points=max_points), **budget_figs}
 
 
 def steps_table(data: ReportData) -> str:
@@ -161,7 +163,10 @@ def gate_banner(doc: dict) -> str:
 
     head = {"pass": "PASS", "fail": "FAIL", "incomparable": "INCOMPARABLE", "warn-only": "FAIL (warn-only)"}
     status = html_text(v["status"])
-    parts = [f"failing: {kernels(v['failing'])}" if v["failing"] else "",
+    steps = budget_pages.step_banner_parts(doc)  # a step finding: the gate's own words, like the kernels' names
+    failing = [n for n in v["failing"] if n not in steps]
+    parts = [f"failing: {kernels(failing)}" if failing else "",
+             *(f'<span class="step-finding" title="{html_text(n)}">{html_text(t)}</span>' for n, t in steps.items()),
              f"accepted: {kernels([a['name'] for a in v['accepted']])}" if v["accepted"] else "",
              *(html_text(n) for n in doc.get("notes", []) if n.startswith("noise: "))]
     return (f'<div class="verdict gate-banner {status}" data-status="{status}" data-code="{int(v["code"])}">'
@@ -211,6 +216,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
                  + "".join(f'<li><a href="{html_text(d.page)}">{html_text(d.before[:12])} → {html_text(d.after[:12])}'
                            f"</a>: {html_text('; '.join(d.labels))}</li>" for d in others if d.gate is not None)
                  + "</ul>")
+    budget_html, budget_figs = budget_pages.diff_section(doc)
     head = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ%", "effect on iter"] + (
         ["cost/month"] if cost else []) + ["diagnosis", "Amdahl"]
     body = (f"<h1>Diff: {html_text(_side_label(b))} → {html_text(_side_label(a))}</h1>"
@@ -222,8 +228,9 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             + "<h2>Where the kernel time moved (waterfall, per iteration per GPU)</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)
+            + budget_html
             + "<h2>Changed kernels and what they are worth (Amdahl)</h2>" + table(head, krows) + links)
-    return body, {"fig-diff": fig.diff_figure(doc)}
+    return body, {"fig-diff": fig.diff_figure(doc), **budget_figs}
 
 
 def _side_label(side: dict) -> str:
@@ -242,6 +249,7 @@ def _money(x, currency: str) -> str:
 
 def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
     where, top_fig = fig.leaderboard_figures(view)
+    budget_html, budget_figs = budget_pages.leaderboard_section(view.budget)
     matmul = [r for r in view.rows if r.tc in ("tc", "fallback")]
     on_tc = sum(r.per_iter_ns or 0 for r in matmul if r.tc == "tc")
     all_mm = sum(r.per_iter_ns or 0 for r in matmul)
@@ -276,8 +284,8 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
     body = (f"<h1>Leaderboard of @{view.baseline_id} ({html_text(view.ref.commit[:12])})</h1>"
             f'<p class="sub">{html_text(view.gpu_models)} x {view.gpus}; {view.iterations} iteration(s); '
             f"{html_text(view.window_desc)}; iteration wall {fmt_ns(view.wall_ns)} per GPU</p>" + _notes(notes)
-            + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>'
-            '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
+            + '<h2>Where the iteration goes</h2><div class="chart" id="fig-where"></div>' + budget_html
+            + '<h2>Top kernels by time per iteration (colour: tensor-core state)</h2>'
             '<div class="chart" id="fig-top"></div>' + op_section(view, top)
             + "<h2>Leaderboard</h2><div class='table-wrap'><table><thead><tr><th>#</th><th>kernel</th><th>TC</th>"
             "<th>Count</th><th>Total</th>"
@@ -285,7 +293,7 @@ def leaderboard_page(view: LeaderboardView, top: int = 50) -> tuple[str, dict]:
             "<th>launches/iter</th><th>Amdahl max</th><th>category</th><th>flags</th><th>why (⚠ fix; diagnosis)</th>"
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
             f'<p class="sub">{html_text(LEGEND)}</p>')
-    return body, {"fig-where": where, "fig-top": top_fig}
+    return body, {"fig-where": where, **budget_figs, "fig-top": top_fig}
 
 
 def op_section(view: LeaderboardView, top: int = 50) -> str:
