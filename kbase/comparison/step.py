@@ -160,16 +160,17 @@ class BudgetDiff:
         """Kernels predicted vs what the window realised."""
         if self.kernel_delta_ns is None:
             return None
-        from kbase.units import fmt_ns
 
         realised = self.delta["window_ns"]
         rest = realised - self.kernel_delta_ns
-        per = "per iteration" if self.unit == "iteration" else "per window"
-        parts = [f"{b.removesuffix('_ns').replace('_', ' ')} {_signed(self.delta[b])}"
-                 for b in ("idle_ns", "communication_exposed_ns", "memory_exposed_ns") if abs(self.delta[b]) >= 1000]
-        return (f"kernels predicted {_signed(self.kernel_delta_ns)} {per} per GPU, the GPU window realised "
-                f"{_signed(realised)}: {fmt_ns(abs(rest))} {'more' if rest > 0 else 'less'} than the kernels' sum"
-                + (f" ({', '.join(parts)})" if parts else ""))
+        per = "/iter" if self.unit == "iteration" else "/window"
+        labels = {"idle_ns": "idle", "communication_exposed_ns": "exposed comm", "memory_exposed_ns": "exposed memory"}
+        parts = [f"{label} {_signed(self.delta[b])}" for b, label in labels.items() if abs(self.delta[b]) >= 1000]
+        return (f"Amdahl check: kernels predicted {_signed(self.kernel_delta_ns)}{per}, the window realised "
+                f"{_signed(realised)}{per}" + (f"; the other {_signed(rest)}: {', '.join(parts)}" if parts else "")
+                if abs(rest) >= 1000 else
+                f"Amdahl check: kernels predicted {_signed(self.kernel_delta_ns)}{per}, the window realised "
+                f"{_signed(realised)}{per}")
 
 
 def _signed(ns: float) -> str:

@@ -19,7 +19,7 @@ def _unit(b: Budget) -> str:
 def blocks_line(b: Budget) -> str:
     """The four blocks, adding up to 100% of the window's GPU time."""
     parts = [f"{BLOCK_LABELS[k]} {fmt_pct(b.share(k))}" for k in BLOCKS]
-    return " | ".join(parts) + " = 100% of window GPU time"
+    return " | ".join(parts) + " (= 100%)"
 
 
 def budget_summary_lines(b: Budget) -> list[str]:
@@ -46,7 +46,7 @@ def step_line(b: Budget) -> str:
     if not samples:
         return ""
     mean = sum(samples) / len(samples)
-    src = "the host's marker range" if b.step_source == "host" else "the GPU window (no host range)"
+    src = "host marker range" if b.step_source == "host" else "GPU window: no host range"
     gpu = fmt_ns(b.per_unit(b.total.window_ns))
     return f"step: {fmt_ns(mean)} per iteration ({src}); GPU window {gpu} per iteration per GPU"
 
@@ -139,10 +139,10 @@ def step_verdict_lines(b: dict[str, Any] | None) -> list[str]:
     if s.get("before_ns") is not None:
         word = ("regressed" if s["regressed"] else "improved" if s.get("improved") else
                 "within noise" if s["judged"] else f"not judged (MDE {s['mde_pct']:.1f}%)")
-        src = "host step range" if s.get("source") == "host" else "GPU window"
+        src = "host range" if s.get("source") == "host" else "GPU window"
         before, after = fmt_ns_pair(s["before_ns"], s["after_ns"])
-        lines.append(f"step time per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
-                     f"{word}; noise {s['noise']}, p={fmt_p(s['p_value'])}")
+        lines.append(f"step per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
+                     f"{word} (noise {s['noise']}, p={fmt_p(s['p_value'])})")
     busy = b.get("busy_share")
     if busy:
         lines.append(f"busy share of the window: {busy['before']:.1%} -> {busy['after']:.1%}: "

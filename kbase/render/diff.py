@@ -248,13 +248,12 @@ def budget_lines(b: dict[str, Any] | None) -> list[str]:
     lines = step_verdict_lines(b)
     blocks = [("compute_ns", "compute"), ("communication_exposed_ns", "exposed communication"),
               ("memory_exposed_ns", "exposed memory"), ("idle_ns", "idle")]
-    parts = []
+    lines.append(f"GPU time budget per {per} per GPU:")
     for key, label in blocks:
         if b["before"][key] or b["after"][key]:
             d = b["delta_ns"][key]
-            parts.append(f"{label} {fmt_ns(b['before'][key])} -> {fmt_ns(b['after'][key])} "
-                         f"({'+' if d >= 0 else '-'}{fmt_ns(abs(d))})")
-    lines.append(f"GPU time budget per {per} per GPU: " + "; ".join(parts))
+            before, after = fmt_ns_pair(b["before"][key], b["after"][key])
+            lines.append(f"  {label}: {before} -> {after} ({'+' if d >= 0 else '-'}{fmt_ns(abs(d))})")
     lines.append(f"  what grew: {b['explained']}")
     if b.get("amdahl"):
         lines.append(f"  {b['amdahl']}")

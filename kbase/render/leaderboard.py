@@ -124,9 +124,9 @@ def _summary_lines(s: LeaderboardSummary) -> list[str]:
         b = budget_from_stored(s.budget)
         lines.append(f"GPU time budget (denominator: {b.denominator}):")
         lines += ["  " + line for line in budget_summary_lines(b)]
-        lines.append(f"kernel sums (share denominator: {s.share_denominator}): all kernels {fmt_pct(s.busy_share)} "
-                     "of window GPU time" + (" (streams overlap: the budget above counts each instant once)"
-                                             if (s.busy_share or 0) > 1 else ""))
+        lines.append(f"share denominator (kernel columns): {s.share_denominator}")
+        lines.append(f"all kernels {fmt_pct(s.busy_share)} of that window's GPU time"
+                     + (" (streams overlap: the budget counts each instant once)" if (s.busy_share or 0) > 1 else ""))
     else:  # stored before the budget existed
         lines += [f"share denominator: {s.share_denominator}",
                   f"compute {fmt_pct(s.compute_share)} | communication (NCCL) {fmt_pct(s.communication_share)} | "
