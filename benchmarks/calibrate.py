@@ -2,7 +2,7 @@
 generated histories. Prints the tables docs/noise-model.md quotes.
 
     .venv/bin/python benchmarks/calibrate.py [--data DIR] [--only aa,inject,nsys,workers,fresh,simfresh,floor,
-                                                                  fpr,history,e2e,gatehist]
+                                                                  fpr,history,e2e,gatehist,step]
 
 - ``aa``: the A/A pair (two captures of one configuration) diffed and gated both ways: kernels flagged, gate
   verdict, the swap notes.
@@ -35,6 +35,8 @@ generated histories. Prints the tables docs/noise-model.md quotes.
   with a +3% and a +5% step and a five-step +1% creep, through ``kbase.steps``; and a noise-only one.
 - ``gatehist``: the gate with history noise on generated stores: +3% / +5% at the newest commit after
   6, 11 and 21 past baselines, and a 60-commit noise-only history gated commit by commit.
+- ``step``: the step rule (``benchmarks/calibrate_step.py``): false alarms on real and simulated A/A pairs and
+  its power on real (4 -> 0 DataLoader workers) and simulated (slower host) step changes, beside the kernels'.
 - ``--repeats GLOB``: any set of repeat captures of one configuration (yours): every ordered pair
   diffed and gated (every flag is a false one), then the ``inject`` table on the first two.
 """
@@ -625,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     ap.add_argument("--only", default="aa,inject,injectswap,nsys,workers,fresh,simfresh,floor,fpr,history,e2e,"
-                                      "gatehist")
+                                      "gatehist,step")
     ap.add_argument("--repeats", action="append", default=[], metavar="GLOB",
                     help="repeat captures of one configuration (a glob; may be given again for another): "
                          "every ordered pair diffed and gated, then the inject table on the first two")
@@ -659,6 +661,10 @@ def main(argv: list[str] | None = None) -> int:
         e2e()
     if "gatehist" in only:
         gatehist()
+    if "step" in only:
+        from calibrate_step import calibrate as calibrate_step
+
+        calibrate_step(args.data if have else None)
     return 0
 
 
