@@ -221,7 +221,11 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
             keys, edges = _iteration_edges(window, ki, g)
         else:
             keys, edges = [], _whole_edges(window, start, end, whole)
-        blocks, per_window = _sweep(start, end, cls, edges)
+        order = np.argsort(start, kind="stable")  # the one sort (nearly sorted already: ~linear)
+        start, end, cls, launch, tid = start[order], end[order], cls[order], launch[order], tid[order]
+        what.order = order
+        busy = _union(start, end, ends=True)
+        blocks, per_window = _sweep(start, end, cls, edges, busy[:2])
         gb = GpuBudget(gpu=g, rank=ranks.get(g), label=gpu_label(p, g), blocks=blocks)
         if iterations:
             pid = int(p.gpu_columns.pid[g]) if g < len(p.gpu_columns.pid) else -1
@@ -231,20 +235,27 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
                 total_step += b.step_wall_ns or 0
                 gb.iterations.append((key, b))
             blocks.step_wall_ns = total_step if any(b.step_wall_ns is not None for _, b in gb.iterations) else None
-        gaps = _gaps(start, end, edges, launch, tid, p.syncs, keys)
-        for cause, size, g_start, _g_end, nxt, prv, it in gaps:
-            by_cause[cause]["count"] += 1
-            by_cause[cause]["ns"] += size
-            label = _bucket(size)
-            by_size[label]["count"] += 1
-            by_size[label]["ns"] += size
-            if len(largest) < LARGEST_GAPS or size > largest[-1].duration_ns:
-                largest.append(Gap(gpu=g, iteration=it, start_ns=g_start - int(edges[0]), duration_ns=size,
-                                   cause=cause, before=what.name(prv), after=what.name(nxt),
-                                   before_range=_range_at(p, launch, tid, prv),
-                                   after_range=_range_at(p, launch, tid, nxt)))
-                largest.sort(key=lambda x: -x.duration_ns)
-                del largest[LARGEST_GAPS:]
+        cause, size, g_start, nxt, prv = _gaps(busy, edges, launch, tid, p.syncs)
+        # counts and sums by cause and by size bucket in numpy: a capture has about one gap per launch
+        for code, c in enumerate(GAP_CAUSES):
+            sel = cause == code
+            by_cause[c]["count"] += int(np.count_nonzero(sel))
+            by_cause[c]["ns"] += int(size[sel].sum())
+        bucket = np.searchsorted(_BUCKET_LIMITS, size, side="right")
+        for i, (_, label) in enumerate(GAP_BUCKETS):
+            sel = bucket == i
+            by_size[label]["count"] += int(np.count_nonzero(sel))
+            by_size[label]["ns"] += int(size[sel].sum())
+        top = np.argpartition(-size, LARGEST_GAPS)[:LARGEST_GAPS] if len(size) > LARGEST_GAPS else np.arange(len(size))
+        for i in top.tolist():
+            it = int(np.searchsorted(edges, g_start[i], side="right")) - 1
+            largest.append(Gap(gpu=g, iteration=keys[it] if keys and 0 <= it < len(keys) else None,
+                               start_ns=int(g_start[i] - edges[0]), duration_ns=int(size[i]),
+                               cause=GAP_CAUSES[int(cause[i])], before=what.name(int(prv[i])),
+                               after=what.name(int(nxt[i])), before_range=_range_at(p, launch, tid, int(prv[i])),
+                               after_range=_range_at(p, launch, tid, int(nxt[i]))))
+        largest.sort(key=lambda x: -x.duration_ns)
+        del largest[LARGEST_GAPS:]
         gpus.append(gb)
     _collective_waits(window, category_of_code, gpus)
     total = Blocks()
@@ -305,34 +316,44 @@ def _host_steps(window: Window) -> dict[tuple[int, int], int]:
     for pid, key, s, e in zip(r.ranges.pid.tolist(), r.key.tolist(), r.ranges.start.tolist(), r.ranges.end.tolist()):
         lo, hi = out.get((pid, key), (s, e))
         out[(pid, key)] = (min(lo, s), max(hi, e))
-    return {k: hi - lo for k, (lo, hi) in out.items()}
+    walls = {k: hi - lo for k, (lo, hi) in out.items()}
+    by_key: dict[int, list[int]] = {}
+    for (_, key), v in walls.items():
+        by_key.setdefault(key, []).append(v)
+    walls.update({(_ANY, key): round(sum(v) / len(v)) for key, v in by_key.items()})
+    return walls
 
 
 def _step_of(steps: dict[tuple[int, int], int], pid: int, key: int) -> int | None:
     got = steps.get((pid, key))
     if got is None:  # the GPU's process has no marker (a process key the reader set apart): any process's
-        vals = [v for (_, k), v in steps.items() if k == key]
-        got = round(sum(vals) / len(vals)) if vals else None
+        got = steps.get((_ANY, key))
     return got
+
+
+_ANY = -(1 << 62)  # ``_host_steps``' key for "any process": the mean over the processes with that key
 
 
 # ------------------------------------------------------------------------------------------ the sweep
 
 
-def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals covering the same instants, and for each the row that opens it."""
-    if not len(start):
+def _union(s: np.ndarray, e: np.ndarray, ends: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals sorted by start -> disjoint intervals covering the same instants, and for each the position of
+    the interval that opens it and (``ends``) of the one that reaches its end (the last to finish)."""
+    if not len(s):
         z = np.zeros(0, dtype=np.int64)
-        return z, z.copy(), z.copy()
-    order = np.argsort(start, kind="stable")  # nearly sorted in every capture: timsort is ~linear
-    s, e = start[order], end[order]
+        return z, z.copy(), z.copy(), z.copy()
     reach = np.maximum.accumulate(e)
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     np.greater(s[1:], reach[:-1], out=new[1:])
     first = np.flatnonzero(new)
     last = np.r_[first[1:] - 1, len(s) - 1]
-    return s[first], reach[last], order[first]
+    if not ends:
+        return s[first], reach[last], first, last
+    # the position that set the running end (ties: the later one), read at each group's last position
+    setter = np.maximum.accumulate(np.where(e >= reach, np.arange(len(e)), 0))
+    return s[first], reach[last], first, setter[last]
 
 
 def _covered(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -346,16 +367,18 @@ def _covered(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where(i < 0, 0, cum[j] + inside)
 
 
-def _sweep(start: np.ndarray, end: np.ndarray, cls: np.ndarray, edges: np.ndarray) -> tuple[Blocks, list[Blocks]]:
-    """The blocks of each window between consecutive ``edges``, and their sum."""
-    sets = [_union(start[cls == c], end[cls == c])[:2] for c in (COMPUTE, COMMUNICATION, MEMORY)]
-    c_x = _union(np.concatenate([sets[0][0], sets[1][0]]), np.concatenate([sets[0][1], sets[1][1]]))[:2]
-    c_x_m = _union(np.concatenate([c_x[0], sets[2][0]]), np.concatenate([c_x[1], sets[2][1]]))[:2]
+def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray, edges: np.ndarray,
+           busy: tuple[np.ndarray, np.ndarray]) -> tuple[Blocks, list[Blocks]]:
+    """The blocks of each window between consecutive ``edges``, and their sum. ``s``/``e``/``cls``: every
+    activity of the GPU sorted by start (a subset of a sorted array stays sorted: one sort for five unions);
+    ``busy``: the union of all of them."""
 
-    def within(s_e: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        return np.diff(_covered(s_e[0], s_e[1], edges))
+    def within(mask: np.ndarray | None) -> np.ndarray:
+        u = busy if mask is None else _union(s[mask], e[mask])[:2]
+        return np.diff(_covered(u[0], u[1], edges))
 
-    comp, comm, mem, cx, cxm = (within(x) for x in (*sets, c_x, c_x_m))
+    comp, comm, mem = within(cls == COMPUTE), within(cls == COMMUNICATION), within(cls == MEMORY)
+    cx, cxm = within(cls <= COMMUNICATION), within(None)
     length = np.diff(edges)
     out = []
     for i in range(len(length)):
@@ -373,34 +396,31 @@ def _sweep(start: np.ndarray, end: np.ndarray, cls: np.ndarray, edges: np.ndarra
 # ------------------------------------------------------------------------------------------ idle gaps
 
 
-def _gaps(start: np.ndarray, end: np.ndarray, edges: np.ndarray, launch: np.ndarray, tid: np.ndarray,
-          syncs, keys: list[int]) -> list[tuple[str, int, int, int, int, int, int | None]]:
-    """Each idle gap inside the window: (cause, ns, start, end, next row, previous row, iteration key)."""
-    s, e, opener = _union(start, end)
+_BUCKET_LIMITS = np.array([limit for limit, _ in GAP_BUCKETS if limit is not None], dtype=np.int64)
+
+
+def _gaps(busy: tuple[np.ndarray, ...], edges: np.ndarray, launch: np.ndarray, tid: np.ndarray,
+          syncs) -> tuple[np.ndarray, ...]:
+    """The idle gaps inside the window (between the busy intervals ``busy``: ``_union`` of every activity, its
+    positions those of ``launch``/``tid``), as arrays: cause (an index of ``GAP_CAUSES``), ns, start, the
+    position after and the position before each."""
+    s, e, opener, closer = busy
     lo, hi = int(edges[0]), int(edges[-1])
     if not len(s) or hi <= lo:
-        return []
-    # gaps between consecutive busy intervals, clipped to the window; the row before a gap: the busy interval's
-    # last-ending row (found by the end time)
-    g_start, g_end = e[:-1], s[1:]
-    nxt = opener[1:]
-    g_start, g_end = np.maximum(g_start, lo), np.minimum(g_end, hi)
+        z = np.zeros(0, dtype=np.int64)
+        return z.astype(np.int8), z, z, z, z
+    g_start, g_end = np.maximum(e[:-1], lo), np.minimum(s[1:], hi)  # clipped to the window
     keep = g_end > g_start
-    g_start, g_end, nxt = g_start[keep], g_end[keep], nxt[keep]
-    by_end = np.argsort(end, kind="stable")
-    prv = by_end[np.clip(np.searchsorted(end[by_end], g_start, side="right") - 1, 0, len(end) - 1)]
+    g_start, g_end = g_start[keep], g_end[keep]
+    nxt, prv = opener[1:][keep], closer[:-1][keep]
     size = g_end - g_start
     nl = launch[nxt]
-    cause = np.full(len(size), "launch", dtype=object)
-    cause[nl < 0] = "unknown"
-    host = (nl >= g_start) & (size >= LAUNCH_GAP_NS)
-    blocked = _blocked(syncs, tid[nxt] >> 24, g_start) & host
-    cause[host] = "host"
-    cause[blocked] = "sync"
-    it = np.searchsorted(edges, g_start, side="right") - 1
-    key_of = [keys[i] if keys and 0 <= i < len(keys) else None for i in it.tolist()]
-    return list(zip(cause.tolist(), size.tolist(), g_start.tolist(), g_end.tolist(), nxt.tolist(), prv.tolist(),
-                    key_of))
+    cause = np.full(len(size), GAP_CAUSES.index("launch"), dtype=np.int8)
+    cause[nl < 0] = GAP_CAUSES.index("unknown")
+    host = np.flatnonzero((nl >= g_start) & (size >= LAUNCH_GAP_NS))  # a few: the long waits
+    cause[host] = GAP_CAUSES.index("host")
+    cause[host[_blocked(syncs, tid[nxt[host]] >> 24, g_start[host])]] = GAP_CAUSES.index("sync")
+    return cause, size, g_start, nxt, prv
 
 
 def _blocked(syncs, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -420,20 +440,15 @@ def _blocked(syncs, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bucket(ns: int) -> str:
-    for limit, label in GAP_BUCKETS:
-        if limit is None or ns < limit:
-            return label
-    return GAP_BUCKETS[-1][1]
-
-
 class _Names:
     """Names of a GPU's rows (its kernels, then its memcpy/memset), looked up only for the gaps shown."""
 
     def __init__(self, profile, ki: np.ndarray, akind: np.ndarray, labels: np.ndarray | None) -> None:
         self.profile, self.ki, self.akind, self.labels = profile, ki, akind, labels
+        self.order: np.ndarray | None = None  # position in start order -> row (kernels, then memcpy/memset)
 
-    def name(self, row: int) -> str:
+    def name(self, pos: int) -> str:
+        row = int(self.order[pos]) if self.order is not None else pos
         if row < len(self.ki):
             c = self.profile.columns
             code = int(c.name[self.ki[row]])
