@@ -1,6 +1,7 @@
 """The store's tables (SQLModel), all in one place. Alembic's ``env.py`` reads ``SQLModel.metadata``.
 
-- ``Baseline``: one run's leaderboard on its window, with when and at which commit it was taken.
+- ``Baseline``: one run's leaderboard on its window, with when and at which commit it was taken, and why
+  (``kind``: a snapshot, or a ``kbase bisect`` midpoint).
 - ``KernelName``: each distinct kernel name once (long C++ templates repeat across thousands of
   baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
 - ``BaselineKernels``: one row per baseline holding its whole kernel table — every leaderboard column,
@@ -83,6 +84,9 @@ class Baseline(SQLModel, table=True):
     capture_copy: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # 0; n for the n-th --force
     tags: str = Field(default="[]", sa_type=Text)  # JSON list
     note: str = Field(default="", sa_type=Text)
+    # Why it was stored (0011): "snapshot" (a profiled run of the job), "bisect" (a midpoint ``kbase bisect``
+    # captured): prune and the listings tell the probes of a search from the branch's own record.
+    kind: str = Field(default="snapshot", max_length=16, sa_column_kwargs={"server_default": "snapshot"})
 
 
 class KernelName(SQLModel, table=True):

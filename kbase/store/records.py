@@ -56,6 +56,7 @@ class BaselineRecord:
     capture_copy: int
     tags: str
     note: str
+    kind: str
 
 
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))
