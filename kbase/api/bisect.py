@@ -61,6 +61,7 @@ class BisectResult:
     range: tuple[str, str] | None  # (last like GOOD, first like BAD) when no single commit is singled out
     runs: int  # CMD executions in all
     repeats: int
+    between: list[str] = field(default_factory=list)  # the undecided and skipped commits inside the range
     diff: Comparison | None = None  # first_bad's baselines against its parent's
     subjects: dict[str, str] = field(default_factory=dict)
     plan: BisectPlan | None = None  # --dry-run: nothing was run
@@ -105,7 +106,7 @@ def _from_steps(settings: Settings, target: Target | None, st: Store) -> tuple[s
         raise InputError("--from-steps: kbase steps finds no step" + (f" of {target.pattern}" if target else "")
                          + " on this line; name GOOD and BAD")
     s = found[0]
-    return s.from_commit, s.to_commit, target or T(TargetKind.KERNEL, exact_pattern(s.name))
+    return s.from_commit, s.to_commit, target or T(TargetKind.KERNEL, exact_pattern(s.name), s.short_name)
 
 
 def bisect(good: str | None, bad: str | None, settings: Settings | None = None, *, run: str,
@@ -171,6 +172,7 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
             result.diff = _compare(commits[end.first_bad - 1], commits[end.first_bad], settings, st)
         elif end.range is not None:
             result.range = (commits[end.range[0]], commits[end.range[1]])
+            result.between = [commits[i] for i in sorted(end.undecided + end.skipped)]
         shown = [result.good, result.bad, *(m.commit for m in result.midpoints)]
         result.subjects = {c: note.subject for c, note in describe_commits(settings.repo, shown).items()}
         return result

@@ -45,9 +45,12 @@ class Target:
 
     kind: TargetKind
     pattern: str = ""
+    label: str = ""  # how outputs name it (a kernel's short name); the pattern when empty
 
     def describe(self) -> str:
-        return "the step time per iteration" if self.kind == TargetKind.STEP else f"{self.kind} {self.pattern}"
+        if self.kind == TargetKind.STEP:
+            return "the step time per iteration"
+        return f"{self.kind} {self.label or self.pattern}"
 
 
 # A change the diff established: significant against the noise (below the gate's min_effect_pct too: GOOD -> BAD
@@ -118,11 +121,11 @@ def default_target(good_vs_bad: DiffResult) -> Target | None:
     rows = [r for r in good_vs_bad.records() if r["class"] in MOVED and not r["swap"]]
     if rows:
         best = max(rows, key=lambda r: (r["gated"], abs(r["effect"]) if math.isfinite(r["effect"]) else 0.0))
-        return Target(TargetKind.KERNEL, exact_pattern(best["name"]))
+        return Target(TargetKind.KERNEL, exact_pattern(best["name"]), best["short_name"])
     ops = [r for r in (good_vs_bad.ops.records() if good_vs_bad.ops is not None else []) if r["class"] in MOVED]
     if ops:
         best = max(ops, key=lambda r: (r["gated"], abs(r["effect"]) if math.isfinite(r["effect"]) else 0.0))
-        return Target(TargetKind.OP, str(best["bare"]))
+        return Target(TargetKind.OP, str(best["bare"]), str(best["bare"]))
     return None
 
 

@@ -32,12 +32,14 @@ def bisect_doc(result: Any) -> dict[str, Any]:
         "good": result.good,
         "bad": result.bad,
         "workload": result.workload,
-        "target": {"kind": str(result.target.kind), "pattern": result.target.pattern},
+        "target": {"kind": str(result.target.kind), "pattern": result.target.pattern,
+                   "label": result.target.label or result.target.pattern},
         "commits": len(result.commits) - 1,
         "repeats": result.repeats,
         "first_bad_subject": result.subjects.get(result.first_bad, "") if result.first_bad else None,
         "skipped": [m.commit for m in result.midpoints if str(m.verdict) == "skipped"],
         "undecided": [m.commit for m in result.midpoints if str(m.verdict) == "undecided"],
+        "between": list(result.between),
         "diff": diff_doc(result.diff) if result.diff is not None else None,
         "notes": list(result.notes),
     }
@@ -59,7 +61,7 @@ def _short(c: str | None) -> str:
 def headline(doc: dict[str, Any]) -> str:
     """One line: the answer, and what it cost."""
     target = doc["target"]
-    what = "the step time" if target["kind"] == "step" else f"{target['kind']} {target['pattern']}"
+    what = "the step time" if target["kind"] == "step" else f"{target['kind']} {target['label']}"
     runs = f"{doc['runs']} run(s) of the capture command"
     if doc.get("plan") is not None:
         return f"bisect plan for {what}: {doc['plan']['commits']} commit(s) after GOOD"
@@ -100,10 +102,11 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
         out.append(line.rstrip())
         if m["why"] and m["verdict"] in ("skipped", "undecided"):
             out.append(f"        {m['why']}")
-    if doc["range"] and doc["undecided"]:
+    inside = set(doc["between"])
+    if doc["range"] and inside & set(doc["undecided"]):
         out.append("undecided: like neither end beyond the noise (a partial change, or too noisy to tell): the range "
                    "holds the change, not a guess")
-    if doc["range"] and doc["skipped"]:
+    if doc["range"] and inside & set(doc["skipped"]):
         out.append("skipped: the capture command failed there, so the first bad commit may be any between")
     out += [f"note: {n}" for n in doc["notes"]]
     return out
