@@ -1,0 +1,215 @@
+"""``kbase bisect`` on generated repositories: a line of 64 commits, each setting in ``perf.json`` how much slower
+one kernel is (``helpers.bisect_repos``); the capture command is ``capture.py`` in the repository, which writes
+an nsys-style export with kbase's own generator. GOOD and BAD are stored first, as CI would have them.
+
+A +5% step of the kernel at commit k is found in at most 7 runs, for k at both ends and inside; a partial change
+is a range; a failing midpoint is skipped and listed; the user's working tree, index and stash are byte-identical
+afterwards; stored baselines are reused; Ctrl-C leaves no worktree and keeps the finished snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.bisect_repos import COMMAND, Line, capture_at, make_line
+from helpers.cli import run_kbase
+from helpers.gitrepos import git
+
+STEP = [1.0] * 20 + [1.05] * 44  # +5% of the kernel from commit 20 on
+
+
+def _store(line: Line, tmp: Path) -> str:
+    import kbase
+
+    db = f"sqlite:///{tmp / 'kbase.db'}"
+    settings = kbase.Settings.load(repo=line.repo, db=db, name="train")
+    for i in (0, len(line.commits) - 1):
+        kbase.snapshot(capture_at(line, i, tmp / f"ci-{i}.sqlite"), settings, rev=line.commits[i])
+    return db
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory):
+    """The line with the step at 20, GOOD and BAD stored: copied per test (repository and store)."""
+    tmp = tmp_path_factory.mktemp("bisect")
+    line = make_line(tmp / "repo", STEP)
+    return line, _store(line, tmp)
+
+
+@pytest.fixture
+def world(stepped, tmp_path):
+    line, db = stepped
+    repo = tmp_path / "repo"
+    shutil.copytree(line.repo, repo, symlinks=True)
+    shutil.copy(db.removeprefix("sqlite:///"), tmp_path / "kbase.db")
+    return Line(repo, line.commits), f"sqlite:///{tmp_path / 'kbase.db'}", tmp_path / "kbase.db"
+
+
+def _bisect(line: Line, db: str, *args: str, good: int = 0, bad: int = -1):
+    return run_kbase("bisect", line.commits[good], line.commits[bad], "--run", COMMAND, "--repo", line.repo,
+                     "--db", db, "--name", "train", *args)
+
+
+def _fingerprint(repo: Path) -> dict[str, str]:
+    """Every file of the working tree, the index, the stash and the list of worktrees, as digests."""
+    out = {}
+    for p in sorted(repo.rglob("*")):
+        rel = p.relative_to(repo)
+        if p.is_file() and (rel.parts[0] != ".git" or rel.as_posix() in (".git/index", ".git/refs/stash",
+                                                                           ".git/logs/refs/stash", ".git/HEAD")):
+            out[rel.as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    out["stash list"] = git(repo, "stash", "list")
+    out["worktrees"] = git(repo, "worktree", "list", "--porcelain")
+    out["status"] = git(repo, "status", "--porcelain=v2")
+    return out
+
+
+def test_a_step_is_found_and_the_users_tree_index_and_stash_are_untouched(world):
+    line, db, _ = world
+    repo = line.repo
+    (repo / "perf.json").write_text('{"kernel": "edited", "slowdown": 9}')  # unstaged
+    (repo / "notes.txt").write_text("staged\n")
+    git(repo, "add", "notes.txt")
+    (repo / "capture.py").write_text("# stashed edit\n")
+    git(repo, "stash", "push", "-q", "--", "capture.py")
+    (repo / "untracked.bin").write_bytes(b"\x00\x01")
+    before = _fingerprint(repo)
+
+    r = _bisect(line, db, "--format", "json")
+    assert r.rc == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "kbase.bisect/1"
+    assert doc["first_bad"] == line.commits[20] and doc["range"] is None
+    assert 1 <= doc["runs"] <= 7
+    assert all(set(m) >= {"commit", "verdict", "reused"} and m["verdict"] in ("good", "bad") and m["reused"] is False
+               for m in doc["midpoints"])
+    assert doc["first_bad_subject"] == "change 20: slowdown 1.05"
+    assert doc["target"]["label"].startswith("flash_fwd") and doc["diff"]["after"]
+    assert _fingerprint(repo) == before
+
+    listed = json.loads(run_kbase("list", "--db", db, "--format", "json", "--limit", "0").stdout)["baselines"]
+    kinds = sorted(b["kind"] for b in listed)
+    assert kinds == ["bisect"] * doc["runs"] + ["snapshot"] * 2
+
+    # a second bisect reuses every midpoint the first stored: no run at all
+    again = json.loads(_bisect(line, db, "--format", "json").stdout)
+    assert again["runs"] == 0 and again["first_bad"] == line.commits[20]
+    assert all(m["reused"] for m in again["midpoints"])
+
+    # prune --kind bisect takes the probes (main's history does not keep them), never the snapshots
+    pruned = run_kbase("prune", "--keep-branch", "main", "--kind", "bisect", "--yes", "--repo", repo, "--db", db)
+    assert pruned.rc == 0, pruned
+    left = json.loads(run_kbase("list", "--db", db, "--format", "json").stdout)["baselines"]
+    assert sorted(b["kind"] for b in left) == ["snapshot", "snapshot"]
+
+
+def test_a_midpoint_stored_before_is_judged_without_running(world, tmp_path):
+    import kbase
+
+    line, db, _ = world
+    settings = kbase.Settings.load(repo=line.repo, db=db, name="train")
+    kbase.snapshot(capture_at(line, 31, tmp_path / "nightly.sqlite"), settings, rev=line.commits[31])
+    doc = json.loads(_bisect(line, db, "--format", "json").stdout)
+    first = doc["midpoints"][0]
+    assert first["commit"] == line.commits[31] and first["reused"] is True and first["runs"] == 0
+    assert doc["first_bad"] == line.commits[20] and doc["runs"] <= 5
+
+
+def test_text_and_markdown_name_the_commit_and_show_its_diff(world):
+    line, db, _ = world
+    text = _bisect(line, db)
+    assert text.rc == 0, text
+    assert f"first bad commit for kernel flash_fwd_kernel: {line.commits[20][:12]} change 20" in text.stdout
+    assert "Kernel diff" in text.stdout and "midpoints (in the order judged):" in text.stdout
+    md = _bisect(line, db, "--format", "markdown")
+    assert md.stdout.startswith("## kbase bisect") and "| # | commit | verdict | runs | subject |" in md.stdout
+    assert f"### Diff of `{line.commits[20][:12]}` against its parent" in md.stdout
+
+
+def test_dry_run_shows_the_plan_and_changes_nothing(world):
+    line, db, path = world
+    before = path.read_bytes()
+    r = _bisect(line, db, "--dry-run", "--format", "json")
+    assert r.rc == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["runs"] == 0 and doc["midpoints"] == [] and doc["plan"]["max_probes"] == 6
+    assert doc["plan"]["first_probe"] == line.commits[31] and "capture.py" in doc["plan"]["command"]
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--run", "python capture.py"], "--run 'python capture.py': the capture command must name {out}"),
+    (["--kernel", "/vectorized_layer_norm/"], "did not change beyond its noise"),
+    (["--kernel", "a*", "--step"], "name one target"),
+    (["--repeats", "0"], "--repeats 0: must be at least 1"),
+])
+def test_bad_input_is_one_line_exit_2_store_unchanged(world, args, words):
+    line, db, path = world
+    before = path.read_bytes()
+    r = run_kbase("bisect", line.commits[0], line.commits[-1], "--run", COMMAND, *args, "--repo", line.repo,
+                  "--db", db, "--name", "train")
+    assert r.rc == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r
+    assert "Traceback" not in r.stderr and path.read_bytes() == before
+
+
+def test_good_after_bad_is_refused(world):
+    line, db, path = world
+    before = path.read_bytes()
+    r = _bisect(line, db, good=-1, bad=0)
+    assert r.rc == 2 and "GOOD must come before BAD" in r.stderr, r
+    assert path.read_bytes() == before and git(line.repo, "worktree", "list").count("\n") == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [1, 42, 63])
+def test_a_5pct_step_at_commit_k_of_64_takes_at_most_7_runs(tmp_path, k):
+    line = make_line(tmp_path / "repo", [1.0] * k + [1.05] * (64 - k))
+    db = _store(line, tmp_path)
+    doc = json.loads(_bisect(line, db, "--format", "json").stdout)
+    assert doc["first_bad"] == line.commits[k] and doc["runs"] <= 7, doc["midpoints"]
+
+
+@pytest.mark.slow
+def test_a_partial_change_is_a_range_and_a_failing_midpoint_is_skipped(tmp_path):
+    # GOOD 1.0 .. 19; 1.05 from 20 (half-way: like neither end); 1.10 from 40; the build fails at 31
+    line = make_line(tmp_path / "repo", [1.0] * 20 + [1.05] * 20 + [1.10] * 24, failing={31})
+    db = _store(line, tmp_path)
+    r = _bisect(line, db, "--format", "json", "--repeats", "2")
+    assert r.rc == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["first_bad"] is None and doc["range"] == [line.commits[19], line.commits[40]]
+    verdicts = {m["commit"]: m for m in doc["midpoints"]}
+    assert verdicts[line.commits[31]]["verdict"] == "skipped" and "build failed" in verdicts[line.commits[31]]["why"]
+    assert doc["skipped"] == [line.commits[31]]
+    undecided = [m for m in doc["midpoints"] if m["verdict"] == "undecided"]
+    assert undecided and all(20 <= m["index"] < 40 and m["runs"] == 2 for m in undecided)  # rerun, then a range
+    assert all(m["verdict"] != "undecided" for m in doc["midpoints"] if not 20 <= m["index"] < 40)
+
+
+@pytest.mark.slow
+def test_ctrl_c_removes_the_worktree_and_keeps_finished_snapshots(world, tmp_path):
+    """The second run of the command interrupts kbase (SIGINT to its parent, as a terminal's Ctrl-C would):
+    exit 130, no worktree left, the first midpoint's snapshot stored, nothing half-written."""
+    line, db, _ = world
+    flag = tmp_path / "second"
+    cmd = f"{COMMAND}; if [ -e {flag} ]; then kill -INT $PPID; sleep 30; fi; touch {flag}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "kbase.cli", "bisect", line.commits[0], line.commits[-1], "--run",
+                           cmd, "--repo", str(line.repo), "--db", db, "--name", "train"], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 130 and "interrupted" in proc.stderr, proc.stderr
+    assert time.monotonic() - start < 30  # the sleeping command was ended, not waited for
+    assert git(line.repo, "worktree", "list").count("\n") == 0
+    listed = json.loads(run_kbase("list", "--db", db, "--format", "json").stdout)["baselines"]
+    assert sorted(b["kind"] for b in listed) == ["bisect", "snapshot", "snapshot"]
+    signal.getsignal(signal.SIGINT)  # (this process's handler is untouched: the signal went to the child)
