@@ -67,9 +67,21 @@ def bisect(
     if chosen:
         kind, text = chosen[0]
         target = Target(kind, "" if kind == TargetKind.STEP else _pattern(kind, str(text), settings))
-    progress = None if fmt != BisectFormat.TEXT or dry_run else _progress
-    result = api.bisect(good, bad, settings, run=run, target=target, repeats=repeats, timeout_s=timeout,
-                        dry_run=dry_run, from_steps=from_steps, progress=progress)
+    judged: list = []
+
+    def progress(mid) -> None:  # noqa: ANN001 - api.bisect.Midpoint
+        judged.append(mid)
+        if fmt == BisectFormat.TEXT:
+            _progress(mid)
+
+    try:
+        result = api.bisect(good, bad, settings, run=run, target=target, repeats=repeats, timeout_s=timeout,
+                            dry_run=dry_run, from_steps=from_steps, progress=progress)
+    except KeyboardInterrupt:
+        stored = sum(1 for m in judged if m.runs and m.baseline_ids)
+        typer.echo(f"kbase bisect: interrupted; the midpoint's worktree is removed, the {stored} midpoint(s) "
+                   "captured before are kept in the store (a new bisect reuses them)", err=True)
+        raise typer.Exit(130) from None
     if fmt == BisectFormat.JSON:
         from kbase.render.bisect import bisect_json
 
