@@ -111,12 +111,14 @@ def _from_steps(settings: Settings, target: Target | None, st: Store) -> tuple[s
 
 def bisect(good: str | None, bad: str | None, settings: Settings | None = None, *, run: str,
            target: Target | None = None, repeats: int = 3, timeout_s: float = 3600.0, dry_run: bool = False,
-           from_steps: bool = False, store: Store | None = None,
+           from_steps: bool = False, capture_ends: bool = False, store: Store | None = None,
            progress: Callable[[Midpoint], None] | None = None) -> BisectResult:
     """Bisect GOOD..BAD (or the step ``kbase steps`` found) for the commit that changed ``target`` (default: the
     kernel that changed most between GOOD and BAD). ``run``: the capture command, ``{out}`` the profile path.
-    ``repeats``: CMD executions at most per midpoint while it stays undecided. ``progress``: called with each
-    judged midpoint. Ctrl-C: the worktree in use is removed, the snapshots stored so far are kept."""
+    ``repeats``: CMD executions at most per midpoint while it stays undecided. ``capture_ends``: capture GOOD and
+    BAD with ``run`` too (a short CMD — fewer iterations, one rank — measures another thing than CI's stored
+    captures: the ends are then judged on its captures). ``progress``: called with each judged midpoint. Ctrl-C:
+    the worktree in use is removed, the snapshots stored so far are kept."""
     from kbase.api.bisect_capture import check_command, command_for
     from kbase.comparison.bisect import conclude, default_target, next_probe, probes_needed, target_moved
     from kbase.gitrepo import describe_commits
@@ -136,7 +138,17 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
             raise InputError("name GOOD and BAD (revisions with stored baselines), or use --from-steps")
         commits = line_between(settings.repo, good, bad)
         n = len(commits) - 1
+        runs = 0
+        if capture_ends and not dry_run:
+            for end_commit in (commits[0], commits[n]):
+                runs += 1
+                captured = _capture(end_commit, settings, st, run, timeout_s, 0)
+                if isinstance(captured, str):
+                    raise InputError(f"--capture-ends: the capture command failed at {end_commit[:12]} ({captured})")
         ends = _compare(commits[0], commits[n], settings, st)
+        if ends.result.mismatches:
+            raise InputError(f"{good} and {bad} are not comparable ({'; '.join(ends.result.mismatches)}): nothing to "
+                             "bisect between them")
         step_noise = _step_noise(settings, st, commits[0]) if target is not None and target.kind == "step" else None
         if target is None:
             target = default_target(ends.result)
@@ -147,8 +159,10 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
             raise InputError(f"{target.describe()} did not change beyond its noise between {good} and {bad}: "
                              "nothing to bisect")
         stored = EngineReader(st.engine).baselines_at(settings.workload, commits)
+        notes = [f"step noise: {step_noise.rel_sd:.2%} per capture ({step_noise.source})"] if step_noise else []
         result = BisectResult(good=commits[0], bad=commits[n], target=target, workload=settings.workload,
-                              commits=commits, midpoints=[], first_bad=None, range=None, runs=0, repeats=repeats)
+                              commits=commits, midpoints=[], first_bad=None, range=None, runs=runs, repeats=repeats,
+                              notes=notes)
         verdicts: dict[int, MidpointVerdict] = {}
         if dry_run:
             probe = next_probe(n, verdicts)
@@ -157,15 +171,13 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
                                      command_for(run, Path("<out>")))
             result.subjects = {c: note.subject for c, note in describe_commits(settings.repo, commits).items()}
             return result
-        with tempfile.TemporaryDirectory(prefix="kbase-bisect-out-") as out_dir:
-            while (i := next_probe(n, verdicts)) is not None:
-                mid = _probe(i, commits, stored, settings, st, run, Path(out_dir), repeats, timeout_s, target,
-                             step_noise)
-                verdicts[i] = mid.verdict
-                result.midpoints.append(mid)
-                result.runs += mid.runs
-                if progress is not None:
-                    progress(mid)
+        while (i := next_probe(n, verdicts)) is not None:
+            mid = _probe(i, commits, stored, settings, st, run, repeats, timeout_s, target, step_noise)
+            verdicts[i] = mid.verdict
+            result.midpoints.append(mid)
+            result.runs += mid.runs
+            if progress is not None:
+                progress(mid)
         end = conclude(n, verdicts)
         if end.first_bad is not None:
             result.first_bad = commits[end.first_bad]
@@ -184,11 +196,10 @@ def _compare(before: str, after: str, settings: Settings, st: Store) -> Comparis
     return compare(before, after, settings, strict=True, store=st)
 
 
-def _probe(i: int, commits: list[str], stored: dict, settings: Settings, st: Store, cmd: str, out_dir: Path,
-           repeats: int, timeout_s: float, target: Target, step_noise: StepNoise | None) -> Midpoint:
-    """Judge commit ``i``: on its stored baselines when it has some, else capture it; while undecided, capture it
-    again (up to ``repeats`` runs here), its captures pooled as repeats."""
-    from kbase.api.bisect_capture import run_capture
+def _probe(i: int, commits: list[str], stored: dict, settings: Settings, st: Store, cmd: str, repeats: int,
+           timeout_s: float, target: Target, step_noise: StepNoise | None) -> Midpoint:
+    """Judge commit ``i``: on its stored baselines when it has comparable ones, else capture it; while undecided,
+    capture it again (up to ``repeats`` runs here), its captures pooled as repeats."""
     from kbase.comparison.bisect import MidpointVerdict, judge_midpoint
 
     commit = commits[i]
@@ -196,28 +207,41 @@ def _probe(i: int, commits: list[str], stored: dict, settings: Settings, st: Sto
                    baseline_ids=[int(b.id) for b in stored.get(commit, []) if b.id is not None])
     while True:
         if mid.baseline_ids:
-            mid.verdict = judge_midpoint(_compare(commits[0], commit, settings, st).result,
-                                         _compare(commit, commits[-1], settings, st).result, target, step_noise)
-            if mid.verdict != MidpointVerdict.UNDECIDED or mid.runs >= repeats:
-                return mid
+            vs_good, vs_bad = _compare(commits[0], commit, settings, st), _compare(commit, commits[-1], settings, st)
+            mismatches = vs_good.result.mismatches + vs_bad.result.mismatches
+            if not mismatches:
+                mid.verdict = judge_midpoint(vs_good.result, vs_bad.result, target, step_noise)
+                if mid.verdict != MidpointVerdict.UNDECIDED or mid.runs >= repeats:
+                    return mid
+            elif mid.runs:  # what CMD captured does not measure what GOOD and BAD hold
+                raise InputError(f"the capture at {commit[:12]} is not comparable with GOOD and BAD ({mismatches[0]}): "
+                                 "CMD must capture what they hold (same GPUs and window), or capture them too with "
+                                 "--capture-ends")
+            else:  # stored, but another measurement (CI's full run against a short CMD): capture it
+                mid.reused, mid.baseline_ids = False, []
         elif mid.runs >= repeats or (mid.runs and mid.why):  # a failing build fails again: one try is enough
             return mid
         mid.runs += 1
-        captured = run_capture(Path(_top_level(settings)), commit, cmd, out_dir, mid.runs, timeout_s)
-        if captured.profile is None:
-            mid.why = captured.why
+        captured = _capture(commit, settings, st, cmd, timeout_s, mid.runs)
+        if isinstance(captured, str):
+            mid.why = captured
             if mid.baseline_ids:  # undecided, and the rerun failed: it stays undecided
                 return mid
             mid.verdict = MidpointVerdict.SKIPPED
             continue
-        stored_id = _store_capture(captured.profile, commit, settings, st)
-        if isinstance(stored_id, str):  # the profile could not be read: as a failed build
-            mid.why = stored_id
-            if mid.baseline_ids:
-                return mid
-            continue
-        if stored_id not in mid.baseline_ids:
-            mid.baseline_ids.append(stored_id)
+        if captured not in mid.baseline_ids:
+            mid.baseline_ids.append(captured)
+
+
+def _capture(commit: str, settings: Settings, st: Store, cmd: str, timeout_s: float, attempt: int) -> int | str:
+    """Run CMD at ``commit`` and store its profile as a bisect baseline: the baseline's id, or why it failed."""
+    from kbase.api.bisect_capture import run_capture
+
+    with tempfile.TemporaryDirectory(prefix="kbase-bisect-out-") as out_dir:
+        captured = run_capture(Path(_top_level(settings)), commit, cmd, Path(out_dir), attempt, timeout_s)
+        if captured.profile is None:
+            return captured.why
+        return _store_capture(captured.profile, commit, settings, st)
 
 
 def _store_capture(profile: Path, commit: str, settings: Settings, st: Store) -> int | str:

@@ -40,6 +40,9 @@ def bisect(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; run nothing, store nothing.")] = False,
     from_steps: Annotated[bool, typer.Option(
         "--from-steps", help="GOOD and BAD from the step kbase steps finds (of --kernel when given).")] = False,
+    capture_ends: Annotated[bool, typer.Option(
+        "--capture-ends", help="Capture GOOD and BAD with --run too, and judge on those captures: for a --run that "
+        "measures another thing than the stored baselines (fewer GPUs, another window).")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown.")] = "text",
     name: NameOpt = None,
     db: DbOpt = None,
@@ -76,7 +79,8 @@ def bisect(
 
     try:
         result = api.bisect(good, bad, settings, run=run, target=target, repeats=repeats, timeout_s=timeout,
-                            dry_run=dry_run, from_steps=from_steps, progress=progress)
+                            dry_run=dry_run, from_steps=from_steps, capture_ends=capture_ends,
+                            progress=progress)
     except KeyboardInterrupt:
         stored = sum(1 for m in judged if m.runs and m.baseline_ids)
         typer.echo(f"kbase bisect: interrupted; the midpoint's worktree is removed, the {stored} midpoint(s) "

@@ -26,13 +26,13 @@ from helpers.gitrepos import git
 STEP = [1.0] * 20 + [1.05] * 44  # +5% of the kernel from commit 20 on
 
 
-def _store(line: Line, tmp: Path) -> str:
+def _store(line: Line, tmp: Path, gpus: int = 1) -> str:
     import kbase
 
     db = f"sqlite:///{tmp / 'kbase.db'}"
     settings = kbase.Settings.load(repo=line.repo, db=db, name="train")
     for i in (0, len(line.commits) - 1):
-        kbase.snapshot(capture_at(line, i, tmp / f"ci-{i}.sqlite"), settings, rev=line.commits[i])
+        kbase.snapshot(capture_at(line, i, tmp / f"ci-{i}.sqlite", gpus), settings, rev=line.commits[i])
     return db
 
 
@@ -212,3 +212,58 @@ def test_ctrl_c_removes_the_worktree_and_keeps_finished_snapshots(world, tmp_pat
     assert git(line.repo, "worktree", "list").count("\n") == 0
     listed = json.loads(run_kbase("list", "--db", db, "--format", "json").stdout)["baselines"]
     assert sorted(b["kind"] for b in listed) == ["bisect", "snapshot", "snapshot"]
+
+
+@pytest.mark.slow
+def test_a_short_command_on_fewer_gpus_needs_the_ends_captured_too(tmp_path):
+    """CI stored GOOD and BAD on 2 GPUs; the capture command runs one rank. Judging its capture against CI's would
+    compare two different things: refused with the way out; --capture-ends captures both ends with it."""
+    line = make_line(tmp_path / "repo", [1.0] * 5 + [1.05] * 11)
+    db = _store(line, tmp_path, gpus=2)
+    r = _bisect(line, db)
+    assert r.rc == 2 and "GPU count differs" in r.stderr and "--capture-ends" in r.stderr, r
+    doc = json.loads(_bisect(line, db, "--capture-ends", "--format", "json").stdout)
+    assert doc["first_bad"] == line.commits[5] and doc["runs"] <= 2 + 4
+
+
+def test_an_op_whose_kernel_was_swapped_is_bisected_by_op(tmp_path):
+    """PyTorch traces whose aten::mm changes kernel (gemm_a -> gemm_b) and gets 10% slower at commit 9: no kernel
+    can be followed across the swap; the op can, and is the default target."""
+    k = 9
+    line = make_line(tmp_path / "repo", [1.0] * k + [1.1] * (16 - k), gemms=["gemm_a"] * k + ["gemm_b"] * (16 - k))
+    db = _store(line, tmp_path)
+    doc = json.loads(_bisect(line, db, "--format", "json").stdout)
+    assert doc["target"] == {"kind": "op", "pattern": "aten::mm", "label": "aten::mm"}
+    assert doc["first_bad"] == line.commits[k] and doc["runs"] <= 4
+    again = _bisect(line, db, "--op", "aten::mm", "--format", "json")
+    assert json.loads(again.stdout)["first_bad"] == line.commits[k] and json.loads(again.stdout)["runs"] == 0
+    r = _bisect(line, db, "--op", "aten::relu")
+    assert r.rc == 2 and "op aten::relu did not change beyond its noise" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_step_time_is_bisected_with_its_noise_stated(tmp_path):
+    k = 11  # the largest kernel 20% slower: the step ~3.4% longer
+    line = make_line(tmp_path / "repo", [1.0] * k + [1.2] * (32 - k), kernel="void flash::flash_bwd")
+    db = _store(line, tmp_path)
+    doc = json.loads(_bisect(line, db, "--step", "--format", "json").stdout)
+    assert doc["target"]["kind"] == "step" and doc["first_bad"] == line.commits[k] and doc["runs"] <= 5 + 3
+    assert any(n.startswith("step noise: ") for n in doc["notes"])
+
+
+@pytest.mark.slow
+def test_from_steps_bisects_the_step_kbase_steps_found(tmp_path):
+    """Nightly CI stored every 8th commit; ``kbase steps`` says "between 16 and 24"; bisect finds 20."""
+    import kbase
+
+    line = make_line(tmp_path / "repo", STEP)
+    db = f"sqlite:///{tmp_path / 'kbase.db'}"
+    settings = kbase.Settings.load(repo=line.repo, db=db, name="train")
+    for i in [*range(0, 64, 8), 63]:
+        kbase.snapshot(capture_at(line, i, tmp_path / f"n{i}.sqlite"), settings, rev=line.commits[i])
+    r = run_kbase("bisect", "--from-steps", "--run", COMMAND, "--repo", line.repo, "--db", db, "--name", "train",
+                  "--format", "json")
+    assert r.rc == 0, r
+    doc = json.loads(r.stdout)
+    assert (doc["good"], doc["bad"]) == (line.commits[16], line.commits[24])
+    assert doc["first_bad"] == line.commits[20] and doc["runs"] <= 3
