@@ -163,3 +163,18 @@ def test_downgrade_upgrade_round_trips(url, two_leaderboards):
     kdb.upgrade(engine, url)
     assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
     engine.dispose()
+
+
+def test_0011_gives_every_stored_baseline_the_kind_snapshot(url, two_leaderboards):
+    """A store of 0010 holds snapshots only: after 0011 each says so; a bisect midpoint keeps its kind through a
+    downgrade-upgrade of the other revisions' columns, and 0011's downgrade drops the column alone."""
+    engine = kdb.make_engine(url)
+    kdb.upgrade(engine, url)
+    _fill(engine, url, two_leaderboards)
+    downgrade(engine, url, "0010")
+    with engine.connect() as conn:
+        assert "kind" not in conn.execute(text("SELECT * FROM baseline")).keys()
+    kdb.upgrade(engine, url)
+    with engine.connect() as conn:
+        assert [r[0] for r in conn.execute(text("SELECT kind FROM baseline ORDER BY id"))] == ["snapshot"] * 2
+    engine.dispose()
