@@ -267,3 +267,19 @@ def test_from_steps_bisects_the_step_kbase_steps_found(tmp_path):
     doc = json.loads(r.stdout)
     assert (doc["good"], doc["bad"]) == (line.commits[16], line.commits[24])
     assert doc["first_bad"] == line.commits[20] and doc["runs"] <= 3
+
+
+def test_the_kind_travels_in_export_files_and_a_snapshots_file_is_unchanged(world, tmp_path):
+    import kbase
+    from kbase.store.export_files import MAGIC
+
+    line, db, _ = world
+    settings = kbase.Settings.load(repo=line.repo, db=db, name="train")
+    kbase.snapshot(capture_at(line, 31, tmp_path / "mid.sqlite"), settings, rev=line.commits[31], kind="bisect")
+    kbase.export_baselines(tmp_path / "out", settings)
+    headers = [json.loads(p.read_bytes()[len(MAGIC):].split(b"\n", 1)[0]) for p in (tmp_path / "out").glob("*.baseline")]
+    kinds = sorted(h["baseline"].get("kind", "(left out)") for h in headers)
+    assert kinds == ["(left out)", "(left out)", "bisect"]  # a snapshot's file is what 0.2.0 wrote
+    fresh = kbase.Settings.load(repo=line.repo, db=f"sqlite:///{tmp_path / 'fresh.db'}", name="train")
+    kbase.import_baselines(tmp_path / "out", fresh)
+    assert sorted(b.kind for b in kbase.baselines(fresh)) == ["bisect", "snapshot", "snapshot"]
