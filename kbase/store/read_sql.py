@@ -27,7 +27,7 @@ SQL = {
         'op_blobs': 'SELECT baseline_kernels.baseline_id, baseline_kernels.format, baseline_kernels.ops \nFROM baseline_kernels \nWHERE baseline_kernels.baseline_id IN (__[POSTCOMPILE_ids]) AND baseline_kernels.ops IS NOT NULL',
         'op_level_blobs': 'SELECT baseline_kernels.baseline_id, baseline_kernels.format, baseline_kernels.levels, baseline_kernels.ops \nFROM baseline_kernels \nWHERE baseline_kernels.baseline_id IN (__[POSTCOMPILE_ids]) AND baseline_kernels.ops IS NOT NULL',
         'op_names_by_id': 'SELECT op_name.id, op_name."key", op_name.op \nFROM op_name \nWHERE op_name.id IN (__[POSTCOMPILE_ids])',
-        'trend_baselines': 'SELECT baseline.id, baseline."commit", baseline.commit_date, baseline.created_at, baseline.branch, baseline.fingerprint, baseline.gpu_count, baseline.aligned, baseline.iterations_used, baseline.window_ns, baseline.total_kernel_ns, baseline.compute_ns, baseline.communication_ns, baseline.memory_ns \nFROM baseline \nWHERE baseline.workload = :workload AND (:any_branch = 1 OR baseline.branch = :branch) ORDER BY baseline.created_at, baseline.id',
+        'trend_baselines': 'SELECT baseline.id, baseline."commit", baseline.commit_date, baseline.created_at, baseline.branch, baseline.fingerprint, baseline.gpu_count, baseline.aligned, baseline.iterations_used, baseline.window_ns, baseline.total_kernel_ns, baseline.compute_ns, baseline.communication_ns, baseline.memory_ns, baseline.kind \nFROM baseline \nWHERE baseline.workload = :workload AND (:any_branch = 1 OR baseline.branch = :branch) ORDER BY baseline.created_at, baseline.id',
         'workloads': 'SELECT baseline.workload \nFROM baseline GROUP BY baseline.workload ORDER BY baseline.workload',
     },
     "postgresql": {
@@ -53,7 +53,7 @@ SQL = {
         'op_blobs': 'SELECT json_build_array(baseline_kernels.baseline_id, baseline_kernels.format, baseline_kernels.ops) AS json_build_array_1 \nFROM baseline_kernels \nWHERE baseline_kernels.baseline_id IN (__[POSTCOMPILE_ids]) AND baseline_kernels.ops IS NOT NULL',
         'op_level_blobs': 'SELECT json_build_array(baseline_kernels.baseline_id, baseline_kernels.format, baseline_kernels.levels, baseline_kernels.ops) AS json_build_array_1 \nFROM baseline_kernels \nWHERE baseline_kernels.baseline_id IN (__[POSTCOMPILE_ids]) AND baseline_kernels.ops IS NOT NULL',
         'op_names_by_id': 'SELECT json_build_array(op_name.id, op_name.key, op_name.op) AS json_build_array_1 \nFROM op_name \nWHERE op_name.id IN (__[POSTCOMPILE_ids])',
-        'trend_baselines': 'SELECT json_build_array(baseline.id, baseline.commit, baseline.commit_date, baseline.created_at, baseline.branch, baseline.fingerprint, baseline.gpu_count, baseline.aligned, baseline.iterations_used, baseline.window_ns, baseline.total_kernel_ns, baseline.compute_ns, baseline.communication_ns, baseline.memory_ns) AS json_build_array_1 \nFROM baseline \nWHERE baseline.workload = %(workload)s::VARCHAR AND (%(any_branch)s OR baseline.branch = %(branch)s::VARCHAR) ORDER BY baseline.created_at, baseline.id',
+        'trend_baselines': 'SELECT json_build_array(baseline.id, baseline.commit, baseline.commit_date, baseline.created_at, baseline.branch, baseline.fingerprint, baseline.gpu_count, baseline.aligned, baseline.iterations_used, baseline.window_ns, baseline.total_kernel_ns, baseline.compute_ns, baseline.communication_ns, baseline.memory_ns, baseline.kind) AS json_build_array_1 \nFROM baseline \nWHERE baseline.workload = %(workload)s::VARCHAR AND (%(any_branch)s OR baseline.branch = %(branch)s::VARCHAR) ORDER BY baseline.created_at, baseline.id',
         'workloads': 'SELECT json_build_array(baseline.workload) AS json_build_array_1 \nFROM baseline GROUP BY baseline.workload ORDER BY baseline.workload',
     },
 }
@@ -81,6 +81,6 @@ KINDS = {
     'op_blobs': '--x',
     'op_level_blobs': '--xx',
     'op_names_by_id': '---',
-    'trend_baselines': '--------------',
+    'trend_baselines': '---------------',
     'workloads': '-',
 }

@@ -99,6 +99,11 @@ def test_a_step_is_found_and_the_users_tree_index_and_stash_are_untouched(world)
     kinds = sorted(b["kind"] for b in listed)
     assert kinds == ["bisect"] * doc["runs"] + ["snapshot"] * 2
 
+    import kbase  # the report tells the midpoints from the job's own snapshots
+
+    points = kbase.report_data(kbase.Settings.load(repo=repo, db=db, name="train"), step_pages=0).commits
+    assert sorted(p.ref.bisect for p in points) == [False] * 2 + [True] * doc["runs"]
+
     # a second bisect reuses every midpoint the first stored: no run at all
     again = json.loads(_bisect(line, db, "--format", "json").stdout)
     assert again["runs"] == 0 and again["first_bad"] == line.commits[20]
