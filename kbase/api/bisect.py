@@ -133,6 +133,8 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
     with _store(settings, store, readonly=dry_run) as st:
         settings = with_workload(settings, EngineReader(st.engine))
         if from_steps:
+            if good is not None or bad is not None:
+                raise InputError("--from-steps takes GOOD and BAD from kbase steps: give neither, or drop it")
             good, bad, target = _from_steps(settings, target, st)
         if good is None or bad is None:
             raise InputError("name GOOD and BAD (revisions with stored baselines), or use --from-steps")

@@ -19,6 +19,9 @@ from pathlib import Path
 from kbase.errors import InputError
 
 OUT = "{out}"
+# What profilers add to the name they are given: ``nsys profile -o {out}`` writes {out}.nsys-rep (and
+# {out}.sqlite with ``--export sqlite``, read first: no nsys needed to read it).
+WRITTEN_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
 LOG_TAIL = 300  # characters of the command's output a skipped midpoint quotes
 
 
@@ -83,7 +86,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def run_capture(repo_dir: Path, commit: str, cmd: str, out_dir: Path, attempt: int, timeout_s: float) -> CaptureRun:
     """Check ``commit`` out in its own worktree and run CMD there (``{out}``: a fresh path under ``out_dir``).
     A non-zero exit, a timeout or no profile written: a failed run, ``why`` quoting the end of its output."""
-    out = out_dir / f"{commit[:12]}-{attempt}.profile"
+    out = out_dir / f"{commit[:12]}-{attempt}"
     with worktree(repo_dir, commit) as where:
         env = {**os.environ, "KBASE_BISECT_COMMIT": commit, "KBASE_BISECT_OUT": str(out)}
         env.pop("GIT_DIR", None)
@@ -103,6 +106,8 @@ def run_capture(repo_dir: Path, commit: str, cmd: str, out_dir: Path, attempt: i
         tail = log.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace").strip().replace("\n", " | ")
         if rc:
             return CaptureRun(commit, None, f"exit {rc}" + (f": {tail}" if tail else ""))
-        if not out.exists():
+        written = next((p for p in (out, *(out.with_name(out.name + s) for s in WRITTEN_SUFFIXES)) if p.exists()),
+                       None)
+        if written is None:
             return CaptureRun(commit, None, "it exited 0 but wrote no profile at {out}")
-        return CaptureRun(commit, out)
+        return CaptureRun(commit, written)

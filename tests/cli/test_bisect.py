@@ -155,6 +155,7 @@ def test_dry_run_shows_the_plan_and_changes_nothing(world):
     (["--kernel", "/vectorized_layer_norm/"], "did not change beyond its noise"),
     (["--kernel", "a*", "--step"], "name one target"),
     (["--repeats", "0"], "--repeats 0: must be at least 1"),
+    (["--from-steps"], "--from-steps takes GOOD and BAD from kbase steps: give neither"),
 ])
 def test_bad_input_is_one_line_exit_2_store_unchanged(world, args, words):
     line, db, path = world
@@ -288,3 +289,26 @@ def test_the_kind_travels_in_export_files_and_a_snapshots_file_is_unchanged(worl
     fresh = kbase.Settings.load(repo=line.repo, db=f"sqlite:///{tmp_path / 'fresh.db'}", name="train")
     kbase.import_baselines(tmp_path / "out", fresh)
     assert sorted(b.kind for b in kbase.baselines(fresh)) == ["bisect", "snapshot", "snapshot"]
+
+
+@pytest.mark.slow
+def test_a_command_that_hangs_is_ended_at_the_timeout_and_skipped(tmp_path):
+    line = make_line(tmp_path / "repo", [1.0] * 4 + [1.05] * 4)
+    db = _store(line, tmp_path)
+    start = time.monotonic()
+    r = run_kbase("bisect", line.commits[0], line.commits[-1], "--run", "sleep 30; echo {out}", "--timeout", "0.5",
+                  "--repo", line.repo, "--db", db, "--name", "train", "--format", "json")
+    assert r.rc == 0, r
+    doc = json.loads(r.stdout)
+    assert time.monotonic() - start < 25 and doc["runs"] == 6 and doc["range"] == [line.commits[0], line.commits[-1]]
+    assert all(m["verdict"] == "skipped" and m["why"] == "timed out after 0.5 s" for m in doc["midpoints"])
+    assert git(line.repo, "worktree", "list").count("\n") == 0
+
+
+def test_nsys_style_output_names_are_found(world):
+    """``nsys profile -o {out}`` writes {out}.nsys-rep and, with --export sqlite, {out}.sqlite: read that."""
+    line, db, _ = world
+    cmd = COMMAND.replace("{out}", "{out}.sqlite")
+    doc = json.loads(run_kbase("bisect", line.commits[0], line.commits[-1], "--run", cmd, "--repo", line.repo,
+                               "--db", db, "--name", "train", "--format", "json").stdout)
+    assert doc["first_bad"] == line.commits[20]
