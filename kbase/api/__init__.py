@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbase.api.bisect import BisectResult, bisect
+from kbase.api.bisecting import BisectResult, bisect
 from kbase.api.capture import (
     Baselines,
     SnapshotResult,

@@ -55,7 +55,7 @@ def bisect(
     baseline of kind bisect and judged against both ends with the gate's statistics: good, bad, undecided
     (rerun up to --repeats, then reported as a range) or skipped (the command failed). Commits with baselines
     are judged without running. Ctrl-C removes the worktree and keeps the snapshots already stored."""
-    import kbase.api.bisect as api
+    import kbase.api.bisecting as api
     from kbase.comparison.bisect import Target, TargetKind
 
     fmt = check_choice(fmt, BisectFormat)
@@ -72,7 +72,7 @@ def bisect(
         target = Target(kind, "" if kind == TargetKind.STEP else _pattern(kind, str(text), settings))
     judged: list = []
 
-    def progress(mid) -> None:  # noqa: ANN001 - api.bisect.Midpoint
+    def progress(mid) -> None:  # noqa: ANN001 - api.bisecting.Midpoint
         judged.append(mid)
         if fmt == BisectFormat.TEXT:
             _progress(mid)
@@ -109,7 +109,7 @@ def _pattern(kind: str, text: str, settings) -> str:  # noqa: ANN001 - Settings,
     return kbase.kernel_pattern(text, settings)
 
 
-def _progress(mid) -> None:  # noqa: ANN001 - api.bisect.Midpoint
+def _progress(mid) -> None:  # noqa: ANN001 - api.bisecting.Midpoint
     from kbase.render.safe import term_text
 
     how = "reused" if mid.reused and not mid.runs else f"{mid.runs} run(s)"

@@ -1,6 +1,6 @@
 """``kbase bisect``'s search, as pure functions: what a midpoint is judged (``judge_midpoint``), which commit to
 probe next (``next_probe``) and what the probes found (``conclude``). No git, no store, no process: the API
-(``api.bisect``) runs the captures and hands the comparisons here.
+(``api.bisecting``) runs the captures and hands the comparisons here.
 
 The commits are the first-parent line from GOOD (index 0, good) to BAD (index n, bad). A midpoint is compared
 with GOOD and with BAD by the diff the gate decides on (``comparison.diff``: each kernel or op against its own

@@ -1,4 +1,4 @@
-"""Render ``kbase bisect`` (``api.bisect.BisectResult``): its JSON (schema ``kbase.bisect/1``), the terminal
+"""Render ``kbase bisect`` (``api.bisecting.BisectResult``): its JSON (schema ``kbase.bisect/1``), the terminal
 text and a Markdown comment for a pull request. The first bad commit's diff is the table ``kbase diff``
 prints (``render.diff``). Commit subjects and kernel names are data: escaped for each output."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kbase.api.bisect import BisectResult, Midpoint
+from kbase.api.bisecting import BisectResult, Midpoint
 from kbase.comparison.bisect import MidpointVerdict, Target, TargetKind
 from kbase.render.bisect import bisect_doc, bisect_json, bisect_md, text_lines
 
