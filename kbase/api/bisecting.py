@@ -130,6 +130,8 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
         raise InputError("must be at least 1", field="repeats", value=repeats)
     if not timeout_s > 0 or not math.isfinite(timeout_s):
         raise InputError("must be a positive number of seconds", field="timeout", value=timeout_s)
+    if store is None and not dry_run:
+        _must_exist(settings)
     with _store(settings, store, readonly=dry_run) as st:
         settings = with_workload(settings, EngineReader(st.engine))
         if from_steps:
@@ -190,6 +192,20 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
         shown = [result.good, result.bad, *(m.commit for m in result.midpoints)]
         result.subjects = {c: note.subject for c, note in describe_commits(settings.repo, shown).items()}
         return result
+
+
+def _must_exist(settings: Settings) -> None:
+    """A bisect needs stored GOOD and BAD: no store is ``NoStoreError`` (exit 2), and none is created."""
+    from kbase.errors import KbaseError
+    from kbase.store.engine import NoStoreError
+
+    try:
+        with _store(settings, None, readonly=True):
+            pass
+    except NoStoreError:
+        raise
+    except KbaseError:  # anything else (an older schema): the writable open upgrades it or says why
+        pass
 
 
 def _compare(before: str, after: str, settings: Settings, st: Store) -> Comparison:

@@ -142,7 +142,7 @@ def test_text_and_markdown_name_the_commit_and_show_its_diff(world):
 def test_dry_run_shows_the_plan_and_changes_nothing(world):
     line, db, path = world
     before = path.read_bytes()
-    r = _bisect(line, db, "--dry-run", "--format", "json")
+    r = _bisect(line, db, "--dry-run", "--format", "json", "--kernel", "flash_fwd")
     assert r.rc == 0, r
     doc = json.loads(r.stdout)
     assert doc["runs"] == 0 and doc["midpoints"] == [] and doc["plan"]["max_probes"] == 6
@@ -164,6 +164,17 @@ def test_bad_input_is_one_line_exit_2_store_unchanged(world, args, words):
                   "--db", db, "--name", "train")
     assert r.rc == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r
     assert "Traceback" not in r.stderr and path.read_bytes() == before
+
+
+def test_no_baseline_at_good_or_no_store_is_refused_and_nothing_is_created(world, tmp_path):
+    line, db, path = world
+    before = path.read_bytes()
+    r = _bisect(line, db, good=1)
+    assert r.rc == 2 and "no baseline of workload 'train'" in r.stderr, r
+    assert path.read_bytes() == before
+    missing = tmp_path / "none" / "kbase.db"
+    r = _bisect(line, f"sqlite:///{missing}")
+    assert r.rc == 2 and len(r.stderr.strip().splitlines()) == 1 and not missing.exists(), r
 
 
 def test_good_after_bad_is_refused(world):
