@@ -225,7 +225,9 @@ def _probe(i: int, commits: list[str], stored: dict, settings: Settings, st: Sto
                    baseline_ids=[int(b.id) for b in stored.get(commit, []) if b.id is not None])
     while True:
         if mid.baseline_ids:
-            vs_good, vs_bad = _compare(commits[0], commit, settings, st), _compare(commit, commits[-1], settings, st)
+            # the midpoint is the candidate side of both: its repeat captures pool there (a pooled side as the
+            # baseline would make one capture of BAD "far fewer iterations", incomparable)
+            vs_good, vs_bad = _compare(commits[0], commit, settings, st), _compare(commits[-1], commit, settings, st)
             mismatches = vs_good.result.mismatches + vs_bad.result.mismatches
             if not mismatches:
                 mid.verdict = judge_midpoint(vs_good.result, vs_bad.result, target, step_noise)

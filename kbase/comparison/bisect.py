@@ -3,8 +3,9 @@ probe next (``next_probe``) and what the probes found (``conclude``). No git, no
 (``api.bisecting``) runs the captures and hands the comparisons here.
 
 The commits are the first-parent line from GOOD (index 0, good) to BAD (index n, bad). A midpoint is compared
-with GOOD and with BAD by the diff the gate decides on (``comparison.diff``: each kernel or op against its own
-noise, history and repeats included); the target's class in each says whether it moved. Like GOOD: it did not
+with GOOD and with BAD (as the candidate side of both) by the diff the gate decides on (``comparison.diff``:
+each kernel or op against its own noise, history and repeats included); the target's class in each says
+whether it moved. Like GOOD: it did not
 move from GOOD but does to BAD; like BAD: the reverse; **undecided** otherwise (moved from both — a partial
 change — or from neither: within the noise of both). An undecided midpoint is never guessed into a side: the
 search finds the last commit like GOOD and the first like BAD around it and reports that range.
@@ -99,8 +100,9 @@ def target_moved(result: DiffResult, target: Target, step_noise: StepNoise | Non
 
 def judge_midpoint(vs_good: DiffResult, vs_bad: DiffResult, target: Target,
                    step_noise: StepNoise | None = None) -> MidpointVerdict:
-    """GOOD -> midpoint and midpoint -> BAD: like GOOD when only the second moved, like BAD when only the first
-    did, undecided otherwise. The one place a midpoint is judged (the step verdict plugs in here)."""
+    """GOOD -> midpoint and BAD -> midpoint (a move either way counts): like GOOD when only the second moved,
+    like BAD when only the first did, undecided otherwise. The one place a midpoint is judged (the step verdict
+    plugs in here)."""
     from_good = target_moved(vs_good, target, step_noise)
     to_bad = target_moved(vs_bad, target, step_noise)
     if from_good is None or to_bad is None:
