@@ -199,7 +199,7 @@ def test_a_partial_change_is_a_range_and_a_failing_midpoint_is_skipped(tmp_path)
     # GOOD 1.0 .. 19; 1.05 from 20 (half-way: like neither end); 1.10 from 40; the build fails at 31
     line = make_line(tmp_path / "repo", [1.0] * 20 + [1.05] * 20 + [1.10] * 24, failing={31})
     db = _store(line, tmp_path)
-    r = _bisect(line, db, "--format", "json", "--repeats", "2")
+    r = _bisect(line, db, "--format", "json")  # 3 runs at an undecided midpoint: 3 captures pooled there
     assert r.rc == 0, r
     doc = json.loads(r.stdout)
     assert doc["first_bad"] is None and doc["range"] == [line.commits[19], line.commits[40]]
@@ -207,7 +207,7 @@ def test_a_partial_change_is_a_range_and_a_failing_midpoint_is_skipped(tmp_path)
     assert verdicts[line.commits[31]]["verdict"] == "skipped" and "build failed" in verdicts[line.commits[31]]["why"]
     assert doc["skipped"] == [line.commits[31]]
     undecided = [m for m in doc["midpoints"] if m["verdict"] == "undecided"]
-    assert undecided and all(20 <= m["index"] < 40 and m["runs"] == 2 for m in undecided)  # rerun, then a range
+    assert undecided and all(20 <= m["index"] < 40 and m["runs"] == 3 for m in undecided)  # rerun, then a range
     assert all(m["verdict"] != "undecided" for m in doc["midpoints"] if not 20 <= m["index"] < 40)
 
 
