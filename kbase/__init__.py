@@ -10,16 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.version import __version__
 
-__all__ = ["Baselines", "BudgetResult", "Comparison", "ExportResult", "GateResult", "ImportResult", "KernelHistory",
-           "PruneResult", "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept", "acceptances",
-           "baseline",
-           "baselines", "budget", "compare", "export_baselines", "find_kernel", "gate", "history", "history_steps",
+__all__ = ["Baselines", "BisectResult", "BudgetResult", "Comparison", "ExportResult", "GateResult", "ImportResult",
+           "KernelHistory", "PruneResult", "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept",
+           "acceptances", "baseline", "baselines", "bisect", "budget", "compare", "export_baselines", "find_kernel",
+           "gate", "history", "history_steps",
            "import_baselines", "kernel_pattern", "leaderboard", "prune", "read", "remove", "report", "report_data",
            "revoke", "snapshot", "steps", "top", "window", "__version__"]
 
 if TYPE_CHECKING:
     from kbase.api import (  # noqa: F401
         Baselines,
+        BisectResult,
         BudgetResult,
         Comparison,
         ExportResult,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         acceptances,
         baseline,
         baselines,
+        bisect,
         budget,
         compare,
         export_baselines,

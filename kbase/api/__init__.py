@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbase.api.bisecting import BisectResult, bisect
 from kbase.api.budgeting import BudgetResult, budget
 from kbase.api.capture import (
     Baselines,
@@ -49,10 +50,10 @@ from kbase.api.reporting import report, report_data
 from kbase.api.transfer import ExportResult, ImportResult, export_baselines, import_baselines
 from kbase.settings import Settings
 
-__all__ = ["Baselines", "BudgetResult", "Comparison", "ExportResult", "GateResult", "ImportResult", "KernelHistory",
-           "PruneResult", "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept", "acceptances",
-           "baseline",
-           "baselines", "budget", "compare", "export_baselines", "find_kernel", "gate", "history", "history_steps",
+__all__ = ["Baselines", "BisectResult", "BudgetResult", "Comparison", "ExportResult", "GateResult", "ImportResult",
+           "KernelHistory", "PruneResult", "Settings", "SnapshotResult", "StepsReport", "StoredLeaderboard", "accept",
+           "acceptances", "baseline", "baselines", "bisect", "budget", "compare", "export_baselines", "find_kernel",
+           "gate", "history", "history_steps",
            "import_baselines", "kernel_pattern", "leaderboard", "prune", "read", "remove", "report", "report_data",
            "revoke", "snapshot", "steps", "top", "window"]
 

@@ -182,10 +182,10 @@ class SnapshotResult:
 def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None,
-             branch: str | None = None) -> SnapshotResult:
+             branch: str | None = None, kind: str = "snapshot") -> SnapshotResult:
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository. ``branch``: the
     branch to record (a CI checkout is detached, or on a merge commit: the pull request's branch), instead of
-    the checked-out one."""
+    the checked-out one. ``kind``: why it is stored (``bisect``: a midpoint ``kbase bisect`` captured)."""
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
     from kbase.readers.source import describe_source, source_identity, unchanged_since
@@ -209,7 +209,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
         warm_imports("kbase.store.engine", "kbase.store.queries")
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
         with _store(settings, None) as st:
-            return _save(st, lb, source, settings, commit, wkey, tags, note, force)
+            return _save(st, lb, source, settings, commit, wkey, tags, note, force, kind)
     from kbase.store.queries import load_leaderboard
     from kbase.store.reader import EngineReader
     from kbase.version import __version__
@@ -227,7 +227,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
             unchanged_since(path, ident)
         else:
             lb, source = _board_and_source(path, settings, progress, fmt, ident)
-        return _save(st, lb, source, settings, commit, wkey, tags, note, force)
+        return _save(st, lb, source, settings, commit, wkey, tags, note, force, kind)
 
 
 def _board_and_source(path: Path, settings: Settings, progress: Progress | None, fmt: str,
@@ -244,7 +244,7 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
 
 
 def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
-          tags: list[str] | None, note: str, force: bool) -> SnapshotResult:
+          tags: list[str] | None, note: str, force: bool, kind: str = "snapshot") -> SnapshotResult:
     """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
     from kbase.store.queries import load_leaderboard, save_leaderboard
     from kbase.store.reader import EngineReader
@@ -254,7 +254,7 @@ def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, co
     if dup is not None and dup.id is not None:
         return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
     saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
-                             window_spec=wkey, tags=tags, note=note, url=st.url, force=force)
+                             window_spec=wkey, tags=tags, note=note, url=st.url, force=force, kind=kind)
     if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
         lb = load_leaderboard(st.engine, saved.baseline.id)
     return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 from kbase.api.common import _store
 
+BASELINE_KINDS = ("snapshot", "bisect")  # Baseline.kind: a profiled run of the job, a midpoint kbase bisect probed
 _AGE = re.compile(r"^\s*(\d{1,6})\s*([hdw])\s*$")
 _UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
@@ -95,7 +96,7 @@ def _acceptance_needs(acc: Sequence[Acceptance | AcceptanceRecord], rows: Sequen
 
 def prune(settings: Settings | None = None, *, keep_branches: list[str], older_than: str | None = None,
           workload: str | None = None, yes: bool = False, export_dir: Path | str | None = None,
-          now: datetime | None = None, store: Store | None = None) -> PruneResult:
+          now: datetime | None = None, store: Store | None = None, kind: str | None = None) -> PruneResult:
     """Decide, for every stored baseline (of ``workload``, else all), keep or delete; with ``yes`` delete.
 
     Kept, always: a baseline whose commit is in the history of a ``keep_branches`` branch (every commit
@@ -105,7 +106,9 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
     resolves to nothing, or a shallow clone (whose history is cut, so that kept commits would look
     unreachable), is refused before anything is read. ``export_dir``: the export folder these baselines travel
     in (``export``): the deleted baselines' files there are removed and a tombstone written for each, so that
-    the deletion travels with it (``import`` applies it)."""
+    the deletion travels with it (``import`` applies it). ``kind``: only baselines of this kind (``snapshot``,
+    ``bisect``); with ``bisect``, a midpoint ``kbase bisect`` stored is not kept for lying in a kept branch's
+    history (it probed that history; the branch's own record is its snapshots), the other rules still hold."""
     from kbase.gitrepo import branch_tip, is_shallow, open_repo, reachable
     from kbase.store.reader import EngineReader
 
@@ -114,6 +117,9 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
         raise InputError("name at least one branch whose history is kept (--keep-branch main)",
                          field="keep_branch")
     age = parse_age(older_than) if older_than is not None else None
+    if kind is not None and kind not in BASELINE_KINDS:
+        raise InputError(f"unknown baseline kind (choose one of {', '.join(BASELINE_KINDS)})", field="kind",
+                         value=kind)
     repo = open_repo(settings.repo)
     if is_shallow(repo):
         raise InputError(f"{repo.working_tree_dir}: a shallow clone; prune needs the whole history to know what a "
@@ -135,9 +141,10 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
         except NoStoreError:
             return PruneResult([], tips, age, applied=yes)
         reader = EngineReader(st.engine)
-        rows = sorted(reader.list_baselines(workload=workload), key=lambda b: (b.created_at, b.id or 0))
+        rows = sorted((b for b in reader.list_baselines(workload=workload) if kind is None or b.kind == kind),
+                      key=lambda b: (b.created_at, b.id or 0))
         needs = _acceptance_needs(reader.list_acceptances(), rows, repo)
-        items = [_decide(b, tips, history, needs, cutoff, older_than) for b in rows]
+        items = [_decide(b, tips, set() if kind == "bisect" else history, needs, cutoff, older_than) for b in rows]
         result = PruneResult(items, tips, age, applied=False)
         doomed = [int(i.baseline.id or 0) for i in items if not i.keep]
         if yes and doomed:
@@ -159,6 +166,8 @@ def _decide(b: AnyBaseline, tips: dict[str, str], history: set[str], needs: dict
     if cutoff is not None and b.created_at > cutoff:
         return PruneItem(b, True, f"newer than {older_than.strip() if older_than else ''}")
     branch = f"branch {b.branch}" if b.branch else "no branch"
+    if b.kind == "bisect":
+        return PruneItem(b, False, f"a bisect midpoint, stored {b.created_at:%Y-%m-%d}")
     return PruneItem(b, False, f"not on a kept branch ({branch}), stored {b.created_at:%Y-%m-%d}")
 
 

@@ -74,7 +74,8 @@ def commit_points(reader: StoreReader, workload: str, branch: str | None, subjec
 
         ref = CommitRef(commit=c, date=iso(newest["commit_date"]) or iso(group[0]["created_at"]),
                         subject=subjects.get(c, ""), branch=newest["branch"] or "",
-                        baseline_ids=tuple(int(r["id"]) for r in pooled), fingerprint=newest["fingerprint"])
+                        baseline_ids=tuple(int(r["id"]) for r in pooled), fingerprint=newest["fingerprint"],
+                        bisect=all(r["kind"] == "bisect" for r in pooled))
         points.append(CommitPoint(
             ref=ref, gpus=int(newest["gpu_count"]), units=n_units, unit="iteration" if aligned else "window-second",
             kernel_ns=per("total_kernel_ns"), compute_ns=per("compute_ns"), communication_ns=per("communication_ns"),

@@ -20,6 +20,7 @@ __all__ = ["app", "main"]
 
 def _register_commands() -> None:
     # Importing these modules adds their commands to ``app``.
+    import kbase.cli.bisect  # noqa: F401
     import kbase.cli.budget  # noqa: F401
     import kbase.cli.demo  # noqa: F401
     import kbase.cli.diff  # noqa: F401

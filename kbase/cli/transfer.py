@@ -22,6 +22,9 @@ def prune(
     export: Annotated[Path | None, typer.Option(
         "--export", help="The export folder the baselines travel in: remove the deleted ones' files there and "
         "write a tombstone for each, so the deletion travels too.")] = None,
+    kind: Annotated[str | None, typer.Option(
+        "--kind", help="Only baselines of this kind: snapshot, or bisect (midpoints kbase bisect stored; a kept "
+        "branch's history does not keep them).")] = None,
     name: NameOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     db: DbOpt = None,
@@ -40,7 +43,7 @@ def prune(
     fmt = check_choice(fmt, ListFormat)
     settings = make_settings(repo=repo, db=db, name=name)
     result = kbase.prune(settings, keep_branches=list(keep_branch or []), older_than=older_than, workload=name,
-                         yes=yes, export_dir=export)
+                         yes=yes, export_dir=export, kind=kind)
     if fmt == ListFormat.JSON:
         sys.stdout.write(jsonable.dumps(render.prune_doc(result)) + "\n")
         return

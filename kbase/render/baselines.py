@@ -37,13 +37,13 @@ def baseline_dict(b: AnyBaseline, note: CommitNote | None = None) -> dict[str, A
         "window": b.window_desc, "aligned": b.aligned, "iterations": b.iterations_used,
         "total_kernel_ns": b.total_kernel_ns, "kernel_ns_per_iter": kernel_per_iter(b),
         "window_gpu_ns": b.window_gpu_ns, "tags": json.loads(b.tags),
-        "note": b.note, "kbase_version": b.kbase_version,
+        "note": b.note, "kbase_version": b.kbase_version, "kind": b.kind,
     }
 
 
 LIST_FIELDS = ["id", "created_at", "workload", "commit", "commit_date", "subject", "branch", "detached", "dirty",
                "source", "sha256", "format", "gpu_models", "gpus", "window", "aligned", "iterations",
-               "total_kernel_ns", "kernel_ns_per_iter", "window_gpu_ns", "tags", "note", "kbase_version"]
+               "total_kernel_ns", "kernel_ns_per_iter", "window_gpu_ns", "tags", "note", "kbase_version", "kind"]
 
 
 def list_doc(rows: Sequence[AnyBaseline], notes: Mapping[str, CommitNote]) -> dict[str, Any]:
@@ -62,6 +62,7 @@ COLUMNS = [
     Column("window", "window", 6, min_width=12, max_width=40, shrink=True, justify="left"),
     Column("kernel", "kernel/iter/GPU", 0),
     Column("created", "stored (UTC)", 4, justify="left"),
+    Column("kind", "kind", 5, justify="left"),
     Column("tags", "tags", 7, min_width=6, shrink=True, justify="left"),
 ]
 
@@ -80,7 +81,7 @@ def list_cells(rows: Sequence[AnyBaseline], notes: Mapping[str, CommitNote]) -> 
                     if date else "–", "subject": note.subject if note is not None else "",
                     "branch": b.branch or "(detached)", "gpus": f"{b.gpu_count}x {b.gpu_models}",
                     "window": ("" if b.aligned else "NOT aligned: ") + b.window_desc,
-                    "kernel": kernel(kernel_per_iter(b)), "tags": ",".join(json.loads(b.tags))})
+                    "kernel": kernel(kernel_per_iter(b)), "kind": b.kind, "tags": ",".join(json.loads(b.tags))})
     return out
 
 

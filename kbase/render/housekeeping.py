@@ -19,7 +19,8 @@ def prune_doc(result: Any) -> dict[str, Any]:
         "keep_branches": result.keep_branches,
         "older_than_s": result.older_than.total_seconds() if result.older_than is not None else None,
         "baselines": [{"id": i.baseline.id, "workload": i.baseline.workload, "commit": i.baseline.commit,
-                       "branch": i.baseline.branch, "created_at": i.baseline.created_at.isoformat(),
+                       "branch": i.baseline.branch, "kind": i.baseline.kind,
+                       "created_at": i.baseline.created_at.isoformat(),
                        "action": "keep" if i.keep else "delete", "why": i.why} for i in result.items],
         "tombstones": list(result.tombstones),
     }

@@ -148,7 +148,7 @@ def _ops_blob(lb: Leaderboard, t: KernelTable, op_ids: dict[str, int]) -> bytes:
 
 
 def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
-                 tags: list[str] | None = None, note: str = "") -> Baseline:
+                 tags: list[str] | None = None, note: str = "", kind: str = "snapshot") -> Baseline:
     """The ``Baseline`` row (not yet saved) of a leaderboard taken at ``commit``."""
     from kbase.store.models import Baseline  # here: reading a stored leaderboard needs no SQLModel
     from kbase.version import __version__
@@ -159,6 +159,7 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
     step_ns, idle_ns = budget_columns(s.budget)
     return Baseline(
         workload=workload,
+        kind=kind,
         commit=commit.hash,
         commit_date=commit.date,
         branch=commit.branch,

@@ -36,7 +36,7 @@ KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # 
 # Columns that say when, where and by whom a baseline was stored, not what was measured: two stores that took
 # the same capture apart differ in them and still hold the same baseline.
 BOOKKEEPING = frozenset({"created_at", "branch", "detached", "dirty", "host", "tags", "note", "kbase_version",
-                         "source_name", "source_mtime_ns", "source_probe"})
+                         "source_name", "source_mtime_ns", "source_probe", "kind"})
 # columns derived from another one (the budget's figures, from summary_json): not in the content digest, so a
 # file written before they existed and the same baseline exported again are one content
 DERIVED = frozenset({"step_ns", "idle_ns"})

@@ -98,6 +98,22 @@ def baseline_columns() -> tuple[str, ...]:
 
     return tuple(c.name for c in BASELINE.columns if c.name != "id")
 
+
+# Columns added after format 1 whose default a file leaves out: an ordinary baseline's file stays byte for byte
+# what earlier versions wrote (its name is its hash: a re-export must not add a second file per baseline), and
+# a file without the column reads as the default.
+DEFAULTED_COLUMNS = {"kind": "snapshot"}
+
+
+def file_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row as its file holds it: the ``DEFAULTED_COLUMNS`` at their default left out."""
+    return {k: v for k, v in row.items() if not (k in DEFAULTED_COLUMNS and v == DEFAULTED_COLUMNS[k])}
+
+
+def stored_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A file's row as the store takes it: the ``DEFAULTED_COLUMNS`` it leaves out at their default."""
+    return {**DEFAULTED_COLUMNS, **row}
+
 # ------------------------------------------------------------------------------------------ the folder
 
 
@@ -182,7 +198,7 @@ def _check_baseline(f: BaselineFile) -> None:
         raise ExportFileError(f"kernel data of format {f.header['kernels_format']} (this kbase reads up to "
                               f"{KERNELS_FORMAT}; upgrade kbase)")
     unknown = [k for k in f.row if k not in baseline_columns()]
-    missing = [k for k in baseline_columns() if k not in f.row]
+    missing = [k for k in baseline_columns() if k not in f.row and k not in DEFAULTED_COLUMNS]
     if unknown or missing:
         raise ExportFileError(f"baseline columns {'unknown: ' + ', '.join(unknown) if unknown else ''}"
                               f"{'missing: ' + ', '.join(missing) if missing else ''}")

@@ -1,6 +1,7 @@
 """The store's tables (SQLModel), all in one place. Alembic's ``env.py`` reads ``SQLModel.metadata``.
 
-- ``Baseline``: one run's leaderboard on its window, with when and at which commit it was taken.
+- ``Baseline``: one run's leaderboard on its window, with when and at which commit it was taken, and why
+  (``kind``: a snapshot, or a ``kbase bisect`` midpoint).
 - ``KernelName``: each distinct kernel name once (long C++ templates repeat across thousands of
   baselines); rows refer to it by id, and its ``name_hash`` is the indexable key.
 - ``BaselineKernels``: one row per baseline holding its whole kernel table — every leaderboard column,
@@ -88,6 +89,9 @@ class Baseline(SQLModel, table=True):
     # and ``history`` to follow without decoding summaries. NULL: stored before 0011, or no iterations (step).
     step_ns: float | None = None
     idle_ns: float | None = None
+    # Why it was stored (0012): "snapshot" (a profiled run of the job), "bisect" (a midpoint ``kbase bisect``
+    # captured): prune and the listings tell the probes of a search from the branch's own record.
+    kind: str = Field(default="snapshot", max_length=16, sa_column_kwargs={"server_default": "snapshot"})
 
 
 class KernelName(SQLModel, table=True):

@@ -119,12 +119,12 @@ class Saved:
 
 def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo,
                      window_spec: str, tags: list[str] | None = None, note: str = "", url: str = "",
-                     force: bool = False) -> Saved:
+                     force: bool = False, kind: str = "snapshot") -> Saved:
     """Store one leaderboard as a baseline, atomically and at most once per capture: the unique capture
     key (workload, commit, sha256, window, copy) decides, so concurrent identical snapshots store one row.
     ``force`` stores another copy (the next copy number) of a capture already stored."""
     base = baseline_row(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
-                        note=note)
+                        note=note, kind=kind)
     values = base.model_dump(exclude={"id"})
     keys = [int(k) for k in lb.summary.iteration_keys]
     try:

@@ -289,7 +289,8 @@ class StoreReader(Generic[B, A]):
     def trend_baselines(self, workload: str, branch: str | None = None) -> list[dict[str, Any]]:
         """What the report's trend draws of each baseline of ``workload`` (on ``branch``), oldest first."""
         cols = ["id", "commit", "commit_date", "created_at", "branch", "fingerprint", "gpu_count", "aligned",
-                "iterations_used", "window_ns", "total_kernel_ns", "compute_ns", "communication_ns", "memory_ns"]
+                "iterations_used", "window_ns", "total_kernel_ns", "compute_ns", "communication_ns", "memory_ns",
+                "kind"]
         out = []
         for r in self.rows("trend_baselines", {"workload": workload, "any_branch": not branch, "branch": branch or ""}):
             rec = dict(zip(cols, r))

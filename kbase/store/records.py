@@ -58,6 +58,7 @@ class BaselineRecord:
     note: str
     step_ns: float | None = None
     idle_ns: float | None = None
+    kind: str = "snapshot"
 
 
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))

@@ -229,7 +229,7 @@ def trend_baselines() -> Select:
     """What the trend draws of each baseline of a workload (of one branch, when given), oldest first."""
     return (select(bt.id, bt.commit, bt.commit_date, bt.created_at, bt.branch, bt.fingerprint, bt.gpu_count,
                    bt.aligned, bt.iterations_used, bt.window_ns, bt.total_kernel_ns, bt.compute_ns,
-                   bt.communication_ns, bt.memory_ns)
+                   bt.communication_ns, bt.memory_ns, bt.kind)
             .where(bt.workload == bindparam("workload"), _unless("any_branch", bt.branch == bindparam("branch")))
             .order_by(bt.created_at, bt.id))
 

@@ -37,12 +37,14 @@ from kbase.store.export_folder import (
     ID_COLUMNS,
     baseline_columns,
     conflict,
+    file_row,
     level_name_ids,
     op_ids_of,
     op_positions,
     plain,
     read_folder,
     relabel,
+    stored_row,
 )
 
 if TYPE_CHECKING:
@@ -114,7 +116,7 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
         for bid in chunk:
             if bid not in rows:
                 continue
-            row = {c: rows[bid][c] for c in cols}
+            row = file_row({c: rows[bid][c] for c in cols})
             t = tables.get(bid)
             blobs: dict[str, bytes | None] = {b: None for b in BLOBS}
             order: dict[int, int] = {}
@@ -297,7 +299,7 @@ def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
     from kbase.store.models import BASELINE
     from kbase.store.queries import insert_kernels, name_ids
 
-    values = row_values(f.row)
+    values = row_values(stored_row(f.row))
     bid = int(conn.execute(BASELINE.insert().values(**values).returning(BASELINE.c.id)).scalar_one())
     names: list[tuple[str, str, str, str, str]] = [(n[0], n[1], n[2], n[3], n[4]) for n in f.header["names"]]
     local = name_ids(conn, names)

@@ -110,7 +110,7 @@ def test_history_steps_and_list_tables():
     assert len(units([c["before"] for c in cells] + [c["after"] for c in cells])) == 1
     baselines = [SimpleNamespace(id=i, created_at=when, workload="w", commit=f"{i:040x}", dirty=False,
                                  commit_date=when, branch="main", gpu_count=1, gpu_models="H100", aligned=True,
-                                 window_desc="w", iterations_used=1, total_kernel_ns=ns, tags="[]")
+                                 window_desc="w", iterations_used=1, total_kernel_ns=ns, tags="[]", kind="snapshot")
                  for i, ns in enumerate([900.0, 2.5e6, 70e6], 1)]
     assert len(units([c["kernel"] for c in list_cells(baselines, {})])) == 1
 

@@ -94,7 +94,7 @@ def _fill(engine, url, leaderboards) -> list[int]:
     return ids
 
 
-ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe"}  # columns of later revisions
+ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe", "kind"}  # columns of later revisions
 
 
 def _dump(engine) -> dict:
@@ -162,4 +162,19 @@ def test_downgrade_upgrade_round_trips(url, two_leaderboards):
     assert kdb.schema_state(engine, url)[0] is None
     kdb.upgrade(engine, url)
     assert kdb.schema_state(engine, url)[0] == kdb.head_revision()
+    engine.dispose()
+
+
+def test_0012_gives_every_stored_baseline_the_kind_snapshot(url, two_leaderboards):
+    """A store of 0011 holds snapshots only: after 0012 each says so; a bisect midpoint keeps its kind through a
+    downgrade-upgrade of the other revisions' columns, and 0012's downgrade drops the column alone."""
+    engine = kdb.make_engine(url)
+    kdb.upgrade(engine, url)
+    _fill(engine, url, two_leaderboards)
+    downgrade(engine, url, "0011")
+    with engine.connect() as conn:
+        assert "kind" not in conn.execute(text("SELECT * FROM baseline")).keys()
+    kdb.upgrade(engine, url)
+    with engine.connect() as conn:
+        assert [r[0] for r in conn.execute(text("SELECT kind FROM baseline ORDER BY id"))] == ["snapshot"] * 2
     engine.dispose()

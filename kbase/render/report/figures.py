@@ -102,8 +102,8 @@ def _hover_refs(commits: list[CommitPoint], starts: np.ndarray) -> list[list[str
     for s, e in zip(starts.tolist(), ends.tolist()):
         first, last = commits[s].ref, commits[e].ref
         if s == e:
-            out.append([_short(last.commit), (last.date or "")[:16].replace("T", " "),
-                        plot_text(clip(last.subject, 90)) or "(no subject)"])
+            out.append([_short(last.commit) + (" (bisect)" if last.bisect else ""),
+                        (last.date or "")[:16].replace("T", " "), plot_text(clip(last.subject, 90)) or "(no subject)"])
         else:
             out.append([f"{_short(first.commit)} … {_short(last.commit)}",
                         f"{(first.date or '')[:10]} … {(last.date or '')[:10]}",

@@ -31,6 +31,7 @@ class CommitRef:
     branch: str = ""
     baseline_ids: tuple[int, ...] = ()  # the pooled repeat captures at this commit
     fingerprint: str = ""  # comparability key (GPU model+count, workload, window spec)
+    bisect: bool = False  # measured only by ``kbase bisect`` (its midpoints), not by the job's own snapshots
 
 
 @dataclass(frozen=True)
