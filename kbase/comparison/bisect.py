@@ -70,12 +70,20 @@ class StepNoise:
 
 
 def step_moved(result: DiffResult, noise: StepNoise, fpr: float) -> bool:
-    """Whether the step time per iteration (CPU step where the profile has it, else the GPU wall of an
-    iteration) differs beyond ``noise`` between the sides: a two-sided z test of the relative change of two
-    captures, each with sd ``noise.rel_sd``, at false-positive rate ``fpr``. (Until the step verdict of the
-    diff exists, this is the one rule; ``judge_midpoint`` is where it is swapped.)"""
+    """Whether the step time per iteration moved between the sides: the diff's step rule
+    (``comparison.step.judge``: regressed or improved, on the sides' budgets), with the between-process noise
+    bisect measured (repeat captures at GOOD, the line's history) in place of the rule's fallback when it has
+    one. Baselines stored before the budget: a two-sided z test of the step (or GPU wall) change of two
+    captures, each with sd ``noise.rel_sd``, at false-positive rate ``fpr``."""
     from kbase.comparison.noise import z_threshold
+    from kbase.comparison.step import judge
 
+    b, sb, sa = result.budget, result.before.budget, result.after.budget
+    if b is not None and b.step is not None and sb is not None and sa is not None:
+        run = None if noise.source == "policy run_noise" else (max(noise.rel_sd, result.policy.run_noise),
+                                                               noise.source)
+        j = judge(sb.samples(b.step_source), sa.samples(b.step_source), result.policy, run_sd=run)
+        return j is not None and (j.regressed or j.improved)
     t = result.totals.step_wall or result.totals.iteration_wall
     if not t.before or not math.isfinite(t.delta_pct):
         return False

@@ -199,14 +199,17 @@ def budget_diff(before: SideBudget, after: SideBudget, policy: Policy, kernel_de
 
 
 def judge(before: list[list[float]], after: list[list[float]], policy: Policy,
-          history_levels: list[float] | None = None, worse_when_higher: bool = True) -> Judgement | None:
-    """A level's change (after/before - 1) against within-capture and between-process noise (module doc)."""
+          history_levels: list[float] | None = None, worse_when_higher: bool = True,
+          run_sd: tuple[float, str] | None = None) -> Judgement | None:
+    """A level's change (after/before - 1) against within-capture and between-process noise (module doc).
+    ``run_sd``: the between-process relative sd and its source when the caller measured it (``kbase bisect``:
+    the repeat captures at GOOD, the line's history), in place of the sides' own."""
     mb, ma = _pooled(before), _pooled(after)
     if mb is None or ma is None or mb <= 0:
         return None
     rel = ma / mb - 1.0
     within = _within_rel(before, mb) + _within_rel(after, ma)
-    sd, noise = _between(before, after, history_levels, policy)
+    sd, noise = run_sd if run_sd is not None else _between(before, after, history_levels, policy)
     k_b, k_a = max(len(before), 1), max(len(after), 1)
     se = math.sqrt(within + sd * sd * (1.0 / k_b + 1.0 / k_a))
     z_crit = NormalDist().inv_cdf(1.0 - policy.alpha)  # one test, like the total-kernel-time rule
