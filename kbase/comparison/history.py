@@ -140,14 +140,16 @@ class StepsReport:
         return steps_html(self)
 
 
-STEP_SERIES, IDLE_SERIES = "(step time per iteration)", "(GPU idle per iteration per GPU)"
+STEP_SERIES = "(step time per iteration)"
 
 
 def _with_budget_series(bs: list, names: list[str], shorts: list[str], levels: np.ndarray):
-    """The kernels' levels with two more series from the budget (``Baseline.step_ns`` / ``idle_ns``), when
-    every baseline of the line stores them: a step in step time or idle is found like a kernel's."""
+    """The kernels' levels with the step time from the budget (``Baseline.step_ns``) as one more series, when
+    every baseline of the line stores it: a step in the step time is found like a kernel's."""
     extra = []
-    for attr, label in (("step_ns", STEP_SERIES), ("idle_ns", IDLE_SERIES)):
+    # the step time only: idle moves opposite to the kernels whenever the GPU has slack (``kbase history (idle)``
+    # follows it), the step is the verdict
+    for attr, label in (("step_ns", STEP_SERIES),):
         vals = [getattr(b, attr, None) for b in bs]
         if vals and all(v is not None for v in vals):
             extra.append((label, np.array(vals, dtype=float)))

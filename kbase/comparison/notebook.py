@@ -100,8 +100,7 @@ def _changed_table(c: Comparison, caption: str, notes: list[str]) -> str:
 def step_lines(c: Comparison) -> list[str]:
     """The step's verdict as the diff judged it (``kbase diff``'s line, from the diff's ``budget`` object) and what
     grew; nothing recomputed. Empty when neither side has a budget (a side without one: the diff's note says so)."""
-    from kbase.comparison.step import budget_json
-    from kbase.render.budget import step_verdict_lines
+    from kbase.comparison.step import budget_json, step_verdict_lines
 
     b = c.result.budget
     if b is None:

@@ -295,3 +295,27 @@ def budget_json(d: BudgetDiff) -> dict[str, Any]:
                              "regressed": d.busy.regressed, "judged": d.busy.judged, "mde_pct": d.busy.mde_pct,
                              "noise": d.busy.noise}
     return out
+
+
+def step_verdict_lines(b: dict[str, Any] | None) -> list[str]:
+    """The step's verdict as the diff judged it (the diff's ``budget`` object): the step time's line, or without
+    iteration markers the busy share's. One definition: ``kbase diff``, the report and the notebook print it."""
+    if not b:
+        return []
+    from kbase.units import fmt_delta_pct, fmt_ns_pair, fmt_p
+
+    lines = []
+    s = b["step"]
+    if s.get("before_ns") is not None:
+        word = ("regressed" if s["regressed"] else "improved" if s.get("improved") else
+                "within noise" if s["judged"] else f"not judged (MDE {s['mde_pct']:.1f}%)")
+        src = "host range" if s.get("source") == "host" else "GPU window"
+        before, after = fmt_ns_pair(s["before_ns"], s["after_ns"])
+        lines.append(f"step per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
+                     f"{word} (noise {s['noise']}, p={fmt_p(s['p_value'])})")
+    busy = b.get("busy_share")
+    if busy:
+        lines.append(f"busy share of the window: {busy['before']:.1%} -> {busy['after']:.1%}: "
+                     + ("regressed" if busy["regressed"] else "within noise" if busy["judged"]
+                        else f"not judged (MDE {busy['mde_pct']:.1f}%)"))
+    return lines

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 from kbase.analysis.budget import BLOCK_LABELS, BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Blocks, Budget
+from kbase.comparison.step import step_verdict_lines  # noqa: F401 - re-exported: the renderers' one line
 from kbase.render.layout import inert
-from kbase.units import column_unit, fmt_delta_pct, fmt_ns, fmt_ns_pair, fmt_p, fmt_pct
+from kbase.units import column_unit, fmt_ns, fmt_pct
 
 SCHEMA = "kbase.budget/1"
 
@@ -127,28 +128,6 @@ def budget_doc(b: Budget, source: dict[str, Any] | None = None) -> dict[str, Any
 
 def budget_json(b: Budget, source: dict[str, Any] | None = None) -> str:
     return json.dumps(budget_doc(b, source), allow_nan=False, ensure_ascii=False)
-
-
-def step_verdict_lines(b: dict[str, Any] | None) -> list[str]:
-    """The step's verdict as the diff judged it (the diff's ``budget`` object): the step time's line, or without
-    iteration markers the busy share's. One definition: ``kbase diff``, the report and the notebook print it."""
-    if not b:
-        return []
-    lines = []
-    s = b["step"]
-    if s.get("before_ns") is not None:
-        word = ("regressed" if s["regressed"] else "improved" if s.get("improved") else
-                "within noise" if s["judged"] else f"not judged (MDE {s['mde_pct']:.1f}%)")
-        src = "host range" if s.get("source") == "host" else "GPU window"
-        before, after = fmt_ns_pair(s["before_ns"], s["after_ns"])
-        lines.append(f"step per iteration ({src}): {before} -> {after} ({fmt_delta_pct(s['delta_pct'])}): "
-                     f"{word} (noise {s['noise']}, p={fmt_p(s['p_value'])})")
-    busy = b.get("busy_share")
-    if busy:
-        lines.append(f"busy share of the window: {busy['before']:.1%} -> {busy['after']:.1%}: "
-                     + ("regressed" if busy["regressed"] else "within noise" if busy["judged"]
-                        else f"not judged (MDE {busy['mde_pct']:.1f}%)"))
-    return lines
 
 
 def budget_html(b: Budget, source: dict[str, Any] | None = None) -> str:

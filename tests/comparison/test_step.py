@@ -168,3 +168,30 @@ def test_without_markers_the_busy_share_is_judged(tmp_path):
 
 def test_side_budget_needs_every_capture():
     assert SideBudget([]).unit == "window"
+
+
+def test_steps_and_history_follow_the_step_time(tmp_path):
+    """Six commits, the host 30 ms slower per step from the fourth on: ``kbase steps`` finds the step in the step
+    time (kernels flat), ``kbase history (step)`` and ``(idle)`` list it per baseline."""
+    from kbase.synth.generate import generate_export
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    commits = []
+    for i in range(6):
+        commits.append(commit(repo, f"loader = {i}\n", f"commit {i}"))
+        export = tmp_path / f"c{i}.sqlite"
+        generate_export(export, n_gpus=1, iterations=6, seed=i, host_delay_ns=30_000_000 if i >= 3 else 0)
+        assert run_kbase("snapshot", export, "--db", db, "--repo", repo, "--name", "job", "--quiet").rc == 0
+    r = run_kbase("steps", "--db", db, "--repo", repo, "--name", "job", "--format", "json")
+    assert r.rc == 0, r
+    found = [s for s in json.loads(r.stdout)["steps"] if s["name"] == "(step time per iteration)"]
+    assert found and found[0]["to_commit"] == commits[3] and found[0]["rel"] > 0.3, found
+    h = run_kbase("history", "(step)", "--db", db, "--repo", repo, "--name", "job", "--format", "json")
+    assert h.rc == 0, h
+    rows = json.loads(h.stdout)["baselines"]
+    assert len(rows) == 6 and rows[3]["per_iter_ns"] > 1.3 * rows[2]["per_iter_ns"]
+    idle = run_kbase("history", "(idle)", "--db", db, "--repo", repo, "--name", "job", "--quiet")
+    assert idle.rc == 0, idle
