@@ -48,6 +48,7 @@ def import_baselines(folder: Path | str, settings: Settings | None = None, *,
     acceptances added. Every file is checked before anything is written: a bad file, or one capture key with
     two contents (two files, or a file and the store), is one line naming it/them, exit 2, the store unchanged."""
     from kbase.safe_write import OutputDir
+    from kbase.store.export_folder import read_folder
     from kbase.store.transfer import import_folder
 
     settings = settings or Settings.load()
@@ -55,5 +56,7 @@ def import_baselines(folder: Path | str, settings: Settings | None = None, *,
     if not path.is_dir() or path.is_symlink():
         raise InputError("is not a folder" if path.exists() or path.is_symlink() else "no such folder",
                          field="import_dir", value=str(path))
-    with OutputDir(path, "import_dir", create=False) as d, _store(settings, store) as st:
-        return import_folder(st, d)
+    with OutputDir(path, "import_dir", create=False) as d:
+        checked = read_folder(d, limit=settings.import_max_mb << 20)
+    with _store(settings, store) as st:  # opened (or created) only once every file checked out
+        return import_folder(st, checked)

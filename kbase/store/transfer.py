@@ -35,6 +35,7 @@ from kbase.store.export_files import (
 )
 from kbase.store.export_folder import (
     ID_COLUMNS,
+    Folder,
     baseline_columns,
     conflict,
     level_name_ids,
@@ -230,25 +231,26 @@ class ImportResult:
         return f"<ImportResult {self.added} added, {self.already} already stored, {self.deleted} deleted>"
 
 
-def import_folder(st: Store, d: OutputDir) -> ImportResult:
-    """Merge the folder into the store: every file checked first (a bad one: ``InputError`` naming it), then
-    conflicts (two files, or a file and a stored baseline, of one key with different content: refused, naming
-    both), then in one transaction: the baselines the store lacks, the stored baselines a tombstone deletes,
-    the acceptances it lacks. Importing the same folder again changes nothing."""
+def import_folder(st: Store, folder: Folder) -> ImportResult:
+    """Merge a folder, every file of it read and checked (``read_folder``: a bad one is an ``InputError``
+    naming it, before the store is opened), into the store: conflicts (two files, or a file and a stored
+    baseline, of one key with different content: refused, naming both), then in one transaction: the
+    baselines the store lacks, the stored baselines a tombstone deletes, the acceptances it lacks. Importing
+    the same folder again changes nothing."""
     from kbase.store.engine import write_transaction
 
-    folder = read_folder(d)
     chosen: dict[tuple, tuple[str, BaselineFile]] = {}
-    out = ImportResult(d.path)
+    out = ImportResult(folder.path)
     for key, files in folder.by_key().items():
         first_name, first = files[0]
         for other_name, other in files[1:]:
             if other.content != first.content:
-                raise conflict(str(d.path / first_name), str(d.path / other_name), key)
+                raise conflict(str(folder.path / first_name), str(folder.path / other_name), key)
         if folder.deleted(key, first.content):
             out.skipped_tombstoned += 1
             continue
         chosen[key] = (first_name, first)
+    current = ""  # the file being inserted: a store's refusal names it
     try:
         with write_transaction(st.engine, st.url) as conn:
             stored = _stored_by_key(conn, set(chosen) | set(folder.tombstones))
@@ -258,12 +260,14 @@ def import_folder(st: Store, d: OutputDir) -> ImportResult:
                 if s is None:
                     continue
                 if s.content != f.content:
-                    raise conflict(str(d.path / name), f"the store's @{s.id}", key)
-            for key, (_, f) in sorted(chosen.items(), key=lambda kv: (kv[1][1].row["created_at"], kv[0])):
+                    raise conflict(str(folder.path / name), f"the store's @{s.id}", key)
+            for key, (name, f) in sorted(chosen.items(), key=lambda kv: (kv[1][1].row["created_at"], kv[0])):
                 if key in stored:
                     out.already += 1
                     continue
+                current = name
                 out.added_ids.append(_insert_baseline(conn, f))
+            current = ""
             out.added = len(out.added_ids)
             if doomed:
                 _delete(conn, doomed)
@@ -272,7 +276,8 @@ def import_folder(st: Store, d: OutputDir) -> ImportResult:
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
-        raise StoreError(f"store: could not import ({type(exc).__name__}: {exc})") from None
+        what = f" {folder.path / current}" if current else ""
+        raise StoreError(f"store: could not import{what} ({type(exc).__name__}: {exc}); nothing was changed") from None
     return out
 
 
