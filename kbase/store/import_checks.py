@@ -31,8 +31,12 @@ _INT32, _INT64 = (1 << 31) - 1, (1 << 63) - 1
 # ------------------------------------------------------------------------------------------ JSON
 
 
+class _NotJsonNumber(Exception):
+    pass
+
+
 def _no_constant(name: str) -> Any:
-    raise ExportFileError(f"JSON holds {name}, which is not a number JSON allows")
+    raise _NotJsonNumber(name)
 
 
 def depth(doc: Any) -> int:
@@ -52,8 +56,8 @@ def strict_json(data: bytes | str, what: str = "JSON") -> Any:
         doc = json.loads(data, parse_constant=_no_constant)
     except RecursionError:
         raise ExportFileError(f"{what} nested too deeply (more than {MAX_DEPTH} levels)") from None
-    except ExportFileError:
-        raise
+    except _NotJsonNumber as exc:
+        raise ExportFileError(f"{what} holds {exc}, which is not a number JSON allows") from None
     except ValueError as exc:
         raise ExportFileError(f"unreadable {what} ({exc})") from None
     if depth(doc) > MAX_DEPTH:
