@@ -129,15 +129,20 @@ def test_prune_keeps_branches_by_name_only(world, tmp_path, name):
 
 
 def test_a_stale_local_branch_does_not_hide_what_origin_holds(world, tmp_path):
-    """A clone whose local ``main`` is one commit behind ``origin/main``: prune keeps origin's newest commit."""
+    """``feature`` merged into ``main`` on the remote; the clone's local ``main`` predates the merge. The
+    feature's baseline (stored on ``feature``) is in ``origin/main``'s history: prune keeps it."""
+    origin = tmp_path / "origin"
+    shutil.copytree(world["repo"], origin)
+    git(origin, "-c", "user.name=dev", "-c", "user.email=dev@kbase.invalid", "merge", "-q", "-s", "ours", "-m", "merge",
+        "feature")
     clone = tmp_path / "clone"
-    git(tmp_path, "clone", "-q", str(world["repo"]), str(clone))
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
     git(clone, "checkout", "-q", "--detach")
-    git(clone, "branch", "-q", "-f", "main", world["commits"]["main1"])  # stale
+    git(clone, "branch", "-q", "-f", "main", world["commits"]["main2"])  # stale: before the merge
     db = _fresh(world, tmp_path)
     r = run_kbase("prune", "--keep-branch", "main", "--yes", "--db", f"sqlite:///{db}", "--repo", clone)
     assert r.rc == 0, r
-    assert world["commits"]["main2"] in _commits_left(db)
+    assert world["commits"]["feature"] in _commits_left(db)
 
 
 def test_a_worktree_of_a_shallow_clone_is_refused(world, tmp_path):
