@@ -92,7 +92,7 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
     repo = open_repo(settings.repo)
     rules = keep_rules(repo, keep_branches)
     tips = {name: newest_tip(repo, found) for name, found in rules.tips.items()}
-    cutoff = (now or datetime.now(UTC)) - age if age is not None else None
+    cutoff = _cutoff(now or datetime.now(UTC), age)
     from kbase.store.engine import NoStoreError
 
     with contextlib.ExitStack() as stack:
@@ -113,6 +113,16 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
             result.tombstones = _delete(st, doomed, export_dir)
         result.applied = yes
     return result
+
+
+def _cutoff(now: datetime, age: timedelta | None) -> datetime | None:
+    """``now - age``; an age reaching past year 1 is the earliest time there is (nothing is older)."""
+    if age is None:
+        return None
+    try:
+        return now - age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def newest_tip(repo, tips: list[str]) -> str:

@@ -157,3 +157,12 @@ def test_a_worktree_of_a_shallow_clone_is_refused(world, tmp_path):
     # and an import there applies no tombstone (the keep rules cannot be checked)
     r = run_kbase("import", world["folder"], "--db", f"sqlite:///{db}", "--repo", worktree)
     assert r.rc == 0 and "0 deleted by tombstones" in r.stderr, r
+
+
+@pytest.mark.parametrize("age", ["999999d", "999999w", "999999h"])
+def test_an_age_past_the_calendar_keeps_everything(world, tmp_path, age):
+    db = _fresh(world, tmp_path)
+    r = run_kbase("prune", "--keep-branch", "main", "--older-than", age, "--yes", "--db", f"sqlite:///{db}",
+                  "--repo", world["repo"])
+    assert r.rc == 0, r
+    assert _commits_left(db) == _commits_left(world["db"])
