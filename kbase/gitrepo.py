@@ -280,6 +280,32 @@ def branch_tips(repo, name: str) -> list[str]:
     return tips
 
 
+def commits_in_range(repo, after: str, before: str | None, wanted: Iterable[str]) -> set[str] | None:
+    """Which of ``wanted`` lie in (before, after]: one ``git rev-list after ^before`` read until every wanted
+    commit is seen (a gate with thousands of acceptances asked git twice per acceptance: ~3.4 ms each). None
+    when git cannot list the range (a commit this clone lacks)."""
+    want = {w.lower() for w in wanted}
+    if not want:
+        return set()
+    args = ["git", "-C", str(repo.working_tree_dir or repo.git_dir), "rev-list", after]
+    if before:
+        args.append(f"^{before}")
+    found: set[str] = set()
+    with subprocess.Popen([*args, "--"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            c = line.decode("ascii", "replace").strip()
+            if c in want:
+                found.add(c)
+                if len(found) == len(want):
+                    proc.kill()  # every wanted commit is placed: the rest of the history is not needed
+                    return found
+        if proc.wait() != 0:
+            return None
+    return found
+
+
 def is_shallow(repo) -> bool:
     """A shallow clone, or a worktree of one (its ``shallow`` file is in the common git directory: git says)."""
     out = subprocess.run(["git", "-C", str(repo.working_tree_dir or repo.git_dir), "rev-parse",
