@@ -270,8 +270,14 @@ def check_key(key: dict[str, Any], what: str) -> None:
 
 def check_acceptance(doc: dict[str, Any]) -> None:
     """An acceptance's fields, typed as the store keeps them, its pattern one ``kbase accept`` takes."""
+    from kbase.errors import InputError
+    from kbase.policy import check_pattern
     from kbase.store.export_files import ACCEPTANCE_FIELDS
     from kbase.store.models import ACCEPTANCE
 
     for k in ACCEPTANCE_FIELDS:
         _column_check(ACCEPTANCE.c[k], doc.get(k), f"acceptance {k}")
+    try:  # the pattern `kbase accept` would take: a regex that hangs the gate is refused here as there
+        check_pattern(doc["pattern"], "acceptance pattern")
+    except InputError as exc:
+        raise ExportFileError(str(exc)) from None

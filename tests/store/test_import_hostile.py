@@ -295,6 +295,10 @@ SMALL_CASES = {
     "acceptance bad date": (".acceptance", {"format": "kbase.acceptance/1", "workload": "train", "pattern": "*x*",
                                             "commit": "a" * 40, "reason": "r", "author": "", "expires": "soon",
                                             "created_at": "2026-01-01T00:00:00+00:00"}, "expires is not an ISO 8601"),
+    "acceptance catastrophic regex": (".acceptance", {"format": "kbase.acceptance/1", "workload": "train",
+                                                      "pattern": "/(?=a)(a+)+b/", "commit": "a" * 40, "reason": "r",
+                                                      "author": "", "expires": None,
+                                                      "created_at": "2026-01-01T00:00:00+00:00"}, "linear time"),
 }
 
 
