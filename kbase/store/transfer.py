@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from kbase.store.engine import Store
 
 _CHUNK = 200  # baselines read at a time
+IMPORT_LOCK = 0x6B62_696D  # PostgreSQL advisory lock key of `kbase import` ("kbim")
 
 
 # ------------------------------------------------------------------------------------------ reading the store
@@ -268,6 +269,9 @@ def import_folder(st: Store, folder: Folder, kept_by: KeptBy) -> ImportResult:
     current = ""  # the file being inserted: a store's refusal names it
     try:
         with write_transaction(st.engine, st.url) as conn:
+            if conn.dialect.name == "postgresql":  # imports one at a time (SQLite: BEGIN IMMEDIATE does it): two
+                # at once both found a baseline missing and raced to insert it (a duplicate-key error)
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({IMPORT_LOCK})")
             stored = _stored_by_key(conn, set(chosen) | set(folder.tombstones))
             doomed = [s.id for key, s in stored.items() if key not in chosen and tombstoned(key, s.content, s.row)]
             for key, (name, f) in chosen.items():
