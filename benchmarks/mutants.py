@@ -81,19 +81,22 @@ def copy_repo(dest: Path) -> None:
         shutil.copy(ROOT / item, dest / item)
 
 
-def run(m: Mutant, quiet: bool = True) -> tuple[bool, float]:
-    """(caught, seconds): the tests run against a copy with the mutation."""
-    with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name}-") as tmp:
+def run(m: Mutant | None, tests: tuple[str, ...] = (), quiet: bool = True) -> tuple[bool, float]:
+    """(caught, seconds): the tests run against a copy with the mutation (``m`` None: the control, unmutated,
+    which must pass: otherwise "caught" would mean nothing)."""
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name if m else 'control'}-") as tmp:
         dest = Path(tmp)
         copy_repo(dest)
-        target = dest / m.path
-        text = target.read_text()
-        if text.count(m.old) != 1:
-            raise SystemExit(f"{m.name}: the text to mutate is not in {m.path} exactly once; update the mutant")
-        target.write_text(text.replace(m.old, m.new))
+        if m is not None:
+            tests = m.tests
+            target = dest / m.path
+            text = target.read_text()
+            if text.count(m.old) != 1:
+                raise SystemExit(f"{m.name}: the text to mutate is not in {m.path} exactly once; update the mutant")
+            target.write_text(text.replace(m.old, m.new))
         env = {**os.environ, "PYTHONPATH": f"{dest}{os.pathsep}{dest / 'tests'}", "PYTHONDONTWRITEBYTECODE": "1"}
         start = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *m.tests],
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
                            cwd=dest, env=env, capture_output=True, text=True)
         probe = subprocess.run([sys.executable, "-c", "import kbase, sys; print(kbase.__file__)"], cwd=dest, env=env,
                                capture_output=True, text=True)
@@ -115,6 +118,11 @@ def main() -> None:
         for m in chosen:
             print(f"{m.family:18} {m.name:32} {m.path}")
         return
+    control = tuple(sorted({t for m in chosen for t in m.tests}))
+    failed, seconds = run(None, control, quiet=not opts.verbose)
+    if failed:
+        raise SystemExit(f"the tests fail without any mutation ({', '.join(control)}): fix them first")
+    print(f"control: the tests pass unmutated ({seconds:.0f} s)", flush=True)
     survived = []
     for m in chosen:
         caught, seconds = run(m, quiet=not opts.verbose)
