@@ -65,3 +65,20 @@ def test_a_closed_stdout_keeps_the_exit_code(world, args, rc):
     got, err = _closed_stdout(full, repo)
     assert got == rc, err
     assert "Error" not in err and "Exception" not in err and "Warning" not in err, err
+
+
+def test_a_dependency_warning_is_not_printed(monkeypatch, tmp_path):
+    """numpy's overflow warning (it names numpy's install path) raised inside a command never reaches stderr."""
+    import numpy as np
+
+    import kbase.cli.store as store_cli
+
+    real = store_cli.make_settings
+
+    def noisy(**kw):
+        np.float64(1e308) * np.float64(10)  # RuntimeWarning: overflow encountered in scalar multiply
+        return real(**kw)
+
+    monkeypatch.setattr(store_cli, "make_settings", noisy)
+    r = run_kbase("list", "--db", f"sqlite:///{tmp_path / 'none.db'}")
+    assert r.rc == 0 and "Warning" not in r.stderr and "numpy" not in r.stderr, r
