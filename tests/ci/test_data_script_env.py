@@ -43,7 +43,7 @@ def state(work: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("env,words", [
-    ({"KBASE_DATA_REMOTE": "--upload-pack=touch /tmp/kbase-pwned"}, "KBASE_DATA_REMOTE"),
+    ({"KBASE_DATA_REMOTE": "--upload-pack=touch {pwned}"}, "KBASE_DATA_REMOTE"),
     ({"KBASE_DATA_REMOTE": "-o"}, "KBASE_DATA_REMOTE"),
     ({"KBASE_DATA_DIR": "."}, "KBASE_DATA_DIR"),
     ({"KBASE_DATA_DIR": "../elsewhere"}, "KBASE_DATA_DIR"),
@@ -53,6 +53,8 @@ def state(work: Path) -> dict[str, str]:
     ({"KBASE_DATA_BRANCH": "code"}, "shares history with the code"),
 ])
 def test_a_hostile_environment_is_refused_and_nothing_is_touched(checkout, env, words):
+    pwned = checkout.parent / "pwned"  # what a remote taken for an option would create
+    env = {k: v.replace("{pwned}", str(pwned)) for k, v in env.items()}
     (checkout / "src").mkdir()
     (checkout / "src" / "model.py").write_text("weights = 1\n")
     before, head = state(checkout), git(checkout, "rev-parse", "HEAD")
@@ -60,7 +62,7 @@ def test_a_hostile_environment_is_refused_and_nothing_is_touched(checkout, env, 
     assert r.returncode == 2 and words in r.stderr, (r.returncode, r.stderr)
     assert state(checkout) == before and git(checkout, "rev-parse", "HEAD") == head
     assert git(checkout, "ls-remote", "origin", "refs/heads/main").split()[0] == head
-    assert not Path("/tmp/kbase-pwned").exists()
+    assert not pwned.exists()
 
 
 def test_the_defaults_work_and_an_empty_folder_is_taken(checkout):
