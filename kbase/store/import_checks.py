@@ -69,17 +69,10 @@ def strict_json(data: bytes | str, what: str = "JSON") -> Any:
 
 
 def blob_cost(blob: bytes) -> int:
-    """Bytes that decoding every column of ``blob`` may allocate, read from its header (nothing decompressed)."""
-    from kbase.store.packed import WIDTH_MASK, Packed
+    """Bytes that decoding every column of ``blob`` may allocate, read from its header (``Packed.decode_cost``)."""
+    from kbase.store.packed import Packed
 
-    p = Packed(blob)
-    values = 0
-    for name in p.names:
-        kind, start, end = p._cols[name]
-        width = kind & WIDTH_MASK
-        if width:
-            values += (end - start) // width
-    return p._body_size + 8 * values + 8 * p.rows
+    return Packed(blob).decode_cost()
 
 
 def check_budget(blobs: dict[str, bytes | None], limit: int) -> None:

@@ -223,6 +223,14 @@ class Packed:
         if not at and pos != len(blob):
             raise PackedError("packed columns: trailing bytes")
 
+    def decode_cost(self) -> int:
+        """Bytes that decoding every column may allocate, from the header alone (nothing decompressed): the
+        payload as declared (``_decompress`` never goes past it), each value widened to 8 bytes, and the
+        ``rows`` values an all-zero column stands for."""
+        values = sum((end - start) // (kind & WIDTH_MASK) for kind, start, end in self._cols.values()
+                     if kind & WIDTH_MASK)
+        return self._body_size + 8 * values + 8 * self.rows
+
     @property
     def meta(self) -> dict[str, Any]:
         """The blob's header (JSON), parsed when first asked for."""
