@@ -23,6 +23,36 @@ files="$dir/baselines"
 git_id=(-c "user.name=${KBASE_DATA_AUTHOR_NAME:-kbase CI}" -c "user.email=${KBASE_DATA_AUTHOR_EMAIL:-kbase-ci@users.noreply.invalid}")
 
 say() { echo "kbase-data: $*" >&2; }
+refuse() { say "$*"; exit 2; }
+
+# The environment is checked before anything is touched: this script deletes and rewrites files only inside a
+# worktree it created, and commits only onto a branch that holds no code.
+validate() {
+  case "$remote" in
+    ""|-*|*[[:space:]]*) refuse "KBASE_DATA_REMOTE='$remote' is not a remote name or URL" ;;
+  esac
+  git check-ref-format --branch "$branch" >/dev/null 2>&1 && [ "${branch#-}" = "$branch" ] \
+    || refuse "KBASE_DATA_BRANCH='$branch' is not a branch name"
+  local current top
+  current=$(git symbolic-ref -q --short HEAD || true)
+  if [ "$branch" = "$current" ] || [ "$branch" = "${CI_DEFAULT_BRANCH:-}" ] || [ "$branch" = "${GITHUB_REF_NAME:-}" ] \
+      || git merge-base --is-ancestor "refs/heads/$branch" HEAD 2>/dev/null; then
+    refuse "KBASE_DATA_BRANCH='$branch' is a branch of the code; the baselines need a branch of their own"
+  fi
+  case "$dir" in
+    ""|.|./|..|../*|*/..|*/../*|/*) refuse "KBASE_DATA_DIR='$dir' must be a new folder inside the checkout (e.g. .kbase-data)" ;;
+  esac
+  top=$(git rev-parse --show-toplevel)
+  if [ -e "$dir" ] || [ -L "$dir" ]; then
+    # ours: a worktree of this repository registered at that path; anything else is not this script's to delete
+    local here
+    here=$(cd "$dir" 2>/dev/null && pwd -P) || refuse "KBASE_DATA_DIR='$dir' exists and is not a folder"
+    if [ "$here" = "$(cd "$top" && pwd -P)" ] || ! git worktree list --porcelain \
+        | grep -qxF -e "worktree $here" -e "worktree $(cd "$dir" && pwd)"; then
+      [ -z "$(ls -A "$dir")" ] || refuse "KBASE_DATA_DIR='$dir' exists and is not this script's worktree; remove it or choose another folder"
+    fi
+  fi
+}
 
 # The remote data branch's newest commit checked out in $dir (a worktree of this repository, so the checkout's
 # credentials serve); an empty orphan when the branch does not exist yet.
@@ -36,18 +66,23 @@ checkout() {
   exclude=$(git rev-parse --git-path info/exclude)
   mkdir -p "$(dirname "$exclude")"
   grep -qxF "/$dir/" "$exclude" 2>/dev/null || echo "/$dir/" >> "$exclude"  # never in the job's `git status`
+  if [ "$found" -eq 0 ]; then
+    git fetch -q "$remote" "+refs/heads/$branch:refs/remotes/$remote/$branch"
+    if git merge-base "refs/remotes/$remote/$branch" HEAD >/dev/null 2>&1; then
+      refuse "'$branch' on '$remote' shares history with the code: it is not a data branch (KBASE_DATA_BRANCH)"
+    fi
+  fi
   if [ ! -e "$dir/.git" ]; then
-    rm -rf "$dir"
+    [ ! -e "$dir" ] || rmdir "$dir"  # an empty folder (validate refused anything else)
     git worktree prune
     git worktree add -q --detach "$dir" HEAD
   fi
   if [ "$found" -eq 0 ]; then
-    git fetch -q "$remote" "+refs/heads/$branch:refs/remotes/$remote/$branch"
     git -C "$dir" checkout -q -f --detach "refs/remotes/$remote/$branch"
     git -C "$dir" reset -q --hard "refs/remotes/$remote/$branch"
   else
     say "no branch '$branch' on '$remote' yet: starting it"
-    git -C "$dir" checkout -q -f --detach HEAD
+    git -C "$dir" checkout -q -f --detach "$(git rev-parse HEAD)"  # the code's commit: the worktree's may be unborn
     git -C "$dir" checkout -q --orphan "kbase-data-new-$$"
     git -C "$dir" rm -rfq --cached . >/dev/null 2>&1 || true
   fi
@@ -88,7 +123,7 @@ push() {
 }
 
 case "${1:-}" in
-  pull) pull ;;
-  push) push ;;
+  pull) validate; pull ;;
+  push) validate; push ;;
   *) echo "usage: $0 pull|push" >&2; exit 2 ;;
 esac

@@ -35,6 +35,8 @@ from kbase.errors import InputError, SettingsError
 if TYPE_CHECKING:
     import numpy as np
 
+    from kbase.analysis.safe_regex import SafeRegex
+
 THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct", "fpr", "run_noise",
                   "min_effect_pct")
 STEP_KEYS = ("step_run_noise", "step_max_mde_pct")  # the step rule's numbers (not per kernel)
@@ -112,27 +114,47 @@ def pattern_mask(pattern: str, names: Iterable[str]) -> np.ndarray:
 
     values = [str(n) for n in names]
     if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
-        search = re.compile(pattern[1:-1]).search
-    else:
-        search = re.compile(fnmatch.translate(pattern)).match  # translate() anchors at both ends
-    return np.fromiter((search(n) is not None for n in values), dtype=bool, count=len(values))
+        regex = _regex(pattern)
+        return np.fromiter((regex is not None and regex.search(n) for n in values), dtype=bool, count=len(values))
+    match = re.compile(fnmatch.translate(pattern)).match  # translate() anchors at both ends, without backtracking
+    return np.fromiter((match(n) is not None for n in values), dtype=bool, count=len(values))
+
+
+def _regex(pattern: str) -> SafeRegex | None:
+    """The linear-time matcher of a ``/regex/`` pattern (``analysis.safe_regex``); None for one it refuses
+    (stored before patterns were checked so: it matches nothing rather than hang the gate)."""
+    from kbase.analysis.safe_regex import UnsafePattern, compiled
+
+    try:
+        return compiled(pattern[1:-1])
+    except UnsafePattern:
+        return None
 
 
 def name_matches(pattern: str, name: str) -> bool:
-    """``/regex/`` searches; anything else is a glob on the whole name."""
+    """``/regex/`` searches (in linear time: ``analysis.safe_regex``); anything else is a glob on the whole name."""
     if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
-        return re.search(pattern[1:-1], name) is not None
+        regex = _regex(pattern)
+        return regex is not None and regex.search(name)
     return fnmatch.fnmatchcase(name, pattern)
 
 
 def check_pattern(p: str, where: str) -> None:
+    """A pattern kbase can match: a non-empty glob, or a ``/regex/`` that ``re`` compiles and the linear-time
+    matcher takes (no back-references, look-arounds, ``\\b``, inline flags)."""
+    from kbase.analysis.safe_regex import UnsafePattern, compiled
+
     if not isinstance(p, str) or not p:
         raise InputError(f"{where}: pattern must be a non-empty string, got {p!r}")
     if p.startswith("/") and p.endswith("/") and len(p) >= 2:
         try:
             re.compile(p[1:-1])
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:
             raise InputError(f"{where}: bad regex {p!r} ({exc})") from None
+        try:
+            compiled(p[1:-1])
+        except UnsafePattern as exc:
+            raise InputError(f"{where}: regex {p!r} cannot be matched in linear time: {exc}") from None
 
 
 def _value_problem(key: str, value: object) -> str | None:

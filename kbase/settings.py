@@ -43,9 +43,14 @@ DEFAULT_BUSY_TIMEOUT_S = 30.0
 WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
                                 "gpu": int, "trim": list, "allow_missing_ranks": bool}
 TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, "gpu_hour_cost": float,
-                             "gpus": int, "currency": str, **WINDOW_KEYS}
+                             "gpus": int, "currency": str, "import_max_mb": int, **WINDOW_KEYS}
 ENV_VARS = {"db": "KBASE_DB", "name": "KBASE_NAME", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
-            "nsys_timeout_s": "KBASE_NSYS_TIMEOUT", "gpu_hour_cost": "KBASE_GPU_HOUR_COST", "gpus": "KBASE_GPUS"}
+            "nsys_timeout_s": "KBASE_NSYS_TIMEOUT", "gpu_hour_cost": "KBASE_GPU_HOUR_COST", "gpus": "KBASE_GPUS",
+            "import_max_mb": "KBASE_IMPORT_MAX_MB"}
+# What one export file may hold and decode to (kbase import): the largest real baseline is a few MiB decoded;
+# a decompression bomb in the data branch must not take the CI runner's memory
+DEFAULT_IMPORT_MAX_MB = 64
+MAX_IMPORT_MAX_MB = 1 << 20  # a mebibyte count past this (1 TiB) is a typo, and overflows nothing below
 DEFAULT_NSYS_TIMEOUT_S = 1800.0  # exporting a multi-GB report takes minutes; a hung nsys must not hang CI
 
 
@@ -70,6 +75,7 @@ class Settings:
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
     nsys_timeout_s: float = DEFAULT_NSYS_TIMEOUT_S
     pricing: Pricing | None = None  # gpu_hour_cost and gpus: the cost line of diff and gate (None: not stated)
+    import_max_mb: int = DEFAULT_IMPORT_MAX_MB  # per export file, read and decoded (kbase import)
     origins: Mapping[str, Origin] = field(default_factory=dict)
 
     @classmethod
@@ -115,6 +121,8 @@ class Settings:
             _check_window(spec, origins)
             pricing = _pricing(pick("gpu_hour_cost", gpu_hour_cost, env_var="KBASE_GPU_HOUR_COST"),
                                pick("gpus", gpus, env_var="KBASE_GPUS"), cfg.get("currency"))
+            import_max = pick("import_max_mb", None, env_var="KBASE_IMPORT_MAX_MB")
+            import_mb = _mebibytes(import_max, "import_max_mb") if import_max is not None else DEFAULT_IMPORT_MAX_MB
         except SettingsError as exc:  # name the value as the user gave it: flag, variable or pyproject.toml key
             exc.loading = cls(root=root, repo=repo_path, pyproject=pyproject, origins=origins)
             raise
@@ -127,7 +135,7 @@ class Settings:
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
                    profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, nsys_timeout_s=nsys_s,
-                   pricing=pricing, origins=origins)
+                   pricing=pricing, import_max_mb=import_mb, origins=origins)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)
@@ -167,6 +175,16 @@ def _positive_seconds(value: Any, field: str, allow_zero: bool = True) -> float:
         raise SettingsError(f"must be a finite number of seconds {'>= 0' if allow_zero else '> 0'}", field=field,
                             value=value)
     return seconds
+
+
+def _mebibytes(value: Any, field: str) -> int:
+    try:
+        mb = int(value) if not isinstance(value, bool | float) else -1
+    except (TypeError, ValueError):
+        mb = -1
+    if not 1 <= mb <= MAX_IMPORT_MAX_MB:
+        raise SettingsError(f"must be a whole number of MiB from 1 to {MAX_IMPORT_MAX_MB}", field=field, value=value)
+    return mb
 
 
 def _pricing(cost: Any, gpus: Any, currency: Any) -> Pricing | None:

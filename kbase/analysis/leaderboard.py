@@ -253,11 +253,15 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     table = {c: v[order] for c, v in (({"gpu": t["gpu"]} if per_gpu else {}) | cols).items()}
 
     pairs = None
+    notes = list(window.notes)
     if ops is not None and not per_gpu:
-        from kbase.analysis.ops import op_pairs
+        from kbase.analysis.ops import TooManyPairs, op_pairs
 
-        pairs = op_pairs(ops, codes, ops.code[window.mask], dur, window.column("iteration"),
-                         list(window.iteration_keys), names)
+        try:
+            pairs = op_pairs(ops, codes, ops.code[window.mask], dur, window.column("iteration"),
+                             list(window.iteration_keys), names)
+        except TooManyPairs as exc:
+            notes.append(f"kernel time by op left out: {exc}")
     del codes, gpu, dur
     if per_gpu:  # the summary's shape is of kernels, summed over GPUs
         cat, tot = _per_kernel(t["code"], cols["category"], total)
@@ -267,7 +271,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
                            total_kernel)
     if not per_gpu:
         summary.budget = budget if budget is not None else budget_of(window, info).to_stored()
-    lb = Leaderboard(table=table, summary=summary, samples=samples, notes=list(window.notes))
+    lb = Leaderboard(table=table, summary=summary, samples=samples, notes=notes)
     lb.ops = pairs
     return lb
 

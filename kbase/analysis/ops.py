@@ -302,6 +302,15 @@ class OpPairs:
         return None if code < 0 else str(self.names[code])
 
 
+# (op, kernel) pairs x iterations kept per capture (float64 each: 512 MiB): the split by op is dense per
+# iteration, so a trace with very many distinct pairs and iterations (one asked for 7 TiB) is left without it
+MAX_PAIR_CELLS = 1 << 26
+
+
+class TooManyPairs(ValueError):
+    """The capture's (op, kernel) pairs x iterations pass ``MAX_PAIR_CELLS`` (the message says how many)."""
+
+
 def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.ndarray, iteration: np.ndarray,
              keys: list[int], kernel_names: np.ndarray) -> OpPairs:
     """The (op, kernel) pairs of a window's launches (``codes``: kernel name codes, ``op_code``: their op codes,
@@ -325,6 +334,9 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
         present = np.flatnonzero(seen)
     else:
         present = np.unique(np.concatenate([np.unique(pairs_of(sl)) for sl in chunks]))
+    if len(present) * n_keys > MAX_PAIR_CELLS:  # checked before the matrix is allocated
+        raise TooManyPairs(f"{len(present):,} (op, kernel) pairs x {n_keys:,} iterations is more than the "
+                           f"{MAX_PAIR_CELLS:,} cells kbase keeps per capture")
     count, total = np.zeros(len(present), dtype=np.int64), np.zeros(len(present))
     per_iter = np.zeros(len(present) * n_keys)
     for sl in chunks:

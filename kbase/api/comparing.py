@@ -174,8 +174,9 @@ def _gate_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
     comparison = _compare_on(a, b, settings, notes, strict, reader, base_ref, history_ref)
     accepted: list[Acceptance | AcceptanceRecord] = []
     if comparison.after.commit:
-        accepted = active_acceptances(reader().list_acceptances(comparison.after.side.meta.workload), today=today,
-                                      in_range=_range_check(settings, comparison))
+        stored = reader().list_acceptances(comparison.after.side.meta.workload)
+        accepted = active_acceptances(stored, today=today,
+                                      in_range=_range_check(settings, comparison, {a.commit for a in stored}))
     return _decide(comparison, accepted, allow_incomparable, warn_only)
 
 
@@ -193,15 +194,21 @@ def _is_profile(text: str) -> bool:
     return parse_ref(text).kind == RefKind.PROFILE
 
 
-def _range_check(settings: Settings, comparison: Comparison) -> Callable[[str], bool]:
-    """An acceptance applies when its commit lies in (before, after]."""
-    from kbase.gitrepo import open_repo
+def _range_check(settings: Settings, comparison: Comparison, commits: set[str]) -> Callable[[str], bool]:
+    """An acceptance applies when its commit lies in (before, after]: ``commits`` (the acceptances') placed
+    with one ``git rev-list``, else one commit at a time."""
+    from kbase.gitrepo import commits_in_range, open_repo
 
     before_commit, after_commit = comparison.before.commit, comparison.after.commit
+    if not commits:
+        return lambda c: False
     try:
         r = open_repo(settings.repo)
     except InputError:
         return lambda c: c == after_commit
+    inside = commits_in_range(r, after_commit, before_commit, commits) if after_commit else None
+    if inside is not None:
+        return lambda c: c.lower() in inside or c == after_commit
 
     def in_range(c: str) -> bool:
         try:

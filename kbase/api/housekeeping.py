@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,9 +14,10 @@ from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
+    from kbase.api.keep_rules import KeepRules
     from kbase.store.engine import Store
-    from kbase.store.models import Acceptance, Baseline
-    from kbase.store.records import AcceptanceRecord, BaselineRecord
+    from kbase.store.models import Baseline
+    from kbase.store.records import BaselineRecord
 
     AnyBaseline = Baseline | BaselineRecord
 
@@ -68,32 +68,6 @@ class PruneResult:
         return f"<PruneResult {verb} {len(self.deleted)}, keeps {len(self.kept)} of {len(self.items)}>"
 
 
-def _acceptance_needs(acc: Sequence[Acceptance | AcceptanceRecord], rows: Sequence[AnyBaseline],
-                      repo) -> dict[int, str]:
-    """Baseline id -> why an acceptance needs it: the baselines at an accepted commit (the gate's after side) and
-    the nearest stored first-parent ancestor's (its before side), of the acceptance's workload."""
-    from kbase.gitrepo import first_parents
-
-    at: dict[tuple[str, str], list[AnyBaseline]] = {}
-    for b in rows:
-        at.setdefault((b.workload, b.commit), []).append(b)
-    needs: dict[int, str] = {}
-    for a in acc:
-        for b in at.get((a.workload, a.commit), []):
-            needs.setdefault(int(b.id or 0), f"acceptance #{a.id} is at its commit")
-        try:
-            line = first_parents(repo, a.commit)[1:]
-        except Exception:  # noqa: BLE001 - a commit this clone does not hold: its own baselines are kept above
-            continue
-        for c in line:
-            found = at.get((a.workload, c))
-            if found:
-                for b in found:
-                    needs.setdefault(int(b.id or 0), f"the base of acceptance #{a.id}")
-                break
-    return needs
-
-
 def prune(settings: Settings | None = None, *, keep_branches: list[str], older_than: str | None = None,
           workload: str | None = None, yes: bool = False, export_dir: Path | str | None = None,
           now: datetime | None = None, store: Store | None = None, kind: str | None = None) -> PruneResult:
@@ -109,7 +83,10 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
     the deletion travels with it (``import`` applies it). ``kind``: only baselines of this kind (``snapshot``,
     ``bisect``); with ``bisect``, a midpoint ``kbase bisect`` stored is not kept for lying in a kept branch's
     history (it probed that history; the branch's own record is its snapshots), the other rules still hold."""
-    from kbase.gitrepo import branch_tip, is_shallow, open_repo, reachable
+    import dataclasses
+
+    from kbase.api.keep_rules import keep_rules
+    from kbase.gitrepo import open_repo
     from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
@@ -121,18 +98,9 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
         raise InputError(f"unknown baseline kind (choose one of {', '.join(BASELINE_KINDS)})", field="kind",
                          value=kind)
     repo = open_repo(settings.repo)
-    if is_shallow(repo):
-        raise InputError(f"{repo.working_tree_dir}: a shallow clone; prune needs the whole history to know what a "
-                         "kept branch needs (git fetch --unshallow, or fetch-depth: 0)")
-    tips: dict[str, str] = {}
-    for name in keep_branches:
-        tip = branch_tip(repo, name)
-        if tip is None:
-            raise InputError(f"no branch {name!r} (nor origin/{name}) in {repo.working_tree_dir}",
-                             field="keep_branch", value=name)
-        tips[name] = tip
-    history = reachable(repo, tips.values())
-    cutoff = (now or datetime.now(UTC)) - age if age is not None else None
+    rules = keep_rules(repo, keep_branches)
+    tips = {name: newest_tip(repo, found) for name, found in rules.tips.items()}
+    cutoff = _cutoff(now or datetime.now(UTC), age)
     from kbase.store.engine import NoStoreError
 
     with contextlib.ExitStack() as stack:
@@ -143,8 +111,13 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
         reader = EngineReader(st.engine)
         rows = sorted((b for b in reader.list_baselines(workload=workload) if kind is None or b.kind == kind),
                       key=lambda b: (b.created_at, b.id or 0))
-        needs = _acceptance_needs(reader.list_acceptances(), rows, repo)
-        items = [_decide(b, tips, set() if kind == "bisect" else history, needs, cutoff, older_than) for b in rows]
+        from kbase.api.keep_rules import Accepted
+
+        rules.need([Accepted(a.workload, a.commit, f"acceptance #{a.id}") for a in reader.list_acceptances()],
+                   [(b.workload, b.commit) for b in rows], repo)
+        if kind == "bisect":  # a probe of a kept branch's history is not that branch's record
+            rules = dataclasses.replace(rules, history=set())
+        items = [_decide(b, rules, cutoff, older_than) for b in rows]
         result = PruneResult(items, tips, age, applied=False)
         doomed = [int(i.baseline.id or 0) for i in items if not i.keep]
         if yes and doomed:
@@ -153,14 +126,28 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
     return result
 
 
-def _decide(b: AnyBaseline, tips: dict[str, str], history: set[str], needs: dict[int, str],
-            cutoff: datetime | None, older_than: str | None) -> PruneItem:
-    if b.commit in history:
-        on = next(iter(tips)) if len(tips) == 1 else ", ".join(tips)
-        return PruneItem(b, True, f"in the history of {on}")
-    if b.branch and b.branch in tips:
-        return PruneItem(b, True, f"stored on {b.branch}")
-    why = needs.get(int(b.id or 0))
+def _cutoff(now: datetime, age: timedelta | None) -> datetime | None:
+    """``now - age``; an age reaching past year 1 is the earliest time there is (nothing is older)."""
+    if age is None:
+        return None
+    try:
+        return now - age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def newest_tip(repo, tips: list[str]) -> str:
+    """Of a branch's tips (local, remote-tracking), the one the others lead to (else the first)."""
+    from kbase.gitrepo import merge_base
+
+    for tip in tips[1:]:
+        if merge_base(repo, tips[0], tip) == tips[0]:
+            return tip
+    return tips[0]
+
+
+def _decide(b: AnyBaseline, rules: KeepRules, cutoff: datetime | None, older_than: str | None) -> PruneItem:
+    why = rules.why_kept(b.workload, b.commit, b.branch)
     if why:
         return PruneItem(b, True, why)
     if cutoff is not None and b.created_at > cutoff:

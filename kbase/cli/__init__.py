@@ -56,8 +56,18 @@ def narrowed(argv: list[str]) -> typer.Typer:
 
 def main() -> None:
     """Entry point: usage errors of the option parser are one line too (exit 2)."""
+    import os
+    import warnings
+
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
+    from kbase.cli.closed_stdout import guard_stdout
+
+    guard_stdout()
+    if not os.environ.get("KBASE_DEBUG"):
+        # a dependency's warning (numpy's overflow, with its install path) is not the user's to read: kbase says
+        # what matters in its own lines
+        warnings.simplefilter("ignore")
     try:
         rc = narrowed(sys.argv)(standalone_mode=False)
     except NoArgsIsHelpError as exc:  # bare `kbase` / `kbase db`: the help, as --help prints it

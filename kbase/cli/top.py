@@ -84,7 +84,7 @@ def emit_op_leaderboard(lb: Any, fmt: str, limit: int | None, wide: bool = False
     elif quiet:
         rows = render.op_rows(lb)
         top = f"; top op: {rows[0]['op'] or render.NO_OP_LABEL}" if rows else ""
-        console().print(f"{len(rows)} ops{top}" if lb.ops is not None else render.no_ops_note("table"),
+        console().print(f"{len(rows)} ops{top}" if lb.ops is not None else render.no_ops_note("table", lb.notes),
                         highlight=False, markup=False, soft_wrap=True)
     else:
         render.print_op_leaderboard(lb, console(), limit, wide=wide, full_names=full_names)

@@ -73,6 +73,9 @@ def export(
 @app.command("import")
 def import_cmd(
     folder: Annotated[Path, typer.Argument(help="An export folder (kbase export).")],
+    keep_branch: Annotated[list[str] | None, typer.Option(
+        "--keep-branch", help="A branch whose baselines no tombstone deletes, as prune keeps them (repeatable; "
+        "default: the repository's default branch).")] = None,
     db: DbOpt = None,
     repo: RepoOpt = None,
     quiet: QuietOpt = False,
@@ -84,6 +87,9 @@ def import_cmd(
     from kbase.render import housekeeping as render
 
     settings = make_settings(repo=repo, db=db)
-    result = kbase.import_baselines(folder, settings)
+    result = kbase.import_baselines(folder, settings, keep_branches=list(keep_branch or []) or None)
+    err = console(stderr=True)
+    for line in render.refused_tombstone_lines(result):  # even with --quiet: a deletion was refused
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
     if not quiet:
-        console(stderr=True).print(render.import_summary(result), highlight=False, markup=False, soft_wrap=True)
+        err.print(render.import_summary(result), highlight=False, markup=False, soft_wrap=True)

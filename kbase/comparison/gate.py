@@ -96,9 +96,41 @@ def _finding(kind: FindingKind, r: dict) -> Finding:
                    before=r["before"], after=r["after"], p_value=r["p_value"])
 
 
-def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAcceptance], names: tuple[str, ...]) -> None:
+class AcceptanceIndex:
+    """The acceptances by pattern: a pattern without glob characters (what ``kbase accept NAME`` stores) is
+    one dictionary entry, the others are tried in order; ``first`` is the first acceptance in the given order
+    whose pattern matches, as a scan of them all would give, in time independent of how many are exact."""
+
+    def __init__(self, acceptances: Sequence[AnyAcceptance]) -> None:
+        self.exact: dict[str, int] = {}
+        self.patterns: list[tuple[int, AnyAcceptance]] = []
+        self.all = list(acceptances)
+        for i, a in enumerate(self.all):
+            if _is_literal(a.pattern):
+                self.exact.setdefault(a.pattern, i)
+            else:
+                self.patterns.append((i, a))
+
+    def first(self, names: tuple[str, ...]) -> AnyAcceptance | None:
+        hits = [self.exact[n] for n in names if n in self.exact]
+        best = min(hits) if hits else len(self.all)
+        for i, a in self.patterns:
+            if i >= best:
+                break
+            if any(name_matches(a.pattern, n) for n in names):
+                best = i
+                break
+        return self.all[best] if best < len(self.all) else None
+
+
+def _is_literal(pattern: str) -> bool:
+    """A glob that matches exactly itself (no ``*?[``), not a ``/regex/``."""
+    return not any(c in pattern for c in "*?[") and not (len(pattern) >= 2 and pattern[0] == pattern[-1] == "/")
+
+
+def _fail_or_accept(v: Verdict, finding: Finding, acceptances: AcceptanceIndex, names: tuple[str, ...]) -> None:
     """A failing finding, or an accepted one when an acceptance's pattern matches one of its ``names``."""
-    acc = next((a for a in acceptances if any(name_matches(a.pattern, n) for n in names)), None)
+    acc = acceptances.first(names)
     if acc is None:
         v.failing.append(finding)
     else:
@@ -106,7 +138,7 @@ def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAccep
                                           commit=acc.commit, expires=acc.expires, author=acc.author))
 
 
-def _step(v: Verdict, result: DiffResult, acceptances: Sequence[AnyAcceptance]) -> None:
+def _step(v: Verdict, result: DiffResult, acceptances: AcceptanceIndex) -> None:
     """The step rule (``comparison.step``): a regressed step fails (when ``step_gate``); a step that grew by at
     least ``step_max_mde_pct`` but could not be judged against between-process noise is a warning with its MDE
     (smaller unjudged moves are shown in the diff, not repeated in the verdict)."""
@@ -135,6 +167,7 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         return v
     policy = result.policy
     fail_new = policy.new_kernel == NewKernelPolicy.FAIL
+    index = AcceptanceIndex(acceptances)
     for r in result.records():
         cls = r["class"]
         if cls == KernelClass.NEW and r["gated"] and not fail_new:
@@ -145,18 +178,18 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         if not (r["gated"] and (cls == KernelClass.REGRESSED or fail_new)):
             continue
         finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)
-        _fail_or_accept(v, finding, acceptances, (r["name"], r["short_name"]))
+        _fail_or_accept(v, finding, index, (r["name"], r["short_name"]))
     for r in (result.ops.records() if result.ops is not None else []):
         if r["gated"]:  # an op whose kernels were swapped, regressed as a whole
             finding = Finding(kind=FindingKind.OP_REGRESSED, name=r["op"], short_name=r["op"],
                               delta_pct=r["delta_pct"], effect=r["effect"], share_before=r["share_before"],
                               share_after=r["share_after"], before=r["before"], after=r["after"], p_value=r["p_value"])
-            _fail_or_accept(v, finding, acceptances, (r["op"],))
+            _fail_or_accept(v, finding, index, (r["op"],))
     k = result.totals.kernel
     if k.regressed:
         v.failing.append(Finding(kind=FindingKind.TOTAL, name=TOTAL_KERNEL_TIME, short_name=TOTAL_KERNEL_TIME,
                                  delta_pct=k.delta_pct, before=k.before, after=k.after, p_value=k.p_value))
-    _step(v, result, acceptances)
+    _step(v, result, index)
     if v.failing:
         v.code, v.status = REGRESSION, GateStatus.FAIL
         if warn_only:

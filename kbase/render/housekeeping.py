@@ -69,5 +69,14 @@ def export_summary(result: Any) -> str:
 
 
 def import_summary(result: Any) -> str:
+    refused = (f", {len(result.refused_tombstones)} tombstone(s) not applied (prune's keep rules keep their "
+               "baseline)" if result.refused_tombstones else "")
     return (f"imported from {result.folder}: {result.added} new baseline(s), {result.already} already stored, "
-            f"{result.deleted} deleted by tombstones, {result.acceptances_added} new acceptance(s)")
+            f"{result.deleted} deleted by tombstones, {result.acceptances_added} new acceptance(s){refused}")
+
+
+def refused_tombstone_lines(result: Any) -> list[str]:
+    """One line per tombstone an import did not apply: the baseline it names and why prune keeps it."""
+    from kbase.display import inert
+
+    return [inert(f"kbase: warning: tombstone not applied, {why}: {what}") for what, why in result.refused_tombstones]

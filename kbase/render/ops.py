@@ -23,9 +23,18 @@ KERNELS_SHOWN = 5  # kernels under each op on screen and in Markdown (JSON and C
 INDENT = "  └ "
 
 
-def no_ops_note(fmt: str) -> str:
+def no_ops_note(fmt: str, notes: list[str] | None = None) -> str:
+    """Why a leaderboard has no op information: its own note when attribution was left out (too many pairs),
+    else no op ranges in the profile."""
+    left_out = next((n for n in notes or [] if n.startswith("kernel time by op left out")), None)
+    if left_out:
+        return f"no op information: {left_out}; kbase top --by op ({fmt}) lists none"
     return (f"no op information: the profile has no op ranges (PyTorch profiler cpu_op events, NVTX ranges) "
             f"around its kernel launches; kbase top --by op ({fmt}) lists none")
+
+
+def _left_out(lb: Leaderboard) -> bool:
+    return any(n.startswith("kernel time by op left out") for n in lb.notes)
 
 
 def _label(op: str | None) -> str:
@@ -49,7 +58,8 @@ def op_leaderboard_json(lb: Leaderboard, limit: int | None = None, extra: dict[s
     rows = op_rows(lb)
     shown = rows if not limit or limit <= 0 else rows[:limit]
     return jsonable.dumps({"schema": OP_LEADERBOARD_SCHEMA, **(extra or {}), "summary": lb.summary,
-                           "notes": lb.notes + ([] if lb.ops is not None else [no_ops_note("json")]),
+                           "notes": lb.notes if lb.ops is not None or _left_out(lb)
+                           else [*lb.notes, no_ops_note("json")],
                            "truncated": len(shown) < len(rows), "omitted": len(rows) - len(shown), "ops": shown})
 
 
@@ -122,7 +132,7 @@ def op_leaderboard_md(lb: Leaderboard, limit: int | None = 20, full_names: bool 
     out = ["### Kernel leaderboard by op", ""]
     out += [f"- {md_text(line)}" for line in _summary_lines(lb.summary) + lb.notes]
     if lb.ops is None:
-        return "\n".join(out + ["", f"_{md_text(no_ops_note('md'))}_"]) + "\n"
+        return "\n".join(out + ["", f"_{md_text(no_ops_note('md', lb.notes))}_"]) + "\n"
     out += ["", "| " + " | ".join(c.header for c in OP_COLUMNS) + " |", "|" + "---|" * len(OP_COLUMNS)]
     out += ["| " + " | ".join(md_text(cells.get(c.key, "")) for c in OP_COLUMNS) + " |"
             for cells in _board_cells(shown, full_names)]
@@ -145,7 +155,7 @@ def print_op_leaderboard(lb: Leaderboard, console: Any, limit: int | None = 20, 
     for note in lb.notes:
         console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
     if lb.ops is None:
-        console.print(no_ops_note("table"), style="yellow", highlight=False, markup=False)
+        console.print(no_ops_note("table", lb.notes), style="yellow", highlight=False, markup=False)
         return
     print_table(console, OP_COLUMNS, _board_cells(shown, full_names), wide=wide,
                 title="Kernel leaderboard by op (each op's kernels below it; %op: share of the op's time)")

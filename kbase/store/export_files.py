@@ -139,21 +139,21 @@ def parse_baseline(data: bytes) -> BaselineFile:
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER)
     if end < 0:
         raise ExportFileError("truncated header")
-    try:
-        header = json.loads(data[len(MAGIC) : end])
-    except ValueError as exc:
-        raise ExportFileError(f"unreadable header ({exc})") from None
+    from kbase.store.import_checks import check_key, strict_json
+
+    header = strict_json(data[len(MAGIC) : end], "header")
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ExportFileError(f"header format {header.get('format') if isinstance(header, dict) else '?'!r} is not "
                               f"{FORMAT}")
     for field, kind in (("baseline", dict), ("names", list), ("blobs", dict), ("content", str),
                         ("kernels_format", int), ("kernels", int)):
-        if not isinstance(header.get(field), kind):
+        if not isinstance(header.get(field), kind) or (kind is int and isinstance(header[field], bool)):
             raise ExportFileError(f"header field {field!r} missing or not a {kind.__name__}")
     row = header["baseline"]
     missing = [k for k in KEY if k not in row]
     if missing:
         raise ExportFileError(f"baseline lacks {', '.join(missing)}")
+    check_key({k: row[k] for k in KEY}, "baseline")
     lengths = header.pop("blobs")
     blobs: dict[str, bytes | None] = {}
     at = end + 1
@@ -183,11 +183,14 @@ def tombstone_bytes(key: tuple, content: str) -> bytes:
 
 
 def parse_tombstone(data: bytes) -> tuple[tuple, str]:
+    from kbase.store.import_checks import check_key
+
     doc = _small_json(data, TOMBSTONE_FORMAT)
     key, content = doc.get("key"), doc.get("content")
     if not isinstance(key, dict) or any(k not in key for k in KEY) or not isinstance(content, str):
         raise ExportFileError("a tombstone needs key (workload, commit, source_sha256, window_spec, capture_copy) "
                               "and content")
+    check_key(key, "tombstone")
     return key_of(key), content
 
 
@@ -200,12 +203,10 @@ def acceptance_bytes(row: dict[str, Any]) -> bytes:
 
 
 def parse_acceptance(data: bytes) -> dict[str, Any]:
+    from kbase.store.import_checks import check_acceptance
+
     doc = _small_json(data, ACCEPTANCE_FORMAT)
-    for k in ("workload", "pattern", "commit", "reason", "author", "created_at"):
-        if not isinstance(doc.get(k), str):
-            raise ExportFileError(f"acceptance field {k!r} missing or not text")
-    if doc.get("expires") is not None and not isinstance(doc["expires"], str):
-        raise ExportFileError("acceptance field 'expires' is not a date")
+    check_acceptance(doc)
     try:
         return row_values({k: doc.get(k) for k in ACCEPTANCE_FIELDS}, ("created_at",), ("expires",))
     except ValueError as exc:
@@ -215,10 +216,9 @@ def parse_acceptance(data: bytes) -> dict[str, Any]:
 def _small_json(data: bytes, fmt: str) -> dict[str, Any]:
     if len(data) > 1 << 20:
         raise ExportFileError("too large for a small JSON file")
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise ExportFileError(f"not JSON ({exc})") from None
+    from kbase.store.import_checks import strict_json
+
+    doc = strict_json(data)
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise ExportFileError(f"format is not {fmt!r}")
     return doc

@@ -138,7 +138,7 @@ class Folder:
         return content in self.tombstones.get(key, ())
 
 
-def _read_entry(d: OutputDir, name: str) -> bytes:
+def _read_entry(d: OutputDir, name: str, limit: int) -> bytes:
     kind = d.kind(name)
     if kind == "link":
         raise InputError("is a symbolic link; kbase does not read export files through links", field=d.field,
@@ -147,20 +147,25 @@ def _read_entry(d: OutputDir, name: str) -> bytes:
         raise InputError("is not a regular file", field=d.field, value=str(d.path / name))
     fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), dir_fd=d.fd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size > MAX_FILE:
-            raise InputError("is not a regular file of a sane size", field=d.field, value=str(d.path / name))
-        chunks = []
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError("is not a regular file", field=d.field, value=str(d.path / name))
+        chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:  # counted as read, not from fstat: a file that grows while read is bounded too
+                raise InputError(f"is larger than the import limit of {limit >> 20:,} MiB per file (import_max_mb)",
+                                 field=d.field, value=str(d.path / name))
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def read_folder(d: OutputDir, *, check_blobs: bool = True) -> Folder:
-    """Every export file of the folder, checked: its name is the hash of its bytes, it parses, its blobs are
-    packed columns and its content digest is what it says (``check_blobs``). Any bad file: ``InputError``
-    naming it. Other files (a README, dot files) are left alone."""
+def read_folder(d: OutputDir, *, check_blobs: bool = True, limit: int = MAX_FILE) -> Folder:
+    """Every export file of the folder, checked: its name is the hash of its bytes, it parses, its values have
+    the store's types (``import_checks``), its blobs are packed columns that decode within ``limit`` bytes and
+    its content digest is what it says (``check_blobs``). Any bad file: ``InputError`` naming it. Other files
+    (a README, dot files) are left alone."""
     folder = Folder(d.path)
     for name in d.names():
         if name.startswith("."):
@@ -168,7 +173,7 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True) -> Folder:
         suffix = next((s for s in (BASELINE_SUFFIX, TOMBSTONE_SUFFIX, ACCEPTANCE_SUFFIX) if name.endswith(s)), None)
         if suffix is None:
             continue
-        data = _read_entry(d, name)
+        data = _read_entry(d, name, limit)
         where = str(d.path / name)
         try:
             if file_name(data, suffix) != name:
@@ -176,7 +181,7 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True) -> Folder:
             if suffix == BASELINE_SUFFIX:
                 f = parse_baseline(data)
                 if check_blobs:
-                    _check_baseline(f)
+                    _check_baseline(f, limit)
                 folder.baselines[name] = f
             elif suffix == TOMBSTONE_SUFFIX:
                 key, content = parse_tombstone(data)
@@ -189,22 +194,27 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True) -> Folder:
     return folder
 
 
-def _check_baseline(f: BaselineFile) -> None:
-    """The blobs decode, the names cover the levels' ids, the kernel format is known, the digest holds."""
+def _check_baseline(f: BaselineFile, limit: int) -> None:
+    """The values have the store's types, the blobs decode within ``limit`` bytes, the names cover the levels'
+    ids, the kernel format is known, the digest holds."""
+    from kbase.store.import_checks import check_budget, check_names, check_row
     from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
     from kbase.store.packed import PackedError
 
-    if f.header["kernels_format"] > KERNELS_FORMAT:
-        raise ExportFileError(f"kernel data of format {f.header['kernels_format']} (this kbase reads up to "
+    if not 1 <= f.header["kernels_format"] <= KERNELS_FORMAT:
+        raise ExportFileError(f"kernel data of format {f.header['kernels_format']} (this kbase reads 1 to "
                               f"{KERNELS_FORMAT}; upgrade kbase)")
     unknown = [k for k in f.row if k not in baseline_columns()]
     missing = [k for k in baseline_columns() if k not in f.row and k not in DEFAULTED_COLUMNS]
     if unknown or missing:
         raise ExportFileError(f"baseline columns {'unknown: ' + ', '.join(unknown) if unknown else ''}"
                               f"{'missing: ' + ', '.join(missing) if missing else ''}")
+    check_row(f.row)
     names = f.header["names"]
-    if not all(isinstance(n, list) and len(n) == 5 and all(isinstance(x, str) for x in n) for n in names):
-        raise ExportFileError("names must be [name, family, short name, category, tc] lists")
+    check_names(names, f.header.get("op_names", []))
+    if not 0 <= f.header["kernels"] < 1 << 31:
+        raise ExportFileError(f"kernels ({f.header['kernels']}) is out of range")
+    check_budget(f.blobs, limit)  # before anything is decompressed
     try:
         row_values(f.row)
         ids = level_name_ids(f.blobs["levels"] or b"")
@@ -215,9 +225,6 @@ def _check_baseline(f: BaselineFile) -> None:
     if any(not 0 <= i < len(names) for i in ids) or len(ids) != f.header["kernels"]:
         raise ExportFileError("the levels' name ids do not match the names listed")
     op_names = f.header.get("op_names", [])
-    if not isinstance(op_names, list) or not all(
-            isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in op_names):
-        raise ExportFileError("op_names must be [op key, op] lists")
     if any(not 0 <= i <= len(op_names) for i in op_ids) or (op_names and f.blobs["ops"] is None):
         raise ExportFileError("the ops blob's op ids do not match the op names listed")
     if content_digest(f.row, [names[i][0] for i in first_use(ids)], plains,

@@ -105,13 +105,27 @@ def _compress(raw: bytes, codec: int) -> bytes:
     return z.compress(raw) + z.flush()
 
 
-def _decompress(payload: bytes, codec: int) -> bytes:
+def _decompress(payload: bytes, codec: int, size: int) -> bytes:
+    """The payload decompressed, never past ``size`` bytes (the header's sum of column lengths): a payload that
+    decodes to more is refused as soon as it passes ``size``, so that a small blob cannot allocate gigabytes
+    (a decompression bomb) whatever its header or its frame claims."""
     try:
         if codec == ZSTD:
-            return _zstd("decompressor").decompress(payload, allow_extra_data=False)
-        if codec == LZMA:
-            return lzma.decompress(payload, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
-        return zlib.decompress(payload, -15)
+            import zstandard
+
+            declared = zstandard.frame_content_size(payload)
+            if declared > size:  # decompress() trusts the frame's stated size and would allocate it whole
+                raise PackedError(f"packed columns: payload of {declared} bytes, the header says {size}")
+            return _zstd("decompressor").decompress(payload, max_output_size=size, allow_extra_data=False)
+        z: Any = (lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS) if codec == LZMA
+                  else zlib.decompressobj(-15))
+        out = z.decompress(payload, size + 1)
+        if len(out) > size or not z.eof:
+            raise PackedError(f"packed columns: payload of more than {size} bytes, or truncated (the header says "
+                              f"{size})")
+        return out
+    except PackedError:
+        raise
     except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError, lzma.LZMAError, zlib.error: a corrupt blob
         raise PackedError(f"packed columns: corrupt payload ({type(exc).__name__}: {exc})") from None
 
@@ -209,6 +223,14 @@ class Packed:
         if not at and pos != len(blob):
             raise PackedError("packed columns: trailing bytes")
 
+    def decode_cost(self) -> int:
+        """Bytes that decoding every column may allocate, from the header alone (nothing decompressed): the
+        payload as declared (``_decompress`` never goes past it), each value widened to 8 bytes, and the
+        ``rows`` values an all-zero column stands for."""
+        values = sum((end - start) // (kind & WIDTH_MASK) for kind, start, end in self._cols.values()
+                     if kind & WIDTH_MASK)
+        return self._body_size + 8 * values + 8 * self.rows
+
     @property
     def meta(self) -> dict[str, Any]:
         """The blob's header (JSON), parsed when first asked for."""
@@ -242,7 +264,8 @@ class Packed:
         if not width:
             return kind, 0, b""
         if self._body is None:
-            self._body = _decompress(self._blob[self._payload_at :], self.codec) if self._body_size else b""
+            size = self._body_size
+            self._body = _decompress(self._blob[self._payload_at :], self.codec, size) if size else b""
             if len(self._body) != self._body_size:
                 raise PackedError(f"packed columns: {len(self._body)} bytes, the header says {self._body_size}")
         if (end - start) % width:

@@ -35,6 +35,7 @@ from kbase.store.export_files import (
 )
 from kbase.store.export_folder import (
     ID_COLUMNS,
+    Folder,
     baseline_columns,
     conflict,
     file_row,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from kbase.store.engine import Store
 
 _CHUNK = 200  # baselines read at a time
+IMPORT_LOCK = 0x6B62_696D  # PostgreSQL advisory lock key of `kbase import` ("kbim")
 
 
 # ------------------------------------------------------------------------------------------ reading the store
@@ -227,45 +229,66 @@ class ImportResult:
     skipped_tombstoned: int = 0
     acceptances_added: int = 0
     added_ids: list[int] = field(default_factory=list)
+    # tombstones not applied because prune's keep rules keep their baseline: (the baseline, why kept)
+    refused_tombstones: list[tuple[str, str]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"<ImportResult {self.added} added, {self.already} already stored, {self.deleted} deleted>"
 
 
-def import_folder(st: Store, d: OutputDir) -> ImportResult:
-    """Merge the folder into the store: every file checked first (a bad one: ``InputError`` naming it), then
-    conflicts (two files, or a file and a stored baseline, of one key with different content: refused, naming
-    both), then in one transaction: the baselines the store lacks, the stored baselines a tombstone deletes,
-    the acceptances it lacks. Importing the same folder again changes nothing."""
+KeptBy = Callable[[str, str, str], "str | None"]  # (workload, commit, branch) -> why prune keeps it, or None
+
+
+def import_folder(st: Store, folder: Folder, kept_by: KeptBy) -> ImportResult:
+    """Merge a folder, every file of it read and checked (``read_folder``: a bad one is an ``InputError``
+    naming it, before the store is opened), into the store: conflicts (two files, or a file and a stored
+    baseline, of one key with different content: refused, naming both), then in one transaction: the
+    baselines the store lacks, the stored baselines a tombstone deletes, the acceptances it lacks. A tombstone
+    of a baseline that ``kept_by`` keeps (prune's keep rules) is not applied, and listed. Importing the same
+    folder again changes nothing."""
     from kbase.store.engine import write_transaction
 
-    folder = read_folder(d)
     chosen: dict[tuple, tuple[str, BaselineFile]] = {}
-    out = ImportResult(d.path)
+    out = ImportResult(folder.path)
+
+    def tombstoned(key: tuple, content: str, row: dict[str, Any]) -> bool:
+        if not folder.deleted(key, content):
+            return False
+        why = kept_by(row["workload"], row["commit"], row.get("branch") or "")
+        if why:
+            out.refused_tombstones.append((_describe(key), why))
+        return not why
+
     for key, files in folder.by_key().items():
         first_name, first = files[0]
         for other_name, other in files[1:]:
             if other.content != first.content:
-                raise conflict(str(d.path / first_name), str(d.path / other_name), key)
-        if folder.deleted(key, first.content):
+                raise conflict(str(folder.path / first_name), str(folder.path / other_name), key)
+        if tombstoned(key, first.content, first.row):
             out.skipped_tombstoned += 1
             continue
         chosen[key] = (first_name, first)
+    current = ""  # the file being inserted: a store's refusal names it
     try:
         with write_transaction(st.engine, st.url) as conn:
+            if conn.dialect.name == "postgresql":  # imports one at a time (SQLite: BEGIN IMMEDIATE does it): two
+                # at once both found a baseline missing and raced to insert it (a duplicate-key error)
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({IMPORT_LOCK})")
             stored = _stored_by_key(conn, set(chosen) | set(folder.tombstones))
-            doomed = [s.id for key, s in stored.items() if folder.deleted(key, s.content)]
+            doomed = [s.id for key, s in stored.items() if key not in chosen and tombstoned(key, s.content, s.row)]
             for key, (name, f) in chosen.items():
                 s = stored.get(key)
                 if s is None:
                     continue
                 if s.content != f.content:
-                    raise conflict(str(d.path / name), f"the store's @{s.id}", key)
-            for key, (_, f) in sorted(chosen.items(), key=lambda kv: (kv[1][1].row["created_at"], kv[0])):
+                    raise conflict(str(folder.path / name), f"the store's @{s.id}", key)
+            for key, (name, f) in sorted(chosen.items(), key=lambda kv: (kv[1][1].row["created_at"], kv[0])):
                 if key in stored:
                     out.already += 1
                     continue
+                current = name
                 out.added_ids.append(_insert_baseline(conn, f))
+            current = ""
             out.added = len(out.added_ids)
             if doomed:
                 _delete(conn, doomed)
@@ -274,8 +297,14 @@ def import_folder(st: Store, d: OutputDir) -> ImportResult:
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
-        raise StoreError(f"store: could not import ({type(exc).__name__}: {exc})") from None
+        what = f" {folder.path / current}" if current else ""
+        raise StoreError(f"store: could not import{what} ({type(exc).__name__}: {exc}); nothing was changed") from None
     return out
+
+
+def _describe(key: tuple) -> str:
+    workload, commit, sha, window, copy = key
+    return f"workload {workload!r}, commit {commit[:12]}, capture {sha[:12]}, window {window!r}, copy {copy}"
 
 
 def _stored_by_key(conn: Connection, keys: set[tuple]) -> dict[tuple, Stored]:

@@ -1,0 +1,139 @@
+"""Planted mutations of kbase's documented rules, and whether the tests catch each: a test suite that passes with
+a rule broken does not hold that rule.
+
+    python benchmarks/mutants.py [--only NAME,...] [--list]
+
+Each mutant is one textual edit of one module (``MUTANTS``: the rule family, the file, the text and its
+replacement, the tests that should catch it). For each, the repository is copied (without ``.venv`` and
+caches), the edit applied (the script stops if the text is not found: a rule moved, update the mutant), and
+the tests run against the copy (``PYTHONPATH``: the copy's ``kbase`` first). Caught: the tests fail. Prints one
+line per mutant and exits 1 when any survives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    family: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+KEEP = ("tests/test_rule_tables.py", "tests/cli/test_keep_rules.py")
+MUTANTS = [
+    # prune keep rules (docs/cli.md#kbase-prune, docs/export-format.md)
+    Mutant("prune-first-parent-only", "prune keep rules", "kbase/gitrepo.py",
+           '"rev-list", *tips, "--"]', '"rev-list", "--first-parent", *tips, "--"]', KEEP),
+    Mutant("prune-drops-kept-branch-rule", "prune keep rules", "kbase/api/keep_rules.py",
+           "if branch and branch in self.names:", "if False:", KEEP),
+    Mutant("prune-drops-acceptance-base", "prune keep rules", "kbase/api/keep_rules.py",
+           'self.needed.setdefault((a.workload, c), f"the base of {a.label}")', "pass", KEEP),
+    Mutant("prune-trusts-the-local-branch", "prune keep rules", "kbase/gitrepo.py",
+           'for ref in (f"refs/heads/{name}", f"refs/remotes/origin/{name}", f"refs/remotes/{name}"):',
+           'for ref in (f"refs/heads/{name}",):', KEEP),
+    # tensor-core rules (docs/kernel-classification.md)
+    Mutant("tc-half-gemm-on-cuda-cores", "tensor-core rules", "kbase/analysis/classify.py",
+           'TcRule(_r(r"(?:fp16|f16|half).*(?:sgemm|scudnn)|hgemm"), TC_FALLBACK,',
+           'TcRule(_r(r"(?:fp16|f16|half).*(?:sgemm|scudnn)|hgemm"), TC_YES,', ("tests/test_rule_tables.py",)),
+    Mutant("tc-nvjet-not-tensor-cores", "tensor-core rules", "kbase/analysis/classify.py",
+           'TcRule(_r(r"^nvjet"), TC_YES,', 'TcRule(_r(r"^nvjet"), TC_NA,', ("tests/test_rule_tables.py",)),
+    # the export content digest (docs/export-format.md)
+    Mutant("digest-without-names", "export digest", "kbase/store/export_files.py",
+           "    h.update(_json(names))\n", "", ("tests/test_rule_tables.py",)),
+    Mutant("digest-without-gpu-count", "export digest", "kbase/store/export_files.py",
+           'BOOKKEEPING = frozenset({"created_at",', 'BOOKKEEPING = frozenset({"gpu_count", "created_at",',
+           ("tests/test_rule_tables.py",)),
+    # windowing and warm-up (docs/leaderboard.md)
+    Mutant("warmup-off-by-one", "windowing", "kbase/analysis/window.py",
+           "default = DEFAULT_WARMUP if len(keys) >= DEFAULT_WARMUP + 2 else 0",
+           "default = DEFAULT_WARMUP if len(keys) >= DEFAULT_WARMUP + 1 else 0", ("tests/test_rule_tables.py",)),
+    Mutant("warmup-skips-one-more", "windowing", "kbase/analysis/window.py",
+           "chosen = keys[skipped:]", "chosen = keys[skipped + 1:]", ("tests/test_rule_tables.py",)),
+    # the gate's policy (docs/diff.md)
+    Mutant("gate-ignores-acceptances", "gate policy", "kbase/comparison/gate.py",
+           "    acc = acceptances.first(names)\n", "    acc = None\n",
+           ("tests/comparison/test_gate.py", "tests/comparison/test_acceptance_index.py")),
+]
+
+
+def copy_repo(dest: Path) -> None:
+    ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                                    "*.egg-info")
+    for item in ("kbase", "tests", "migrations", "docs", "ci", "benchmarks"):
+        shutil.copytree(ROOT / item, dest / item, ignore=ignore)
+    for item in ("pyproject.toml", "alembic.ini", "README.md", "CHANGELOG.md"):
+        shutil.copy(ROOT / item, dest / item)
+
+
+def run(m: Mutant | None, tests: tuple[str, ...] = (), quiet: bool = True) -> tuple[bool, float]:
+    """(caught, seconds): the tests run against a copy with the mutation (``m`` None: the control, unmutated,
+    which must pass: otherwise "caught" would mean nothing)."""
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name if m else 'control'}-") as tmp:
+        dest = Path(tmp)
+        copy_repo(dest)
+        if m is not None:
+            tests = m.tests
+            target = dest / m.path
+            text = target.read_text()
+            if text.count(m.old) != 1:
+                raise SystemExit(f"{m.name}: the text to mutate is not in {m.path} exactly once; update the mutant")
+            target.write_text(text.replace(m.old, m.new))
+        env = {**os.environ, "PYTHONPATH": f"{dest}{os.pathsep}{dest / 'tests'}", "PYTHONDONTWRITEBYTECODE": "1"}
+        start = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                           cwd=dest, env=env, capture_output=True, text=True)
+        probe = subprocess.run([sys.executable, "-c", "import kbase, sys; print(kbase.__file__)"], cwd=dest, env=env,
+                               capture_output=True, text=True)
+        if not probe.stdout.strip().startswith(str(dest)):
+            raise SystemExit(f"the copy's kbase is not the one imported ({probe.stdout.strip()})")
+        if not quiet:
+            print(r.stdout[-2000:])
+        return r.returncode != 0, time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--verbose", action="store_true")
+    opts = ap.parse_args()
+    chosen = [m for m in MUTANTS if not opts.only or m.name in opts.only.split(",")]
+    if opts.list:
+        for m in chosen:
+            print(f"{m.family:18} {m.name:32} {m.path}")
+        return
+    control = tuple(sorted({t for m in chosen for t in m.tests}))
+    failed, seconds = run(None, control, quiet=not opts.verbose)
+    if failed:
+        raise SystemExit(f"the tests fail without any mutation ({', '.join(control)}): fix them first")
+    print(f"control: the tests pass unmutated ({seconds:.0f} s)", flush=True)
+    survived = []
+    for m in chosen:
+        caught, seconds = run(m, quiet=not opts.verbose)
+        print(f"{'caught  ' if caught else 'SURVIVED'} {m.family:18} {m.name:32} ({seconds:.0f} s)", flush=True)
+        if not caught:
+            survived.append(m.name)
+    families = sorted({m.family for m in chosen})
+    print(f"{len(chosen) - len(survived)} of {len(chosen)} planted mutations caught ({len(families)} families)"
+          + (f"; survived: {', '.join(survived)}" if survived else ""))
+    sys.exit(1 if survived else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""``kbase import`` as a hostile boundary: an export folder comes from a git branch anyone who can push may write.
+Each class of hostile file (decompression bombs in every codec, values of the wrong type, length or range, JSON
+that is not strict, nesting past any real file's) is refused in one line naming the file, exit 2, before the
+store is opened (so a refused import neither changes nor creates a store); what is accepted reads back.
+
+The world: one real snapshot (a two-rank Kineto trace) exported; each case rewrites that export file and gives
+it the name of its new bytes, as ``kbase export`` would have."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import run_kbase
+from helpers.gitrepos import commit, git
+from helpers.kineto_traces import make_trace
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(repo, the exported baseline file's bytes)."""
+    root = tmp_path_factory.mktemp("hostile")
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, "x = 1\n", "first")
+    trace = make_trace(root / "rank0.pt.trace.json", rank=0, world=1)
+    db = f"sqlite:///{root / 'a.db'}"
+    r = run_kbase("snapshot", trace, "--db", db, "--repo", repo, "--name", "train", "-q")
+    assert r.rc == 0, r
+    r = run_kbase("export", root / "out", "--db", db, "--repo", repo)
+    assert r.rc == 0, r
+    (path,) = (root / "out").glob("*.baseline")
+    return repo, path.read_bytes()
+
+
+def split(data: bytes) -> tuple[dict, list[bytes | None]]:
+    """(header, blobs in order) of a baseline file."""
+    from kbase.store.export_files import BLOBS, parse_baseline
+
+    f = parse_baseline(data)
+    header = dict(f.header)
+    return header, [f.blobs[b] for b in BLOBS]
+
+
+def join(header: dict, blobs: list[bytes | None]) -> bytes:
+    from kbase.store.export_files import BLOBS, MAGIC
+
+    lengths = {b: None if blob is None else len(blob) for b, blob in zip(BLOBS, blobs, strict=True)}
+    head = json.dumps({**header, "blobs": lengths}, sort_keys=True, separators=(",", ":")).encode()
+    return MAGIC + head + b"\n" + b"".join(blob or b"" for blob in blobs)
+
+
+def place(folder: Path, data: bytes, suffix: str = ".baseline") -> Path:
+    folder.mkdir(exist_ok=True)
+    path = folder / (hashlib.sha256(data).hexdigest()[:40] + suffix)
+    path.write_bytes(data)
+    return path
+
+
+def refused(repo: Path, folder: Path, path: Path, *words: str, db: Path | None = None):
+    """Import ``folder``: exit 2, one line naming ``path`` (and ``words``), no store created."""
+    db = db or folder.parent / "fresh.db"
+    r = run_kbase("import", folder, "--db", f"sqlite:///{db}", "--repo", repo)
+    assert r.rc == 2, r
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and path.name in lines[0] and "Traceback" not in r.stderr, r
+    for w in words:
+        assert w in lines[0], (w, r)
+    assert not db.exists(), "a refused import created a store"
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------------ decompression bombs
+
+
+def _bomb_blob(codec: int, size: int, declared: int | None = None, streamed: bool = False) -> bytes:
+    """A packed blob of one 8-byte column whose payload decompresses to ``size`` zero bytes, its header
+    declaring ``declared`` (default: the truth); ``streamed``: a Zstandard frame that states no size."""
+    from kbase.store.packed import LZMA, MAGIC, VERSION, ZLIB, ZSTD, _varint
+
+    declared = size if declared is None else declared
+    head = MAGIC + bytes([VERSION, codec]) + _varint(declared // 8) + _varint(2) + b"{}" + _varint(1)
+    head += _varint(1) + b"x" + bytes([8]) + _varint(declared)
+    if codec == ZSTD:
+        import zstandard
+
+        coder = zstandard.ZstdCompressor(level=3, write_content_size=not streamed)
+        payload = coder.compress(b"\0" * size)
+    elif codec == LZMA:
+        from kbase.store.packed import _LZMA_FILTERS
+
+        payload = lzma.compress(b"\0" * size, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
+    else:
+        z = zlib.compressobj(9, zlib.DEFLATED, -15)
+        payload = z.compress(b"\0" * size) + z.flush()
+    assert codec in (ZLIB, LZMA, ZSTD)
+    return head + payload
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3], ids=["deflate", "lzma", "zstd"])
+def test_a_payload_larger_than_its_header_says_is_never_decoded_whole(codec):
+    from kbase.store.packed import Packed, PackedError
+
+    blob = _bomb_blob(codec, 64 << 20, declared=4096)  # 64 MiB of zeros, the header saying 4 KiB
+    with pytest.raises(PackedError, match="payload"):
+        Packed(blob).array("x")
+
+
+def test_a_zstd_frame_that_states_a_huge_size_is_refused_before_allocating():
+    import zstandard
+
+    from kbase.store.packed import Packed, PackedError
+
+    blob = _bomb_blob(3, 1 << 20, declared=4096)
+    assert zstandard.frame_content_size(blob[blob.index(b"\x28\xb5\x2f\xfd"):]) == 1 << 20
+    with pytest.raises(PackedError, match="1048576 bytes, the header says 4096"):
+        Packed(blob).array("x")
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3], ids=["deflate", "lzma", "zstd"])
+def test_a_bomb_in_an_export_file_is_refused_by_its_declared_size(exported, tmp_path, codec):
+    repo, data = exported
+    header, blobs = split(data)
+    blobs[2] = _bomb_blob(codec, 1 << 20, declared=22 << 30)  # says 22 GiB
+    path = place(tmp_path / "data", join(header, blobs))
+    line = refused(repo, tmp_path / "data", path, "samples blob", "import limit", "import_max_mb")
+    assert "MiB" in line
+
+
+def test_a_blob_within_the_limit_imports_and_the_limit_is_a_setting(exported, tmp_path):
+    repo, data = exported
+    folder = tmp_path / "data"
+    place(folder, data)
+    size = len(data)
+    db = tmp_path / "small.db"
+    r = run_kbase("import", folder, "--db", f"sqlite:///{db}", "--repo", repo)
+    assert r.rc == 0 and "1 new baseline(s)" in r.stderr, r
+    # the same file under a limit too small for it: refused by the setting, named
+    (repo / "pyproject.toml").write_text("[tool.kbase]\nimport_max_mb = 1\n")
+    try:
+        header, blobs = split(data)
+        blobs[2] = _bomb_blob(3, 1 << 20, declared=2 << 20)  # 2 MiB, honest: over a 1 MiB limit
+        bad = place(tmp_path / "more", join(header, blobs))
+        refused(repo, tmp_path / "more", bad, "import limit of 1 MiB")
+    finally:
+        (repo / "pyproject.toml").unlink()
+    assert size < 1 << 20
+
+
+@pytest.mark.slow  # a fresh interpreter per codec, and 512 MiB of zeros compressed
+@pytest.mark.parametrize("codec,streamed", [(1, False), (2, False), (3, False), (3, True)],
+                         ids=["deflate", "lzma", "zstd", "zstd-no-size"])
+def test_a_hostile_file_imports_in_bounded_memory(exported, tmp_path, codec, streamed):
+    """The issue's bound: importing a hostile file of under 1 MiB stays under 300 MiB resident. Its blob
+    declares what the default limit allows (16 MiB: 48 MiB decoded with its values widened) and its payload
+    decodes to 512 MiB: the decoder stops at the declared size."""
+    repo, data = exported
+    header, blobs = split(data)
+    blobs[2] = _bomb_blob(codec, 512 << 20, declared=16 << 20, streamed=streamed)
+    hostile = join(header, blobs)
+    assert len(hostile) < 1 << 20
+    folder = tmp_path / "data"
+    path = place(folder, hostile)
+    # a fresh parent whose one child is `python -m kbase.cli import`: its children's peak is that import's
+    code = ("import resource, subprocess, sys\n"
+            "r = subprocess.run([sys.executable, '-m', 'kbase.cli', 'import', *sys.argv[1:]], capture_output=True, "
+            "text=True)\n"
+            "print(r.stderr.strip(), file=sys.stderr)\n"
+            "print('RSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'RC', r.returncode, file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code, str(folder), "--db", f"sqlite:///{tmp_path / 'b.db'}", "--repo",
+                        str(repo)], capture_output=True, text=True, timeout=300)
+    rss_kib = int(r.stderr.split("RSS ")[1].split()[0])
+    assert "RC 2" in r.stderr and path.name in r.stderr and "payload" in r.stderr, r.stderr
+    assert rss_kib < 300 * 1024, f"{rss_kib / 1024:.0f} MiB resident"
+
+
+# ------------------------------------------------------------------------------------------ values
+
+
+def redigest(header: dict, blobs: list[bytes | None]) -> dict:
+    """``header`` with the content digest its data gives (when it can be computed): a case is refused for its
+    value, not for a stale digest."""
+    from kbase.store.export_files import BLOBS, content_digest
+    from kbase.store.export_folder import ID_COLUMNS, first_use, level_name_ids, op_ids_of, plain
+
+    try:
+        by = dict(zip(BLOBS, blobs, strict=True))
+        ids = level_name_ids(by["levels"] or b"")
+        op_names = header.get("op_names", [])
+        header["content"] = content_digest(header["baseline"], [header["names"][i][0] for i in first_use(ids)],
+                                           {b: plain(by[b], ID_COLUMNS.get(b, ())) for b in BLOBS},
+                                           [op_names[i - 1] for i in first_use(op_ids_of(by["ops"])) if i])
+    except Exception:  # noqa: BLE001 - a value the digest cannot take (NaN, a list): the old digest stays
+        pass
+    return header
+
+
+def _row(**changes):
+    def edit(header):
+        header["baseline"] = {**header["baseline"], **changes}
+    return edit
+
+
+def _names(i: int, j: int, value):
+    def edit(header):
+        header["names"] = [list(n) for n in header["names"]]
+        header["names"][i][j] = value
+    return edit
+
+
+def _header(**changes):
+    def edit(header):
+        header.update(changes)
+    return edit
+
+
+# (what is edited, words the refusal says): each row a value the store's schema (docs/export-format.md) forbids
+ROW_CASES = {
+    "int as text": (_row(gpu_count="8"), "gpu_count is not an integer"),
+    "bool as int": (_row(aligned=1), "aligned is not true or false"),
+    "int as bool": (_row(iterations_used=True), "iterations_used is not an integer"),
+    "int32 overflow": (_row(gpu_count=1 << 40), "gpu_count (1099511627776) is out of range"),
+    "int64 overflow": (_row(window_ns=1 << 70), "window_ns"),
+    "float as text": (_row(step_wall_ns="1.5"), "step_wall_ns is not a finite number"),
+    "list as key": (_row(workload=["train"]), "workload is not text"),
+    "object as key": (_row(capture_copy={"n": 0}), "capture_copy is not an integer"),
+    "null in a required column": (_row(source_name=None), "source_name is missing"),
+    "text over its length": (_row(commit="a" * 65), "commit is 65 characters, over the store's 64"),
+    "NUL in text": (_row(host="ci\x00runner"), "host holds a NUL character"),
+    "lone surrogate": (_row(note="\ud800"), "note is not valid Unicode"),
+    "time not ISO": (_row(created_at="yesterday"), "created_at is not an ISO 8601 time"),
+    "time without zone": (_row(commit_date="2026-01-01T00:00:00"), "commit_date has no time zone"),
+    "summary not an object": (_row(summary_json="[1]"), "summary_json does not have the shape"),
+    "summary field mistyped": (_row(summary_json='{"gpus": "eight"}'), "summary_json does not have the shape"),
+    "summary with NaN": (_row(summary_json='{"busy_share": NaN}'), "summary_json holds NaN"),
+    "summary not JSON": (_row(summary_json="{"), "unreadable baseline summary_json"),
+    "iteration keys not ints": (_row(iteration_keys="[1.5]"), "iteration_keys does not have the shape"),
+    "tags not a list": (_row(tags='{"a": 1}'), "tags does not have the shape"),
+    "name not text": (_names(0, 0, 5), "names[0] name is not text"),
+    "category over its length": (_names(0, 3, "x" * 17), "names[0] category is 17 characters"),
+    "kernels as bool": (_header(kernels=True), "kernels"),
+    "kernels out of range": (_header(kernels=1 << 40), "kernels"),
+    "kernel format 0": (_header(kernels_format=0), "kernel data of format 0"),
+}
+
+
+@pytest.mark.parametrize("case", list(ROW_CASES))
+def test_a_value_the_store_cannot_hold_is_refused_naming_the_file(exported, tmp_path, case):
+    repo, data = exported
+    edit, words = ROW_CASES[case]
+    header, blobs = split(data)
+    edit(header)
+    path = place(tmp_path / "data", join(redigest(header, blobs), blobs))
+    refused(repo, tmp_path / "data", path, words)
+
+
+def _raw_header(data: bytes, old: bytes, new: bytes) -> bytes:
+    assert old in data
+    return data.replace(old, new, 1)
+
+
+@pytest.mark.parametrize("case", ["deep", "nan", "infinity"])
+def test_json_that_is_not_strict_or_nests_too_deeply_is_refused(exported, tmp_path, case):
+    repo, data = exported
+    value = {"deep": b"[" * 100_000 + b"]" * 100_000, "nan": b"NaN", "infinity": b"-Infinity"}[case]
+    hostile = _raw_header(data, b'"baseline":{', b'"extra":' + value + b',"baseline":{')
+    path = place(tmp_path / "data", hostile)
+    refused(repo, tmp_path / "data", path, "nested too deeply" if case == "deep" else "not a number JSON allows")
+
+
+TOMBSTONE_KEY = {"workload": "train", "commit": "a" * 40, "source_sha256": "b" * 64, "window_spec": "w",
+                 "capture_copy": 0}
+SMALL_CASES = {
+    "tombstone key a list": (".deleted", {"format": "kbase.tombstone/1", "content": "c",
+                                          "key": {**TOMBSTONE_KEY, "workload": ["train"]}}, "workload is not text"),
+    "tombstone copy as text": (".deleted", {"format": "kbase.tombstone/1", "content": "c",
+                                            "key": {**TOMBSTONE_KEY, "capture_copy": "0"}},
+                               "capture_copy is not an integer"),
+    "tombstone deep": (".deleted", None, "nested too deeply"),
+    "acceptance naive time": (".acceptance", {"format": "kbase.acceptance/1", "workload": "train", "pattern": "*x*",
+                                              "commit": "a" * 40, "reason": "r", "author": "", "expires": None,
+                                              "created_at": "2026-01-01T00:00:00"}, "created_at has no time zone"),
+    "acceptance long workload": (".acceptance", {"format": "kbase.acceptance/1", "workload": "w" * 201,
+                                                 "pattern": "*x*", "commit": "a" * 40, "reason": "r", "author": "",
+                                                 "expires": None, "created_at": "2026-01-01T00:00:00+00:00"},
+                                 "workload is 201 characters"),
+    "acceptance bad date": (".acceptance", {"format": "kbase.acceptance/1", "workload": "train", "pattern": "*x*",
+                                            "commit": "a" * 40, "reason": "r", "author": "", "expires": "soon",
+                                            "created_at": "2026-01-01T00:00:00+00:00"}, "expires is not an ISO 8601"),
+    "acceptance catastrophic regex": (".acceptance", {"format": "kbase.acceptance/1", "workload": "train",
+                                                      "pattern": "/(?=a)(a+)+b/", "commit": "a" * 40, "reason": "r",
+                                                      "author": "", "expires": None,
+                                                      "created_at": "2026-01-01T00:00:00+00:00"}, "linear time"),
+}
+
+
+@pytest.mark.parametrize("case", list(SMALL_CASES))
+def test_tombstones_and_acceptances_are_typed(exported, tmp_path, case):
+    repo, _ = exported
+    suffix, doc, words = SMALL_CASES[case]
+    data = (b'{"format": "kbase.tombstone/1", "key": ' + b"[" * 50_000 + b"]" * 50_000 + b"}" if doc is None
+            else json.dumps(doc).encode())
+    path = place(tmp_path / "data", data, suffix)
+    refused(repo, tmp_path / "data", path, words)
+
+
+def test_a_valid_export_imports_and_reads_back(exported, tmp_path):
+    """The control: the unedited file (digest recomputed by the test's helper too) imports, and lists."""
+    repo, data = exported
+    header, blobs = split(data)
+    rebuilt = join(redigest(header, blobs), blobs)
+    assert rebuilt == data
+    folder = tmp_path / "data"
+    place(folder, rebuilt)
+    db = f"sqlite:///{tmp_path / 'b.db'}"
+    r = run_kbase("import", folder, "--db", db, "--repo", repo)
+    assert r.rc == 0, r
+    r = run_kbase("list", "--db", db, "--repo", repo, "--format", "json")
+    assert r.rc == 0 and json.loads(r.stdout), r
