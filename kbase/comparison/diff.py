@@ -39,6 +39,7 @@ from kbase.comparison.noise import (
 )
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
+from kbase.comparison.work import align_units, needed_mde, paired_estimates, paired_total_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
 
@@ -127,8 +128,11 @@ def comparability(before: Side, after: Side, policy: Policy) -> list[str]:
         out.append(f"iteration alignment differs: {before.unit} vs {after.unit} (one side has no iteration marker)")
     if not len(after.kernels) or not after.totals.kernel:
         out.append(NO_KERNELS)
-    elif before.aligned and after.aligned and after.n_units < policy.min_iteration_ratio * before.n_units:
-        out.append(f"candidate has far fewer iterations ({after.n_units:g}) than the baseline ({before.n_units:g})")
+    elif before.aligned and after.aligned and (after.n_units / after.n_captures
+                                               < policy.min_iteration_ratio * before.n_units / before.n_captures):
+        # per capture: repeat captures at one commit are processes, never more iterations
+        out.append(f"candidate has far fewer iterations ({after.n_units / after.n_captures:g} per capture) than the "
+                   f"baseline ({before.n_units / before.n_captures:g} per capture)")
     return out
 
 
@@ -174,9 +178,11 @@ def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 
 def compute_diff(before: Side, after: Side, policy: Policy | None = None,
-                 history: HistoryNoise | None = None) -> DiffResult:
-    """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``)."""
+                 history: HistoryNoise | None = None, unit: str | None = None) -> DiffResult:
+    """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``);
+    ``unit``: ``run``, ``window`` or ``iteration`` (None: chosen from the captures, ``work.choose_unit``)."""
     policy = policy or Policy()
+    before, after, unit_notes = align_units(before, after, unit or policy.unit or None)
     pairs = match_kernels(before.kernels, after.kernels)
     n = len(pairs)
     name_b = np.empty(n, dtype=object)
@@ -215,7 +221,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     # Without iteration markers the unit is a second of window, whose length moves every kernel's launches
     # per unit alike (a slower kernel lengthens it): launch counts are compared at equal total launches.
     count_same = count_a
-    if not (before.aligned and after.aligned):
+    if not (before.aligned and after.aligned) and before.unit != Unit.RUN:
         total_b, total_a = float(np.nansum(kb["count_per_unit"])), float(np.nansum(ka["count_per_unit"]))
         count_same = count_a * (total_b / total_a) if total_a > 0 and total_b > 0 else count_a
     names = [str(x) for x in rows["name"].tolist()]
@@ -233,14 +239,14 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     notes = mark_algorithm_swaps(rows, policy, count_same, among=None if by_op is None else rows["op"] == NO_OP)
     if by_op is not None:
         notes += op_swap_notes(by_op, rows)
-    notes += [line for line in (noise_line(rows), between_process_line(rows, policy)) if line]
+    notes += [line for line in (noise_line(rows), between_process_line(rows, policy)) if line] + unit_notes
     if n:
         first = np.where(rows["class"] == KernelClass.REGRESSED.value, 0,
                          np.where(rows["class"] == KernelClass.REGRESSED_BELOW_FLOOR.value, 1, 2))
         order = np.lexsort((np.array(names, dtype=object), -np.nan_to_num(np.abs(rows["effect"]), nan=0.0), first))
         rows = {c: v[order] for c, v in rows.items()}
     for side in (before, after):
-        if not side.aligned:
+        if not side.aligned and side.unit != Unit.RUN:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
     return DiffResult(before=before, after=after, table={c: rows[c] for c in ROW_COLUMNS},
                       totals=_totals(before, after, policy), mismatches=comparability(before, after, policy),
@@ -248,6 +254,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
 
 
 REGRESSED, BELOW_FLOOR, IMPROVED = 1, 2, -1  # a kernel's verdict before the class rules (0: none)
+MIN_REPEATS = 3  # repeat captures of one commit whose spread is a kernel's run-to-run noise
 
 
 def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarray, before: Side, after: Side,
@@ -283,15 +290,17 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     wall = before.unit_wall_ns
     idx = np.flatnonzero(matched)
     # within-capture estimates of every matched kernel at once (numpy per kernel cost ~0.15 s at 2,000)
+    per_run = before.unit == Unit.RUN  # chunk totals of fixed work trend along the run: paired tests only
     by_iter = (iteration_estimates(before.samples[pos_b[idx]], after.samples[pos_a[idx]])
-               if before.n_samples and after.n_samples else [None] * len(idx))
+               if before.n_samples and after.n_samples and not per_run else [None] * len(idx))
     with np.errstate(divide="ignore", invalid="ignore"):
         same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < 0.005)
     by_launch: list[Estimate | None] = [None] * len(idx)
     if before.sketches is not None and after.sketches is not None and same_count.any():
         sel = np.flatnonzero(same_count)
-        for j, est in zip(sel.tolist(), launch_estimates(before.sketches[pos_b[idx[sel]]],
-                                                         after.sketches[pos_a[idx[sel]]], resolution)):
+        estimates = paired_estimates if per_run else launch_estimates
+        for j, est in zip(sel.tolist(), estimates(before.sketches[pos_b[idx[sel]]],
+                                                  after.sketches[pos_a[idx[sel]]], resolution)):
             by_launch[j] = est
     for j, i in enumerate(idx.tolist()):
         within = [by_iter[j]]
@@ -305,7 +314,8 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
         else:
             # repeat captures without iterations: the spread of their levels, with enough of them (an sd from
             # 2 has 1 degree of freedom)
-            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= policy.min_history else np.nan
+            rep = (np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= min(policy.min_history, MIN_REPEATS)
+                   else np.nan)
             if np.isfinite(rep):
                 run_sd = RunNoise("repeat", float(rep), float(max(caps) - 1))
         rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
@@ -316,6 +326,10 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
                    rel_floor=th["max_increase_pct"][i] / 100, min_effect=th["min_effect_pct"][i] / 100)
         for key in cols:
             cols[key][i] = est.run_rel if key == "run_noise_rel" else getattr(k, key)
+        if k.source == "assumed":  # cannot judge: the change it would need to show, were repeats stored
+            cols["mde_rel"][i] = needed_mde(z_crit, th["run_noise"][i], caps)
+        elif per_run and k.source == "launches":  # the paired test's log ratio, as a change
+            cols["mde_rel"][i] = float(np.expm1(k.mde_rel))
         source[i], test[i] = k.source, k.test
         run_source[i] = est.run_source or None
         enough[i] = k.source != "assumed"
@@ -386,10 +400,14 @@ def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndar
     pct = rows["delta_pct"]
     enough = rows["enough"]
     matched = has_a & has_b
+    # nothing measured its noise (too few launches, no history, no repeats) and it could matter: said so
+    unjudged = matched & (rows["noise_source"] == "assumed") & ~(np.fmax(rows["share_before"], rows["share_after"])
+                                                                 < th["share_floor"])
     cls = np.select(
-        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, np.abs(pct) < policy.unchanged_pct],
+        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, unjudged, np.abs(pct) < policy.unchanged_pct],
         [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value,
-         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.UNCHANGED.value],
+         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.CANNOT_JUDGE.value,
+         KernelClass.UNCHANGED.value],
         KernelClass.WITHIN_NOISE.value)
     rows["class"] = cls.astype(object)
     rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value).astype(object)
@@ -406,7 +424,11 @@ def _totals(before: Side, after: Side, policy: Policy) -> DiffTotals:
     k = _change(before.totals.kernel, after.totals.kernel)
     sb, sa = before.total_samples, after.total_samples
     enough = len(sb) >= policy.min_iterations and len(sa) >= policy.min_iterations
-    p = mann_whitney_p(sb, sa) if enough else 1.0
+    if before.unit == Unit.RUN:  # the same work: chunk k before vs chunk k after, paired
+        enough = bool(len(sb) and len(sa))
+        p = paired_total_p(sb, sa) if enough else 1.0
+    else:
+        p = mann_whitney_p(sb, sa) if enough else 1.0
     kernel = KernelTimeChange(**vars(k), p_value=p, enough=enough,
                               regressed=bool(enough and p < policy.alpha and k.delta_pct >= policy.total_increase_pct))
     step = None

@@ -37,6 +37,7 @@ class FindingKind(StrEnum):
     NEW_KERNEL = "new_kernel"  # a new kernel above the share floor
     TOTAL = "total"  # total kernel time per iteration grew significantly
     LOW_CONFIDENCE = "low_confidence"  # would regress, but too few samples to test
+    CANNOT_JUDGE = "cannot_judge"  # nothing measured its noise: listed, failing only with ``cannot_judge = "fail"``
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Finding:
     before: float = float("nan")  # ns per iteration per GPU
     after: float = float("nan")
     p_value: float = float("nan")
+    mde_rel: float = float("nan")  # cannot judge: the change it would need to show (``work.needed_mde``)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Verdict:
     accepted: list[AcceptedFinding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)  # why the sides are incomparable
+    unit: str = "iteration"  # the comparison's unit (``side.Unit``), for the sentences
+    net_pct: float = float("nan")  # the change of total kernel time per unit (said beside a new-kernel failure)
 
 
 def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None = None,
@@ -87,7 +91,7 @@ def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None 
 def _finding(kind: FindingKind, r: dict) -> Finding:
     return Finding(kind=kind, name=r["name"], short_name=r["short_name"], delta_pct=r["delta_pct"],
                    effect=r["effect"], share_before=r["share_before"], share_after=r["share_after"],
-                   before=r["before"], after=r["after"], p_value=r["p_value"])
+                   before=r["before"], after=r["after"], p_value=r["p_value"], mde_rel=r["mde_rel"])
 
 
 def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAcceptance], names: tuple[str, ...]) -> None:
@@ -102,7 +106,7 @@ def _fail_or_accept(v: Verdict, finding: Finding, acceptances: Sequence[AnyAccep
 
 def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
-    v = Verdict(code=PASS, status=GateStatus.PASS)
+    v = Verdict(code=PASS, status=GateStatus.PASS, unit=result.totals.unit, net_pct=result.totals.kernel.delta_pct)
     # A candidate that measured nothing has nothing to pass with: --allow-incomparable does not apply.
     if result.mismatches and (not allow_incomparable or NO_KERNELS in result.mismatches):
         v.code, v.status, v.mismatches = INCOMPARABLE, GateStatus.INCOMPARABLE, list(result.mismatches)
@@ -116,6 +120,11 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         if (cls == KernelClass.WITHIN_NOISE and r["confidence"] == Confidence.LOW
                 and r["delta_pct"] >= policy.max_increase_pct and r["share_before"] >= policy.share_floor):
             v.warnings.append(_finding(FindingKind.LOW_CONFIDENCE, r))
+        if cls == KernelClass.CANNOT_JUDGE and not r["ignored"]:
+            if policy.cannot_judge == "fail":
+                _fail_or_accept(v, _finding(FindingKind.CANNOT_JUDGE, r), acceptances, (r["name"], r["short_name"]))
+            else:
+                v.warnings.append(_finding(FindingKind.CANNOT_JUDGE, r))
         if not (r["gated"] and (cls == KernelClass.REGRESSED or fail_new)):
             continue
         finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)

@@ -1,0 +1,167 @@
+"""Captures without iteration markers: the unit they are compared in, and the paired test of fixed work.
+
+Without markers a capture is either one run of a fixed amount of work (a benchmark, a solver, a test: the
+same launches on both sides) or a slice of a steady state (0.3 s of a long job). Per second of window is
+the wrong unit for the first: a kernel that fills its window always reads 1 s per window-second, and a
+shorter host part raises every kernel's share of a second. So (``choose_unit``):
+
+- both sides aligned: per iteration;
+- neither aligned, no time slice, and the same work (kernels holding ``SAME_WORK_SHARE`` of the kernel
+  time launch as often per capture on both sides): **per run** — totals per capture, and each kernel's
+  launches paired by ordinal (launch-order chunk k before vs chunk k after: the same launches, the same
+  work, whatever the work does across the run);
+- else per window-second (a slice: launch counts are an accident of where it was cut).
+
+``--unit run|window|iteration`` overrides, where the captures allow it.
+
+The paired test (``paired_estimates``) is symmetric and does not take a trend for noise: the change is the
+log ratio of the kernel's totals (the reverse pair gives exactly its negative), and its noise comes from the
+successive differences of the chunks' log ratios (von Neumann), which a smooth trend across launches
+cancels — Gaussian elimination's launches each work on a smaller matrix than the one before, and a
+slowdown that grows along the run is still one change, not spread.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kbase.analysis.sketch import COUNT, TOTAL
+from kbase.comparison.noise import POWER_Z, Estimate
+from kbase.comparison.side import Side, Unit, side_from_captures
+from kbase.enums import WindowMode
+from kbase.errors import InputError
+
+SAME_WORK_SHARE = 0.9  # of the kernel time: launched equally often per capture on both sides
+COUNT_TOLERANCE = 0.02  # launch counts per capture this close are "the same work"
+MIN_PAIRED_CHUNKS = 4  # launch-order chunks (so launches) each side needs for a within-capture estimate
+UNIT_CHOICES = ("run", "window", "iteration")  # what ``--unit`` accepts
+_UNIT_OF_CHOICE = {"run": Unit.RUN, "window": Unit.WINDOW_SECOND, "iteration": Unit.ITERATION}
+
+
+def same_work(before: Side, after: Side) -> bool:
+    """Whether both sides ran the same work: the kernels holding ``SAME_WORK_SHARE`` of the before side's
+    kernel time have (nearly) the same launches per capture on the after side."""
+    kb, ka = before.kernels, after.kernels
+    if not len(kb) or not len(ka):
+        return False
+    pos = ka.positions(kb.index.tolist())
+    cb = kb["count"] / before.n_captures
+    ca = np.where(pos >= 0, ka["count"][np.maximum(pos, 0)] / after.n_captures, 0.0)
+    weight = np.asarray(kb["total_ns"], dtype=float) / before.n_captures
+    with np.errstate(divide="ignore", invalid="ignore"):
+        equal = (pos >= 0) & (np.abs(ca - cb) <= np.maximum(COUNT_TOLERANCE * cb, 0.5))
+    total = weight.sum()
+    return bool(total > 0 and weight[equal].sum() >= SAME_WORK_SHARE * total)
+
+
+def _sliced(side: Side) -> bool:
+    return any(c.summary.mode == WindowMode.TRIM for c in side.captures)
+
+
+def choose_unit(before: Side, after: Side, requested: str | None = None) -> Unit:
+    """The unit the two sides are compared in (module doc); ``requested``: ``UNIT_CHOICES`` or None."""
+    if requested is not None:
+        if requested not in _UNIT_OF_CHOICE:
+            raise InputError(f"must be one of {', '.join(UNIT_CHOICES)}", field="unit", value=requested)
+        unit = _UNIT_OF_CHOICE[requested]
+        if unit == Unit.ITERATION:
+            for side in (before, after):
+                if not all(c.summary.aligned for c in side.captures) or not side.captures and not side.aligned:
+                    raise InputError(f"{side.label} has no iteration markers: compare it per run or per window",
+                                     field="unit", value=requested)
+        return unit
+    if before.aligned and after.aligned:
+        return Unit.ITERATION
+    if before.aligned or after.aligned:
+        return Unit.WINDOW_SECOND  # one side without markers: incomparable (``diff.comparability``)
+    if _sliced(before) or _sliced(after) or not same_work(before, after):
+        return Unit.WINDOW_SECOND
+    return Unit.RUN
+
+
+def in_unit(side: Side, unit: Unit) -> Side:
+    """``side`` re-pooled per ``unit`` (itself when it already is, or when it keeps no captures)."""
+    if side.unit == unit or not side.captures:
+        return side
+    return side_from_captures(list(side.captures), side.label, side.meta, unit)
+
+
+def align_units(before: Side, after: Side, requested: str | None = None) -> tuple[Side, Side, list[str]]:
+    """Both sides in the unit chosen for them, and a note saying which and why."""
+    unit = choose_unit(before, after, requested)
+    b, a = in_unit(before, unit), in_unit(after, unit)
+    notes = []
+    if unit == Unit.RUN:
+        why = "asked for (--unit run)" if requested else "no iteration markers, same launches per capture"
+        notes.append(f"unit: the run ({why}): totals per capture, launches paired by ordinal")
+    elif unit == Unit.WINDOW_SECOND and not (before.aligned or after.aligned):
+        why = ("asked for (--unit window)" if requested else
+               "no iteration markers; a time slice or different launch counts")
+        notes.append(f"unit: the window-second ({why}): judged on time per launch")
+    elif unit == Unit.WINDOW_SECOND and requested:
+        notes.append("unit: the window-second (asked for: --unit window)")
+    return b, a, notes
+
+
+def _von_neumann(logs: np.ndarray) -> tuple[float, float]:
+    """Variance of one chunk's log ratio from successive differences (a smooth trend cancels) and its
+    effective degrees of freedom (the estimator is 2/3 as efficient as the plain variance)."""
+    n = len(logs)
+    d = np.diff(logs)
+    var = float((d * d).sum() / (2.0 * (n - 1)))
+    return var, 2.0 * (n - 1) ** 2 / (3.0 * n - 4.0)
+
+
+def paired_estimates(before: np.ndarray, after: np.ndarray, resolution_ns: float = 0.0) -> list[Estimate | None]:
+    """Per kernel ((k, CHUNKS, WIDTH) launch sketches each side), the paired change of its total over the
+    launch-order chunks that hold equally many launches on both sides (the same ordinals): the log ratio of
+    the totals and its standard error (module doc); None with fewer than ``MIN_PAIRED_CHUNKS`` such chunks."""
+    out: list[Estimate | None] = []
+    tb_all, ta_all = before[..., TOTAL], after[..., TOTAL]
+    cb_all, ca_all = before[..., COUNT], after[..., COUNT]
+    for tb, ta, cb, ca in zip(tb_all, ta_all, cb_all, ca_all):
+        ok = (tb > 0) & (ta > 0) & (cb == ca) & np.isfinite(tb) & np.isfinite(ta)
+        n = int(ok.sum())
+        if n < MIN_PAIRED_CHUNKS:
+            out.append(None)
+            continue
+        b, a = tb[ok], ta[ok]
+        logs = np.log(a / b)
+        var, df = _von_neumann(logs)
+        w = np.sqrt(a * b)
+        w = w / w.sum()  # symmetric weights: the reverse pair gets the same
+        se = math.sqrt(var * float((w * w).sum()))
+        launches = float(cb[ok].sum())
+        floor = resolution_ns / math.sqrt(12.0) * math.sqrt(2.0 * launches) / math.sqrt(float(a.sum() * b.sum()))
+        out.append(Estimate(rel=float(math.log(a.sum() / b.sum())), se=max(se, floor), source="launches", n=n,
+                            df=df))
+    return out
+
+
+def paired_total_p(before: np.ndarray, after: np.ndarray) -> float:
+    """Two-sided p of the paired log-ratio test of total kernel time per launch-order chunk (each side's
+    ``total_samples``, ``CHUNKS`` per capture: a side's captures are averaged chunk by chunk)."""
+    from kbase.analysis.sketch import CHUNKS
+    from kbase.comparison.stats import t_two_sided_p
+
+    if len(before) % CHUNKS or len(after) % CHUNKS or not len(before) or not len(after):
+        return 1.0
+    b = before.reshape(-1, CHUNKS).mean(axis=0)
+    a = after.reshape(-1, CHUNKS).mean(axis=0)
+    if not ((a > 0) & (b > 0)).all():
+        return 1.0
+    logs = np.log(a / b)
+    var, df = _von_neumann(logs)
+    w = np.sqrt(a * b)
+    w = w / w.sum()
+    se = math.sqrt(var * float((w * w).sum()))
+    z = math.log(a.sum() / b.sum()) / max(se, 1e-12)
+    return float(t_two_sided_p(abs(z), df))
+
+
+def needed_mde(z_crit: float, run_noise: float, captures: tuple[int, int]) -> float:
+    """The change a kernel that cannot be judged would need to show to be detected (80% power) were its
+    run-to-run noise the assumed ``run_noise`` per capture: what repeat captures would let it be judged on."""
+    return (z_crit + POWER_Z) * run_noise * math.sqrt(1 / captures[0] + 1 / captures[1])
