@@ -39,7 +39,7 @@ from kbase.comparison.noise import (
 )
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
-from kbase.comparison.work import align_units, needed_mde, paired_estimates, paired_total_p
+from kbase.comparison.work import align_units, needed_mde, paired_estimates, run_total_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
 
@@ -249,7 +249,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
         if not side.aligned and side.unit != Unit.RUN:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
     return DiffResult(before=before, after=after, table={c: rows[c] for c in ROW_COLUMNS},
-                      totals=_totals(before, after, policy), mismatches=comparability(before, after, policy),
+                      totals=_totals(before, after, policy, rows), mismatches=comparability(before, after, policy),
                       policy=policy, notes=notes, ops=by_op)
 
 
@@ -420,13 +420,12 @@ def _change(b: float, a: float) -> TotalChange:
     return TotalChange(before=b, after=a, delta_ns=a - b, delta_pct=(a - b) / b * 100 if b else float("nan"))
 
 
-def _totals(before: Side, after: Side, policy: Policy) -> DiffTotals:
+def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarray]) -> DiffTotals:
     k = _change(before.totals.kernel, after.totals.kernel)
     sb, sa = before.total_samples, after.total_samples
     enough = len(sb) >= policy.min_iterations and len(sa) >= policy.min_iterations
-    if before.unit == Unit.RUN:  # the same work: chunk k before vs chunk k after, paired
-        enough = bool(len(sb) and len(sa))
-        p = paired_total_p(sb, sa) if enough else 1.0
+    if before.unit == Unit.RUN:  # the same work: from the kernels' paired tests
+        p, enough = run_total_p(rows, policy.share_floor)
     else:
         p = mann_whitney_p(sb, sa) if enough else 1.0
     kernel = KernelTimeChange(**vars(k), p_value=p, enough=enough,

@@ -140,25 +140,24 @@ def paired_estimates(before: np.ndarray, after: np.ndarray, resolution_ns: float
     return out
 
 
-def paired_total_p(before: np.ndarray, after: np.ndarray) -> float:
-    """Two-sided p of the paired log-ratio test of total kernel time per launch-order chunk (each side's
-    ``total_samples``, ``CHUNKS`` per capture: a side's captures are averaged chunk by chunk)."""
-    from kbase.analysis.sketch import CHUNKS
-    from kbase.comparison.stats import t_two_sided_p
-
-    if len(before) % CHUNKS or len(after) % CHUNKS or not len(before) or not len(after):
-        return 1.0
-    b = before.reshape(-1, CHUNKS).mean(axis=0)
-    a = after.reshape(-1, CHUNKS).mean(axis=0)
-    if not ((a > 0) & (b > 0)).all():
-        return 1.0
-    logs = np.log(a / b)
-    var, df = _von_neumann(logs)
-    w = np.sqrt(a * b)
-    w = w / w.sum()
-    se = math.sqrt(var * float((w * w).sum()))
-    z = math.log(a.sum() / b.sum()) / max(se, 1e-12)
-    return float(t_two_sided_p(abs(z), df))
+def run_total_p(rows: dict[str, np.ndarray], share_floor: float) -> tuple[float, bool]:
+    """Per run: the two-sided p of the change of total kernel time and whether it could be judged, from the
+    kernels' own paired tests (the log ratio of the totals; each matched kernel's standard error weighted by
+    its symmetric share of the time; new and gone kernels are certain). Not judged when a matched kernel above
+    ``share_floor`` could not be judged itself: the total's noise is then unknown too."""
+    b, a = np.asarray(rows["before"], float), np.asarray(rows["after"], float)
+    if not len(b) or not b.sum() > 0 or not a.sum() > 0:
+        return 1.0, False
+    matched = (b > 0) & (a > 0)
+    se = np.asarray(rows["noise_rel"], float)
+    share = np.fmax(np.nan_to_num(rows["share_before"], nan=0.0), np.nan_to_num(rows["share_after"], nan=0.0))
+    unjudged = matched & ~np.isfinite(se) & (share >= share_floor)
+    if unjudged.any():
+        return 1.0, False
+    w = np.sqrt(b * a) / float(np.sqrt(b * a).sum())
+    var = float(np.nansum(np.where(matched, (w * se) ** 2, 0.0)))
+    z = math.log(a.sum() / b.sum()) / max(math.sqrt(var), 1e-12)
+    return math.erfc(abs(z) / math.sqrt(2.0)), True
 
 
 def needed_mde(z_crit: float, run_noise: float, captures: tuple[int, int]) -> float:

@@ -25,6 +25,7 @@ from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_n
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
     from kbase.comparison.result import Comparison
+    from kbase.comparison.side import Side
 
 ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough")] + ["diagnosis", "amdahl"]
 SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
@@ -132,8 +133,9 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
 # ------------------------------------------------------------------------------------------ the document
 
 
-def describe_side(r: Resolved) -> dict[str, Any]:
-    s = r.side
+def describe_side(r: Resolved, side: Side | None = None) -> dict[str, Any]:
+    """``side``: the side as compared (in the comparison's unit), else as resolved."""
+    s = side or r.side
     return {"label": s.label, "commit": r.commit, "baselines": r.baseline_ids, "unit": s.unit.value,
             "units": s.n_units, "gpus": s.n_gpus, "aligned": s.aligned, "workload": s.meta.workload,
             "gpu_models": s.meta.gpu_models, "window_spec": s.meta.window_spec}
@@ -162,8 +164,8 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         "schema": DIFF_SCHEMA,
         "version": 3,
         "unit": result.totals.unit,
-        "before": describe_side(comparison.before),
-        "after": describe_side(comparison.after),
+        "before": describe_side(comparison.before, result.before),
+        "after": describe_side(comparison.after, result.after),
         "comparable": not result.mismatches,
         "mismatches": result.mismatches,
         "notes": comparison.notes + result.notes,
