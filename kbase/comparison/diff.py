@@ -39,7 +39,7 @@ from kbase.comparison.noise import (
 )
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
-from kbase.comparison.work import align_units, needed_mde, paired_estimates, run_total_p
+from kbase.comparison.work import MIN_REPEATS, align_units, needed_mde, paired_estimates, run_total_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
 
@@ -254,7 +254,6 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
 
 
 REGRESSED, BELOW_FLOOR, IMPROVED = 1, 2, -1  # a kernel's verdict before the class rules (0: none)
-MIN_REPEATS = 3  # repeat captures of one commit whose spread is a kernel's run-to-run noise
 
 
 def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarray, before: Side, after: Side,

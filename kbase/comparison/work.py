@@ -160,7 +160,11 @@ def run_total_p(rows: dict[str, np.ndarray], share_floor: float) -> tuple[float,
     return math.erfc(abs(z) / math.sqrt(2.0)), True
 
 
+MIN_REPEATS = 3  # repeat captures of one commit whose spread is a kernel's run-to-run noise
+
+
 def needed_mde(z_crit: float, run_noise: float, captures: tuple[int, int]) -> float:
-    """The change a kernel that cannot be judged would need to show to be detected (80% power) were its
-    run-to-run noise the assumed ``run_noise`` per capture: what repeat captures would let it be judged on."""
-    return (z_crit + POWER_Z) * run_noise * math.sqrt(1 / captures[0] + 1 / captures[1])
+    """For a kernel that cannot be judged: the MDE (80% power) a judgement would have with ``MIN_REPEATS``
+    captures a side (at least those it has) whose spread were the assumed ``run_noise`` per capture."""
+    n = (max(captures[0], MIN_REPEATS), max(captures[1], MIN_REPEATS))
+    return (z_crit + POWER_Z) * run_noise * math.sqrt(1 / n[0] + 1 / n[1])

@@ -16,6 +16,7 @@ from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
 from kbase.comparison.side import Unit, unit_of
+from kbase.comparison.work import MIN_REPEATS
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
@@ -79,9 +80,10 @@ def finding_text(f: Finding, unit: Unit = Unit.ITERATION) -> str:
     if f.kind == FindingKind.LOW_CONFIDENCE:
         return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
     if f.kind == FindingKind.CANNOT_JUDGE:
-        need = f"; it would need a change of {f.mde_rel:.1%} to be seen" if f.mde_rel == f.mde_rel else ""
+        need = (f"; with {MIN_REPEATS} repeat captures a side it would detect about {f.mde_rel:.1%}"
+                if f.mde_rel == f.mde_rel else "")
         return (f"cannot judge {f.short_name} {short_id(f.name)} {fmt_delta_pct(f.delta_pct)} {unit.per} (too few "
-                f"launches, no history or repeat captures{need}; store repeat captures to judge it)")
+                f"launches for a noise estimate, no history or repeat captures{need})")
     if f.kind == FindingKind.OP_REGRESSED:
         return (f"op {f.name} {f.delta_pct:+.1f}% {unit.per} ({f.effect:+.2%} of {unit.whole}), its kernels "
                 f"swapped (judged as one op) — {amdahl_text(_finding_row(f), unit)}")

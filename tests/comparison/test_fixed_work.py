@@ -123,7 +123,7 @@ def test_a_single_launch_cannot_be_judged_and_says_so(tmp_path, settings):
     assert math.isfinite(row["mde_rel"]) and row["mde_rel"] > 0  # the change it would need
     assert verdict.status == GateStatus.PASS
     lines = "\n".join(verdict_lines(verdict))
-    assert "cannot judge dp_kernel" in lines and "would need a change of" in lines
+    assert "cannot judge dp_kernel" in lines and "repeat captures a side it would detect about" in lines
     doc = diff_doc(comparison, verdict)
     assert doc["counts"]["cannot_judge"] == 1
     assert "cannot judge" in diff_md(doc, verdict=verdict)
@@ -153,3 +153,47 @@ def test_a_unit_the_captures_cannot_give_is_refused_in_one_line(tmp_path):
         assert res.rc == 2 and "--unit" in res.stderr and "Traceback" not in res.stderr, res
         assert len(res.stderr.strip().splitlines()) == 1, res
     assert {p: Path(p).read_bytes() for p in (a, b)} == before
+
+
+# --------------------------------------------------------------------------- repeat captures are processes
+
+
+def _stored_pair(tmp_path: Path, candidate_slowdown: float, window: dict | None = None):
+    """Three repeat captures stored at one commit, one capture at the next (``candidate_slowdown`` on the
+    single-launch kernel); the gate between them."""
+    from dataclasses import replace
+
+    from kbase.analysis.spec import WindowSpec
+    from kbase.store import open_store
+
+    from helpers.gitrepos import commit, git
+
+    repo = tmp_path / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    settings = kbase.Settings.load(repo=repo, db=f"sqlite:///{tmp_path / 'kbase.db'}", name="solver")
+    if window:
+        settings = replace(settings, window=WindowSpec(**window))
+    kernels = [SOLO, HELPER]
+    commit(repo, "v1\n", "v1")
+    with open_store(settings) as st:
+        for seed in (1, 2, 3):
+            kbase.snapshot(_gen(tmp_path, f"r{seed}.sqlite", kernels, seed=seed, run_sd=0.01), settings, store=st)
+        commit(repo, "v2\n", "v2")
+        kbase.snapshot(_gen(tmp_path, "c.sqlite", kernels, seed=9, run_sd=0.01,
+                            slowdown={SOLO.name: candidate_slowdown}), settings, store=st)
+        return kbase.gate("HEAD~1", "HEAD", settings, store=st)
+
+
+@pytest.mark.parametrize("window", [None, {"iteration_kernel": "dp_kernel", "warmup": 0}],
+                         ids=["no-markers", "iteration-kernel"])
+def test_three_stored_repeats_judge_a_single_launch(tmp_path, window):
+    slower = _stored_pair(tmp_path / "slower", 1.2, window)
+    row = _row(slower.comparison, "dp_kernel")
+    assert not slower.comparison.result.mismatches  # repeats are processes, not iterations
+    assert row["class"] == KernelClass.REGRESSED and row["noise_source"] == "repeat", row
+    assert slower.verdict.status == GateStatus.FAIL
+    fourth = _stored_pair(tmp_path / "same", 1.0, window)
+    assert not fourth.comparison.result.mismatches
+    assert _row(fourth.comparison, "dp_kernel")["class"] != KernelClass.CANNOT_JUDGE
+    assert fourth.verdict.status == GateStatus.PASS, verdict_lines(fourth.verdict)
