@@ -59,7 +59,8 @@ def _r(p: str) -> re.Pattern:
 
 _COMM = _r(r"^(?:nccl|rccl)|nvshmem|multimem_all_reduce|cross_device_reduce|(?:^|_)all_?(?:reduce|gather|to_?all)|"
            r"(?:^|_)reduce_?scatter|sendrecv")
-_MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|^(?:tensor_?)?permut(?:e|ation)(?:_?kernel)?$|tensor_?permut|nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache")
+_MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|^(?:tensor_?)?permut(?:e|ation)(?:_?kernel)?$|tensor_?permut|"
+             r"nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache")
 # Inductor pointwise kernels whose fused ops only copy or fill (``triton_poi_fused_copy_zeros_3``); a cast
 # (``_to_copy``) or a fused clone/transpose stays compute, as the labelled corpus has them
 _INDUCTOR_DATA_OPS = frozenset({"copy", "zeros", "zero", "fill", "full", "ones", "empty", "new", "like", "slice",

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 KINETO_CATEGORIES = frozenset({
     "cpu_op", "operator", "user_annotation", "gpu_user_annotation", "python_function", "cuda_runtime", "runtime",
     "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "trace", "ac2g", "cuda_profiler_range",
-    "overhead", "fwdbwd", "cpu_instant_event", "gpu_instant_event", "python_function", "mtia_ccp_events",
+    "overhead", "fwdbwd", "cpu_instant_event", "gpu_instant_event", "mtia_ccp_events",
 })
 KINETO_META = ("schemaVersion", "deviceProperties", "distributedInfo", "traceName", "baseTimeNanoseconds")
 # process and thread names of the TensorFlow / JAX (XLA) profiler's trace viewer
