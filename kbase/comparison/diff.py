@@ -39,7 +39,7 @@ from kbase.comparison.noise import (
 )
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
-from kbase.comparison.work import MIN_REPEATS, align_units, needed_mde, paired_estimates, run_total_p
+from kbase.comparison.work import COUNT_TOLERANCE, MIN_REPEATS, align_units, needed_mde, paired_estimates, run_total_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
 
@@ -293,7 +293,7 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     by_iter = (iteration_estimates(before.samples[pos_b[idx]], after.samples[pos_a[idx]])
                if before.n_samples and after.n_samples and not per_run else [None] * len(idx))
     with np.errstate(divide="ignore", invalid="ignore"):
-        same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < 0.005)
+        same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < (COUNT_TOLERANCE if per_run else 0.005))
     by_launch: list[Estimate | None] = [None] * len(idx)
     if before.sketches is not None and after.sketches is not None and same_count.any():
         sel = np.flatnonzero(same_count)

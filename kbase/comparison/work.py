@@ -41,19 +41,25 @@ _UNIT_OF_CHOICE = {"run": Unit.RUN, "window": Unit.WINDOW_SECOND, "iteration": U
 
 
 def same_work(before: Side, after: Side) -> bool:
-    """Whether both sides ran the same work: the kernels holding ``SAME_WORK_SHARE`` of the before side's
-    kernel time have (nearly) the same launches per capture on the after side."""
+    """Whether both sides ran the same work: the kernels of both sides holding ``SAME_WORK_SHARE`` of their
+    time launch (nearly) equally often per capture, and either they hold at least half of the before side's
+    time or both sides launch (nearly) as many kernels in all (a kernel replaced by another, say a faster one,
+    leaves the program's launches as they were). A slice cut from a job that got slower or faster holds more
+    or fewer launches of every kernel."""
     kb, ka = before.kernels, after.kernels
     if not len(kb) or not len(ka):
         return False
     pos = ka.positions(kb.index.tolist())
-    cb = kb["count"] / before.n_captures
-    ca = np.where(pos >= 0, ka["count"][np.maximum(pos, 0)] / after.n_captures, 0.0)
-    weight = np.asarray(kb["total_ns"], dtype=float) / before.n_captures
-    with np.errstate(divide="ignore", invalid="ignore"):
-        equal = (pos >= 0) & (np.abs(ca - cb) <= np.maximum(COUNT_TOLERANCE * cb, 0.5))
-    total = weight.sum()
-    return bool(total > 0 and weight[equal].sum() >= SAME_WORK_SHARE * total)
+    both = pos >= 0
+    cb = kb["count"][both] / before.n_captures
+    ca = ka["count"][pos[both]] / after.n_captures
+    weight = np.asarray(kb["total_ns"], dtype=float)
+    matched = weight[both].sum()
+    equal = np.abs(ca - cb) <= np.maximum(COUNT_TOLERANCE * cb, 0.5)
+    nb, na = kb["count"].sum() / before.n_captures, ka["count"].sum() / after.n_captures
+    as_many = abs(na - nb) <= max(COUNT_TOLERANCE * nb, 0.5)
+    return bool(matched > 0 and (matched >= 0.5 * weight.sum() or as_many)
+                and weight[both][equal].sum() >= SAME_WORK_SHARE * matched)
 
 
 def _sliced(side: Side) -> bool:
@@ -115,26 +121,28 @@ def _von_neumann(logs: np.ndarray) -> tuple[float, float]:
 
 
 def paired_estimates(before: np.ndarray, after: np.ndarray, resolution_ns: float = 0.0) -> list[Estimate | None]:
-    """Per kernel ((k, CHUNKS, WIDTH) launch sketches each side), the paired change of its total over the
-    launch-order chunks that hold equally many launches on both sides (the same ordinals): the log ratio of
-    the totals and its standard error (module doc); None with fewer than ``MIN_PAIRED_CHUNKS`` such chunks."""
+    """Per kernel ((k, CHUNKS, WIDTH) launch sketches each side), the paired change of its time per launch over
+    the launch-order chunks that hold (nearly) as many launches on both sides (the same ordinals): the log
+    ratio of the mean launch times — with equal counts, of the totals — and its standard error (module doc);
+    None with fewer than ``MIN_PAIRED_CHUNKS`` such chunks."""
     out: list[Estimate | None] = []
     tb_all, ta_all = before[..., TOTAL], after[..., TOTAL]
     cb_all, ca_all = before[..., COUNT], after[..., COUNT]
     for tb, ta, cb, ca in zip(tb_all, ta_all, cb_all, ca_all):
-        ok = (tb > 0) & (ta > 0) & (cb == ca) & np.isfinite(tb) & np.isfinite(ta)
+        ok = ((tb > 0) & (ta > 0) & (np.abs(ca - cb) <= np.maximum(COUNT_TOLERANCE * cb, 0.5)) & np.isfinite(tb)
+              & np.isfinite(ta))
         n = int(ok.sum())
         if n < MIN_PAIRED_CHUNKS:
             out.append(None)
             continue
-        b, a = tb[ok], ta[ok]
+        b, a = tb[ok] / cb[ok], ta[ok] / ca[ok]  # mean launch time per chunk
         logs = np.log(a / b)
         var, df = _von_neumann(logs)
         w = np.sqrt(a * b)
         w = w / w.sum()  # symmetric weights: the reverse pair gets the same
         se = math.sqrt(var * float((w * w).sum()))
-        launches = float(cb[ok].sum())
-        floor = resolution_ns / math.sqrt(12.0) * math.sqrt(2.0 * launches) / math.sqrt(float(a.sum() * b.sum()))
+        per = float(cb[ok].sum())
+        floor = resolution_ns / math.sqrt(12.0) * math.sqrt(2.0 / per) / math.sqrt(float(a.mean() * b.mean()))
         out.append(Estimate(rel=float(math.log(a.sum() / b.sum())), se=max(se, floor), source="launches", n=n,
                             df=df))
     return out

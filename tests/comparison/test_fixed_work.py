@@ -197,3 +197,16 @@ def test_three_stored_repeats_judge_a_single_launch(tmp_path, window):
     assert not fourth.comparison.result.mismatches
     assert _row(fourth.comparison, "dp_kernel")["class"] != KernelClass.CANNOT_JUDGE
     assert fourth.verdict.status == GateStatus.PASS, verdict_lines(fourth.verdict)
+
+
+def test_a_changed_kernel_set_on_a_faster_run_gives_the_net_change(tmp_path, settings):
+    fast = FixedKernel("void fan2_fused_kernel<float>(float*, float*, int)", "fan2_fused_kernel", 1023, 250_000, 2_500)
+    a = _gen(tmp_path, "a.sqlite", [FAN1, FAN2], seed=1)
+    b = _gen(tmp_path, "b.sqlite", [FAN1, fast], seed=2)
+    comparison, verdict = _gate(a, b, settings)
+    assert verdict.status == GateStatus.FAIL  # the new-kernel rule
+    net = comparison.result.totals.kernel.delta_pct
+    assert net < -20
+    lines = "\n".join(verdict_lines(verdict))
+    assert f"net: total kernel time per run {net:+.1f}% with the changed kernel set" in lines
+    assert "faster overall; failing on the new-kernel rule" in lines
