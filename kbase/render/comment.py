@@ -160,7 +160,7 @@ def _heads(cost: bool, unit: Unit = Unit.ITERATION) -> tuple[list[str], list[str
     if cost:
         top = [TOP_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), TOP_HEAD[1] + "---:|"]
         full = [FULL_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), FULL_HEAD[1] + "---:|"]
-    word = unit.value.removeprefix("window-")
+    word = {Unit.ITERATION: "iter", Unit.RUN: "run", Unit.WINDOW_SECOND: "window-s"}[unit]
     return ([top[0].replace("/iter", unit.short).replace("on iter", f"on {word}"), top[1]],
             [full[0].replace("/iter", unit.short), full[1]])
 

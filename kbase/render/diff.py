@@ -350,7 +350,7 @@ def columns_of(doc: dict[str, Any]) -> list[Column]:
 
 def diff_title(doc: dict[str, Any]) -> str:
     unit = unit_of(doc.get("unit"))
-    return f"Kernel diff ({unit.per} per GPU; sorted by effect on {unit.whole.removeprefix('a ')} time)"
+    return f"Kernel diff ({unit.per} per GPU; sorted by effect on {unit.value} time)"
 
 
 def _display(doc: dict[str, Any], full_names: bool) -> dict[str, str]:
