@@ -173,10 +173,13 @@ def gate_banner(doc: dict) -> str:
 def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None) -> tuple[str, dict]:
     """A diff page: ``doc`` is ``kbase gate --format json``'s document of its pair (the report's pair, or a
     detected step's: ``step``); ``others``: the step pages to link."""
+    from kbase.comparison.side import unit_of
+
+    u = unit_of(doc.get("unit"))
     b, a = doc["before"], doc["after"]
-    shown = [(label, t) for key, label in (("iteration_wall", "GPU wall per iteration"),
+    shown = [(label, t) for key, label in (("iteration_wall", f"GPU wall {u.per}"),
                                            ("step_wall", "CPU step wall time"),
-                                           ("kernel", "kernel time per iteration per GPU"), ("compute", "compute"),
+                                           ("kernel", f"kernel time {u.per} per GPU"), ("compute", "compute"),
                                            ("communication", "communication (NCCL)"), ("memory", "memory"))
              if present(t := doc["totals"].get(key))]
     unit = column_unit(v for _, t in shown for v in (t["before"], t["after"]))
@@ -211,7 +214,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
                  + "".join(f'<li><a href="{html_text(d.page)}">{html_text(d.before[:12])} → {html_text(d.after[:12])}'
                            f"</a>: {html_text('; '.join(d.labels))}</li>" for d in others if d.gate is not None)
                  + "</ul>")
-    head = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ%", "effect on iter"] + (
+    head = ["class", "kernel", "TC", f"before{u.short}", f"after{u.short}", "Δ%", f"effect on {u.value}"] + (
         ["cost/month"] if cost else []) + ["diagnosis", "Amdahl"]
     body = (f"<h1>Diff: {html_text(_side_label(b))} → {html_text(_side_label(a))}</h1>"
             f'<p class="sub">{html_text(b.get("commit") or "")} → {html_text(a.get("commit") or "")}; '
@@ -219,7 +222,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             + _verdict_html(doc)
             + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
             + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
-            + "<h2>Where the kernel time moved (waterfall, per iteration per GPU)</h2>"
+            + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU)</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)
             + "<h2>Changed kernels and what they are worth (Amdahl)</h2>" + table(head, krows) + links)
