@@ -27,7 +27,8 @@ PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#e
            "#79706e", "#bab0ac", "#439894"]
 OTHER_COLOR = "#c7c7c7"
 CLASS_COLOR = {"regressed": "#d62728", "regressed_below_floor": "#e377c2", "improved": "#2ca02c", "new": "#ff7f0e",
-               "gone": "#1f77b4", "swap": "#9467bd", "other": "#9e9e9e", "total": "#555555"}
+               "gone": "#1f77b4", "swap": "#9467bd", "other": "#9e9e9e", "total": "#555555",
+               "cannot_judge": "#17becf"}
 TC_LABEL = {"tc": "✓ tensor cores", "fallback": "⚠ matmul/conv on CUDA cores (no tensor-core path)",
             "na": "- not tensor-core work"}
 TC_COLOR = {"tc": "#2ca02c", "fallback": "#ff7f0e", "na": "#9e9e9e"}
@@ -279,7 +280,7 @@ def _num(x) -> float:
 def waterfall_rows(doc: dict, limit: int = 25) -> tuple[list[dict], float]:
     """The kernels drawn as steps of the waterfall (changed ones by |Δ|, at most ``limit``) and the
     Δ of all the others together, so the bars add up from the before total to the after total."""
-    classes = ("regressed", "regressed_below_floor", "improved", "new", "gone")
+    classes = ("regressed", "regressed_below_floor", "improved", "new", "gone", "cannot_judge")
     changed = [r for r in doc["kernels"] if r["class"] in classes or r.get("swap")]
     changed.sort(key=lambda r: -abs(_num(r["delta_ns"])))
     shown = changed[:limit]
