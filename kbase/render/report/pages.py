@@ -191,8 +191,8 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
     times = column_unit(v for r in rows for v in row_sides(r))
     cost = doc.get("cost")
     for r in rows:
-        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace("regressed_below_floor",
-                                                                             "regressed (below gate floor)")
+        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace(
+            "regressed_below_floor", "regressed (below gate floor)").replace("cannot_judge", "cannot judge")
         before, after = row_sides(r)
         money = (f"<td class='num'>{html_text(_money(r.get('cost_per_month'), cost['currency']))}</td>"
                  if cost else "")
