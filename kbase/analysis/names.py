@@ -88,6 +88,9 @@ def _itanium_nested_name(name: str) -> str:
 # Kernels whose own name is a wrapper (``cutlass::Kernel2<X>``, ``cutlass::device_kernel<X>``,
 # ``ck_tile::kentry<..., X>``): the wrapped type is the kernel.
 WRAPPERS = frozenset({"kernel", "kernel2", "device_kernel", "kentry"})
+# a wrapper whose first type argument is a plain type (cuBLAS' ``gemvx::kernel<int, int, float2, …>``) wraps nothing
+_PLAIN_TYPE = re.compile(r"(?:unsigned |signed |const )*(?:int|long|short|char|bool|float|double|half|__half|size_t|"
+                         r"void|__nv_bfloat16|bfloat16|BFloat16|Half|u?int\d+_t)\d*\s*\**")
 _LITERAL = re.compile(r"(?:\([\w ]+\))?\s*-?\d+[uUlL]*|true|false")  # a template argument that is a value
 
 
@@ -135,6 +138,8 @@ def _wrapped(name: str) -> str:
         if not first:
             return ""
         inner = _base_name(first)
+        if _PLAIN_TYPE.fullmatch(first) or _PLAIN_TYPE.fullmatch(inner):
+            return ""
         if inner.lower() not in WRAPPERS and not inner.startswith("enable_sm"):
             return inner
         name = first
