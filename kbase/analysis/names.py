@@ -104,6 +104,9 @@ def short_name(name: str, exported: str | None = None) -> str:
         inner = _wrapped(name)
         if inner:
             return inner
+        # wrapping nothing (cuBLAS' gemvx::kernel<int, …>): its namespace says what it is
+        parts = qualified_own_name(name).split("::")
+        return "::".join(parts[-2:]) if len(parts) > 1 else base
     return base
 
 

@@ -215,9 +215,9 @@ def test_outside_brackets_matches_a_character_walk() -> None:
     ("void cutlass::Kernel2<cutlass::enable_sm90_or_later<flash::FlashAttnFwdSm90<int>>>(int)", None,
      "FlashAttnFwdSm90"),
     ("void at::native::foo<4, F>(int, F)", None, "foo"),
-    # cuBLAS' gemvx::kernel wraps no kernel: its first argument is a plain type
+    # cuBLAS' gemvx::kernel wraps no kernel (its first argument is a plain type): named with its namespace
     ("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float2, float2, (bool)0>(T13)", "kernel",
-     "kernel"),
+     "gemvx::kernel"),
 ])
 def test_a_wrapper_kernel_is_named_by_what_it_wraps(name, exported, short):
     from kbase.analysis.names import short_name
