@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kbase.comparison import work
 from kbase.comparison.noise import (
     SOURCES,
     Estimate,
@@ -39,7 +40,6 @@ from kbase.comparison.noise import (
 )
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.stats import mann_whitney_p
-from kbase.comparison.work import COUNT_TOLERANCE, MIN_REPEATS, align_units, needed_mde, paired_estimates, run_total_p
 from kbase.enums import Confidence, KernelClass, Match
 from kbase.policy import THRESHOLD_KEYS, Policy
 
@@ -182,7 +182,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``);
     ``unit``: ``run``, ``window`` or ``iteration`` (None: chosen from the captures, ``work.choose_unit``)."""
     policy = policy or Policy()
-    before, after, unit_notes = align_units(before, after, unit or policy.unit or None)
+    before, after, unit_notes = work.align_units(before, after, unit or policy.unit or None)
     pairs = match_kernels(before.kernels, after.kernels)
     n = len(pairs)
     name_b = np.empty(n, dtype=object)
@@ -289,21 +289,24 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     wall = before.unit_wall_ns
     idx = np.flatnonzero(matched)
     # within-capture estimates of every matched kernel at once (numpy per kernel cost ~0.15 s at 2,000)
-    per_run = before.unit == Unit.RUN  # chunk totals of fixed work trend along the run: paired tests only
+    per_run = before.unit == Unit.RUN  # chunk totals of fixed work trend along the run: paired where counts match
     by_iter = (iteration_estimates(before.samples[pos_b[idx]], after.samples[pos_a[idx]])
-               if before.n_samples and after.n_samples and not per_run else [None] * len(idx))
+               if before.n_samples and after.n_samples else [None] * len(idx))
     with np.errstate(divide="ignore", invalid="ignore"):
-        same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < (COUNT_TOLERANCE if per_run else 0.005))
+        same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < (work.COUNT_TOLERANCE if per_run else 0.005))
     by_launch: list[Estimate | None] = [None] * len(idx)
     if before.sketches is not None and after.sketches is not None and same_count.any():
         sel = np.flatnonzero(same_count)
-        estimates = paired_estimates if per_run else launch_estimates
+        estimates = work.paired_estimates if per_run else launch_estimates
         for j, est in zip(sel.tolist(), estimates(before.sketches[pos_b[idx[sel]]],
                                                   after.sketches[pos_a[idx[sel]]], resolution)):
             by_launch[j] = est
     for j, i in enumerate(idx.tolist()):
         within = [by_iter[j]]
-        if same_count[j]:
+        if per_run:  # paired by ordinal; launch counts that changed: chunk totals (a trend inflates, never hides)
+            launched = min(cb[i], ca[i]) >= work.MIN_PAIRED_CHUNKS
+            within = [by_launch[j]] if same_count[j] else [by_iter[j]] if launched else []
+        elif same_count[j]:
             within = [by_launch[j]] if launches_first and by_launch[j] is not None else [*within, by_launch[j]]
         run_sd: RunNoise | None = None
         if np.isfinite(hist[i]):
@@ -313,8 +316,8 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
         else:
             # repeat captures without iterations: the spread of their levels, with enough of them (an sd from
             # 2 has 1 degree of freedom)
-            rep = (np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= min(policy.min_history, MIN_REPEATS)
-                   else np.nan)
+            enough_caps = max(caps) >= min(policy.min_history, work.MIN_REPEATS)
+            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if enough_caps else np.nan
             if np.isfinite(rep):
                 run_sd = RunNoise("repeat", float(rep), float(max(caps) - 1))
         rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
@@ -326,7 +329,7 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
         for key in cols:
             cols[key][i] = est.run_rel if key == "run_noise_rel" else getattr(k, key)
         if k.source == "assumed":  # cannot judge: the change it would need to show, were repeats stored
-            cols["mde_rel"][i] = needed_mde(z_crit, th["run_noise"][i], caps)
+            cols["mde_rel"][i] = work.needed_mde(z_crit, th["run_noise"][i], caps)
         elif per_run and k.source == "launches":  # the paired test's log ratio, as a change
             cols["mde_rel"][i] = float(np.expm1(k.mde_rel))
         source[i], test[i] = k.source, k.test
@@ -424,7 +427,7 @@ def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarra
     sb, sa = before.total_samples, after.total_samples
     enough = len(sb) >= policy.min_iterations and len(sa) >= policy.min_iterations
     if before.unit == Unit.RUN:  # the same work: from the kernels' paired tests
-        p, enough = run_total_p(rows, policy.share_floor)
+        p, enough = work.run_total_p(rows, policy.share_floor)
     else:
         p = mann_whitney_p(sb, sa) if enough else 1.0
     kernel = KernelTimeChange(**vars(k), p_value=p, enough=enough,
