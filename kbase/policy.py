@@ -156,6 +156,10 @@ def _check_flag(key: str, value: object) -> float:
 CHOICES = {"new_kernel": ("fail", "warn"), "cannot_judge": ("warn", "fail"), "unit": ("", "run", "window", "iteration")}
 
 
+def _choices(key: str) -> str:
+    return ", ".join(repr(c) for c in CHOICES[key] if c) + (" (or \"\": automatic)" if "" in CHOICES[key] else "")
+
+
 def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 where: str = "[tool.kbase.gate]") -> Policy:
     """Defaults, then ``[tool.kbase.gate]``, then command-line flags (None values ignored)."""
@@ -181,7 +185,7 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 p.kernels[pat] = {k: _check_value(k, v, f"{where}.kernels") for k, v in over.items()}
         elif key in CHOICES:
             if value not in CHOICES[key]:
-                raise InputError(f"{where}: {key} must be one of {', '.join(map(repr, CHOICES[key]))}, got {value!r}")
+                raise InputError(f"{where}: {key} must be one of {_choices(key)}, got {value!r}")
             setattr(p, key, value)
         elif key == "history_ref":
             if not isinstance(value, str):
@@ -205,7 +209,7 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
             p.ignore = p.ignore + list(value)
         elif key in CHOICES:
             if value not in CHOICES[key]:
-                raise SettingsError(f"must be one of {', '.join(map(repr, CHOICES[key]))}", field=key, value=value)
+                raise SettingsError(f"must be one of {_choices(key)}", field=key, value=value)
             setattr(p, key, value)
         elif key == "history_ref":
             p.history_ref = str(value).strip()
