@@ -402,14 +402,15 @@ def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndar
     pct = rows["delta_pct"]
     enough = rows["enough"]
     matched = has_a & has_b
-    # nothing measured its noise (too few launches, no history, no repeats) and it could matter: said so
+    # a visible change nothing could measure the noise of (too few launches, no history, no repeats), in a kernel
+    # that could matter: said so
     unjudged = matched & (rows["noise_source"] == "assumed") & ~(np.fmax(rows["share_before"], rows["share_after"])
                                                                  < th["share_floor"])
     cls = np.select(
-        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, unjudged, np.abs(pct) < policy.unchanged_pct],
+        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, np.abs(pct) < policy.unchanged_pct, unjudged],
         [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value,
-         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.CANNOT_JUDGE.value,
-         KernelClass.UNCHANGED.value],
+         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.UNCHANGED.value,
+         KernelClass.CANNOT_JUDGE.value],
         KernelClass.WITHIN_NOISE.value)
     rows["class"] = cls.astype(object)
     rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value).astype(object)

@@ -95,7 +95,11 @@ def in_unit(side: Side, unit: Unit) -> Side:
 
 
 def align_units(before: Side, after: Side, requested: str | None = None) -> tuple[Side, Side, list[str]]:
-    """Both sides in the unit chosen for them, and a note saying which and why."""
+    """Both sides in the unit chosen for them, and a note saying which and why. One side with iteration
+    markers and one without stay as they are, unless a unit is asked for: they have no common unit
+    (``diff.comparability`` says so)."""
+    if before.aligned != after.aligned and not requested:
+        return before, after, []
     unit = choose_unit(before, after, requested)
     b, a = in_unit(before, unit), in_unit(after, unit)
     notes = []
