@@ -2,7 +2,7 @@
 generated histories. Prints the tables docs/noise-model.md quotes.
 
     .venv/bin/python benchmarks/calibrate.py [--data DIR] [--only aa,inject,nsys,workers,fresh,simfresh,floor,
-                                                                  fpr,history,e2e,gatehist,step]
+                                                                  fpr,history,e2e,gatehist,fixedwork,step]
 
 - ``aa``: the A/A pair (two captures of one configuration) diffed and gated both ways: kernels flagged, gate
   verdict, the swap notes.
@@ -37,6 +37,10 @@ generated histories. Prints the tables docs/noise-model.md quotes.
   6, 11 and 21 past baselines, and a 60-commit noise-only history gated commit by commit.
 - ``step``: the step rule (``benchmarks/calibrate_step.py``): false alarms on real and simulated A/A pairs and
   its power on real (4 -> 0 DataLoader workers) and simulated (slower host) step changes, beside the kernels'.
+- ``fixedwork``: A/A pairs of generated captures without iteration markers (fixed work: a trending Gaussian
+  elimination, a window-filling stencil, a one-launch solver, a mixed program) gated, beside A/A pairs of
+  iteration-marked ones: false FAILs, pairs with a kernel flagged, kernels called "cannot judge", and +5% /
+  +10% found (``benchmarks/fixed_work_aa.py``; at no and at 0.3% per-process noise).
 - ``--repeats GLOB``: any set of repeat captures of one configuration (yours): every ordered pair
   diffed and gated (every flag is a false one), then the ``inject`` table on the first two.
 """
@@ -627,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     ap.add_argument("--only", default="aa,inject,injectswap,nsys,workers,fresh,simfresh,floor,fpr,history,e2e,"
-                                      "gatehist,step")
+                                      "gatehist,fixedwork,step")
     ap.add_argument("--repeats", action="append", default=[], metavar="GLOB",
                     help="repeat captures of one configuration (a glob; may be given again for another): "
                          "every ordered pair diffed and gated, then the inject table on the first two")
@@ -661,6 +665,11 @@ def main(argv: list[str] | None = None) -> int:
         e2e()
     if "gatehist" in only:
         gatehist()
+    if "fixedwork" in only:
+        from fixed_work_aa import fixed_work
+
+        for run_sd in (0.0, 0.003):
+            fixed_work(run_sd=run_sd)
     if "step" in only:
         from calibrate_step import calibrate as calibrate_step
 

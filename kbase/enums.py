@@ -46,6 +46,8 @@ class KernelClass(StrEnum):
     GONE = "gone"
     UNCHANGED = "unchanged"
     WITHIN_NOISE = "within_noise"
+    # nothing measured its noise (too few launches, no history or repeat captures): not judged either way
+    CANNOT_JUDGE = "cannot_judge"
 
     @property
     def label(self) -> str:

@@ -75,6 +75,10 @@ class Policy:
     min_launches: int = 10  # per side, for the per-launch test
     unchanged_pct: float = 1.0  # below this a change is "unchanged"
     min_iteration_ratio: float = 0.5  # candidate with fewer iterations than this × baseline: incomparable
+    # the unit of comparison: "" chosen from the captures, else "run", "window" or "iteration" (docs/diff.md)
+    unit: str = ""
+    # a kernel nothing could judge (too few launches, no history or repeats): "warn" lists it, "fail" fails on it
+    cannot_judge: str = "warn"
     ignore: list[str] = field(default_factory=list)
     kernels: dict[str, dict] = field(default_factory=dict)  # pattern -> threshold overrides
 
@@ -179,6 +183,13 @@ def _check_flag(key: str, value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+CHOICES = {"new_kernel": ("fail", "warn"), "cannot_judge": ("warn", "fail"), "unit": ("", "run", "window", "iteration")}
+
+
+def _choices(key: str) -> str:
+    return ", ".join(repr(c) for c in CHOICES[key] if c) + (" (or \"\": automatic)" if "" in CHOICES[key] else "")
+
+
 def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 where: str = "[tool.kbase.gate]") -> Policy:
     """Defaults, then ``[tool.kbase.gate]``, then command-line flags (None values ignored)."""
@@ -202,10 +213,10 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 if not isinstance(over, dict) or not set(over) <= set(THRESHOLD_KEYS):
                     raise InputError(f"{where}.kernels.{pat!r}: only {', '.join(THRESHOLD_KEYS)} may be overridden")
                 p.kernels[pat] = {k: _check_value(k, v, f"{where}.kernels") for k, v in over.items()}
-        elif key == "new_kernel":
-            if value not in ("fail", "warn"):
-                raise InputError(f"{where}: new_kernel must be 'fail' or 'warn', got {value!r}")
-            p.new_kernel = value
+        elif key in CHOICES:
+            if value not in CHOICES[key]:
+                raise InputError(f"{where}: {key} must be one of {_choices(key)}, got {value!r}")
+            setattr(p, key, value)
         elif key == "step_gate":
             if not isinstance(value, bool):
                 raise InputError(f"{where}: step_gate must be true or false, got {value!r}")
@@ -230,10 +241,10 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 except InputError as exc:
                     raise SettingsError(exc.message.removeprefix("pattern: "), field="ignore", value=pat) from None
             p.ignore = p.ignore + list(value)
-        elif key == "new_kernel":
-            if value not in ("fail", "warn"):
-                raise SettingsError("must be 'fail' or 'warn'", field="new_kernel", value=value)
-            p.new_kernel = value
+        elif key in CHOICES:
+            if value not in CHOICES[key]:
+                raise SettingsError(f"must be one of {_choices(key)}", field=key, value=value)
+            setattr(p, key, value)
         elif key == "history_ref":
             p.history_ref = str(value).strip()
         elif key == "step_gate":

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from kbase.analysis.names import WRAPPERS as _WRAPPERS
 from kbase.analysis.names import family_key, own_name, qualified_own_name, short_name  # noqa: F401 - re-exported
 from kbase.enums import Category, TcState
 
@@ -58,12 +59,22 @@ def _r(p: str) -> re.Pattern:
 
 _COMM = _r(r"^(?:nccl|rccl)|nvshmem|multimem_all_reduce|cross_device_reduce|(?:^|_)all_?(?:reduce|gather|to_?all)|"
            r"(?:^|_)reduce_?scatter|sendrecv")
-_MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache")
+_MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|^(?:tensor_?)?permut(?:e|ation)(?:_?kernel)?$|tensor_?permut|"
+             r"nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache")
+# Inductor pointwise kernels whose fused ops only copy or fill (``triton_poi_fused_copy_zeros_3``); a cast
+# (``_to_copy``) or a fused clone/transpose stays compute, as the labelled corpus has them
+_INDUCTOR_DATA_OPS = frozenset({"copy", "zeros", "zero", "fill", "full", "ones", "empty", "new", "like", "slice",
+                                "select", "scatter", "view", "lift", "fresh"})
+_CUTENSOR_MOVE = re.compile(r"cutensor.*(?:permut|transpos)", re.I)  # cuTENSOR permutes: data movement
+# Hopper/Blackwell matmuls that carry no matmul word: TMA descriptors in the signature and a generator that
+# emits matmuls under other names (nvFuser's scheduler-less fusions, hand-written Triton) or an MMA-shaped tile
+_TMA_ARG = re.compile(r"TensorMap|CUtensorMap|tma_desc|TmaDescriptor", re.I)
+_TMA_GENERATOR = _r(r"^nvfuser_(?!pointwise|reduction|inner_|outer_|transpose|resize)|^triton_?(?!poi|red|per|for|spl)")
+_MMA_TILE = re.compile(r"<\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*"
+                       r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b")
 # PyTorch's generic launchers: the functor in the template arguments is the operation.
 _LAUNCHER = _r(r"elementwise_kernel|elementwise_kernel_manual_unroll|multi_tensor_apply_kernel")
 _LAUNCHED_MEMORY = re.compile(r"copy_kernel|copy_device_to_device|FillFunctor|fill_kernel|index_copy")
-# Kernels whose own name is a wrapper: the first template argument is the kernel.
-_WRAPPERS = frozenset({"kernel", "kernel2", "device_kernel", "kentry"})
 _WRAPPED_TC = re.compile(r"tensorop|gmma|umma|tcgen05|wmma|mfma|xdlops", re.I)
 _TRITON = _r(r"^triton_(?:(poi|red|per|for|spl)|tem)_|^triton__\d")
 _TRITON_TEMPLATE_MATMUL = _r(r"_(?:mm|bmm|addmm|baddbmm|convolution|flex_attention|flex_decoding)(?:_|$)")
@@ -152,15 +163,23 @@ def _classify(name: str, family: str | None) -> Kind:
     m = _TRITON.search(low)
     if m:  # Inductor names list their fused ops: the kind prefix decides
         if m.group(1) or low.startswith("triton__"):
-            return Kind(COMPUTE, _TRITON_RULES["fused"], own)
+            return Kind(_inductor_category(low), _TRITON_RULES["fused"], own)
         return Kind(COMPUTE, _TRITON_RULES["tem_mm" if _TRITON_TEMPLATE_MATMUL.search(low) else "tem"], own)
     if _COMM.search(low):
         return Kind(COMMUNICATION, _COMM_RULE, own)
+    if _TMA_ARG.search(name) and (_TMA_GENERATOR.search(low) or _MMA_TILE.search(name)):
+        return Kind(COMPUTE, _TMA_MATMUL, own)
     return Kind(_category(name, low), _tc_rule(name, own, low), own)
 
 
+def _inductor_category(low: str) -> Category:
+    """An Inductor pointwise kernel whose fused ops only copy, fill or permute data is memory work."""
+    ops = [o for o in re.sub(r"_\d+$", "", low.removeprefix("triton_poi_fused")).split("_") if o]
+    return MEMORY if low.startswith("triton_poi_fused") and ops and set(ops) <= _INDUCTOR_DATA_OPS else COMPUTE
+
+
 def _category(name: str, low: str) -> Category:
-    if _MEMORY.search(low):
+    if _MEMORY.search(low) or _CUTENSOR_MOVE.search(name[:2000]):
         return MEMORY
     if _LAUNCHER.search(low) and _LAUNCHED_MEMORY.search(name):
         return MEMORY
@@ -246,6 +265,8 @@ def _mangled_first_class(text: str) -> str:
     return text
 
 
+_TMA_MATMUL = TcRule(_TMA_GENERATOR, TC_YES, "TMA descriptors and a matmul generator (nvFuser, Triton) or an MMA "
+                     "tile in the name: a Hopper/Blackwell tensor-core matmul")
 _EPILOGUE = TcRule(_r("globalkernel"), TC_NA, "cuBLASLt epilogue (bias/activation): elementwise")
 _WRAPPED_TENSOROP = TcRule(_WRAPPED_TC, TC_YES,
                            "wrapped CUTLASS kernel with a tensor-core mainloop (TensorOp/Gmma/Umma)")

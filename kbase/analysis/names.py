@@ -85,17 +85,68 @@ def _itanium_nested_name(name: str) -> str:
     return "::".join(parts) if parts else name
 
 
+# Kernels whose own name is a wrapper (``cutlass::Kernel2<X>``, ``cutlass::device_kernel<X>``,
+# ``ck_tile::kentry<..., X>``): the wrapped type is the kernel.
+WRAPPERS = frozenset({"kernel", "kernel2", "device_kernel", "kentry"})
+# a wrapper whose first type argument is a plain type (cuBLAS' ``gemvx::kernel<int, int, float2, …>``) wraps nothing
+_PLAIN_TYPE = re.compile(r"(?:unsigned |signed |const )*(?:int|long|short|char|bool|float|double|half|__half|size_t|"
+                         r"void|__nv_bfloat16|bfloat16|BFloat16|Half|u?int\d+_t)\d*\s*\**")
+_LITERAL = re.compile(r"(?:\([\w ]+\))?\s*-?\d+[uUlL]*|true|false")  # a template argument that is a value
+
+
 def short_name(name: str, exported: str | None = None) -> str:
     """The export's own short name when it has one, else the base name: no return type, template
-    arguments, argument list or namespaces (``void at::native::foo<4, F>(int, F)`` -> ``foo``)."""
-    if exported:
-        return exported
+    arguments, argument list or namespaces (``void at::native::foo<4, F>(int, F)`` -> ``foo``). A wrapper's
+    (``WRAPPERS``) is the wrapped type's (``cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_…>`` ->
+    ``cutlass_80_tensorop_s1688gemm_…``): two CUTLASS GEMMs do not share the name ``Kernel2``."""
+    base = exported or _base_name(name)
+    if base.lower() in WRAPPERS:
+        inner = _wrapped(name)
+        if inner:
+            return inner
+        # wrapping nothing (cuBLAS' gemvx::kernel<int, …>): its namespace says what it is
+        parts = qualified_own_name(name).split("::")
+        return "::".join(parts[-2:]) if len(parts) > 1 else base
+    return base
+
+
+def _base_name(name: str) -> str:
     s = name.strip().replace("(anonymous namespace)", "anonymous_namespace")
     words = _outside_brackets(s, "<([{", ">)]}").split()
     if not words:
         return name
     parts = [p for p in words[-1].split("::") if p]
     return parts[-1] if parts else name
+
+
+def _wrapped(name: str) -> str:
+    """The base name of a wrapper kernel's wrapped type: its first template argument that is a type (not a
+    number), unwrapped again while that is a wrapper too; "" when there is none."""
+    for _ in range(4):
+        args = template_args(name)
+        if not args:
+            return ""
+        depth, start, first = 0, 1, ""
+        for i, ch in enumerate(args):
+            if ch in "<([":
+                depth += 1
+            elif ch in ">)]":
+                depth -= 1
+            if (ch == "," and depth == 1) or (depth == 0 and ch == ">"):
+                part = args[start:i].strip()
+                start = i + 1
+                if part and not _LITERAL.fullmatch(part):
+                    first = part
+                    break
+        if not first:
+            return ""
+        inner = _base_name(first)
+        if _PLAIN_TYPE.fullmatch(first) or _PLAIN_TYPE.fullmatch(inner):
+            return ""
+        if inner.lower() not in WRAPPERS and not inner.startswith("enable_sm"):
+            return inner
+        name = first
+    return ""
 
 
 def short_id(name: str) -> str:

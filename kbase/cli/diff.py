@@ -43,6 +43,9 @@ HistoryRefOpt = Annotated[str | None, typer.Option(
     "--history-ref", help="History noise from this branch's first-parent line (default: --base-ref, else "
     "[tool.kbase.gate] history_ref, else the before side's line).")]
 DiffFormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json, md, csv, bmf or github-benchmark.")]
+UnitOpt = Annotated[str | None, typer.Option(
+    "--unit", help="run, window or iteration: what one compared unit is (default: chosen from the captures; "
+    "docs/diff.md).")]
 ByOpt = Annotated[str, typer.Option(
     "--by", help="kernel or op: the table (and Markdown, CSV) by the op that launched each kernel, each op's changed "
     "kernels below it (JSON always carries both: its ops list).")]
@@ -67,6 +70,7 @@ def diff(
     gpu_hour_cost: GpuHourCostOpt = None,
     fleet_gpus: FleetGpusOpt = None,
     by: ByOpt = "kernel",
+    unit: UnitOpt = None,
     window: dict[str, Any] | None = None,
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration), and with a
@@ -77,7 +81,7 @@ def diff(
     fmt = check_choice(fmt, DiffFormat)
     by_op = _by_op(by, fmt)
     settings = make_settings(repo=repo, db=db, name=name, window=window, gpu_hour_cost=gpu_hour_cost,
-                             fleet_gpus=fleet_gpus)
+                             fleet_gpus=fleet_gpus, policy={"unit": unit})
     comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict, history_ref=history_ref)
     _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet,
           by_op=by_op)
@@ -173,6 +177,10 @@ def gate(
     quiet: QuietOpt = False,
     gpu_hour_cost: GpuHourCostOpt = None,
     fleet_gpus: FleetGpusOpt = None,
+    unit: UnitOpt = None,
+    fail_on_cannot_judge: Annotated[bool, typer.Option(
+        "--fail-on-cannot-judge", help="Fail on kernels that cannot be judged (too few launches, no history or "
+        "repeat captures); by default they are listed as warnings.")] = False,
     window: dict[str, Any] | None = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
@@ -181,7 +189,8 @@ def gate(
 
     policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
               "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
-              "fpr": fpr, "min_effect_pct": min_effect_pct, "step_gate": step_gate, "step_run_noise": step_run_noise}
+              "fpr": fpr, "min_effect_pct": min_effect_pct, "step_gate": step_gate, "step_run_noise": step_run_noise,
+              "unit": unit, "cannot_judge": "fail" if fail_on_cannot_judge else None}
     settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy, gpu_hour_cost=gpu_hour_cost,
                              fleet_gpus=fleet_gpus)
     if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it

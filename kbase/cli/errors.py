@@ -25,7 +25,7 @@ FLAGS = {
     "gpu_hour_cost": "--gpu-hour-cost", "gpus": "--fleet-gpus", "keep_branch": "--keep-branch", "branch": "--branch",
     "older_than": "--older-than", "export_dir": "DIR", "import_dir": "DIR", "prune_export": "--export",
     "by": "--by", "min_effect_pct": "--min-effect-pct", "run": "--run", "repeats": "--repeats",
-    "timeout": "--timeout", "kind": "--kind",
+    "timeout": "--timeout", "kind": "--kind", "unit": "--unit", "cannot_judge": "--fail-on-cannot-judge",
 }
 ENV_VARS = {**SETTINGS_ENV, "step_summary": "GITHUB_STEP_SUMMARY"}
 ENV_ONLY = ("busy_timeout_s", "nsys_timeout_s", "step_summary")  # read from the environment only

@@ -36,6 +36,9 @@ def report(
     quiet: QuietOpt = False,
     gpu_hour_cost: GpuHourCostOpt = None,
     fleet_gpus: FleetGpusOpt = None,
+    unit: Annotated[str | None, typer.Option(
+        "--unit", help="run, window or iteration: the unit of the diff pages (as kbase diff --unit; default: "
+        "chosen from the captures).")] = None,
 ) -> None:
     """A static HTML report of a workload's history (one folder, opens from disk, no network): the
     trend with the steps of kbase steps, a page per top kernel, the gate of a pair (the latest by default; as
@@ -43,7 +46,8 @@ def report(
     import kbase
     from kbase.render.report import build_report
 
-    settings = make_settings(repo=repo, db=db, name=name, gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus)
+    settings = make_settings(repo=repo, db=db, name=name, gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus,
+                             policy={"unit": unit})
     data = kbase.report_data(settings, workload=name, branch=branch, last=last, before=before, after=after,
                              allow_incomparable=allow_incomparable, history_ref=history_ref, step_pages=step_pages)
     pages = build_report(data, out, overwrite=overwrite)

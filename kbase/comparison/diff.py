@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kbase.comparison import work
 from kbase.comparison.noise import (
     SOURCES,
     Estimate,
@@ -129,8 +130,11 @@ def comparability(before: Side, after: Side, policy: Policy) -> list[str]:
         out.append(f"iteration alignment differs: {before.unit} vs {after.unit} (one side has no iteration marker)")
     if not len(after.kernels) or not after.totals.kernel:
         out.append(NO_KERNELS)
-    elif before.aligned and after.aligned and after.n_units < policy.min_iteration_ratio * before.n_units:
-        out.append(f"candidate has far fewer iterations ({after.n_units:g}) than the baseline ({before.n_units:g})")
+    elif before.aligned and after.aligned and (after.n_units / after.n_captures
+                                               < policy.min_iteration_ratio * before.n_units / before.n_captures):
+        # per capture: repeat captures at one commit are processes, never more iterations
+        out.append(f"candidate has far fewer iterations ({after.n_units / after.n_captures:g} per capture) than the "
+                   f"baseline ({before.n_units / before.n_captures:g} per capture)")
     return out
 
 
@@ -176,9 +180,11 @@ def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 
 def compute_diff(before: Side, after: Side, policy: Policy | None = None,
-                 history: HistoryNoise | None = None) -> DiffResult:
-    """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``)."""
+                 history: HistoryNoise | None = None, unit: str | None = None) -> DiffResult:
+    """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``);
+    ``unit``: ``run``, ``window`` or ``iteration`` (None: chosen from the captures, ``work.choose_unit``)."""
     policy = policy or Policy()
+    before, after, unit_notes = work.align_units(before, after, unit or policy.unit or None)
     pairs = match_kernels(before.kernels, after.kernels)
     n = len(pairs)
     name_b = np.empty(n, dtype=object)
@@ -217,7 +223,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     # Without iteration markers the unit is a second of window, whose length moves every kernel's launches
     # per unit alike (a slower kernel lengthens it): launch counts are compared at equal total launches.
     count_same = count_a
-    if not (before.aligned and after.aligned):
+    if not (before.aligned and after.aligned) and before.unit != Unit.RUN:
         total_b, total_a = float(np.nansum(kb["count_per_unit"])), float(np.nansum(ka["count_per_unit"]))
         count_same = count_a * (total_b / total_a) if total_a > 0 and total_b > 0 else count_a
     names = [str(x) for x in rows["name"].tolist()]
@@ -235,16 +241,16 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     notes = mark_algorithm_swaps(rows, policy, count_same, among=None if by_op is None else rows["op"] == NO_OP)
     if by_op is not None:
         notes += op_swap_notes(by_op, rows)
-    notes += [line for line in (noise_line(rows), between_process_line(rows, policy)) if line]
+    notes += [line for line in (noise_line(rows), between_process_line(rows, policy)) if line] + unit_notes
     if n:
         first = np.where(rows["class"] == KernelClass.REGRESSED.value, 0,
                          np.where(rows["class"] == KernelClass.REGRESSED_BELOW_FLOOR.value, 1, 2))
         order = np.lexsort((np.array(names, dtype=object), -np.nan_to_num(np.abs(rows["effect"]), nan=0.0), first))
         rows = {c: v[order] for c, v in rows.items()}
     for side in (before, after):
-        if not side.aligned:
+        if not side.aligned and side.unit != Unit.RUN:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
-    totals = _totals(before, after, policy)
+    totals = _totals(before, after, policy, rows)
     budget = None
     if before.budget is not None and after.budget is not None:
         kernel_delta = totals.kernel.delta_ns if before.aligned and after.aligned else None
@@ -294,19 +300,24 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     wall = before.unit_wall_ns
     idx = np.flatnonzero(matched)
     # within-capture estimates of every matched kernel at once (numpy per kernel cost ~0.15 s at 2,000)
+    per_run = before.unit == Unit.RUN  # chunk totals of fixed work trend along the run: paired where counts match
     by_iter = (iteration_estimates(before.samples[pos_b[idx]], after.samples[pos_a[idx]])
                if before.n_samples and after.n_samples else [None] * len(idx))
     with np.errstate(divide="ignore", invalid="ignore"):
-        same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < 0.005)
+        same_count = (cb[idx] > 0) & (np.abs(ca[idx] / cb[idx] - 1.0) < (work.COUNT_TOLERANCE if per_run else 0.005))
     by_launch: list[Estimate | None] = [None] * len(idx)
     if before.sketches is not None and after.sketches is not None and same_count.any():
         sel = np.flatnonzero(same_count)
-        for j, est in zip(sel.tolist(), launch_estimates(before.sketches[pos_b[idx[sel]]],
-                                                         after.sketches[pos_a[idx[sel]]], resolution)):
+        estimates = work.paired_estimates if per_run else launch_estimates
+        for j, est in zip(sel.tolist(), estimates(before.sketches[pos_b[idx[sel]]],
+                                                  after.sketches[pos_a[idx[sel]]], resolution)):
             by_launch[j] = est
     for j, i in enumerate(idx.tolist()):
         within = [by_iter[j]]
-        if same_count[j]:
+        if per_run:  # paired by ordinal; launch counts that changed: chunk totals (a trend inflates, never hides)
+            launched = min(cb[i], ca[i]) >= work.MIN_PAIRED_CHUNKS
+            within = [by_launch[j]] if same_count[j] else [by_iter[j]] if launched else []
+        elif same_count[j]:
             within = [by_launch[j]] if launches_first and by_launch[j] is not None else [*within, by_launch[j]]
         run_sd: RunNoise | None = None
         if np.isfinite(hist[i]):
@@ -316,7 +327,8 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
         else:
             # repeat captures without iterations: the spread of their levels, with enough of them (an sd from
             # 2 has 1 degree of freedom)
-            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if max(caps) >= policy.min_history else np.nan
+            enough_caps = max(caps) >= min(policy.min_history, work.MIN_REPEATS)
+            rep = np.nanmax([rep_b[pos_b[i]], rep_a[pos_a[i]]]) if enough_caps else np.nan
             if np.isfinite(rep):
                 run_sd = RunNoise("repeat", float(rep), float(max(caps) - 1))
         rel_means = b_ns[i] and a_ns[i] / b_ns[i] - 1.0
@@ -327,6 +339,10 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
                    rel_floor=th["max_increase_pct"][i] / 100, min_effect=th["min_effect_pct"][i] / 100)
         for key in cols:
             cols[key][i] = est.run_rel if key == "run_noise_rel" else getattr(k, key)
+        if k.source == "assumed":  # cannot judge: the change it would need to show, were repeats stored
+            cols["mde_rel"][i] = work.needed_mde(z_crit, th["run_noise"][i], caps)
+        elif per_run and k.source == "launches":  # the paired test's log ratio, as a change
+            cols["mde_rel"][i] = float(np.expm1(k.mde_rel))
         source[i], test[i] = k.source, k.test
         run_source[i] = est.run_source or None
         enough[i] = k.source != "assumed"
@@ -397,10 +413,15 @@ def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndar
     pct = rows["delta_pct"]
     enough = rows["enough"]
     matched = has_a & has_b
+    # a visible change nothing could measure the noise of (too few launches, no history, no repeats), in a kernel
+    # that could matter: said so
+    unjudged = matched & (rows["noise_source"] == "assumed") & ~(np.fmax(rows["share_before"], rows["share_after"])
+                                                                 < th["share_floor"])
     cls = np.select(
-        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, np.abs(pct) < policy.unchanged_pct],
+        [~has_b, ~has_a, v == REGRESSED, v == BELOW_FLOOR, v == IMPROVED, np.abs(pct) < policy.unchanged_pct, unjudged],
         [KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.REGRESSED.value,
-         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.UNCHANGED.value],
+         KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value, KernelClass.UNCHANGED.value,
+         KernelClass.CANNOT_JUDGE.value],
         KernelClass.WITHIN_NOISE.value)
     rows["class"] = cls.astype(object)
     rows["confidence"] = np.where(~matched | enough, Confidence.OK.value, Confidence.LOW.value).astype(object)
@@ -413,11 +434,14 @@ def _change(b: float, a: float) -> TotalChange:
     return TotalChange(before=b, after=a, delta_ns=a - b, delta_pct=(a - b) / b * 100 if b else float("nan"))
 
 
-def _totals(before: Side, after: Side, policy: Policy) -> DiffTotals:
+def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarray]) -> DiffTotals:
     k = _change(before.totals.kernel, after.totals.kernel)
     sb, sa = before.total_samples, after.total_samples
     enough = len(sb) >= policy.min_iterations and len(sa) >= policy.min_iterations
-    p = mann_whitney_p(sb, sa) if enough else 1.0
+    if before.unit == Unit.RUN:  # the same work: from the kernels' paired tests
+        p, enough = work.run_total_p(rows, policy.share_floor)
+    else:
+        p = mann_whitney_p(sb, sa) if enough else 1.0
     kernel = KernelTimeChange(**vars(k), p_value=p, enough=enough,
                               regressed=bool(enough and p < policy.alpha and k.delta_pct >= policy.total_increase_pct))
     step = None

@@ -41,6 +41,7 @@ class FindingKind(StrEnum):
     LOW_CONFIDENCE = "low_confidence"  # would regress, but too few samples to test
     STEP = "step"  # the step time (or, without iteration markers, the busy share) regressed beyond its noise
     STEP_NOT_JUDGED = "step_not_judged"  # the step moved, but between-process noise hides changes of that size
+    CANNOT_JUDGE = "cannot_judge"  # nothing measured its noise: listed, failing only with ``cannot_judge = "fail"``
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Finding:
     p_value: float = float("nan")
     explain: str = ""  # a step finding: the block that grew and its likely cause
     mde_pct: float = float("nan")
+    mde_rel: float = float("nan")  # cannot judge: the change it would need to show (``work.needed_mde``)
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class Verdict:
     accepted: list[AcceptedFinding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)  # why the sides are incomparable
+    unit: str = "iteration"  # the comparison's unit (``side.Unit``), for the sentences
+    net_pct: float = float("nan")  # the change of total kernel time per unit (said beside a new-kernel failure)
 
 
 def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None = None,
@@ -93,7 +97,7 @@ def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None 
 def _finding(kind: FindingKind, r: dict) -> Finding:
     return Finding(kind=kind, name=r["name"], short_name=r["short_name"], delta_pct=r["delta_pct"],
                    effect=r["effect"], share_before=r["share_before"], share_after=r["share_after"],
-                   before=r["before"], after=r["after"], p_value=r["p_value"])
+                   before=r["before"], after=r["after"], p_value=r["p_value"], mde_rel=r["mde_rel"])
 
 
 class AcceptanceIndex:
@@ -160,7 +164,7 @@ def _step(v: Verdict, result: DiffResult, acceptances: AcceptanceIndex) -> None:
 
 def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
-    v = Verdict(code=PASS, status=GateStatus.PASS)
+    v = Verdict(code=PASS, status=GateStatus.PASS, unit=result.totals.unit, net_pct=result.totals.kernel.delta_pct)
     # A candidate that measured nothing has nothing to pass with: --allow-incomparable does not apply.
     if result.mismatches and (not allow_incomparable or NO_KERNELS in result.mismatches):
         v.code, v.status, v.mismatches = INCOMPARABLE, GateStatus.INCOMPARABLE, list(result.mismatches)
@@ -175,6 +179,11 @@ def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_
         if (cls == KernelClass.WITHIN_NOISE and r["confidence"] == Confidence.LOW
                 and r["delta_pct"] >= policy.max_increase_pct and r["share_before"] >= policy.share_floor):
             v.warnings.append(_finding(FindingKind.LOW_CONFIDENCE, r))
+        if cls == KernelClass.CANNOT_JUDGE and not r["ignored"]:
+            if policy.cannot_judge == "fail":
+                _fail_or_accept(v, _finding(FindingKind.CANNOT_JUDGE, r), index, (r["name"], r["short_name"]))
+            else:
+                v.warnings.append(_finding(FindingKind.CANNOT_JUDGE, r))
         if not (r["gated"] and (cls == KernelClass.REGRESSED or fail_new)):
             continue
         finding = _finding(FindingKind.NEW_KERNEL if cls == KernelClass.NEW else FindingKind.REGRESSED, r)

@@ -31,8 +31,34 @@ if TYPE_CHECKING:
 
 
 class Unit(StrEnum):
+    """What one compared unit is; every header, column and verdict line takes its words from here."""
+
     ITERATION = "iteration"
-    WINDOW_SECOND = "window-second"  # a side without iteration markers
+    WINDOW_SECOND = "window-second"  # a slice of a steady state without iteration markers
+    RUN = "run"  # one capture of a fixed amount of work without iteration markers (docs/diff.md)
+
+    @property
+    def per(self) -> str:
+        """``per iteration`` / ``per run`` / ``per window-second``."""
+        return f"per {self.value}"
+
+    @property
+    def short(self) -> str:
+        """The column suffix: ``/iter``, ``/run``, ``/s``."""
+        return {"iteration": "/iter", "run": "/run", "window-second": "/s"}[self.value]
+
+    @property
+    def whole(self) -> str:
+        """What an effect is a share of: ``the iteration``, ``the run``, ``a window-second``."""
+        return "a window-second" if self is Unit.WINDOW_SECOND else f"the {self.value}"
+
+
+def unit_of(text: object) -> Unit:
+    """The ``Unit`` named by a document's ``unit`` (``mixed`` or unknown: the iteration's words)."""
+    try:
+        return Unit(str(text))
+    except ValueError:
+        return Unit.ITERATION
 
 
 @dataclass(frozen=True)
@@ -113,6 +139,11 @@ class Side:
     sample_capture: np.ndarray | None = None  # per sample column: the pooled capture it comes from
     ops: OpSide | None = None  # kernel time by op (None: a capture without op information, or not aligned)
     budget: SideBudget | None = None  # the captures' GPU time budgets (None: one was stored before budgets)
+    captures: tuple[Capture, ...] = ()  # what was pooled (``comparison.work.in_unit`` re-pools in another unit)
+
+    @property
+    def n_captures(self) -> int:
+        return int(self.levels.shape[1]) if self.levels is not None else 1
 
     @property
     def n_samples(self) -> int:
@@ -141,10 +172,14 @@ def side_from_leaderboards(lbs: list[Leaderboard], label: str, meta: SideMeta | 
     return side_from_captures([capture_of_leaderboard(lb) for lb in lbs], label, meta)
 
 
-def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = None) -> Side:
+def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = None,
+                       unit: Unit | None = None) -> Side:
     """Pool captures: launches, totals and squared sums add up; samples line up side by side (a
-    kernel absent from one capture ran zero ns in each of that capture's iterations)."""
-    aligned = bool(caps) and all(c.summary.aligned for c in caps)
+    kernel absent from one capture ran zero ns in each of that capture's iterations). ``unit``: per
+    iteration when every capture is aligned, else per window-second, unless another unit is asked for
+    (``Unit.RUN``: per capture, its launch-order chunks as samples)."""
+    aligned = bool(caps) and all(c.summary.aligned for c in caps) and unit in (None, Unit.ITERATION)
+    per_run = unit == Unit.RUN
     rows: dict[str, int] = {}
     where = []
     for c in caps:  # kernels in order of first appearance
@@ -169,7 +204,7 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
     for j, (c, pos) in enumerate(zip(caps, where)):
         s = c.summary
         gpus = max(int(s.gpus), 1)
-        units = len(s.iteration_keys) if aligned else s.window_ns / 1e9
+        units = len(s.iteration_keys) if aligned else 1.0 if per_run else s.window_ns / 1e9
         n_units += units
         gpu_units += units * gpus
         wall += s.window_ns
@@ -186,7 +221,7 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
             matrices.append(m)
             total_parts.append(per_gpu.sum(axis=0))
         elif not aligned and c.sketches:
-            names, m = _chunk_matrix(c, gpus)
+            names, m = _chunk_matrix(c, gpus, per_run)
             full = np.zeros((k, m.shape[1]))
             full[[rows[x] for x in names]] = m
             matrices.append(full)
@@ -203,14 +238,14 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
     return Side(
         label=label, kernels=KernelTable(index, columns),
         samples=np.hstack(matrices) if matrices else np.zeros((k, 0)),
-        unit=Unit.ITERATION if aligned else Unit.WINDOW_SECOND,
+        unit=Unit.ITERATION if aligned else Unit.RUN if per_run else Unit.WINDOW_SECOND,
         n_units=n_units, n_gpus=int(caps[0].summary.gpus) if caps else 0,
         unit_wall_ns=wall / n_units if n_units else np.nan,
         totals=KernelTotals(*(totals / gpu_units if gpu_units else np.full(4, np.nan))),
         total_samples=np.concatenate(total_parts) if total_parts else np.empty(0),
         aligned=aligned, step_wall_ns=_mean_step_wall(caps), meta=meta or SideMeta(),
         sketches=_pooled_sketches(index, sketch_parts), levels=level, resolution_ns=_resolution(sketch_parts),
-        sample_capture=capture_of, ops=_pooled_ops(caps) if aligned else None,
+        sample_capture=capture_of, ops=_pooled_ops(caps) if aligned else None, captures=tuple(caps),
         budget=side_budget([c.summary for c in caps]),
     )
 
@@ -263,11 +298,12 @@ def _pooled_ops(caps: list[Capture]) -> OpSide | None:
                   op_ns=op_total * per, op_count=op_count * per, samples=np.hstack(samples), levels=levels)
 
 
-def _chunk_matrix(c: Capture, gpus: int) -> tuple[list[str], np.ndarray]:
+def _chunk_matrix(c: Capture, gpus: int, per_run: bool = False) -> tuple[list[str], np.ndarray]:
     """Without iteration markers: each kernel's launch-order chunk totals (from its sketch) as samples,
-    ns per window-second per GPU (a chunk covers about 1/CHUNKS of the window)."""
+    ns per window-second per GPU (a chunk covers about 1/CHUNKS of the window), or per run (``per_run``:
+    a chunk holds 1/CHUNKS of the kernel's launches)."""
     names = list(c.sketches)
-    per = c.summary.window_ns / 1e9 / CHUNKS * gpus
+    per = (1.0 if per_run else c.summary.window_ns / 1e9) / CHUNKS * gpus
     mat = np.stack([c.sketches[n][:, TOTAL] for n in names]) / per if names else np.zeros((0, 0))
     return names, mat
 

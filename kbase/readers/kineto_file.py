@@ -376,6 +376,12 @@ def _read_one(path: Path) -> _FileData:
             raise InputError(f"{label}: baseTimeNanoseconds {base!r} is not a time in ns; the trace cannot be placed")
     n_bad = flaws.total("kernel")
     if not len(k_start) and not n_bad:
+        from kbase.readers.trace_formats import foreign_format
+
+        other = foreign_format(meta, cats.values(), [*process_names.values(), *thread_names.values()])
+        if other:
+            raise InputError(f"{label}: {other}, not a PyTorch profiler trace: kbase reads PyTorch profiler (Kineto) "
+                             "traces and Nsight Systems exports")
         raise InputError(f"{label}: PyTorch profiler trace without GPU kernel events (CPU-only capture?)")
     notes = []
     note = invalid_rows_note(label, "kernel events", n_bad, n_bad + len(k_start), flaws.by_kind.get("kernel", {}))

@@ -22,6 +22,7 @@ import math
 
 from kbase.analysis.names import display_names
 from kbase.comparison.result import row_sides
+from kbase.comparison.side import Unit, unit_of
 from kbase.enums import KernelClass
 from kbase.render.safe import md_text
 from kbase.units import ColumnUnit, column_unit, fmt_money, fmt_p
@@ -51,7 +52,7 @@ def _effect(x) -> str:
 
 
 def _changed(doc: dict) -> list[dict]:
-    changed = ("regressed", "regressed_below_floor", "improved", "new", "gone")
+    changed = ("regressed", "regressed_below_floor", "improved", "new", "gone", "cannot_judge")
     rows = [r for r in doc.get("kernels", []) if r["class"] in changed or r.get("swap")]
     return sorted(rows, key=lambda r: (r["class"] != "regressed", r["class"] != "regressed_below_floor",
                                        -abs(r["effect"] or 0.0)))
@@ -95,7 +96,7 @@ def _totals(doc: dict) -> list[str]:
     both sides (no NCCL on one GPU) is left out."""
     from kbase.render.diff import cost_line, present
 
-    out = ["| per iteration per GPU | before | after | Δ |", "|---|---:|---:|---:|"]
+    out = [f"| {unit_of(doc.get('unit')).per} per GPU | before | after | Δ |", "|---|---:|---:|---:|"]
     rows = [(label, t) for key, label in (("kernel", "**kernel time**"), ("compute", "compute"),
                                           ("communication", "communication"), ("memory", "memory"),
                                           ("iteration_wall", "GPU wall"), ("step_wall", "CPU step wall"))
@@ -152,13 +153,16 @@ FULL_HEAD = [("| class | kernel | TC | before | after | Δ/iter | Δ% | effect |
              "| diagnosis | Amdahl |"), "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
 
 
-def _heads(cost: bool) -> tuple[list[str], list[str]]:
-    """The two tables' heads, with a cost column after the effect when the fleet is priced."""
-    if not cost:
-        return TOP_HEAD, FULL_HEAD
-    top = [TOP_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), TOP_HEAD[1] + "---:|"]
-    full = [FULL_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), FULL_HEAD[1] + "---:|"]
-    return top, full
+def _heads(cost: bool, unit: Unit = Unit.ITERATION) -> tuple[list[str], list[str]]:
+    """The two tables' heads in the comparison's unit, with a cost column after the effect when the fleet is
+    priced."""
+    top, full = list(TOP_HEAD), list(FULL_HEAD)
+    if cost:
+        top = [TOP_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), TOP_HEAD[1] + "---:|"]
+        full = [FULL_HEAD[0].replace("| MDE |", "| MDE | cost/month |"), FULL_HEAD[1] + "---:|"]
+    word = {Unit.ITERATION: "iter", Unit.RUN: "run", Unit.WINDOW_SECOND: "window-s"}[unit]
+    return ([top[0].replace("/iter", unit.short).replace("on iter", f"on {word}"), top[1]],
+            [full[0].replace("/iter", unit.short), full[1]])
 
 
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
@@ -172,21 +176,22 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     labels = display_names([r["name"] for r in changed], [r["short_name"] for r in changed])
     lines = [MARKER, _headline(diff_doc, verdict), "", _meta(diff_doc), "", *_totals(diff_doc)]
     currency = diff_doc["cost"]["currency"] if "cost" in diff_doc else None
-    top_head, full_head = _heads(currency is not None)
+    unit = unit_of(diff_doc.get("unit"))
+    top_head, full_head = _heads(currency is not None, unit)
     shown_units = _units(changed[:top])
     why = _why(diff_doc, verdict)
     if why:
         lines += ["", "**Why**", *why]
     if changed:
         lines += ["", (f"**Kernels that matter** (top {min(top, len(changed))} of {len(changed)} changed, "
-                      "by effect on the iteration)"), *top_head,
+                      f"by effect on {unit.whole})"), *top_head,
                   *(_row(r, False, shown_units, lb, currency) for r, lb in zip(changed[:top], labels))]
     notes = diff_doc.get("notes", [])
     # the noise the verdict rests on, always
     notes = notes[:3] + [n for n in notes[3:] if n.startswith(("noise: ", "between-process noise: "))]
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
-    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are per iteration per GPU"
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are {unit.per} per GPU"
                 " · MDE: the smallest change its test detects (80% power)"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     all_units = _units(changed)

@@ -5,6 +5,7 @@ change is worth in Amdahl terms, the gate's reasons — are written here, from t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
@@ -14,7 +15,9 @@ from kbase.analysis.names import display_names, short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
+from kbase.comparison.side import Unit, unit_of
 from kbase.comparison.step import budget_json as step_json
+from kbase.comparison.work import MIN_REPEATS
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.budget import step_verdict_lines
 from kbase.render.columns import Column
@@ -25,16 +28,17 @@ from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_n
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
     from kbase.comparison.result import Comparison
+    from kbase.comparison.side import Side
 
 ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough")] + ["diagnosis", "amdahl"]
 SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
-                    KernelClass.GONE)
+                    KernelClass.GONE, KernelClass.CANNOT_JUDGE)
 
 
 # ------------------------------------------------------------------------------------------ sentences
 
 
-def diagnosis(r: dict[str, Any]) -> str:
+def diagnosis(r: dict[str, Any], unit: Unit = Unit.ITERATION) -> str:
     """More launches, or slower launches? (a fusion problem and a slow kernel are different fixes)"""
     prefix = "algorithm swap: " if r.get("swap") else ""
     if r["class"] in (KernelClass.NEW, KernelClass.GONE):
@@ -44,19 +48,19 @@ def diagnosis(r: dict[str, Any]) -> str:
     rel_avg = (r["avg_after"] - r["avg_before"]) / r["avg_before"] if r["avg_before"] else 0.0
     parts = []
     if abs(rel_count) >= 0.01 and abs(dc) >= 0.5:
-        parts.append(f"{'more' if dc > 0 else 'fewer'} launches ({dc:+.1f}/iter)")
+        parts.append(f"{'more' if dc > 0 else 'fewer'} launches ({dc:+.1f}{unit.short})")
     if abs(rel_avg) >= 0.01:
         parts.append(f"{'slower' if rel_avg > 0 else 'faster'} per launch ({rel_avg:+.1%})")
     return prefix + ("; ".join(parts) or "no change in launches or per-launch time")
 
 
-def amdahl_text(r: dict[str, Any]) -> str:
+def amdahl_text(r: dict[str, Any], unit: Unit = Unit.ITERATION) -> str:
     """What this change is worth overall: share p sped up s x gives 1/(1-p+p/s)."""
     p = r["share_before"]
     if r["class"] == KernelClass.NEW:
-        return f"adds {r['effect']:.2%} of the iteration"
+        return f"adds {r['effect']:.2%} of {unit.whole}"
     if r["class"] == KernelClass.GONE:
-        return f"removes {-r['effect']:.2%} of the iteration"
+        return f"removes {-r['effect']:.2%} of {unit.whole}"
     if not r["before"] > 0 or not r["after"] > 0 or p != p:
         return ""
     speed = r["before"] / r["after"]  # > 1: faster
@@ -82,31 +86,44 @@ def step_finding_text(f: Finding) -> str:
     return f"{head} (p={fmt_p(f.p_value)}): {f.explain}"
 
 
-def finding_text(f: Finding) -> str:
+def finding_text(f: Finding, unit: Unit = Unit.ITERATION) -> str:
     if f.kind in (FindingKind.STEP, FindingKind.STEP_NOT_JUDGED):
         return step_finding_text(f)
     if f.kind == FindingKind.TOTAL:
-        return f"total kernel time per iteration {f.delta_pct:+.1f}% (p={fmt_p(f.p_value)})"
+        return f"total kernel time {unit.per} {f.delta_pct:+.1f}% (p={fmt_p(f.p_value)})"
     if f.kind == FindingKind.LOW_CONFIDENCE:
         return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
+    if f.kind == FindingKind.CANNOT_JUDGE:
+        need = (f"; with {MIN_REPEATS} repeat captures a side it would detect about {f.mde_rel:.1%}"
+                if f.mde_rel == f.mde_rel else "")
+        return (f"cannot judge {f.short_name} {short_id(f.name)} {fmt_delta_pct(f.delta_pct)} {unit.per} (too few "
+                f"launches for a noise estimate, no history or repeat captures{need})")
     if f.kind == FindingKind.OP_REGRESSED:
-        return (f"op {f.name} {f.delta_pct:+.1f}% per iteration ({f.effect:+.2%} of the iteration), its kernels "
-                f"swapped (judged as one op) — {amdahl_text(_finding_row(f))}")
-    what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% per iteration"
-    return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of the iteration) — "
-            f"{amdahl_text(_finding_row(f))}")
+        return (f"op {f.name} {f.delta_pct:+.1f}% {unit.per} ({f.effect:+.2%} of {unit.whole}), its kernels "
+                f"swapped (judged as one op) — {amdahl_text(_finding_row(f), unit)}")
+    what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% {unit.per}"
+    return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of {unit.whole}) — "
+            f"{amdahl_text(_finding_row(f), unit)}")
 
 
 def verdict_reasons(v: Verdict) -> list[str]:
     if v.status == GateStatus.INCOMPARABLE:
         return [f"incomparable: {m}" for m in v.mismatches]
-    return [("" if f.kind in (FindingKind.TOTAL, FindingKind.STEP) else "regression: ") + finding_text(f)
-            for f in v.failing]
+    unit = unit_of(v.unit)
+    out = [{FindingKind.TOTAL: "", FindingKind.STEP: "", FindingKind.CANNOT_JUDGE: "not judged: "}.get(f.kind,
+                                                                                          "regression: ")
+           + finding_text(f, unit) for f in v.failing]
+    if any(f.kind == FindingKind.NEW_KERNEL for f in v.failing) and v.net_pct == v.net_pct:
+        # a changed kernel set fails on the new-kernel rule even when the run got faster: the net change beside it
+        out.append(f"net: total kernel time {unit.per} {fmt_delta_pct(v.net_pct)} with the changed kernel set"
+                   + (" (faster overall; failing on the new-kernel rule)" if v.net_pct < 0 else ""))
+    return out
 
 
 def verdict_warnings(v: Verdict) -> list[str]:
-    return [f"new kernel {f.short_name} at {f.share_after:.1%} of the iteration" if f.kind == FindingKind.NEW_KERNEL
-            else finding_text(f) for f in v.warnings]
+    unit = unit_of(v.unit)
+    return [f"new kernel {f.short_name} at {f.share_after:.1%} of {unit.whole}" if f.kind == FindingKind.NEW_KERNEL
+            else finding_text(f, unit) for f in v.warnings]
 
 
 def verdict_dict(v: Verdict) -> dict[str, Any]:
@@ -133,8 +150,9 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
 # ------------------------------------------------------------------------------------------ the document
 
 
-def describe_side(r: Resolved) -> dict[str, Any]:
-    s = r.side
+def describe_side(r: Resolved, side: Side | None = None) -> dict[str, Any]:
+    """``side``: the side as compared (in the comparison's unit), else as resolved."""
+    s = side or r.side
     return {"label": s.label, "commit": r.commit, "baselines": r.baseline_ids, "unit": s.unit.value,
             "units": s.n_units, "gpus": s.n_gpus, "aligned": s.aligned, "workload": s.meta.workload,
             "gpu_models": s.meta.gpu_models, "window_spec": s.meta.window_spec}
@@ -149,21 +167,22 @@ def _num(x: Any) -> Any:
 
 def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str, Any]:
     result = comparison.result
+    unit = unit_of(result.totals.unit)
     classes = result.table["class"].tolist()
     counts = {c.value: classes.count(c.value) for c in CLASSES}
     kernels = []
     for r in result.records():
         row = {k: _num(r.get(k)) for k in ROW_FIELDS if k not in ("diagnosis", "amdahl")}
         row["class"] = KernelClass(r["class"]).value
-        row["diagnosis"] = diagnosis(r)
-        row["amdahl"] = amdahl_text(r)
+        row["diagnosis"] = diagnosis(r, unit)
+        row["amdahl"] = amdahl_text(r, unit)
         kernels.append(row)
     doc: dict[str, Any] = jsonable.clean({
         "schema": DIFF_SCHEMA,
         "version": 3,
         "unit": result.totals.unit,
-        "before": describe_side(comparison.before),
-        "after": describe_side(comparison.after),
+        "before": describe_side(comparison.before, result.before),
+        "after": describe_side(comparison.after, result.after),
         "comparable": not result.mismatches,
         "mismatches": result.mismatches,
         "notes": comparison.notes + result.notes,
@@ -202,8 +221,9 @@ def diff_csv(comparison: Comparison) -> str:
         return to_csv(pd.DataFrame(columns=ROW_FIELDS))
     out = rows.copy()
     recs = records(rows)
-    out["diagnosis"] = [diagnosis(r) for r in recs]
-    out["amdahl"] = [amdahl_text(r) for r in recs]
+    unit = unit_of(comparison.result.totals.unit)
+    out["diagnosis"] = [diagnosis(r, unit) for r in recs]
+    out["amdahl"] = [amdahl_text(r, unit) for r in recs]
     out["class"] = [KernelClass(c).value for c in out["class"]]
     return to_csv(out[ROW_FIELDS])
 
@@ -361,8 +381,15 @@ COLUMNS = [
 
 
 def columns_of(doc: dict[str, Any]) -> list[Column]:
-    """``COLUMNS``, the cost column only when the settings price the fleet (``gpu_hour_cost`` and ``gpus``)."""
-    return [c for c in COLUMNS if c.key != "cost" or "cost" in doc]
+    """``COLUMNS``, the cost column only when the settings price the fleet (``gpu_hour_cost`` and ``gpus``),
+    headers in the comparison's unit."""
+    short = unit_of(doc.get("unit")).short
+    return [replace(c, header=c.header.replace("/iter", short)) for c in COLUMNS if c.key != "cost" or "cost" in doc]
+
+
+def diff_title(doc: dict[str, Any]) -> str:
+    unit = unit_of(doc.get("unit"))
+    return f"Kernel diff ({unit.per} per GPU; sorted by effect on {unit.value} time)"
 
 
 def _display(doc: dict[str, Any], full_names: bool) -> dict[str, str]:
@@ -414,9 +441,9 @@ def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdic
     rows, hidden = _visible(doc, show_all)
     display = _display(doc, full_names)
     colors = {"regressed": "red", "regressed_below_floor": "magenta", "improved": "green", "new": "yellow",
-              "gone": "cyan"}
+              "gone": "cyan", "cannot_judge": "blue"}
     print_table(console, columns_of(doc), table_cells(rows, display, doc), wide=wide,
-                title="Kernel diff (per iteration per GPU; sorted by effect on iteration time)",
+                title=diff_title(doc),
                 row_styles=[colors.get(r["class"]) for r in rows])
     if hidden:
         console.print(f"{hidden} unchanged / within-noise kernel(s) not shown (--all shows them)", highlight=False)

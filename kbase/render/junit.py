@@ -7,6 +7,7 @@ from typing import Any
 
 from kbase.analysis.names import display_names
 from kbase.comparison.gate import FindingKind, Verdict
+from kbase.comparison.side import unit_of
 from kbase.enums import GateStatus
 from kbase.render.diff import finding_text, verdict_reasons
 from kbase.render.safe import xml_attr, xml_text
@@ -14,7 +15,8 @@ from kbase.units import fmt_delta_pct
 
 
 def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
-    rows = [r for r in doc["kernels"] if r["class"] in ("regressed", "new")]
+    unit = unit_of(doc.get("unit"))
+    rows = [r for r in doc["kernels"] if r["class"] in ("regressed", "new", "cannot_judge")]
     failing = {f.name for f in verdict.failing}
     # kernels sharing a short name are told apart in the message as in the tables (template arguments, #id)
     labels = display_names([r["name"] for r in rows], [r["short_name"] for r in rows])
@@ -22,7 +24,7 @@ def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
     for r, label in zip(rows, labels):
         body = ""
         if r["name"] in failing:
-            msg = f"{label} {r['class']} {fmt_delta_pct(r['delta_pct'])} per iteration; {r['amdahl']}"
+            msg = f"{label} {r['class']} {fmt_delta_pct(r['delta_pct'])} {unit.per}; {r['amdahl']}"
             body = f"<failure message={xml_attr(msg)}>{xml_text(r['diagnosis'])}</failure>"
         cases.append(f'  <testcase classname="kbase.gate" name={xml_attr(r["name"])}>{body}</testcase>')
     if verdict.status == GateStatus.INCOMPARABLE:
@@ -30,14 +32,14 @@ def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
                      + xml_attr("; ".join(verdict_reasons(verdict))) + "/></testcase>")
     for f in verdict.failing:
         if f.kind == FindingKind.TOTAL:
-            cases.append('  <testcase classname="kbase.gate" name="total kernel time per iteration"><failure message='
-                         + xml_attr(finding_text(f)) + "/></testcase>")
+            cases.append(f'  <testcase classname="kbase.gate" name="total kernel time {unit.per}"><failure message='
+                         + xml_attr(finding_text(f, unit)) + "/></testcase>")
         elif f.kind == FindingKind.STEP:
             cases.append(f'  <testcase classname="kbase.gate.step" name={xml_attr(f.name)}><failure message='
-                         + xml_attr(finding_text(f)) + "/></testcase>")
+                         + xml_attr(finding_text(f, unit)) + "/></testcase>")
         elif f.kind == FindingKind.OP_REGRESSED:
             cases.append(f'  <testcase classname="kbase.gate.op" name={xml_attr(f.name)}><failure message='
-                         + xml_attr(finding_text(f)) + "/></testcase>")
+                         + xml_attr(finding_text(f, unit)) + "/></testcase>")
     if not cases:
         cases.append('  <testcase classname="kbase.gate" name="no kernel regression"/>')
     nfail = sum("<failure" in c for c in cases)

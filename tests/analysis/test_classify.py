@@ -199,3 +199,45 @@ def test_outside_brackets_matches_a_character_walk() -> None:
     for n in names:
         for b, c in (("<(", ">)"), ("<([{", ">)]}")):
             assert _outside_brackets(n, b, c) == walk(n, b, c), (n, b)
+
+
+# ------------------------------------------------------------------ names and categories of issue 37
+
+
+@pytest.mark.parametrize("name, exported, short", [
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x4_nn_align8>(T1::Params)", "Kernel2",
+     "cutlass_80_tensorop_s1688gemm_bf16_128x128_32x4_nn_align8"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(T1::Params)", None,
+     "cutlass_80_tensorop_s16816gemm_relu_bf16_64x64_64x4_tn_align8"),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int>, float>>(T1::Params)",
+     "device_kernel", "GemmUniversal"),
+    ("void ck_tile::kentry<(int)2, ck_tile::FmhaFwdKernel<int>>(int)", None, "FmhaFwdKernel"),
+    ("void cutlass::Kernel2<cutlass::enable_sm90_or_later<flash::FlashAttnFwdSm90<int>>>(int)", None,
+     "FlashAttnFwdSm90"),
+    ("void at::native::foo<4, F>(int, F)", None, "foo"),
+    # cuBLAS' gemvx::kernel wraps no kernel (its first argument is a plain type): named with its namespace
+    ("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float2, float2, (bool)0>(T13)", "kernel",
+     "gemvx::kernel"),
+])
+def test_a_wrapper_kernel_is_named_by_what_it_wraps(name, exported, short):
+    from kbase.analysis.names import short_name
+
+    assert short_name(name, exported) == short
+
+
+@pytest.mark.parametrize("name, category, tc", [
+    ("<unnamed>::nvfuser_none_f0_c0_r0_g0(<unnamed>::Tensor<<unnamed>::__bfloat, (int)2, (int)2>, "
+     "const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap)", "compute", "tc"),
+    ("<unnamed>::nvfuser_pointwise_f0_c1_r0_g4(<unnamed>::Tensor<float, (int)3, (int)3>, CUtensorMap)", "compute", "na"),
+    ("void warp_specialized_kernel<128, 256, 64>(CUtensorMap const, CUtensorMap const, float*)", "compute", "tc"),
+    ("void scale_kernel<4>(CUtensorMap const, float*)", "compute", "na"),  # TMA alone is no matmul
+    ("triton_poi_fused_copy_0", "memory", "na"),
+    ("triton_poi_fused_zeros_2", "memory", "na"),
+    ("triton_poi_fused_add_copy_1", "compute", "na"),  # arithmetic fused in: compute
+    ("triton_poi_fused__to_copy_1", "compute", "na"),  # a cast
+    ("void cutensor_internal_namespace::tensor_permute_kernel<float, 4>(float const*, float*)", "memory", "na"),
+    ("void at::native::transpose_kernel<float>(float const*, float*)", "memory", "na"),
+])
+def test_hopper_tma_matmuls_and_data_movement(name, category, tc):
+    kind = classify.classify(name)
+    assert (kind.category.value, kind.rule.state.value) == (category, tc), kind.rule.why

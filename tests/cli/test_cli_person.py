@@ -168,7 +168,7 @@ def test_every_json_output_is_strict_with_schema(demo):
         assert doc["schema"].startswith("kbase."), cmd
     diff = strict_json(outputs["diff"].stdout)
     assert set(diff["counts"]) == {"regressed", "regressed_below_floor", "improved", "new", "gone", "unchanged",
-                                   "within_noise"}
+                                   "within_noise", "cannot_judge"}
     assert all(" " not in k["class"] for k in diff["kernels"])
     per_iter = strict_json(outputs["list"].stdout)["baselines"][-1]["kernel_ns_per_iter"]
     assert abs(per_iter - diff["totals"]["kernel"]["before"]) <= 1e-6 * per_iter  # one unit: list = diff

@@ -27,7 +27,8 @@ PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#e
            "#79706e", "#bab0ac", "#439894"]
 OTHER_COLOR = "#c7c7c7"
 CLASS_COLOR = {"regressed": "#d62728", "regressed_below_floor": "#e377c2", "improved": "#2ca02c", "new": "#ff7f0e",
-               "gone": "#1f77b4", "swap": "#9467bd", "other": "#9e9e9e", "total": "#555555"}
+               "gone": "#1f77b4", "swap": "#9467bd", "other": "#9e9e9e", "total": "#555555",
+               "cannot_judge": "#17becf"}
 TC_LABEL = {"tc": "✓ tensor cores", "fallback": "⚠ matmul/conv on CUDA cores (no tensor-core path)",
             "na": "- not tensor-core work"}
 TC_COLOR = {"tc": "#2ca02c", "fallback": "#ff7f0e", "na": "#9e9e9e"}
@@ -279,7 +280,7 @@ def _num(x) -> float:
 def waterfall_rows(doc: dict, limit: int = 25) -> tuple[list[dict], float]:
     """The kernels drawn as steps of the waterfall (changed ones by |Δ|, at most ``limit``) and the
     Δ of all the others together, so the bars add up from the before total to the after total."""
-    classes = ("regressed", "regressed_below_floor", "improved", "new", "gone")
+    classes = ("regressed", "regressed_below_floor", "improved", "new", "gone", "cannot_judge")
     changed = [r for r in doc["kernels"] if r["class"] in classes or r.get("swap")]
     changed.sort(key=lambda r: -abs(_num(r["delta_ns"])))
     shown = changed[:limit]
@@ -289,8 +290,11 @@ def waterfall_rows(doc: dict, limit: int = 25) -> tuple[list[dict], float]:
 
 
 def diff_figure(doc: dict, limit: int = 25) -> dict:
-    """Waterfall of the kernel time per iteration per GPU from before to after, one bar per changed
+    """Waterfall of the kernel time per unit (the diff's) per GPU from before to after, one bar per changed
     kernel (coloured by class), the rest as one bar."""
+    from kbase.comparison.side import unit_of
+
+    u = unit_of(doc.get("unit"))
     rows, rest = waterfall_rows(doc, limit)
     t = doc["totals"]["kernel"]
     before, after = _num(t["before"]), _num(t["after"])
@@ -307,7 +311,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     bases.append(0)
     colors.append(CLASS_COLOR["total"])
     texts.append(f"{before / div:.3f} {label}")
-    hovers.append(f"kernel time per iteration per GPU, before: {before / div:.3f} {label}")
+    hovers.append(f"kernel time {u.per} per GPU, before: {before / div:.3f} {label}")
     running = before
     labels = distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=48)
     for i, r in enumerate(rows, 1):
@@ -322,10 +326,10 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
         texts.append(f"{d / div:+.3f} {label} ({eff})")
         hovers.append("<br>".join([
             f"<b>{cls}</b>: {plot_text(r['name'], 100)}",
-            f"Δ per iteration {d / div:+.3f} {label}" + (f" ({_num(r['delta_pct']):+.1f}%)"
+            f"Δ {u.per} {d / div:+.3f} {label}" + (f" ({_num(r['delta_pct']):+.1f}%)"
                                                          if isinstance(r["delta_pct"], (int, float)) else ""),
-            f"effect on the iteration {eff}",
-            f"launches/iter {_num(r['count_before']):.1f} → {_num(r['count_after']):.1f}",
+            f"effect on {u.whole} {eff}",
+            f"launches{u.short} {_num(r['count_before']):.1f} → {_num(r['count_after']):.1f}",
             plot_text(r.get("diagnosis") or ""), plot_text(r.get("amdahl") or "")]))
     if abs(rest) > 0 or not rows:
         ys.append(f"other kernels ({len(doc['kernels']) - len(rows)})")
@@ -340,23 +344,23 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     bases.append(0)
     colors.append(CLASS_COLOR["total"])
     texts.append(f"{after / div:.3f} {label}")
-    hovers.append(f"kernel time per iteration per GPU, after: {after / div:.3f} {label}")
+    hovers.append(f"kernel time {u.per} per GPU, after: {after / div:.3f} {label}")
     lo, hi = waterfall_range([b + x for b, x in zip(bases[1:-1], xs[1:-1])] + bases[1:-1],
                              before / div, after / div, (wall or before) / div)
     trace = {"type": "bar", "orientation": "h", "y": ys, "x": xs, "base": bases, "marker": {"color": colors},
              "text": texts, "textposition": "outside", "cliponaxis": False, "hovertext": hovers,
-             "hovertemplate": "%{hovertext}<extra></extra>", "name": "Δ per iteration"}
+             "hovertemplate": "%{hovertext}<extra></extra>", "name": f"Δ {u.per}"}
     layout = _base_layout(max(340, 34 * len(ys) + 130))
     layout.update({
         "hovermode": "closest", "showlegend": False, "bargap": 0.25,
         "yaxis": {"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
-        "xaxis": {"title": {"text": f"kernel time per iteration per GPU ({label}); axis starts at "
+        "xaxis": {"title": {"text": f"kernel time {u.per} per GPU ({label}); axis starts at "
                                     f"{lo:.2f}, not 0"}, "range": [lo, hi], "gridcolor": "#eee"},
         "margin": {"l": 20, "r": 40, "t": 30, "b": 60}})
     notes = []
     if wall:
         notes.append({"xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "showarrow": False, "xanchor": "right",
-                      "yanchor": "bottom", "text": f"iteration (GPU wall) before: {wall / div:.3f} {label}"})
+                      "yanchor": "bottom", "text": f"{u.value} (GPU wall) before: {wall / div:.3f} {label}"})
     if not rows:  # nothing changed beyond noise: say so, on an axis of the iteration's scale (not zoomed to noise)
         notes.append({"xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
                       "font": {"size": 16, "color": "#555"}, "bgcolor": "rgba(255,255,255,0.85)",
@@ -365,7 +369,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     layout["annotations"] = notes
     ticks = {"tickmode": "array", "tickvals": ys, "ticktext": [clip(y, NARROW_NAME) for y in ys]}
     narrow = {"layout": {"margin": {"l": 12, "r": 12, "t": 30, "b": 56}, "yaxis": ticks,
-                         "xaxis": {"title": {"text": f"{label}/iter/GPU (not from 0)"}},
+                         "xaxis": {"title": {"text": f"{label}{u.short}/GPU (not from 0)"}},
                          "annotations": [{**a, "text": "no change beyond noise", "font": {"size": 13}}
                                          if a["x"] == 0.5 else {**a, "text": f"wall {wall / div:.3f} {label}"}
                                          for a in notes]},

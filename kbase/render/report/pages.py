@@ -178,10 +178,13 @@ def gate_banner(doc: dict) -> str:
 def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None) -> tuple[str, dict]:
     """A diff page: ``doc`` is ``kbase gate --format json``'s document of its pair (the report's pair, or a
     detected step's: ``step``); ``others``: the step pages to link."""
+    from kbase.comparison.side import unit_of
+
+    u = unit_of(doc.get("unit"))
     b, a = doc["before"], doc["after"]
-    shown = [(label, t) for key, label in (("iteration_wall", "GPU wall per iteration"),
+    shown = [(label, t) for key, label in (("iteration_wall", f"GPU wall {u.per}"),
                                            ("step_wall", "CPU step wall time"),
-                                           ("kernel", "kernel time per iteration per GPU"), ("compute", "compute"),
+                                           ("kernel", f"kernel time {u.per} per GPU"), ("compute", "compute"),
                                            ("communication", "communication (NCCL)"), ("memory", "memory"))
              if present(t := doc["totals"].get(key))]
     unit = column_unit(v for _, t in shown for v in (t["before"], t["after"]))
@@ -193,8 +196,8 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
     times = column_unit(v for r in rows for v in row_sides(r))
     cost = doc.get("cost")
     for r in rows:
-        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace("regressed_below_floor",
-                                                                             "regressed (below gate floor)")
+        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace(
+            "regressed_below_floor", "regressed (below gate floor)").replace("cannot_judge", "cannot judge")
         before, after = row_sides(r)
         money = (f"<td class='num'>{html_text(_money(r.get('cost_per_month'), cost['currency']))}</td>"
                  if cost else "")
@@ -217,7 +220,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
                            f"</a>: {html_text('; '.join(d.labels))}</li>" for d in others if d.gate is not None)
                  + "</ul>")
     budget_html, budget_figs = budget_pages.diff_section(doc)
-    head = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ%", "effect on iter"] + (
+    head = ["class", "kernel", "TC", f"before{u.short}", f"after{u.short}", "Δ%", f"effect on {u.value}"] + (
         ["cost/month"] if cost else []) + ["diagnosis", "Amdahl"]
     body = (f"<h1>Diff: {html_text(_side_label(b))} → {html_text(_side_label(a))}</h1>"
             f'<p class="sub">{html_text(b.get("commit") or "")} → {html_text(a.get("commit") or "")}; '
@@ -225,7 +228,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             + _verdict_html(doc)
             + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
             + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
-            + "<h2>Where the kernel time moved (waterfall, per iteration per GPU)</h2>"
+            + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU)</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)
             + budget_html
