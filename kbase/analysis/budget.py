@@ -164,6 +164,50 @@ class Budget:
         }
 
 
+def stored_budget_ok(d: Any) -> bool:
+    """Whether ``d`` has the shape ``Budget.to_stored`` writes (an imported file's summary is checked before it
+    is stored): its blocks integers (or null where allowed), its lists as long as the iterations, its texts text."""
+
+    def ns(v: Any, none: bool = False) -> bool:
+        return (v is None and none) or (isinstance(v, int) and not isinstance(v, bool) and abs(v) < 1 << 62)
+
+    def blocks(b: Any) -> bool:
+        return isinstance(b, dict) and all(ns(b.get(f)) for f in FIELDS) and ns(b.get("step_wall_ns"), none=True)
+
+    if not isinstance(d, dict) or d.get("unit") not in ("iteration", "window") or not isinstance(d.get("window"), str):
+        return False
+    its = d.get("iterations")
+    gpus = d.get("gpus")
+    gaps = d.get("gaps")
+    if not (ns(d.get("n_iterations")) and blocks(d.get("total")) and isinstance(its, dict)
+            and isinstance(gpus, list) and isinstance(gaps, dict) and isinstance(d.get("largest_gaps"), list)):
+        return False
+    keys = its.get("iteration")
+    if not isinstance(keys, list) or not all(ns(k) for k in keys):
+        return False
+    for f in (*FIELDS, "step_wall_ns"):
+        col = its.get(f)
+        if not isinstance(col, list) or len(col) != len(keys) or not all(ns(v, none=f == "step_wall_ns") for v in col):
+            return False
+    for g in gpus:
+        if not (blocks(g) and ns(g.get("gpu")) and ns(g.get("rank"), none=True) and isinstance(g.get("label"), str)
+                and ns(g.get("collective_wait_ns"))):
+            return False
+    for part in ("by_cause", "by_size"):
+        table = gaps.get(part)
+        if not isinstance(table, dict) or not all(
+                isinstance(k, str) and isinstance(v, dict) and ns(v.get("count")) and ns(v.get("ns"))
+                for k, v in table.items()):
+            return False
+    texts = ("cause", "before", "after", "before_range", "after_range")
+    for g in d["largest_gaps"]:
+        if not (isinstance(g, dict) and set(g) == {*texts, "gpu", "iteration", "start_ns", "duration_ns"}
+                and all(isinstance(g[t], str) for t in texts) and ns(g["gpu"]) and ns(g["iteration"], none=True)
+                and ns(g["start_ns"]) and ns(g["duration_ns"])):
+            return False
+    return True
+
+
 def budget_from_stored(d: dict[str, Any]) -> Budget:
     """A stored budget (``Budget.to_stored``) back; its GPUs carry no per-iteration rows (not stored)."""
     its = d.get("iterations") or {}

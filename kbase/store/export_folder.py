@@ -102,7 +102,7 @@ def baseline_columns() -> tuple[str, ...]:
 # Columns added after format 1 whose default a file leaves out: an ordinary baseline's file stays byte for byte
 # what earlier versions wrote (its name is its hash: a re-export must not add a second file per baseline), and
 # a file without the column reads as the default.
-DEFAULTED_COLUMNS = {"kind": "snapshot"}
+DEFAULTED_COLUMNS: dict[str, Any] = {"kind": "snapshot", "step_ns": None, "idle_ns": None}
 
 
 def file_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -209,7 +209,7 @@ def _check_baseline(f: BaselineFile, limit: int) -> None:
     if unknown or missing:
         raise ExportFileError(f"baseline columns {'unknown: ' + ', '.join(unknown) if unknown else ''}"
                               f"{'missing: ' + ', '.join(missing) if missing else ''}")
-    check_row(f.row)
+    check_row(stored_row(f.row))
     names = f.header["names"]
     check_names(names, f.header.get("op_names", []))
     if not 0 <= f.header["kernels"] < 1 << 31:

@@ -184,7 +184,12 @@ def _summary_ok(doc: Any) -> bool:
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         return False
     for f in fields(LeaderboardSummary):
-        if f.name in doc and not _typed(doc[f.name], str(f.type)):
+        if f.name == "budget":
+            from kbase.analysis.budget import stored_budget_ok
+
+            if doc.get("budget") is not None and not stored_budget_ok(doc["budget"]):
+                return False
+        elif f.name in doc and not _typed(doc[f.name], str(f.type)):
             return False
     return True
 
