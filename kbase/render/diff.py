@@ -17,9 +17,9 @@ from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
 from kbase.comparison.side import Unit, unit_of
 from kbase.comparison.step import budget_json as step_json
+from kbase.comparison.step import step_verdict_lines
 from kbase.comparison.work import MIN_REPEATS
 from kbase.enums import GateStatus, KernelClass
-from kbase.render.budget import step_verdict_lines
 from kbase.render.columns import Column
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
