@@ -1,5 +1,6 @@
-"""What the GPU time budget costs a snapshot: its compute time against the whole ``kbase snapshot`` of the same
-export, measured in the same run (issue: at most 10% of a 10M-launch snapshot).
+"""What the GPU time budget costs a snapshot: ``kbase snapshot`` of the same export with and without the budget
+(A/B in fresh processes, the budget's own function swapped for an empty one in B), and the budget's own time,
+measured in the same run (issue: at most 10% of a 10M-launch snapshot).
 
     .venv/bin/python benchmarks/budget_cost.py [--with-10m] [--runs 3]
 
@@ -36,6 +37,23 @@ print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() -
 """
 
 
+# B: the same command with ``budget_of`` returning an empty budget (what the snapshot costs without the sweep)
+WITHOUT_BUDGET = """
+import sys
+import kbase.analysis.leaderboard as lb
+from kbase.analysis.budget_blocks import Blocks, Budget
+
+def empty(window, kinds, whole=False):
+    return Budget(unit="window", window="", n_iterations=0, gpus=[], total=Blocks(), iterations=[],
+                  gaps={"by_cause": {}, "by_size": {}}, largest_gaps=[])
+
+lb.budget_of = empty
+sys.argv = ["kbase", *sys.argv[1:]]
+from kbase.cli.__main__ import run
+run()
+"""
+
+
 def budget_time(export: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", BUDGET_TIMER, str(export)], capture_output=True, text=True,
                          env=child_env(), check=True)
@@ -44,12 +62,15 @@ def budget_time(export: Path) -> dict:
 
 def measure(export: Path, runs: int, log) -> dict:
     snaps = []
+    bare = []
     budgets = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(runs):
+            args = ["snapshot", str(export), "--no-git", "--rev", f"{i + 1:040x}", "--quiet"]
             db = Path(tmp) / f"s{i}.db"
-            snaps.append(run_child([*kbase_cmd(), "snapshot", str(export), "--no-git", "--rev", f"{i + 1:040x}",
-                                    "--db", f"sqlite:///{db}", "--quiet"], Path(tmp)))
+            snaps.append(run_child([*kbase_cmd(), *args, "--db", f"sqlite:///{db}"], Path(tmp)))
+            rm_store(db)
+            bare.append(run_child([sys.executable, "-c", WITHOUT_BUDGET, *args, "--db", f"sqlite:///{db}"], Path(tmp)))
             rm_store(db)
             budgets.append(budget_time(export))
     snap_wall = med([r.wall_s for r in snaps])
@@ -57,7 +78,10 @@ def measure(export: Path, runs: int, log) -> dict:
     b_wall = med([b["wall"] for b in budgets])
     b_cpu = med([b["cpu"] for b in budgets])
     log(f"{export.name}: {budgets[0]['launches']:,} launches, {budgets[0]['gpus']} GPUs")
-    log(f"  snapshot {snap_wall:.2f} s wall, {snap_cpu:.2f} s CPU (median of {runs})")
+    bare_wall, bare_cpu = med([r.wall_s for r in bare]), med([r.cpu_s for r in bare])
+    log(f"  snapshot {snap_wall:.2f} s wall, {snap_cpu:.2f} s CPU (median of {runs}); without the budget "
+        f"{bare_wall:.2f} s wall, {bare_cpu:.2f} s CPU: the budget adds {snap_wall / bare_wall - 1:+.1%} wall, "
+        f"{snap_cpu / bare_cpu - 1:+.1%} CPU")
     log(f"  budget   {b_wall:.3f} s wall, {b_cpu:.3f} s CPU = {b_wall / snap_wall:.1%} of the snapshot's wall, "
         f"{b_cpu / snap_cpu:.1%} of its CPU (target <= 10%)")
     return {"snapshot_wall": snap_wall, "budget_wall": b_wall, "ratio": b_wall / snap_wall}

@@ -142,9 +142,7 @@ def _one_gpu(ctx: _Context, g: int, ki: np.ndarray, ai: np.ndarray) -> _GpuResul
     start = np.concatenate([k.start[ki], a.start[ai]])
     end = np.concatenate([k.end[ki], a.end[ai]])
     cls = np.concatenate([ctx.category_of_code[k.name[ki]], np.full(len(ai), MEMORY, dtype=np.int8)])
-    launch = np.concatenate([k.launch_start[ki] if k.launch_start is not None else np.full(len(ki), -1),
-                             a.launch_start[ai]])
-    tid = np.concatenate([k.launch_tid[ki] if k.launch_tid is not None else np.full(len(ki), -1), a.launch_tid[ai]])
+    launches = _Launches(p, ki, ai)
     what = _Names(p, ki, a.kind[ai], ctx.labels)
     if ctx.iterations:
         keys, edges = _iteration_edges(window, ki, g)
@@ -163,7 +161,7 @@ def _one_gpu(ctx: _Context, g: int, ki: np.ndarray, ai: np.ndarray) -> _GpuResul
             total_step += b.step_wall_ns or 0
             gb.iterations.append((key, b))
         blocks.step_wall_ns = total_step if any(b.step_wall_ns is not None for _, b in gb.iterations) else None
-    gaps = _gaps(start, end, edges, launch, tid, order, p.syncs)
+    gaps = _gaps(start, end, edges, launches, order, p.syncs)
     # counts and sums by cause and size in numpy (about one gap per launch); the short ones in bulk
     by_cause = {c: (int(np.count_nonzero(gaps.cause == code)), int(gaps.size[gaps.cause == code].sum()))
                 for code, c in enumerate(GAP_CAUSES)}
@@ -182,8 +180,8 @@ def _one_gpu(ctx: _Context, g: int, ki: np.ndarray, ai: np.ndarray) -> _GpuResul
         largest.append(Gap(gpu=g, iteration=keys[it] if keys and 0 <= it < len(keys) else None,
                            start_ns=int(gaps.start[i] - edges[0]), duration_ns=int(gaps.size[i]),
                            cause=GAP_CAUSES[int(gaps.cause[i])], before=what.name(prv), after=what.name(nxt),
-                           before_range=_range_at(p, launch, tid, int(order[prv])),
-                           after_range=_range_at(p, launch, tid, int(order[nxt]))))
+                           before_range=_range_at(p, launches, int(order[prv])),
+                           after_range=_range_at(p, launches, int(order[nxt]))))
     return _GpuResult(gb, by_cause, by_size, largest)
 
 
@@ -276,9 +274,32 @@ class _Names:
         return "memset" if int(self.akind[row - len(self.ki)]) == 1 else "memcpy"
 
 
-def _range_at(profile, launch: np.ndarray, tid: np.ndarray, row: int) -> str:
+class _Launches:
+    """The launch call (CPU start, thread) of a GPU's rows, its kernels then its memcpy/memset, looked up for the
+    few rows that need it (the gaps' next activities): no copy of two columns per GPU."""
+
+    def __init__(self, profile, ki: np.ndarray, ai: np.ndarray) -> None:
+        self.k, self.a, self.ki, self.ai = profile.columns, profile.activities, ki, ai
+
+    def _get(self, kcol: np.ndarray | None, acol: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        out = np.full(len(rows), -1, dtype=np.int64)
+        kernel = rows < len(self.ki)
+        if kcol is not None:
+            out[kernel] = kcol[self.ki[rows[kernel]]]
+        out[~kernel] = acol[self.ai[rows[~kernel] - len(self.ki)]]
+        return out
+
+    def start(self, rows: np.ndarray) -> np.ndarray:
+        return self._get(self.k.launch_start, self.a.launch_start, rows)
+
+    def tid(self, rows: np.ndarray) -> np.ndarray:
+        return self._get(self.k.launch_tid, self.a.launch_tid, rows)
+
+
+def _range_at(profile, launches: _Launches, row: int) -> str:
     """The innermost host range (op or NVTX) around the launch call of ``row`` ('' when none)."""
-    t, at = int(tid[row]), int(launch[row])
+    one = np.array([row], dtype=np.int64)
+    t, at = int(launches.tid(one)[0]), int(launches.start(one)[0])
     r = profile.range_columns
     if at < 0 or not len(r):
         return ""

@@ -5,6 +5,7 @@ the four blocks per window, and its idle gaps with their likely cause. Pure nump
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -96,11 +97,10 @@ class _Gaps:
     nxt: np.ndarray
 
 
-def _gaps(s: np.ndarray, e: np.ndarray, edges: np.ndarray, launch: np.ndarray, tid: np.ndarray, order: np.ndarray,
-          syncs) -> _Gaps:
-    """The idle gaps inside the window between the activities (``s``/``e`` sorted by start; ``launch``/``tid`` in
-    row order, ``order``: start position -> row). A gap is where an activity starts after everything before it
-    ended."""
+def _gaps(s: np.ndarray, e: np.ndarray, edges: np.ndarray, launches: Any, order: np.ndarray, syncs) -> _Gaps:
+    """The idle gaps inside the window between the activities (``s``/``e`` sorted by start; ``launches``: the
+    launch calls by row, ``budget._Launches``; ``order``: start position -> row). A gap is where an activity starts
+    after everything before it ended."""
     lo, hi = int(edges[0]), int(edges[-1])
     z = np.zeros(0, dtype=np.int64)
     if len(s) < 2 or hi <= lo:
@@ -115,12 +115,12 @@ def _gaps(s: np.ndarray, e: np.ndarray, edges: np.ndarray, launch: np.ndarray, t
     short_count = int(np.count_nonzero(short))
     nxt, size, g_start = nxt[long], size[long], g_start[long]
     rows = order[nxt]
-    nl = launch[rows]
+    nl = launches.start(rows)
     cause = np.full(len(size), GAP_CAUSES.index("launch"), dtype=np.int8)
     cause[nl < 0] = GAP_CAUSES.index("unknown")
     host = np.flatnonzero(nl >= g_start)
     cause[host] = GAP_CAUSES.index("host")
-    cause[host[_blocked(syncs, tid[rows[host]] >> 24, g_start[host])]] = GAP_CAUSES.index("sync")
+    cause[host[_blocked(syncs, launches.tid(rows[host]) >> 24, g_start[host])]] = GAP_CAUSES.index("sync")
     return _Gaps(short_count, short_ns, cause, size, g_start, nxt)
 
 
