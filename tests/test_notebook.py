@@ -146,7 +146,7 @@ def test_comparison_and_gate_html_show_the_step_verdict(objects):
         obj = objects[kind]
         c = obj if kind == "Comparison" else obj.comparison
         line = step_verdict_lines(diff_doc(c)["budget"])[0]
-        assert line.startswith("step time per iteration")
+        assert line.startswith("step per iteration")
         parsed = _Tags()
         parsed.feed(obj._repr_html_())
         assert line in parsed.text and "what grew (GPU time budget per iteration per GPU)" in parsed.text

@@ -86,7 +86,7 @@ def test_history_noise_leaves_out_baselines_without_step_markers(tmp_path):
     steps = kbase.steps(s)
     assert steps.baselines == 0 and steps.steps == [] and any("9 baseline(s) left out" in n for n in steps.notes)
     g = kbase.gate(u.commits[7], u.commits[8], s)
-    assert not g.comparison.before.side.aligned and g.comparison.result.totals.unit == "window-second"
+    assert not g.comparison.before.side.aligned and g.comparison.result.totals.unit == "run"  # the same work
     assert "history" not in set(g.comparison.result.rows["noise_source"].dropna())
     assert g.verdict.code == 1 and [f.name for f in g.verdict.failing if f.kind == "regressed"] == [k]
 

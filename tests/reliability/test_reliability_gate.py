@@ -106,7 +106,8 @@ def test_far_fewer_iterations_is_incomparable(shapes, store_url):
     assert r.rc == 2, r
     doc = json.loads(r.stdout)
     assert doc["verdict"]["status"] == "incomparable" and doc["comparable"] is False
-    assert any("far fewer iterations (3)" in m and "(12)" in m for m in doc["mismatches"]), doc["mismatches"]
+    assert any("far fewer iterations (3 per capture)" in m and "(12 per capture)" in m for m in doc["mismatches"]), \
+        doc["mismatches"]
     r = kb("gate", f"@{many}", f"@{few}", "--db", store_url, "--name", "iters", "--warn-only")
     assert r.rc == 2, r
     assert "INCOMPARABLE" in r.stdout

@@ -115,7 +115,10 @@ SQL_SINKS = {"execute", "executemany", "executescript", "exec_driver_sql", "text
 ALLOWED_NAMES = {"table", "text", "text_id", "exprs"}
 # kbase/generate.py writes its own synthetic export (never a user's value): it splices in its
 # table names and integer process/device ids it computed itself.
-ALLOWED_PER_FILE = {"generate.py": {"t", "dev", "ctx", "gpid", "gtid"}}
+ALLOWED_PER_FILE = {"generate.py": {"t", "dev", "ctx", "gpid", "gtid"}, "fixed_work.py": {"gpid", "gtid"},
+                    # column expressions built from kbase's own constants and the export's column names
+                    "nsys_activities.py": {"pid", "launch", "PID_SHIFT", "SYNC_TABLE", "skip"},
+                    "transfer.py": {"IMPORT_LOCK"}}  # an int constant: the import's advisory lock key
 
 
 def _safe_value(expr: ast.expr, allowed: set[str]) -> bool:

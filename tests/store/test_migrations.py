@@ -94,7 +94,7 @@ def _fill(engine, url, leaderboards) -> list[int]:
     return ids
 
 
-ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe", "kind"}  # columns of later revisions
+ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe", "kind", "step_ns", "idle_ns"}  # columns of later revisions
 
 
 def _dump(engine) -> dict:
