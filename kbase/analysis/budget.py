@@ -143,14 +143,13 @@ def _one_gpu(ctx: _Context, g: int, ki: np.ndarray, ai: np.ndarray) -> _GpuResul
     end = np.concatenate([k.end[ki], a.end[ai]])
     cls = np.concatenate([ctx.category_of_code[k.name[ki]], np.full(len(ai), MEMORY, dtype=np.int8)])
     launches = _Launches(p, ki, ai)
-    what = _Names(p, ki, a.kind[ai], ctx.labels)
     if ctx.iterations:
         keys, edges = _iteration_edges(window, ki, g)
     else:
         keys, edges = [], _whole_edges(window, start, end, ctx.whole)
     order = np.argsort(start, kind="stable")  # the one sort (nearly sorted already: ~linear)
     start, end, cls = start[order], end[order], cls[order]
-    what.order = order
+    what = _Names(p, ki, a.kind[ai], ctx.labels, order)
     blocks, per_window = _sweep(start, end, cls, edges)
     gb = GpuBudget(gpu=g, rank=ctx.ranks.get(g), label=gpu_label(p, g), blocks=blocks)
     if ctx.iterations:
@@ -259,12 +258,13 @@ _ANY = -(1 << 62)  # ``_host_steps``' key for "any process": the mean over the p
 class _Names:
     """Names of a GPU's rows (its kernels, then its memcpy/memset), looked up only for the gaps shown."""
 
-    def __init__(self, profile, ki: np.ndarray, akind: np.ndarray, labels: np.ndarray | None) -> None:
+    def __init__(self, profile, ki: np.ndarray, akind: np.ndarray, labels: np.ndarray | None,
+                 order: np.ndarray) -> None:
         self.profile, self.ki, self.akind, self.labels = profile, ki, akind, labels
-        self.order: np.ndarray | None = None  # position in start order -> row (kernels, then memcpy/memset)
+        self.order = order  # position in start order -> row (kernels, then memcpy/memset)
 
     def name(self, pos: int) -> str:
-        row = int(self.order[pos]) if self.order is not None else pos
+        row = int(self.order[pos])
         if row < len(self.ki):
             c = self.profile.columns
             code = int(c.name[self.ki[row]])

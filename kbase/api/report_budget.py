@@ -40,19 +40,19 @@ def _bar(label: str, blocks: Blocks, per: float, step_ns: float | None) -> Budge
 
 
 def pooled_bar(label: str, budgets: list[Budget]) -> BudgetBar | None:
-    """One bar of the pooled captures' budgets: the blocks summed, over iterations x GPUs (every capture with
-    iteration markers) or GPU-seconds of window; the step time the mean over all their iterations."""
+    """One bar of the pooled captures' budgets, pooled as the diff pools a side (``comparison.step.SideBudget``):
+    per iteration per GPU (every capture with iteration markers), else per GPU-second of window."""
     from kbase.analysis.budget import Blocks
+    from kbase.comparison.step import SideBudget
 
     if not budgets:
         return None
+    side = SideBudget(budgets)
     total = Blocks()
     for b in budgets:
         total.add(b.total)
-    if all(b.unit == "iteration" and b.n_iterations for b in budgets):
-        per = float(sum(max(b.n_iterations, 1) * max(len(b.gpus), 1) for b in budgets))
-        steps = [s for b in budgets for s in b.step_samples()]
-        step = sum(steps) / len(steps) if steps else None
+    if side.unit == "iteration" and all(b.n_iterations for b in budgets):
+        per, step = float(side.units), side.step_mean()
     else:
         per, step = total.window_ns / 1e9, None  # ns of each block per GPU-second of window
     return _bar(label, total, per, step) if per > 0 else None

@@ -100,12 +100,12 @@ def _changed_table(c: Comparison, caption: str, notes: list[str]) -> str:
 def step_lines(c: Comparison) -> list[str]:
     """The step's verdict as the diff judged it (``kbase diff``'s line, from the diff's ``budget`` object) and what
     grew; nothing recomputed. Empty when neither side has a budget (a side without one: the diff's note says so)."""
-    from kbase.comparison.step import budget_json, step_verdict_lines
+    from kbase.comparison.step import budget_diff_doc, step_verdict_lines
 
     b = c.result.budget
     if b is None:
         return []
-    doc = budget_json(b)
+    doc = budget_diff_doc(b)
     return [*step_verdict_lines(doc), f"what grew (GPU time budget per {doc['unit']} per GPU): {doc['explained']}"]
 
 

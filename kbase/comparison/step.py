@@ -42,20 +42,24 @@ class SideBudget:
     def unit(self) -> str:
         return "iteration" if self.budgets and all(b.unit == "iteration" for b in self.budgets) else "window"
 
+    @property
+    def units(self) -> int:
+        """Units x GPUs over the pooled captures (a window counts as one unit): what a sum is divided by, as the
+        kernels of a side are pooled (every iteration of every capture weighs the same)."""
+        return sum(max(b.n_iterations, 1) * max(len(b.gpus), 1) for b in self.budgets) or 1
+
     def blocks(self) -> dict[str, float]:
-        """Each field per unit per GPU, the mean over captures."""
-        out = {f: 0.0 for f in FIELDS}
-        for b in self.budgets:
-            for f in FIELDS:
-                out[f] += (b.per_unit(getattr(b.total, f)) or 0.0) / len(self.budgets)
-        return out
+        """Each field per unit per GPU over the pooled captures (``Budget.per_unit`` of one capture)."""
+        return {f: sum(getattr(b.total, f) for b in self.budgets) / self.units for f in FIELDS}
 
     def gap_causes(self) -> dict[str, float]:
-        out = {c: 0.0 for c in GAP_CAUSES}
-        for b in self.budgets:
-            for c in GAP_CAUSES:
-                out[c] += (b.per_unit(b.gaps.get("by_cause", {}).get(c, {}).get("ns", 0)) or 0.0) / len(self.budgets)
-        return out
+        return {c: sum(b.gaps.get("by_cause", {}).get(c, {}).get("ns", 0) for b in self.budgets) / self.units
+                for c in GAP_CAUSES}
+
+    def step_mean(self) -> float | None:
+        """The mean step time per iteration over every pooled iteration (None without iterations)."""
+        steps = [s for c in self.samples(self.step_source()) for s in c]
+        return sum(steps) / len(steps) if steps else None
 
     def step_source(self) -> str:
         return "host" if self.budgets and all(b.step_source == "host" for b in self.budgets) else "gpu"
@@ -271,7 +275,7 @@ def _between(before: list[list[float]], after: list[list[float]], history: list[
     return policy.step_run_noise, "assumed"
 
 
-def budget_json(d: BudgetDiff) -> dict[str, Any]:
+def budget_diff_doc(d: BudgetDiff) -> dict[str, Any]:
     """The diff's ``"budget"`` object (``kbase.diff`` JSON)."""
     j = d.step
     step: dict[str, Any] = {"judged": False, "regressed": False}

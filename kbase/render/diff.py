@@ -16,8 +16,7 @@ from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
 from kbase.comparison.side import Unit, unit_of
-from kbase.comparison.step import budget_json as step_json
-from kbase.comparison.step import step_verdict_lines
+from kbase.comparison.step import budget_diff_doc, step_verdict_lines
 from kbase.comparison.work import MIN_REPEATS
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
@@ -203,7 +202,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
                                                                  result.table["short_name"].tolist()))))
     else:
         doc["ops"] = None
-    doc["budget"] = jsonable.clean(step_json(result.budget)) if result.budget is not None else None
+    doc["budget"] = jsonable.clean(budget_diff_doc(result.budget)) if result.budget is not None else None
     if verdict is not None:
         doc["verdict"] = jsonable.clean(verdict_dict(verdict))
     return doc

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kbase.render.budget import step_verdict_lines
+from kbase.comparison.step import step_verdict_lines
 from kbase.render.report import budget_figures as bfig
 from kbase.render.report.model import BudgetView, ReportData
 from kbase.render.report.safe import html_text
