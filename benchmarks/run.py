@@ -1,8 +1,8 @@
 """kbase performance benchmark: snapshot, diff/gate, store at scale, CLI start-up, top against the floor
 and against nsys-ai, top from the store, bytes per stored baseline, history reads at 5,000 and 50,000,
-PostgreSQL against SQLite.
+PostgreSQL against SQLite, the diff's growth with the number of kernels.
 
-    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,S2,S3,S4,S5,S6,S7,S8,S9]
+    python benchmarks/run.py [--quick] [--with-10m] [--out DIR] [--only S1,...,S10]
 
 Every command is timed as a fresh child process (what a CI job pays), wall time by
 ``time.perf_counter`` around ``os.wait4``, CPU time (user + system, every thread) and peak RSS from the
@@ -222,6 +222,7 @@ def compile_kbase() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from diff_growth import s10_diff_growth
     from pg_bench import s9_postgresql
     from store_bench import s7_store_size, s8_steps
     from top_bench import s5_real_exports, s6_top_1m
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="S1 at 1M only, S3 with 500 baselines, fewer runs")
     ap.add_argument("--with-10m", action="store_true", help="run S1 at 10M kernels even with --quick")
     ap.add_argument("--out", type=Path, help="results.json and cached inputs (default: a new temp dir)")
-    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S7,S8,S9", help="comma-separated scenarios to run")
+    ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S7,S8,S9,S10", help="comma-separated scenarios to run")
     args = ap.parse_args(argv)
     if shutil.which("sqlite3") is None:
         print("benchmark: the sqlite3 command-line shell is needed for the floors", file=sys.stderr)
@@ -266,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         s8_steps(out, res, log, runs=3, sizes=(5_000,) if quick else (5_000, 50_000))
     if "S9" in only:
         s9_postgresql(out, 200 if quick else 1000, res, log, runs=3 if quick else 5)
+    if "S10" in only:
+        s10_diff_growth(out, res, log, runs=3, sizes=(2_000, 20_000) if quick else (2_000, 20_000, 200_000))
     total = time.perf_counter() - t_start
     header = (f"kbase benchmark ({'quick' if quick else 'full'}), {os.cpu_count()} cores, load average "
               f"{load_start} at start, {loadavg()} at end; {total:.0f} s in all")

@@ -49,6 +49,7 @@ class OpDiff:
     table: dict[str, np.ndarray]
     pairs: dict[str, np.ndarray]
     groups: list[dict] = field(default_factory=list)
+    _pairs_by_op: dict[str | None, list[dict]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.table["op"])
@@ -59,8 +60,19 @@ class OpDiff:
 
     def kernels_of(self, op: str | None) -> list[dict]:
         """The pairs of one op key (None: of no op), largest |Δ| first."""
-        rows = [dict(zip(PAIR_COLUMNS, v)) for v in zip(*(self.pairs[c].tolist() for c in PAIR_COLUMNS))]
-        return sorted((r for r in rows if r["op"] == op), key=lambda r: -abs(r["delta_ns"]))
+        return self._by_op().get(op, [])
+
+    def _by_op(self) -> dict[str | None, list[dict]]:
+        # indexed once: a view asks for every op's kernels (20,000 kernels x 4,000 ops were a scan per op)
+        if self._pairs_by_op is None:
+            index: dict[str | None, list[dict]] = {}
+            for v in zip(*(self.pairs[c].tolist() for c in PAIR_COLUMNS)):
+                row = dict(zip(PAIR_COLUMNS, v))
+                index.setdefault(row["op"], []).append(row)
+            for rows in index.values():
+                rows.sort(key=lambda r: -abs(r["delta_ns"]))
+            self._pairs_by_op = index
+        return self._pairs_by_op
 
 
 def _union(b: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -132,12 +144,17 @@ def _reshuffled(groups: np.ndarray, pairs: dict[str, np.ndarray], group_of_pair:
     moved = _count_moved(pairs["count_before"], pairs["count_after"])
     kernel_row = {n: i for i, n in enumerate(rows["name"].tolist())}
     home = _home_groups(pairs, group_of_pair)
+    members: dict[object, list[int]] = {}  # each op's pairs, indexed once (not a scan of every pair per op)
+    for i, g in enumerate(group_of_pair.tolist()):
+        members.setdefault(g, []).append(i)
+    kernels, moved_list = pairs["kernel"].tolist(), moved.tolist()
     reshuffled, changed_kernels = {}, {}
     for g in groups.tolist():
-        in_g = group_of_pair == g
-        changed = set(pairs["kernel"][in_g & moved].tolist())
+        at = members.get(g, [])
+        changed = {kernels[i] for i in at if moved_list[i]}
+        any_moved = bool(changed)
         up = down = False
-        for k in set(pairs["kernel"][in_g & ~moved].tolist()):
+        for k in {kernels[i] for i in at if not moved_list[i]}:
             i = kernel_row.get(k)
             if i is None or home.get(k) != g or not np.isfinite(rows["z"][i]):
                 continue
@@ -146,7 +163,7 @@ def _reshuffled(groups: np.ndarray, pairs: dict[str, np.ndarray], group_of_pair:
                 down |= rows["z"][i] < 0
                 changed.add(k)
         # an exchange between kernels: two or more changed, with a launch-count change or work moving both ways
-        reshuffled[g] = len(changed) >= 2 and (bool((in_g & moved).any()) or (up and down))
+        reshuffled[g] = len(changed) >= 2 and (any_moved or (up and down))
         changed_kernels[g] = sorted(changed)
     return reshuffled, changed_kernels
 

@@ -91,8 +91,12 @@ def _mark_rests(kind: np.ndarray, row: np.ndarray, count: np.ndarray, total: np.
     kernel's, and whose samples sum to its samples (float32, as stored): it is read back as the remainder."""
     import numpy as np
 
-    for r in np.unique(row[kind == 1]).tolist():
-        at = np.flatnonzero(row == r)
+    rows = np.unique(row[kind == 1])
+    by_row = np.argsort(row, kind="stable")  # each kernel's pairs as a slice (not a scan of every pair per kernel)
+    starts = np.searchsorted(row[by_row], rows, side="left").tolist()
+    ends = np.searchsorted(row[by_row], rows, side="right").tolist()
+    for r, lo, hi in zip(rows.tolist(), starts, ends):
+        at = by_row[lo:hi]
         if len(at) < 2 or count[at].sum() != k_count[at[0]] or total[at].sum() != k_total[at[0]]:
             continue
         if n_keys and (k_ns is None or not np.allclose(ns[at].sum(axis=0), k_ns[r], rtol=1e-6, atol=1.0)):
@@ -135,12 +139,18 @@ def decode_ops(blob: bytes | Packed, table: KernelTable) -> StoredOps:
         if keys:
             codes = p.array("ns_median", e)[:, None] + p.array("ns", e * keys).reshape(e, keys)
             ns[explicit] = mantissa_values(codes, bits)
-    for i in np.flatnonzero(rest).tolist():  # the kernel's less its other pairs
-        others = (row == row[i]) & ~rest
-        count[i] -= count[others].sum()
-        total[i] -= total[others].sum()
+    if rest.any():  # the kernel's less its other pairs (summed per kernel row in one pass)
+        others, nk = ~rest, len(table.count)
+        other_count = np.zeros(nk, dtype=np.int64)
+        np.add.at(other_count, row[others], count[others])
+        other_total = np.bincount(row[others], weights=total[others], minlength=nk)
+        at = row[rest]
+        count[rest] -= other_count[at]
+        total[rest] -= other_total[at]
         if keys and table.iter_ns is not None:
-            ns[i] = np.maximum(table.iter_ns[row[i]] - ns[others].sum(axis=0), 0.0)
+            other_ns = np.zeros((nk, keys))
+            np.add.at(other_ns, row[others], ns[others])
+            ns[rest] = np.maximum(table.iter_ns[at] - other_ns[at], 0.0)
     return StoredOps(row=row, op_id=op, count=count, total_ns=total, iter_ns=ns)
 
 
