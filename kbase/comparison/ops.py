@@ -145,16 +145,16 @@ def _reshuffled(groups: np.ndarray, pairs: dict[str, np.ndarray], group_of_pair:
     kernel_row = {n: i for i, n in enumerate(rows["name"].tolist())}
     home = _home_groups(pairs, group_of_pair)
     members: dict[object, list[int]] = {}  # each op's pairs, indexed once (not a scan of every pair per op)
-    for i, g in enumerate(group_of_pair.tolist()):
-        members.setdefault(g, []).append(i)
+    for j, g in enumerate(group_of_pair.tolist()):
+        members.setdefault(g, []).append(j)
     kernels, moved_list = pairs["kernel"].tolist(), moved.tolist()
     reshuffled, changed_kernels = {}, {}
     for g in groups.tolist():
         at = members.get(g, [])
-        changed = {kernels[i] for i in at if moved_list[i]}
+        changed = {kernels[j] for j in at if moved_list[j]}
         any_moved = bool(changed)
         up = down = False
-        for k in {kernels[i] for i in at if not moved_list[i]}:
+        for k in {kernels[j] for j in at if not moved_list[j]}:
             i = kernel_row.get(k)
             if i is None or home.get(k) != g or not np.isfinite(rows["z"][i]):
                 continue

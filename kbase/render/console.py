@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from kbase.render.safe import inert
+from kbase.display import inert
 
 
 class SafeConsole(Console):

@@ -78,13 +78,3 @@ def xml_attr(text: object) -> str:
     from xml.sax.saxutils import quoteattr
 
     return quoteattr(xml_chars(text))
-
-
-def __getattr__(name: str) -> Any:
-    # SafeConsole subclasses rich's Console, so it lives in render.console: the JSON, CSV and Markdown
-    # writers use this module without loading rich (~35 ms of a command's start).
-    if name == "SafeConsole":
-        from kbase.render.console import SafeConsole
-
-        return SafeConsole
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

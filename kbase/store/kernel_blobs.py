@@ -28,15 +28,13 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kbase.store.mantissa import mantissa_value
 from kbase.store.packed import Packed, pack
 
 if TYPE_CHECKING:
     import numpy as np
 
 FORMAT = 1  # ``baseline_kernels.format``: this module's layout of the four blobs
-SAMPLE_BITS = 10  # significant bits of per-iteration ns and chunk totals: <= 0.049% relative error
-QUANTILE_BITS = 8  # ... of sketch quantiles: <= 0.2% each; a chunk's comparison sums 16 of them
-LOSSLESS_BITS = 24  # float32's significand: every value the 0008 store held comes back exactly
 LEVEL_COLUMNS = ("name_id", "count", "total_ns", "avg_ns", "per_iter_ns", "share_window")
 BOARD_COLUMNS = ("gpus", "median_ns", "min_ns", "max_ns", "std_ns", "count_per_iter", "share_kernel",
                  "amdahl_ceiling", "fragmented")
@@ -129,32 +127,6 @@ def _apply(predicted: list[float], residual: list[int]) -> list[float]:
         return [NAN if v != v else v for v in predicted]
     bits = [p ^ r for p, r in zip(_bits(predicted), residual)]
     return array("d", array("Q", bits).tobytes()).tolist()
-
-
-# ------------------------------------------------------------------------------------------ mantissa codes
-
-
-def mantissa_codes(values: np.ndarray, bits: int) -> np.ndarray:
-    """Monotone integer codes of non-negative values with ``bits`` significant bits: a value below 2^(bits+1)
-    is its rounded self; above, code = e * 2^bits + m for the value m * 2^e, 2^bits <= m < 2^(bits+1)
-    (relative error <= 2^-(bits+1)). NaN and negatives code as 0."""
-    import numpy as np
-
-    v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
-    v = np.maximum(v, 0.0)
-    _, x = np.frexp(v)
-    e = np.maximum(x.astype(np.int64) - 1 - bits, 0)
-    m = np.rint(np.ldexp(v, -e)).astype(np.int64)
-    return np.where(e > 0, e * (1 << bits) + m, m)
-
-
-def mantissa_values(codes: np.ndarray, bits: int) -> np.ndarray:
-    """The values of ``mantissa_codes`` (float64, exact)."""
-    import numpy as np
-
-    codes = np.asarray(codes, dtype=np.int64)
-    e = np.maximum(codes >> bits, 1) - 1
-    return np.ldexp((codes - e * (1 << bits)).astype(np.float64), e.astype(np.int32))
 
 
 # ------------------------------------------------------------------------------------------ levels, board
@@ -284,12 +256,6 @@ class LevelRows:
             return [(d + (2 * round(a) if math.isfinite(a) else 0)) >> 1
                     for d, a in zip(self._board.ints("median2"), avg)]
         return [round(m) if math.isfinite(m) else 0 for m in self._board.floats("median_ns")]
-
-
-def mantissa_value(code: int, bits: int) -> float:
-    """``mantissa_values`` of one code, in Python."""
-    e = max(code >> bits, 1) - 1
-    return float((code - (e << bits)) << e)
 
 
 def sample_rows(blob: bytes) -> tuple[list[list[float]], list[list[int]]]:

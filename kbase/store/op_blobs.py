@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kbase.store.kernel_blobs import SAMPLE_BITS, mantissa_codes, mantissa_values
+from kbase.store.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
 from kbase.store.packed import Packed, pack
 
 LAYOUT = 1  # the ``ops`` blob's columns as this module writes them

@@ -1,5 +1,5 @@
 """The ``samples`` and ``sketches`` blobs of ``baseline_kernels`` (numpy): per-iteration samples and launch
-sketches as mantissa codes (``kernel_blobs.mantissa_codes``), coded against what each kernel's own
+sketches as mantissa codes (``mantissa.mantissa_codes``), coded against what each kernel's own
 values predict so the residuals are small integers. docs/store-format.md has the layout and the figures.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
-from kbase.store.kernel_blobs import LOSSLESS_BITS, QUANTILE_BITS, SAMPLE_BITS, mantissa_codes, mantissa_values
+from kbase.store.mantissa import LOSSLESS_BITS, QUANTILE_BITS, SAMPLE_BITS, mantissa_codes, mantissa_values
 from kbase.store.packed import Packed, PackedError, pack
 
 if TYPE_CHECKING:

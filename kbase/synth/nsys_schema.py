@@ -6,10 +6,17 @@ from __future__ import annotations
 import sqlite3
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from kbase.synth.generate import ExportSpec
+
+class TargetSpec(Protocol):
+    """What ``write_target_info`` reads of an export's spec (``generate.ExportSpec`` has it; named here, not
+    imported, so the schema does not depend on the generator that uses it)."""
+
+    n_gpus: int
+    gpu_model: str
+    schema_version: str
+    seed: int
 
 VM_BITS = 1 << 48  # the constant high part real exports carry (hwId 0, vmId 1)
 BATCH = 50_000
@@ -95,7 +102,7 @@ def crc(s: str) -> int:
     return zlib.crc32(s.encode())
 
 
-def write_target_info(conn: sqlite3.Connection, ins: Callable, spec: ExportSpec) -> None:
+def write_target_info(conn: sqlite3.Connection, ins: Callable, spec: TargetSpec) -> None:
     chip, l2, mem, bw, clock, sms, optin, per_sm, engines, cc = GPUS.get(spec.gpu_model,
                                                                           GPUS["NVIDIA H100 80GB HBM3"])
     major, minor = int(cc), int(round(cc * 10)) % 10

@@ -14,7 +14,8 @@ import numpy as np
 from sqlalchemy import inspect, text
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
-from kbase.store.kernel_blobs import QUANTILE_BITS, SAMPLE_BITS, Blobs, KernelTable, decode, encode
+from kbase.store.kernel_blobs import Blobs, KernelTable, decode, encode
+from kbase.store.mantissa import QUANTILE_BITS, SAMPLE_BITS
 
 LEADERBOARD = ("name_id", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns",
                "per_iter_ns", "count_per_iter", "share_window", "share_kernel", "amdahl_ceiling", "fragmented")

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from kbase.render.safe import SafeConsole, inert, json_safe, md_text, term_text, xml_attr, xml_chars, xml_text
+from kbase.render.console import SafeConsole
+from kbase.render.safe import inert, json_safe, md_text, term_text, xml_attr, xml_chars, xml_text
 from kbase.synth.generate import ExportSpec, generate_export
 from kbase.synth.names import KernelSpec
 

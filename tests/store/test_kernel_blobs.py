@@ -14,17 +14,19 @@ from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL
 from kbase.store.kernel_blobs import (
     BOARD_COLUMNS,
     LEVEL_COLUMNS,
-    LOSSLESS_BITS,
-    QUANTILE_BITS,
-    SAMPLE_BITS,
     KernelTable,
     LevelRows,
     decode,
     encode,
+    sample_rows,
+)
+from kbase.store.mantissa import (
+    LOSSLESS_BITS,
+    QUANTILE_BITS,
+    SAMPLE_BITS,
     mantissa_codes,
     mantissa_value,
     mantissa_values,
-    sample_rows,
 )
 from kbase.store.packed import Packed
 

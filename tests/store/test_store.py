@@ -285,7 +285,7 @@ def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a,
     assert (b.source_sha256 == source.file_sha256(exports["a"])
             and b.source_size == exports["a"].stat().st_size)
     # per-iteration samples survive the packing: counts exactly, times within the stored mantissa's error
-    from kbase.store.kernel_blobs import SAMPLE_BITS
+    from kbase.store.mantissa import SAMPLE_BITS
 
     got = lb.samples.sort_values(["name", "iteration"]).reset_index(drop=True)
     want = res.leaderboard.samples.sort_values(["name", "iteration"]).reset_index(drop=True)

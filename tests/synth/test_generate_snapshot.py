@@ -73,8 +73,8 @@ def test_default_window_per_kernel_and_per_iteration_equal_the_truth(generated):
     assert b.total_kernel_ns == int(total.sum())
 
     # per-iteration samples (summed over GPUs): launches exact, ns within the stored mantissa's error
-    # (``kernel_blobs.SAMPLE_BITS`` significant bits: exact below 2^(bits+1) ns)
-    from kbase.store.kernel_blobs import SAMPLE_BITS
+    # (``mantissa.SAMPLE_BITS`` significant bits: exact below 2^(bits+1) ns)
+    from kbase.store.mantissa import SAMPLE_BITS
 
     per_iter_c = truth.iter_count.sum(axis=0)  # [iteration, name]
     per_iter_t = truth.iter_total.sum(axis=0)
