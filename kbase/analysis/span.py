@@ -97,9 +97,14 @@ def _nsys(facts: dict, first: int, last: int, no_launch: int) -> Span:
     cut = _cut(no_launch)
     if cut is not None:
         return cut
-    held = [(first - lo, hi - last) for lo, hi in facts.get("sessions") or [] if lo <= first and last <= hi]
-    if not held:
+    if not facts.get("sessions"):
+        return Span(None, "the export records no capture session")
+    started = [(lo, hi) for lo, hi in facts["sessions"] if lo <= first <= hi]
+    if not started:
         return Span(None, "the export records no session that holds its kernels")
+    held = [(first - lo, hi - last) for lo, hi in started if last <= hi]
+    if not held:
+        return Span(SLICE, "kernels run past the session's stop: it stopped mid-run")
     lead, tail = min(h[0] for h in held), min(h[1] for h in held)
     if lead < EDGE_NS:
         return Span(SLICE, f"the first launch comes {fmt_ns(lead)} after the capture began: it began mid-run")
