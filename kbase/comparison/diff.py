@@ -87,6 +87,7 @@ class DiffTotals:
     memory: TotalChange
     iteration_wall: TotalChange
     step_wall: TotalChange | None = None
+    unit_reason: str = ""  # why the unit was chosen (``work.align_units``: the one place that words it)
 
 
 @dataclass
@@ -184,7 +185,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``);
     ``unit``: ``run``, ``window`` or ``iteration`` (None: chosen from the captures, ``work.choose_unit``)."""
     policy = policy or Policy()
-    before, after, unit_notes = work.align_units(before, after, unit or policy.unit or None)
+    before, after, unit_reason, unit_notes = work.align_units(before, after, unit or policy.unit or None)
     pairs = match_kernels(before.kernels, after.kernels)
     n = len(pairs)
     name_b = np.empty(n, dtype=object)
@@ -250,7 +251,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     for side in (before, after):
         if not side.aligned and side.unit != Unit.RUN:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
-    totals = _totals(before, after, policy, rows)
+    totals = _totals(before, after, policy, rows, unit_reason)
     budget = None
     if before.budget is not None and after.budget is not None:
         kernel_delta = totals.kernel.delta_ns if before.aligned and after.aligned else None
@@ -434,7 +435,8 @@ def _change(b: float, a: float) -> TotalChange:
     return TotalChange(before=b, after=a, delta_ns=a - b, delta_pct=(a - b) / b * 100 if b else float("nan"))
 
 
-def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarray]) -> DiffTotals:
+def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarray],
+            unit_reason: str = "") -> DiffTotals:
     k = _change(before.totals.kernel, after.totals.kernel)
     sb, sa = before.total_samples, after.total_samples
     enough = len(sb) >= policy.min_iterations and len(sa) >= policy.min_iterations
@@ -452,7 +454,7 @@ def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarra
         compute=_change(before.totals.compute, after.totals.compute),
         communication=_change(before.totals.communication, after.totals.communication),
         memory=_change(before.totals.memory, after.totals.memory),
-        iteration_wall=_change(before.unit_wall_ns, after.unit_wall_ns), step_wall=step)
+        iteration_wall=_change(before.unit_wall_ns, after.unit_wall_ns), step_wall=step, unit_reason=unit_reason)
 
 
 __all__ = ["CLASSES", "DIFF_SCHEMA", "DiffResult", "DiffTotals", "KernelTimeChange", "NO_KERNELS", "ROW_COLUMNS",

@@ -180,6 +180,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         "schema": DIFF_SCHEMA,
         "version": 3,
         "unit": result.totals.unit,
+        "unit_reason": result.totals.unit_reason,
         "before": describe_side(comparison.before, result.before),
         "after": describe_side(comparison.after, result.after),
         "comparable": not result.mismatches,
