@@ -1,29 +1,26 @@
 """Whether a capture spans its whole program: the fact that makes two captures without iteration markers one run
 each of their program's work, compared per run (``comparison.work``) even when their launch counts differ (a new
-block size, a kernel split in two), where a slice of a steady state is compared per window-second.
+block size, a kernel split in two), where a slice cut by a clock from a steady state is compared per
+window-second whatever its launch counts.
 
 Decided once, when the window is taken, from what the reader found (``Profile.extra["capture"]``: the export's
 capture settings and session, ``readers.nsys_capture``; the Kineto trace's profiler spans and steps) and from the
 window's own launches; stored with the baseline (``LeaderboardSummary.capture_span``, ``Baseline.capture_span``).
+Three answers, and "unknown":
 
-An Nsight Systems capture spans its program when all of this holds:
-
-- collection began with the program: the start trigger is ``Immediate`` (not a capture range or hotkey), there
-  was no start delay, nsys launched the process itself (did not attach to a running one), and the program never
-  called ``cudaProfilerStart``/``Stop`` (its own capture range);
-- the export holds the whole session: every kernel's launch call is in it (an export cut from a longer one
-  loses the launch calls of the kernels at its edges);
-- the program's CUDA work lies inside the session with room at both ends: its first launch call at least
-  ``EDGE_NS`` after the session began (process start-up, CUDA initialisation) and its last kernel at least
-  ``EDGE_NS`` before the session stopped (teardown, exit). A ``--duration`` capture of a running job stops in
-  the middle of its launches. The real whole-program exports of the shared data leave 0.18 s to 3 s at each end.
-
-A Kineto trace is taken by code around code (``with profile(): ...``), never cut by a clock: it spans the
-profiled run when the profiler ran without a schedule (no ``ProfilerStep#N``: a schedule records some steps of
-a longer loop), every kernel's launch is in the trace, and the activity lies inside each rank's profiler span.
-
-A ``--trim`` window is always a slice. Anything the export does not tell is "unknown" (None), never a guess:
-the launch counts then decide the unit, as without this fact.
+- ``PROGRAM``: an Nsight Systems capture whose collection began with the program — start trigger ``Immediate``,
+  no start delay, nsys launched the process itself, and the program never calls ``cudaProfilerStart``/``Stop`` —
+  whose export holds every kernel's launch call, and whose session holds the program's CUDA work with room at
+  both ends: its first launch call at least ``EDGE_NS`` after the session began (process start-up, CUDA
+  initialisation), its last kernel at least ``EDGE_NS`` before the session stopped (teardown, exit). The real
+  whole-program exports of the shared data leave 0.3 s to 5 s at each end. A Kineto trace taken without a
+  schedule (``with profile(): ...``: code around code) whose launches all lie in its profiler span.
+- ``RANGE``: the program marks its own capture range (``cudaProfilerStart``/``Stop``, a capture-range trigger,
+  a Kineto schedule's steps): bounded by code, not by a clock — the same work when the launch counts say so.
+- ``SLICE``: cut by a clock or from a longer capture — a ``--trim`` window, a start delay, another trigger (a
+  hotkey), kernels running past the session's stop, kernels whose launch calls are not in the export.
+- None: the export does not tell (no capture session, activity too close to an edge to tell whether the program
+  had started or finished): never a guess, the launch counts decide the unit as without this fact.
 """
 
 from __future__ import annotations
@@ -38,13 +35,14 @@ from kbase.units import fmt_ns
 if TYPE_CHECKING:
     from kbase.readers.profile import Profile
 
-PROGRAM, SLICE = "program", "slice"
+PROGRAM, RANGE, SLICE = "program", "range", "slice"
 EDGE_NS = 10_000_000  # room the program's CUDA work leaves at each end of a whole-program session
 
 
 @dataclass(frozen=True)
 class Span:
-    """``kind``: ``PROGRAM``, ``SLICE`` or None (the capture does not tell); ``why``: one clause saying so."""
+    """``kind``: ``PROGRAM``, ``RANGE``, ``SLICE`` or None (the capture does not tell); ``why``: one clause saying
+    so."""
 
     kind: str | None
     why: str
@@ -87,16 +85,18 @@ def _cut(no_launch: int) -> Span | None:
 def _nsys(facts: dict, first: int, last: int, no_launch: int) -> Span:
     trigger, delay, attach = facts.get("trigger"), facts.get("delay_ms"), facts.get("attach")
     if trigger is not None and trigger != "Immediate":
+        if any(word in trigger.lower() for word in ("profiler", "nvtx")):
+            return Span(RANGE, f"the program marks its capture range (trigger {trigger})")
         return Span(SLICE, f"the capture began on a trigger ({trigger}), not with the program")
     if isinstance(delay, int) and delay > 0:
         return Span(SLICE, f"the capture began {fmt_ns(delay * 1_000_000)} into the program (a start delay)")
     if attach is not None and attach != "LaunchAnother":
         return Span(SLICE, "nsys attached to a running process")
-    if facts.get("profiler_range"):
-        return Span(SLICE, "the program calls cudaProfilerStart/Stop: a capture range")
     cut = _cut(no_launch)
     if cut is not None:
         return cut
+    if facts.get("profiler_range"):
+        return Span(RANGE, "the program calls cudaProfilerStart/Stop: it marks its capture range")
     if not facts.get("sessions"):
         return Span(None, "the export records no capture session")
     started = [(lo, hi) for lo, hi in facts["sessions"] if lo <= first <= hi]
@@ -107,17 +107,19 @@ def _nsys(facts: dict, first: int, last: int, no_launch: int) -> Span:
         return Span(SLICE, "kernels run past the session's stop: it stopped mid-run")
     lead, tail = min(h[0] for h in held), min(h[1] for h in held)
     if lead < EDGE_NS:
-        return Span(SLICE, f"the first launch comes {fmt_ns(lead)} after the capture began: it began mid-run")
+        return Span(None, f"the first launch comes {fmt_ns(lead)} after the capture began: too close to tell "
+                          "whether it began with the program")
     if tail < EDGE_NS:
-        return Span(SLICE, f"the last kernel ends {fmt_ns(tail)} before the capture stopped: it stopped mid-run")
-    started = "" if trigger is not None else " (no capture settings in the export)"
+        return Span(None, f"the last kernel ends {fmt_ns(tail)} before the capture stopped: too close to tell "
+                          "whether the program had finished")
+    started_with = "" if trigger is not None else " (no capture settings in the export)"
     return Span(PROGRAM, f"the capture began {fmt_ns(lead)} before the first launch and stopped {fmt_ns(tail)} "
-                         f"after the last kernel, every launch call in it{started}")
+                         f"after the last kernel, every launch call in it{started_with}")
 
 
 def _kineto(facts: dict, first: int, last: int, no_launch: int) -> Span:
     if facts.get("steps"):
-        return Span(SLICE, "the profiler ran on a schedule (ProfilerStep#N): some steps of a longer loop")
+        return Span(RANGE, "the profiler ran on a schedule (ProfilerStep#N): some steps of a longer loop")
     cut = _cut(no_launch)
     if cut is not None:
         return cut

@@ -66,21 +66,18 @@ def same_work(before: Side, after: Side) -> bool:
                 and weight[both][equal].sum() >= SAME_WORK_SHARE * matched)
 
 
-def _sliced(side: Side) -> bool:
-    return any(c.summary.mode == WindowMode.TRIM for c in side.captures)
-
-
 def side_span(side: Side) -> tuple[str | None, str]:
-    """Whether every capture pooled on ``side`` spans its whole program (``analysis.span``): (``PROGRAM``,
-    ``SLICE`` when one is a slice, or None when one does not say; the first such capture's reason)."""
-    spans = [(c.summary.capture_span, c.summary.capture_span_why or "") for c in side.captures]
+    """What the captures pooled on ``side`` span (``analysis.span``), with the reason: ``SLICE`` when one is cut by
+    a clock (a ``--trim`` window stored before kbase looked counts), ``PROGRAM`` when every one spans its whole
+    program, else the first other capture's (``RANGE``, or None: it does not say)."""
+    spans = [(SLICE, "a --trim window") if c.summary.mode == WindowMode.TRIM and c.summary.capture_span is None
+             else (c.summary.capture_span, c.summary.capture_span_why or "stored before kbase looked at the span")
+             for c in side.captures]
     if not spans:
         return None, "no capture kept"
-    for kind in (SLICE, None):
-        for span, why in spans:
-            if span == kind:
-                return kind, why or "stored before kbase looked at the capture's span"
-    return PROGRAM, spans[0][1]
+    sliced = [s for s in spans if s[0] == SLICE]
+    other = [s for s in spans if s[0] != PROGRAM]
+    return sliced[0] if sliced else other[0] if other else spans[0]
 
 
 def _words(before: Side, after: Side, unit: Unit, requested: str | None) -> str:
@@ -91,15 +88,14 @@ def _words(before: Side, after: Side, unit: Unit, requested: str | None) -> str:
         return "both sides have iteration markers"
     if before.aligned or after.aligned:
         return "one side has iteration markers and the other none: no common unit"
-    spans = {side.label: side_span(side) for side in (before, after)}
+    spans = [(side.label, *side_span(side)) for side in (before, after)]
     if unit == Unit.RUN:
-        if all(kind == PROGRAM for kind, _ in spans.values()):
+        if all(kind == PROGRAM for _, kind, _ in spans):
             return "no iteration markers; both captures span their whole program"
         return "no iteration markers; the same launches per capture"
-    for side in (before, after):
-        kind, why = spans[side.label]
+    for label, kind, why in spans:
         if kind == SLICE:
-            return f"no iteration markers; {side.label} is a slice ({why})"
+            return f"no iteration markers; {label} is a slice ({why})"
     return "no iteration markers; launch counts differ and the captures do not both span their program"
 
 
@@ -119,9 +115,10 @@ def choose_unit(before: Side, after: Side, requested: str | None = None) -> Unit
         return Unit.ITERATION
     if before.aligned or after.aligned:
         return Unit.WINDOW_SECOND  # one side without markers: incomparable (``diff.comparability``)
-    if _sliced(before) or _sliced(after):
+    spans = side_span(before)[0], side_span(after)[0]
+    if SLICE in spans:  # cut by a clock: its launch counts are an accident of where, even when equal
         return Unit.WINDOW_SECOND
-    if side_span(before)[0] == PROGRAM and side_span(after)[0] == PROGRAM:
+    if spans == (PROGRAM, PROGRAM):
         return Unit.RUN  # one run of the program's work each, whatever its launches
     return Unit.RUN if same_work(before, after) else Unit.WINDOW_SECOND
 

@@ -238,11 +238,11 @@ def check_row(row: dict[str, Any]) -> None:
 
 def _span_ok(row: dict[str, Any]) -> None:
     """``capture_span`` is the summary's (it is derived from it: the unit and history must not read two facts)."""
-    from kbase.analysis.span import PROGRAM, SLICE
+    from kbase.analysis.span import PROGRAM, RANGE, SLICE
 
     span = row.get("capture_span")
-    if span is not None and span not in (PROGRAM, SLICE):
-        raise ExportFileError(f"baseline capture_span is {span!r}, not {PROGRAM!r}, {SLICE!r} or null")
+    if span is not None and span not in (PROGRAM, RANGE, SLICE):
+        raise ExportFileError(f"baseline capture_span is {span!r}, not {PROGRAM!r}, {RANGE!r}, {SLICE!r} or null")
     summary = strict_json(row["summary_json"], "baseline summary_json") if row.get("summary_json") else {}
     if span != summary.get("capture_span"):
         raise ExportFileError("baseline capture_span differs from its summary_json's")
