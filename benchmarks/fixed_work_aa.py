@@ -8,7 +8,8 @@ the detection of +5% and +10% slowdowns in the same programs. Part of ``benchmar
 Each A/A pair is two seeds of one program: every launch's jitter and each kernel's process-level factor
 (``run_sd``, between-process noise) differ, the work does not. Programs: Gaussian elimination (per-launch work
 shrinking 100x along the run), a stencil that fills its window, a solver with one launch of its main kernel
-(which the gate must call "cannot judge", never a regression), and a mixed program of six kernels.
+(which the gate must call "cannot judge", never a regression), and a mixed program of six kernels. Last, the
+solver again with a history of stored whole-program baselines, which judges its single launch per run.
 """
 
 from __future__ import annotations
@@ -87,7 +88,55 @@ def fixed_work(pairs: int = 12, run_sd: float = 0.003) -> dict:
         out["iterations (synth mix)"] = {"unit": "iteration", "fail": fails / pairs, "flagged": flags / pairs}
         print(f"  {'iterations (synth mix)':<26}{'iteration':<15}{fails / pairs:>10.1%}{flags / pairs:>10.1%}"
               "   (the iteration generator has no per-process noise)")
+    out["solver, history per run"] = solver_history(pairs, run_sd=run_sd)
     return out
+
+
+QUIET_SOLO = FixedKernel(SOLO.name, SOLO.short_name, 1, SOLO.first_ns, jitter=0.005)
+
+
+def solver_history(pairs: int = 12, past: int = 6, run_sd: float = 0.003) -> dict:
+    """The solver's single launch (0.5% launch jitter) judged by history per run: ``past`` stored whole-program
+    baselines at successive commits (a git repository), then a candidate capture gated against the newest — A/A,
+    +10%, +20% on the single launch. Per pair: FAILs, the kernel's noise source, its MDE."""
+    import dataclasses
+
+    import git
+
+    fails = flags = 0
+    found = {0.10: 0, 0.20: 0}
+    mdes, sources = [], set()
+    kernels = [QUIET_SOLO, INIT]
+    for p in range(pairs):
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            repo = git.Repo.init(d / "repo", initial_branch="main")
+            actor = git.Actor("calibrate", "calibrate@kbase.invalid")
+            settings = kbase.Settings.load(repo=d / "repo", db=f"sqlite:///{d / 's.db'}", name="solver")
+            for i in range(past):
+                (d / "repo" / "v.txt").write_text(str(i))
+                repo.index.add(["v.txt"])
+                sha = repo.index.commit(f"c{i}", author=actor, committer=actor).hexsha
+                f = generate_fixed_work(d / f"r{i}.sqlite", FixedWorkSpec(kernels, seed=100 * p + i, run_sd=run_sd))
+                kbase.snapshot(str(f), settings, rev=sha)
+            for step in (0.0, *found):
+                c = generate_fixed_work(d / "c.sqlite", FixedWorkSpec(kernels, seed=100 * p + 50, run_sd=run_sd,
+                                                                      slowdown={SOLO.name: 1 + step}), overwrite=True)
+                g = kbase.gate(sha, str(c), dataclasses.replace(settings))
+                row = next(r for r in g.comparison.result.records() if r["short_name"] == SOLO.short_name)
+                if step:
+                    found[step] += g.verdict.status.value == "fail"
+                    continue
+                fails += g.verdict.status.value == "fail"
+                flags += row["class"] in FLAGGED
+                mdes.append(row["mde_rel"])
+                sources.add(row["noise_source"])
+    mde = sorted(mdes)[len(mdes) // 2]
+    print(f"  {'solver, history of ' + str(past):<26}{'run':<15}{fails / pairs:>10.1%}{flags / pairs:>10.1%}"
+          f"{'-':>14}{'':>11}{found[0.10] / pairs:>12.0%}   +20% found {found[0.20] / pairs:.0%}; noise "
+          f"{', '.join(sorted(sources))}, median MDE {mde:.1%}")
+    return {"unit": "run", "fail": fails / pairs, "flagged": flags / pairs, "mde": mde, "sources": sorted(sources),
+            "found": {k: v / pairs for k, v in found.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,7 +98,8 @@ def test_tensor_core_rules(row):
 # the bookkeeping ones listed there; its kernels' names in row order; its op keys; every blob column's values.
 DOCUMENTED_BOOKKEEPING = {"created_at", "branch", "detached", "dirty", "host", "tags", "note", "kbase_version",
                           "source_name", "source_mtime_ns", "source_probe", "kind",
-                          "step_ns", "idle_ns"}  # (these two repeat the budget in summary_json, which is covered)
+                          "step_ns", "idle_ns",  # (these two repeat the budget in summary_json, which is covered)
+                          "capture_span"}  # (and this the capture's span in summary_json)
 
 
 def _row() -> dict:

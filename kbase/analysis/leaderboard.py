@@ -376,6 +376,8 @@ def _summary(window: Window, category: np.ndarray, total: np.ndarray, n_frag: in
         unattributed_no_launch=window.no_launch,
         outside_iterations=window.outside,
         step_wall_ns=_mean_step_wall(p, window.iteration_keys),
+        capture_span=window.span.kind if window.span else None,
+        capture_span_why=window.span.why if window.span else None,
     )
 
 

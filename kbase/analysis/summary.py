@@ -54,6 +54,10 @@ class LeaderboardSummary:
     step_wall_ns: float | None = None
     # the GPU time budget (``analysis.budget``: ``Budget.to_stored``); None when stored before it existed
     budget: dict | None = None
+    # whether the capture spans its whole program (``analysis.span``: "program", "slice"; None: it does not say,
+    # or stored before kbase looked) and why, in one clause
+    capture_span: str | None = None
+    capture_span_why: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> LeaderboardSummary:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kbase.analysis.iterations import NOT_IN_ITERATION, Iterations, MarkerRanges, attribute, gpus_left_out
+from kbase.analysis.span import Span, capture_span
 from kbase.analysis.spec import WindowSpec
 from kbase.enums import AttributionMode, WindowMode
 from kbase.errors import WindowError
@@ -56,6 +57,7 @@ class Window:
     missing_gpus: list[int] = field(default_factory=list)  # left out: no step marker (allowed by the spec)
     # the host's marker ranges with their iteration key (iteration windows): the step time the budget reads
     marker_ranges: MarkerRanges | None = None
+    span: Span | None = None  # whether the capture spans its whole program (``analysis.span``)
 
     def column(self, name: str) -> np.ndarray:
         """One column of the window's launches ("iteration" included) as a numpy array."""
@@ -142,7 +144,9 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
         kw["end_ns"] = int(profile.columns.end[mask].max())
     # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
     notes = [str(n) for n in profile.extra.get("notes", [])]
-    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, **kw)
+    span = capture_span(profile, mask, trimmed=kw["mode"] == WindowMode.TRIM, no_launch=kw.get("no_launch", 0))
+    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, span=span,
+                  **kw)
 
 
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:

@@ -26,6 +26,7 @@ import numpy as np
 
 from kbase.comparison import work
 from kbase.comparison.noise import (
+    RUN_NOISE_PRIOR_DF,
     SOURCES,
     Estimate,
     RunNoise,
@@ -87,6 +88,7 @@ class DiffTotals:
     memory: TotalChange
     iteration_wall: TotalChange
     step_wall: TotalChange | None = None
+    unit_reason: str = ""  # why the unit was chosen (``work.align_units``: the one place that words it)
 
 
 @dataclass
@@ -184,7 +186,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     """``history``: per kernel name, the relative run-to-run sd from past baselines (``history.noise_from_history``);
     ``unit``: ``run``, ``window`` or ``iteration`` (None: chosen from the captures, ``work.choose_unit``)."""
     policy = policy or Policy()
-    before, after, unit_notes = work.align_units(before, after, unit or policy.unit or None)
+    before, after, unit_reason, unit_notes = work.align_units(before, after, unit or policy.unit or None)
     pairs = match_kernels(before.kernels, after.kernels)
     n = len(pairs)
     name_b = np.empty(n, dtype=object)
@@ -242,6 +244,9 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     if by_op is not None:
         notes += op_swap_notes(by_op, rows)
     notes += [line for line in (noise_line(rows), between_process_line(rows, policy)) if line] + unit_notes
+    if history is not None and history.unit != before.unit.value and any(v == v for v in history.sd.values()):
+        notes.append(f"history noise not used: its levels are per {history.unit}, this comparison is "
+                     f"{before.unit.per}")
     if n:
         first = np.where(rows["class"] == KernelClass.REGRESSED.value, 0,
                          np.where(rows["class"] == KernelClass.REGRESSED_BELOW_FLOOR.value, 1, 2))
@@ -250,7 +255,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     for side in (before, after):
         if not side.aligned and side.unit != Unit.RUN:
             notes.append(f"not aligned: {side.label} is not iteration-aligned (compared per window-second)")
-    totals = _totals(before, after, policy, rows)
+    totals = _totals(before, after, policy, rows, unit_reason)
     budget = None
     if before.budget is not None and after.budget is not None:
         kernel_delta = totals.kernel.delta_ns if before.aligned and after.aligned else None
@@ -292,8 +297,10 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
     rep_b = repeat_noise(before.levels) if before.levels is not None else np.full(len(before.kernels), np.nan)
     rep_a = repeat_noise(after.levels) if after.levels is not None else np.full(len(after.kernels), np.nan)
     between, between_df = _between_process(rows, pos_b, pos_a, before, after)
+    # history's levels are per its unit: per iteration with markers, per run without (``history._run_noise``)
+    use_history = history is not None and history.unit == before.unit.value
     hist = (np.array([history.sd.get(x, np.nan) for x in rows["name"].tolist()], dtype=float)
-            if history is not None else np.full(n, np.nan))
+            if history is not None and use_history else np.full(n, np.nan))
     hist_df = float(history.df) if history is not None else np.inf
     resolution = max(before.resolution_ns, after.resolution_ns)
     b_ns, a_ns = rows["before"], rows["after"]
@@ -321,7 +328,10 @@ def _significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndar
             within = [by_launch[j]] if launches_first and by_launch[j] is not None else [*within, by_launch[j]]
         run_sd: RunNoise | None = None
         if np.isfinite(hist[i]):
-            run_sd = RunNoise("history", float(hist[i]), hist_df)
+            # per run, the level of a kernel of a few launches holds their own jitter, which the assumed run_noise
+            # (a process's) cannot speak for: its history spread counts as measured, at its own degrees of freedom
+            few = per_run and min(cb[i], ca[i]) < work.MIN_PAIRED_CHUNKS
+            run_sd = RunNoise("history", float(hist[i]), hist_df, prior_df=0.0 if few else RUN_NOISE_PRIOR_DF)
         elif np.isfinite(between[i]):  # repeat captures with iterations: their between-process component
             run_sd = RunNoise("repeat", float(between[i]), float(between_df[i]), True)
         else:
@@ -434,7 +444,8 @@ def _change(b: float, a: float) -> TotalChange:
     return TotalChange(before=b, after=a, delta_ns=a - b, delta_pct=(a - b) / b * 100 if b else float("nan"))
 
 
-def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarray]) -> DiffTotals:
+def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarray],
+            unit_reason: str = "") -> DiffTotals:
     k = _change(before.totals.kernel, after.totals.kernel)
     sb, sa = before.total_samples, after.total_samples
     enough = len(sb) >= policy.min_iterations and len(sa) >= policy.min_iterations
@@ -452,7 +463,7 @@ def _totals(before: Side, after: Side, policy: Policy, rows: dict[str, np.ndarra
         compute=_change(before.totals.compute, after.totals.compute),
         communication=_change(before.totals.communication, after.totals.communication),
         memory=_change(before.totals.memory, after.totals.memory),
-        iteration_wall=_change(before.unit_wall_ns, after.unit_wall_ns), step_wall=step)
+        iteration_wall=_change(before.unit_wall_ns, after.unit_wall_ns), step_wall=step, unit_reason=unit_reason)
 
 
 __all__ = ["CLASSES", "DIFF_SCHEMA", "DiffResult", "DiffTotals", "KernelTimeChange", "NO_KERNELS", "ROW_COLUMNS",

@@ -61,6 +61,7 @@ class Finding:
     explain: str = ""  # a step finding: the block that grew and its likely cause
     mde_pct: float = float("nan")
     mde_rel: float = float("nan")  # cannot judge: the change it would need to show (``work.needed_mde``)
+    noise: str = ""  # the noise source its test used (``noise.SOURCES``); "" for findings without a test
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None 
 def _finding(kind: FindingKind, r: dict) -> Finding:
     return Finding(kind=kind, name=r["name"], short_name=r["short_name"], delta_pct=r["delta_pct"],
                    effect=r["effect"], share_before=r["share_before"], share_after=r["share_after"],
-                   before=r["before"], after=r["after"], p_value=r["p_value"], mde_rel=r["mde_rel"])
+                   before=r["before"], after=r["after"], p_value=r["p_value"], mde_rel=r["mde_rel"],
+                   noise=r.get("noise_source") or "")
 
 
 class AcceptanceIndex:

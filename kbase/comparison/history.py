@@ -45,6 +45,7 @@ class HistoryNoise:
     ops: dict[str, float] = field(default_factory=dict)
     op_groups: dict[str, float] = field(default_factory=dict)
     step_levels: list[float] = field(default_factory=list)  # each past baseline's mean step time (ns), if stored
+    unit: str = "iteration"  # what one level is per (``side.Unit``): the diff uses ``sd`` in that unit alone
 
 
 def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path | None, first: Resolved,
@@ -75,6 +76,8 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
             if b.id not in set(second.baseline_ids) and b.aligned == newest.aligned]
     if len(past) < policy.min_history:
         return None, notes
+    if not newest.aligned:
+        return _run_noise(reader, policy, past, first, where, notes)
     ids = [b.id for b in past if b.id is not None]
     names, _, levels = reader.level_matrix(ids)
     sd = history_noise(levels, policy.min_history)
@@ -85,6 +88,37 @@ def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path 
                          op_groups=groups, step_levels=[x for x in (step_level(b.summary_json) for b in past)
                                                         if x is not None])
     return noise, notes + [f"history noise: {len(past)} past baselines on {where} "
+                           f"({int(np.isfinite(sd).sum())} kernels with at least {policy.min_history} levels)"]
+
+
+def _run_noise(reader: StoreReader, policy: Policy, past: list, first: Resolved, where: str,
+               notes: list[str]) -> tuple[HistoryNoise, list[str]]:
+    """Without iteration markers, per run: each past baseline's kernel totals per GPU are one run's levels — where
+    the baseline spans its whole program (``analysis.span``), or, unless a clock cut it, launched the kernel as
+    often per capture as the before side does (the same work; a slice's totals are an accident of where it was
+    cut). Their robust spread is the kernel's run-to-run noise, as the per-iteration levels' is with markers."""
+    from kbase.analysis.span import PROGRAM, SLICE
+    from kbase.comparison.work import COUNT_TOLERANCE
+    from kbase.store.blob_reads import run_levels
+
+    ids = [b.id for b in past if b.id is not None]
+    name_ids, totals, counts = run_levels(reader.rows_in("level_blobs", {}, "ids", ids), ids)
+    found = reader.names(name_ids.tolist())
+    names = [found[int(i)][0] for i in name_ids]
+    side = first.side
+    pos = side.kernels.positions(names)
+    before = np.where(pos >= 0, side.kernels["count"][pos] / max(side.n_captures, 1), np.nan)[:, None]
+    with np.errstate(invalid="ignore"):
+        same = np.abs(counts - before) <= np.maximum(COUNT_TOLERANCE * before, 0.5)
+    program = np.array([b.capture_span == PROGRAM for b in past if b.id is not None])[None, :]
+    cut = np.array([b.capture_span == SLICE for b in past if b.id is not None])[None, :]
+    gpus = np.array([max(int(b.gpu_count), 1) for b in past if b.id is not None], dtype=float)[None, :]
+    levels = np.where(program | (same & ~cut), totals / gpus, np.nan)
+    sd = history_noise(levels, policy.min_history)
+    n_program = int(program.sum())
+    noise = HistoryNoise(sd=dict(zip(names, sd.tolist())), df=max(0.4 * (len(ids) - 1), 2.0), unit="run")
+    return noise, notes + [f"history noise per run: {len(ids)} past baselines without iteration markers on {where} "
+                           f"({n_program} spanning their whole program), each kernel's total per capture "
                            f"({int(np.isfinite(sd).sum())} kernels with at least {policy.min_history} levels)"]
 
 

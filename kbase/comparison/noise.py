@@ -54,6 +54,9 @@ class Estimate:
     run_rel: float = math.nan  # that relative sd per capture
 
 
+RUN_NOISE_PRIOR_DF = 10.0  # what the assumed ``run_noise`` weighs against measured run-to-run noise
+
+
 class RunNoise(NamedTuple):
     """A measured run-to-run sd: ``between`` False for the sd of per-capture levels (history: a level's own
     sampling noise included), True for the between-process component alone (repeat captures)."""
@@ -62,6 +65,9 @@ class RunNoise(NamedTuple):
     sd: float
     df: float
     between: bool = False
+    # what the assumed ``run_noise`` weighs against it, in degrees of freedom: 0 where it cannot speak for the
+    # spread (per run, a kernel of a few launches: its level holds their own jitter, not only the process's)
+    prior_df: float = RUN_NOISE_PRIOR_DF
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,6 @@ def assumed_noise() -> Estimate:
     return Estimate(rel=float("nan"), se=float("nan"), source="assumed", n=0)
 
 
-RUN_NOISE_PRIOR_DF = 10.0  # what the assumed ``run_noise`` weighs against measured run-to-run noise
 
 
 def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: RunNoise | tuple[str, float, float] | None,
@@ -208,15 +213,15 @@ def pick_noise(rel_means: float, within: list[Estimate | None], run_sd: RunNoise
     best = min(found, key=lambda e: e.se * t_threshold(0.001, e.df)) if found else None  # the smallest MDE
     per = 1 / captures[0] + 1 / captures[1]
     if run_sd is not None and math.isfinite(run_sd.sd) and math.isfinite(rel_means):
-        source, sd, df = run_sd.source, run_sd.sd, run_sd.df
-        var_run = (RUN_NOISE_PRIOR_DF * run_noise * run_noise + df * sd * sd) / (RUN_NOISE_PRIOR_DF + df)
+        source, sd, df, prior = run_sd.source, run_sd.sd, run_sd.df, run_sd.prior_df
+        var_run = (prior * run_noise * run_noise + df * sd * sd) / (prior + df)
         if not run_sd.between:
             return Estimate(rel=rel_means, se=math.sqrt(var_run * per), source=source, n=captures[0] + captures[1],
-                            df=RUN_NOISE_PRIOR_DF + df, run_source=source, run_rel=math.sqrt(var_run))
+                            df=prior + df, run_source=source, run_rel=math.sqrt(var_run))
         if best is not None:
             v, b = best.se * best.se, var_run * per
             within_part = v * v / best.df if math.isfinite(best.df) else 0.0
-            dfs = (v + b) ** 2 / (within_part + b * b / (RUN_NOISE_PRIOR_DF + df))
+            dfs = (v + b) ** 2 / (within_part + b * b / (prior + df))
             return Estimate(rel=best.rel, se=math.sqrt(v + b), source=source, n=best.n, df=dfs, run_source=source,
                             run_rel=math.sqrt(var_run))
     if best is None:

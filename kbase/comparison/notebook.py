@@ -13,6 +13,7 @@ from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.cost import iteration_effect
 from kbase.analysis.names import short_id
 from kbase.comparison.result import row_sides as sides
+from kbase.comparison.side import unit_why
 from kbase.display import clip, html_table, inert
 from kbase.enums import GateStatus, KernelClass
 from kbase.units import ABSENT, column_unit, fmt_delta_pct, fmt_money, fmt_ns, fmt_ns_pair
@@ -54,7 +55,8 @@ def _summary(c: Comparison) -> str:
     classes = c.result.table["class"].tolist()
     counts = ", ".join(f"{classes.count(k.value)} {k.label}" for k in CHANGED if classes.count(k.value))
     before, after = fmt_ns_pair(t.kernel.before, t.kernel.after)
-    text = (f"kernel time per {t.unit} per GPU {before} -> {after} ({fmt_delta_pct(t.kernel.delta_pct)}); "
+    text = (f"kernel time per {t.unit} per GPU{unit_why(t.unit, t.unit_reason)} {before} -> {after} "
+            f"({fmt_delta_pct(t.kernel.delta_pct)}); "
             f"{counts or 'no kernel changed'}")
     cost = c.cost
     if cost is not None:

@@ -53,6 +53,15 @@ class Unit(StrEnum):
         return "a window-second" if self is Unit.WINDOW_SECOND else f"the {self.value}"
 
 
+def unit_why(unit: Unit | str, reason: object) -> str:
+    """`` (no iteration markers; both captures span their whole program)``: why the unit was chosen
+    (``comparison.work.align_units``' words, ``DiffTotals.unit_reason``), as every surface appends it where it names
+    a unit other than the iteration of two marked captures; "" there, or without a reason."""
+    if not reason or not isinstance(reason, str) or (unit == Unit.ITERATION and not reason.startswith("asked")):
+        return ""
+    return f" ({reason})"
+
+
 def unit_of(text: object) -> Unit:
     """The ``Unit`` named by a document's ``unit`` (``mixed`` or unknown: the iteration's words)."""
     try:

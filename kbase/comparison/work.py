@@ -6,13 +6,16 @@ the wrong unit for the first: a kernel that fills its window always reads 1 s pe
 shorter host part raises every kernel's share of a second. So (``choose_unit``):
 
 - both sides aligned: per iteration;
-- neither aligned, no time slice, and the same work (kernels holding ``SAME_WORK_SHARE`` of the kernel
-  time launch as often per capture on both sides): **per run** — totals per capture, and each kernel's
-  launches paired by ordinal (launch-order chunk k before vs chunk k after: the same launches, the same
-  work, whatever the work does across the run);
+- neither aligned, no time slice, and both captures span their whole program (``analysis.span``: each is one
+  run of the program's work, whatever its launches — a new block size, a kernel split in two), or the same work
+  (kernels holding ``SAME_WORK_SHARE`` of the kernel time launch as often per capture on both sides): **per
+  run** — totals per capture, and each kernel's launches paired by ordinal where its launch counts match
+  (launch-order chunk k before vs chunk k after: the same launches, the same work, whatever the work does
+  across the run);
 - else per window-second (a slice: launch counts are an accident of where it was cut).
 
-``--unit run|window|iteration`` overrides, where the captures allow it.
+``--unit run|window|iteration`` overrides, where the captures allow it. Why the unit was chosen is worded once
+(``align_units``): every surface that names the unit shows those words.
 
 The paired test (``paired_estimates``) is symmetric and does not take a trend for noise: the change is the
 log ratio of the kernel's totals (the reverse pair gives exactly its negative), and its noise comes from the
@@ -28,6 +31,7 @@ import math
 import numpy as np
 
 from kbase.analysis.sketch import COUNT, TOTAL
+from kbase.analysis.span import PROGRAM, SLICE
 from kbase.comparison.noise import POWER_Z, Estimate
 from kbase.comparison.side import Side, Unit, side_from_captures
 from kbase.enums import WindowMode
@@ -62,8 +66,37 @@ def same_work(before: Side, after: Side) -> bool:
                 and weight[both][equal].sum() >= SAME_WORK_SHARE * matched)
 
 
-def _sliced(side: Side) -> bool:
-    return any(c.summary.mode == WindowMode.TRIM for c in side.captures)
+def side_span(side: Side) -> tuple[str | None, str]:
+    """What the captures pooled on ``side`` span (``analysis.span``), with the reason: ``SLICE`` when one is cut by
+    a clock (a ``--trim`` window stored before kbase looked counts), ``PROGRAM`` when every one spans its whole
+    program, else the first other capture's (``RANGE``, or None: it does not say)."""
+    spans = [(SLICE, "a --trim window") if c.summary.mode == WindowMode.TRIM and c.summary.capture_span is None
+             else (c.summary.capture_span, c.summary.capture_span_why or "stored before kbase looked at the span")
+             for c in side.captures]
+    if not spans:
+        return None, "no capture kept"
+    sliced = [s for s in spans if s[0] == SLICE]
+    other = [s for s in spans if s[0] != PROGRAM]
+    return sliced[0] if sliced else other[0] if other else spans[0]
+
+
+def _words(before: Side, after: Side, unit: Unit, requested: str | None) -> str:
+    """Why ``unit`` was chosen, in words: the one place every surface takes them from."""
+    if requested is not None:
+        return f"asked for: --unit {requested}"
+    if unit == Unit.ITERATION:
+        return "both sides have iteration markers"
+    if before.aligned or after.aligned:
+        return "one side has iteration markers and the other none: no common unit"
+    spans = [(side.label, *side_span(side)) for side in (before, after)]
+    if unit == Unit.RUN:
+        if all(kind == PROGRAM for _, kind, _ in spans):
+            return "no iteration markers; both captures span their whole program"
+        return "no iteration markers; the same launches per capture"
+    for label, kind, why in spans:
+        if kind == SLICE:
+            return f"no iteration markers; {label} is a slice ({why})"
+    return "no iteration markers; launch counts differ and the captures do not both span their program"
 
 
 def choose_unit(before: Side, after: Side, requested: str | None = None) -> Unit:
@@ -82,9 +115,12 @@ def choose_unit(before: Side, after: Side, requested: str | None = None) -> Unit
         return Unit.ITERATION
     if before.aligned or after.aligned:
         return Unit.WINDOW_SECOND  # one side without markers: incomparable (``diff.comparability``)
-    if _sliced(before) or _sliced(after) or not same_work(before, after):
+    spans = side_span(before)[0], side_span(after)[0]
+    if SLICE in spans:  # cut by a clock: its launch counts are an accident of where, even when equal
         return Unit.WINDOW_SECOND
-    return Unit.RUN
+    if spans == (PROGRAM, PROGRAM):
+        return Unit.RUN  # one run of the program's work each, whatever its launches
+    return Unit.RUN if same_work(before, after) else Unit.WINDOW_SECOND
 
 
 def in_unit(side: Side, unit: Unit) -> Side:
@@ -94,25 +130,23 @@ def in_unit(side: Side, unit: Unit) -> Side:
     return side_from_captures(list(side.captures), side.label, side.meta, unit)
 
 
-def align_units(before: Side, after: Side, requested: str | None = None) -> tuple[Side, Side, list[str]]:
-    """Both sides in the unit chosen for them, and a note saying which and why. One side with iteration
-    markers and one without stay as they are, unless a unit is asked for: they have no common unit
-    (``diff.comparability`` says so)."""
+WHAT_THE_UNIT_DOES = {Unit.RUN: "totals per capture, launches paired by ordinal where counts match",
+                      Unit.WINDOW_SECOND: "judged on time per launch",
+                      Unit.ITERATION: "iteration k against iteration k"}
+
+
+def align_units(before: Side, after: Side, requested: str | None = None) -> tuple[Side, Side, str, list[str]]:
+    """Both sides in the unit chosen for them, why it was chosen (``_words``), and a note saying both. One side
+    with iteration markers and one without stay as they are, unless a unit is asked for: they have no common
+    unit (``diff.comparability`` says so)."""
     if before.aligned != after.aligned and not requested:
-        return before, after, []
+        return before, after, _words(before, after, Unit.WINDOW_SECOND, None), []
     unit = choose_unit(before, after, requested)
     b, a = in_unit(before, unit), in_unit(after, unit)
-    notes = []
-    if unit == Unit.RUN:
-        why = "asked for (--unit run)" if requested else "no iteration markers, same launches per capture"
-        notes.append(f"unit: the run ({why}): totals per capture, launches paired by ordinal")
-    elif unit == Unit.WINDOW_SECOND and not (before.aligned or after.aligned):
-        why = ("asked for (--unit window)" if requested else
-               "no iteration markers; a time slice or different launch counts")
-        notes.append(f"unit: the window-second ({why}): judged on time per launch")
-    elif unit == Unit.WINDOW_SECOND and requested:
-        notes.append("unit: the window-second (asked for: --unit window)")
-    return b, a, notes
+    why = _words(before, after, unit, requested)
+    notes = [] if unit == Unit.ITERATION and not requested else [f"unit: the {unit.value} ({why}): "
+                                                                 f"{WHAT_THE_UNIT_DOES[unit]}"]
+    return b, a, why, notes
 
 
 def _von_neumann(logs: np.ndarray) -> tuple[float, float]:

@@ -197,6 +197,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
     thread_names: dict[int, str] = {}
     process_names: dict[int, str] = {}
     span_lo, span_hi = [], []
+    trace_spans: list[list[int] | None] = []  # each file's profiler span ("Trace" events), absolute ns
     notes: list[str] = []
     for slot, fd in enumerate(data):
         rank, base = fd.rank, _base_ns(fd.meta)
@@ -252,6 +253,7 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         for k, v in fd.process_names.items():
             process_names[k | (slot << _SLOT_SHIFT_PID)] = v
         lo, hi = fd.trace_span
+        trace_spans.append([lo + base, hi + base] if lo is not None and hi is not None else None)
         if lo is not None and hi is not None:
             span_lo.append(lo + base)
             span_hi.append(hi + base)
@@ -316,6 +318,8 @@ def read_kineto(paths: Path | list[Path], allow_missing_ranks: bool = False) -> 
         "missing_ranks": missing,
         "absent_ranks": absent,
         "ignored_files": [str(f) for f in ignored],
+        # what ``analysis.span`` reads: each rank's profiler span, and whether a schedule cut it into steps
+        "capture": {"format": "kineto", "trace_spans": trace_spans, "steps": any(step_wall.values())},
     }
     if missing:
         left = "; ".join(m["reason"] for m in missing)

@@ -28,6 +28,7 @@ from kbase.errors import InputError
 from kbase.readers import sqlite_pages
 from kbase.readers.integrity import NameTooLong, add_note, clean_names, clean_text, invalid_rows_note
 from kbase.readers.nsys_activities import read_activity_rows, read_syncs
+from kbase.readers.nsys_capture import capture_facts
 from kbase.readers.nsys_sql import (
     KERNEL_FLAWS,
     KERNEL_TABLE,
@@ -176,6 +177,7 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
             add_note(extra, f"{conn.text_factory.replaced} text value(s) of the export were not valid UTF-8: "
                             "shown with U+FFFD")
         info = meta(conn, tables)
+        extra["capture"] = capture_facts(conn, tables)  # how the capture began, its session: ``analysis.span``
         syncs = read_syncs(conn, tables)
         launch_tid, launch_start = joined.result()
         del joined

@@ -22,7 +22,7 @@ import math
 
 from kbase.analysis.names import display_names
 from kbase.comparison.result import row_sides
-from kbase.comparison.side import Unit, unit_of
+from kbase.comparison.side import Unit, unit_of, unit_why
 from kbase.enums import KernelClass
 from kbase.render.safe import md_text
 from kbase.units import ColumnUnit, column_unit, fmt_money, fmt_p
@@ -191,7 +191,9 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     notes = notes[:3] + [n for n in notes[3:] if n.startswith(("noise: ", "between-process noise: "))]
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
+    chosen = md_text(unit_why(unit, diff_doc.get("unit_reason")), 200)
     tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are {unit.per} per GPU"
+                f"{chosen}"
                 " · MDE: the smallest change its test detects (80% power)"
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     all_units = _units(changed)

@@ -102,7 +102,12 @@ def finding_text(f: Finding, unit: Unit = Unit.ITERATION) -> str:
                 f"swapped (judged as one op) — {amdahl_text(_finding_row(f), unit)}")
     what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% {unit.per}"
     return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of {unit.whole}) — "
-            f"{amdahl_text(_finding_row(f), unit)}")
+            f"{amdahl_text(_finding_row(f), unit)}{MEASURED_BETWEEN_RUNS.get(f.noise, '')}")
+
+
+# a finding whose test took its noise from between-process spread says where it measured it
+MEASURED_BETWEEN_RUNS = {"history": "; noise from history (past baselines' spread)",
+                         "repeat": "; noise from repeat captures (between processes)"}
 
 
 def verdict_reasons(v: Verdict) -> list[str]:
@@ -180,6 +185,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         "schema": DIFF_SCHEMA,
         "version": 3,
         "unit": result.totals.unit,
+        "unit_reason": result.totals.unit_reason,
         "before": describe_side(comparison.before, result.before),
         "after": describe_side(comparison.after, result.after),
         "comparable": not result.mismatches,

@@ -44,5 +44,8 @@ def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
         cases.append('  <testcase classname="kbase.gate" name="no kernel regression"/>')
     nfail = sum("<failure" in c for c in cases)
     nerr = sum("<error" in c for c in cases)
+    # the unit every message is in, and why it was chosen (``work.align_units``' words)
+    props = (f'  <properties><property name="unit" value={xml_attr(unit.value)}/><property name="unit_reason" '
+             f'value={xml_attr(str(doc.get("unit_reason") or ""))}/></properties>')
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="kbase gate" tests="{len(cases)}" '
-            f'failures="{nfail}" errors="{nerr}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+            f'failures="{nfail}" errors="{nerr}">\n{props}\n' + "\n".join(cases) + "\n</testsuite>\n")

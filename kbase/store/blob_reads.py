@@ -227,3 +227,29 @@ def series_rows(rows: list[tuple], name_ids: list[int]) -> tuple[dict[str, np.nd
         cols["gpu_count"].append(np.full(len(at), gpu_count, dtype=np.int64))
         samples += [None] * len(at) if ns is None else list(ns)
     return {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}, samples
+
+
+def run_levels(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(name ids, sorted; names x baselines matrix of each kernel's total ns in the capture; the same of its
+    launches) from ``level_blobs`` rows, NaN where a kernel did not run: a baseline's levels as one run of its
+    program (history noise per run, ``comparison.history``). Summed over GPUs, as stored."""
+    import numpy as np
+
+    col = {b: j for j, b in enumerate(baseline_ids)}
+    parts = []
+    for bid, fmt, levels in rows:
+        j = col.get(bid)
+        if j is None:
+            continue
+        p = packed(bid, fmt, levels)
+        try:
+            if p.rows:
+                parts.append((j, p.array("name_id", p.rows), p.array("total_ns", p.rows), p.array("count", p.rows)))
+        except (PackedError, KeyError, ValueError) as exc:
+            raise _decode_error(bid, exc) from None
+    ids = np.unique(np.concatenate([x[1] for x in parts])) if parts else np.zeros(0, dtype=np.int64)
+    totals, counts = np.full((len(ids), len(baseline_ids)), np.nan), np.full((len(ids), len(baseline_ids)), np.nan)
+    for j, names, total, count in parts:
+        at = np.searchsorted(ids, names)
+        totals[at, j], counts[at, j] = total, count
+    return ids, totals, counts

@@ -196,6 +196,7 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
         note=note,
         step_ns=step_ns,
         idle_ns=idle_ns,
+        capture_span=s.capture_span,
     )
 
 

@@ -37,9 +37,9 @@ KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # 
 # the same capture apart differ in them and still hold the same baseline.
 BOOKKEEPING = frozenset({"created_at", "branch", "detached", "dirty", "host", "tags", "note", "kbase_version",
                          "source_name", "source_mtime_ns", "source_probe", "kind"})
-# columns derived from another one (the budget's figures, from summary_json): not in the content digest, so a
-# file written before they existed and the same baseline exported again are one content
-DERIVED = frozenset({"step_ns", "idle_ns"})
+# columns derived from another one (the budget's figures and the capture's span, from summary_json): not in the
+# content digest, so a file written before they existed and the same baseline exported again are one content
+DERIVED = frozenset({"step_ns", "idle_ns", "capture_span"})
 DATETIMES = ("created_at", "commit_date")
 MAX_HEADER = 64 << 20
 

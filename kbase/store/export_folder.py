@@ -102,7 +102,7 @@ def baseline_columns() -> tuple[str, ...]:
 # Columns added after format 1 whose default a file leaves out: an ordinary baseline's file stays byte for byte
 # what earlier versions wrote (its name is its hash: a re-export must not add a second file per baseline), and
 # a file without the column reads as the default.
-DEFAULTED_COLUMNS: dict[str, Any] = {"kind": "snapshot", "step_ns": None, "idle_ns": None}
+DEFAULTED_COLUMNS: dict[str, Any] = {"kind": "snapshot", "step_ns": None, "idle_ns": None, "capture_span": None}
 
 
 def file_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -233,6 +233,19 @@ def check_row(row: dict[str, Any]) -> None:
         _column_check(column, value, what)
         if column.name in JSON_COLUMNS and value is not None:
             _json_column(value, what, JSON_COLUMNS[column.name])
+    _span_ok(row)
+
+
+def _span_ok(row: dict[str, Any]) -> None:
+    """``capture_span`` is the summary's (it is derived from it: the unit and history must not read two facts)."""
+    from kbase.analysis.span import PROGRAM, RANGE, SLICE
+
+    span = row.get("capture_span")
+    if span is not None and span not in (PROGRAM, RANGE, SLICE):
+        raise ExportFileError(f"baseline capture_span is {span!r}, not {PROGRAM!r}, {RANGE!r}, {SLICE!r} or null")
+    summary = strict_json(row["summary_json"], "baseline summary_json") if row.get("summary_json") else {}
+    if span != summary.get("capture_span"):
+        raise ExportFileError("baseline capture_span differs from its summary_json's")
 
 
 def check_names(names: Any, op_names: Any) -> None:

@@ -92,6 +92,9 @@ class Baseline(SQLModel, table=True):
     # Why it was stored (0012): "snapshot" (a profiled run of the job), "bisect" (a midpoint ``kbase bisect``
     # captured): prune and the listings tell the probes of a search from the branch's own record.
     kind: str = Field(default="snapshot", max_length=16, sa_column_kwargs={"server_default": "snapshot"})
+    # Whether the capture spans its whole program (0013; ``analysis.span``, also in ``summary_json``): "program",
+    # "slice", NULL (the capture does not say, or stored before 0013). History noise per run reads it.
+    capture_span: str | None = Field(default=None, max_length=16)
 
 
 class KernelName(SQLModel, table=True):

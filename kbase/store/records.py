@@ -59,6 +59,7 @@ class BaselineRecord:
     step_ns: float | None = None
     idle_ns: float | None = None
     kind: str = "snapshot"
+    capture_span: str | None = None
 
 
 BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))

@@ -11,7 +11,12 @@ before). A ``slowdown`` may itself trend: ``(first, last)`` factors, interpolate
 Noise: each launch lognormal with relative sd ``jitter`` (hash of seed, kernel and ordinal), and per capture
 a process-level factor per kernel with relative sd ``run_sd`` (clocks, placement: between-process noise).
 ``slice_ns``: only the launches starting in that much time from the middle of the run are kept (a slice of a
-steady state, as a ``--duration`` capture of a long job).
+steady state: a ``--delay``/``--duration`` capture of a long job, its session that slice).
+
+The capture (``capture``), as ``readers.nsys_capture`` reads it: ``"program"`` — nsys launched the program and
+collected from its start to its exit (``START_TRIGGER`` ``Immediate``, the session from the process's start to
+``host_tail_ns`` after its last kernel); ``"range"`` — the program's own ``cudaProfilerStart``/``Stop`` range
+(``CudaProfilerApi``); ``"none"`` — no capture settings and no session in the export (an older exporter).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from kbase.synth.generate import ExportSpec
-from kbase.synth.nsys_schema import SCHEMA, crc, ddl, global_pid, global_tid, write_target_info
+from kbase.synth.nsys_schema import SCHEMA, SESSION_SCHEMA, crc, ddl, global_pid, global_tid, write_target_info
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,10 @@ class FixedWorkSpec:
     run_sd: float = 0.003  # between-process relative sd per kernel
     slice_ns: int | None = None  # keep only launches starting in this much time around the run's middle
     gpu_model: str = "NVIDIA H100 80GB HBM3"
+    capture: str = "program"  # "program", "range" (cudaProfilerStart/Stop), "none" (module doc)
+
+
+PROCESS_START_NS = 1_500_000_000  # the program's start on the capture clock
 
 
 def _durations(k: FixedKernel, factor: float | tuple[float, float], seed: int, run_sd: float,
@@ -82,6 +91,8 @@ def generate_fixed_work(path: str | os.PathLike, spec: FixedWorkSpec, *, overwri
         raise FileExistsError(f"{path} exists (pass overwrite=True to replace it)")
     if not spec.kernels or any(k.launches < 1 or k.first_ns < 1 for k in spec.kernels):
         raise ValueError("kernels need launches >= 1 and first_ns >= 1")
+    if spec.capture not in ("program", "range", "none"):
+        raise ValueError(f"capture must be program, range or none, not {spec.capture!r}")
     tmp = path.with_name(path.name + ".partial")
     tmp.unlink(missing_ok=True)
     durs = [_durations(k, spec.slowdown.get(k.name, 1.0), spec.seed, spec.run_sd, spec.jitter_scale)
@@ -90,10 +101,12 @@ def generate_fixed_work(path: str | os.PathLike, spec: FixedWorkSpec, *, overwri
     pid = 1000
     gpid, gtid = global_pid(pid), global_tid(pid, pid)
     strings = {"cudaLaunchKernel_v7000": 1, "python3": 2}
+    if spec.capture == "range":  # interned once the program calls it
+        strings["cudaProfilerStart_v4000"] = 3
     for k in spec.kernels:
         strings.setdefault(k.name, len(strings) + 1)
         strings.setdefault(k.short_name, len(strings) + 1)
-    t = 1_500_000_000 + spec.host_lead_ns
+    t = PROCESS_START_NS + spec.host_lead_ns
     gpu_free = t
     krows, rrows = [], []
     half = len(which) // 2
@@ -109,17 +122,23 @@ def generate_fixed_work(path: str | os.PathLike, spec: FixedWorkSpec, *, overwri
         rrows.append((t, call_end, corr, 1))
         krows.append((start, end, corr, 75_000 + j, 7, strings[k.name], strings[k.short_name], strings[k.name]))
         t = call_end + spec.host_gap_ns
+    session = (PROCESS_START_NS, krows[-1][1] + spec.host_tail_ns)
     if spec.slice_ns is not None:
         mid = (krows[0][0] + krows[-1][1]) // 2
         lo, hi = mid - spec.slice_ns // 2, mid + spec.slice_ns // 2
         keep = [lo <= r[0] < hi for r in krows]
         krows = [r for r, k in zip(krows, keep) if k]
         rrows = [r for r, k in zip(rrows, keep) if k]
+        session = (lo, hi)
+    if spec.capture == "range":  # the program opens its range just before its first launch
+        rrows.insert(0, (rrows[0][0] - 20_000, rrows[0][0] - 10_000, 1_437_999, strings["cudaProfilerStart_v4000"]))
     conn = sqlite3.connect(tmp, isolation_level=None)
     try:
         conn.execute("BEGIN")
         for table in SCHEMA:
             conn.execute(ddl(table))
+        if spec.capture != "none":
+            _write_session(conn, spec, session)
 
         def ins(table: str, rows: list[tuple]) -> None:
             conn.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(SCHEMA[table]))})", rows)
@@ -144,3 +163,17 @@ def generate_fixed_work(path: str | os.PathLike, spec: FixedWorkSpec, *, overwri
         conn.close()
     os.replace(tmp, path)
     return path
+
+
+def _write_session(conn: sqlite3.Connection, spec: FixedWorkSpec, session: tuple[int, int]) -> None:
+    """``ANALYSIS_DETAILS`` and ``META_DATA_CAPTURE`` as nsys writes them (module doc)."""
+    for table in SESSION_SCHEMA:
+        conn.execute(ddl(table))
+    lo, hi = session
+    conn.execute("INSERT INTO ANALYSIS_DETAILS VALUES (?, ?, ?, ?)", (1 << 48, hi - lo, lo, hi))
+    delay_ms = (lo - PROCESS_START_NS) // 1_000_000
+    settings = [("START_TRIGGER", "CudaProfilerApi" if spec.capture == "range" else "Immediate"),
+                ("STOP_TRIGGER", "Delayed"), ("START_DELAY_MS", str(delay_ms)),
+                ("RUN_DURATION_MS", str((hi - lo) // 1_000_000)), ("PROCESS_0:HOW_TO_ATTACH", "LaunchAnother"),
+                ("PROCESS_0:COMMAND", "python3")]
+    conn.executemany("INSERT INTO META_DATA_CAPTURE VALUES (?, ?)", settings)

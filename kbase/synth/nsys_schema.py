@@ -79,9 +79,16 @@ SCHEMA: dict[str, list[tuple[str, str, bool]]] = {k: cols(v) for k, v in {
 }.items()}
 
 
+# The capture's settings and session (``readers.nsys_capture``), as the fixed-work generator writes them.
+SESSION_SCHEMA: dict[str, list[tuple[str, str, bool]]] = {
+    "ANALYSIS_DETAILS": cols("globalVid:I! duration:I! startTime:I! stopTime:I!"),
+    "META_DATA_CAPTURE": cols("name:T! value:T"),
+}
+
+
 def ddl(table: str) -> str:
     body = ",\n".join(f"    {n:<27} {t:<9}" + (" NOT NULL" if nn else "") + (" PRIMARY KEY" if n == "id" and
-                      table == "StringIds" else "") for n, t, nn in SCHEMA[table])
+                      table == "StringIds" else "") for n, t, nn in {**SCHEMA, **SESSION_SCHEMA}[table])
     return f"CREATE TABLE {table} (\n{body}\n)"
 
 

@@ -244,6 +244,8 @@ ROW_CASES = {
     "summary not JSON": (_row(summary_json="{"), "unreadable baseline summary_json"),
     "iteration keys not ints": (_row(iteration_keys="[1.5]"), "iteration_keys does not have the shape"),
     "tags not a list": (_row(tags='{"a": 1}'), "tags does not have the shape"),
+    "capture span unknown": (_row(capture_span="everything"), "capture_span is 'everything', not 'program'"),
+    "capture span not the summary's": (_row(capture_span="program"), "capture_span differs from its summary_json's"),
     "name not text": (_names(0, 0, 5), "names[0] name is not text"),
     "category over its length": (_names(0, 3, "x" * 17), "names[0] category is 17 characters"),
     "kernels as bool": (_header(kernels=True), "kernels"),

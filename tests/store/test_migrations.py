@@ -94,7 +94,8 @@ def _fill(engine, url, leaderboards) -> list[int]:
     return ids
 
 
-ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe", "kind", "step_ns", "idle_ns"}  # columns of later revisions
+ADDED_LATER = {"capture_copy", "launch_sketch", "source_mtime_ns", "source_probe", "kind", "step_ns", "idle_ns",
+               "capture_span"}  # columns of later revisions
 
 
 def _dump(engine) -> dict:
@@ -177,4 +178,33 @@ def test_0012_gives_every_stored_baseline_the_kind_snapshot(url, two_leaderboard
     kdb.upgrade(engine, url)
     with engine.connect() as conn:
         assert [r[0] for r in conn.execute(text("SELECT kind FROM baseline ORDER BY id"))] == ["snapshot"] * 2
+    engine.dispose()
+
+
+def test_0013_adds_the_capture_span_and_its_downgrade_drops_it_alone(url, tmp_path):
+    """A store of 0012 did not look at the capture's span: after 0013 its baselines read NULL (unknown); a baseline
+    stored at head holds its summary's span (a whole-program capture, a slice of one)."""
+    from kbase.analysis.leaderboard import build_leaderboard
+    from kbase.analysis.window import WindowSpec, select_window
+    from kbase.readers import read_profile
+    from kbase.synth.fixed_work import FixedKernel, FixedWorkSpec, generate_fixed_work
+
+    kernels = [FixedKernel("void solver_kernel(int*)", "solver_kernel", 40, 200_000)]
+    boards = []
+    for i, kw in enumerate(({}, {"slice_ns": 2_000_000})):
+        path = generate_fixed_work(tmp_path / f"fw{i}.sqlite", FixedWorkSpec(kernels, seed=i, **kw))
+        boards.append((path, build_leaderboard(select_window(read_profile(path), WindowSpec()))))
+    engine = kdb.make_engine(url)
+    kdb.upgrade(engine, url)
+    _fill(engine, url, boards)
+    with engine.connect() as conn:
+        stored = [r[0] for r in conn.execute(text("SELECT capture_span FROM baseline ORDER BY id"))]
+    assert stored == ["program", "slice"]
+    downgrade(engine, url, "0012")
+    with engine.connect() as conn:
+        keys = conn.execute(text("SELECT * FROM baseline")).keys()
+        assert "capture_span" not in keys and "kind" in keys
+    kdb.upgrade(engine, url)
+    with engine.connect() as conn:
+        assert [r[0] for r in conn.execute(text("SELECT capture_span FROM baseline ORDER BY id"))] == [None, None]
     engine.dispose()

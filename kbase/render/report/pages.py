@@ -178,7 +178,7 @@ def gate_banner(doc: dict) -> str:
 def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None) -> tuple[str, dict]:
     """A diff page: ``doc`` is ``kbase gate --format json``'s document of its pair (the report's pair, or a
     detected step's: ``step``); ``others``: the step pages to link."""
-    from kbase.comparison.side import unit_of
+    from kbase.comparison.side import unit_of, unit_why
 
     u = unit_of(doc.get("unit"))
     b, a = doc["before"], doc["after"]
@@ -220,6 +220,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
                            f"</a>: {html_text('; '.join(d.labels))}</li>" for d in others if d.gate is not None)
                  + "</ul>")
     budget_html, budget_figs = budget_pages.diff_section(doc)
+    chosen = html_text(unit_why(u, doc.get("unit_reason")))  # why this unit (``work.align_units``' words)
     head = ["class", "kernel", "TC", f"before{u.short}", f"after{u.short}", "Δ%", f"effect on {u.value}"] + (
         ["cost/month"] if cost else []) + ["diagnosis", "Amdahl"]
     body = (f"<h1>Diff: {html_text(_side_label(b))} → {html_text(_side_label(a))}</h1>"
@@ -228,7 +229,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             + _verdict_html(doc)
             + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
             + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
-            + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU)</h2>"
+            + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU{chosen})</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)
             + budget_html
