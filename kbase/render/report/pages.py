@@ -175,9 +175,10 @@ def gate_banner(doc: dict) -> str:
             f"(exit {int(v['code'])})" + "".join(f'<span class="part">; {x}</span>' for x in parts if x) + "</div>")
 
 
-def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None) -> tuple[str, dict]:
+def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None,
+              why: list[str] | None = None) -> tuple[str, dict]:
     """A diff page: ``doc`` is ``kbase gate --format json``'s document of its pair (the report's pair, or a
-    detected step's: ``step``); ``others``: the step pages to link."""
+    detected step's: ``step``); ``others``: the step pages to link; ``why``: why the report shows this pair."""
     from kbase.comparison.side import unit_of
 
     u = unit_of(doc.get("unit"))
@@ -227,7 +228,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             f"{html_text(a.get('workload') or '')}; {a.get('gpus')} GPU(s); kernels: {counts}</p>" + what
             + _verdict_html(doc)
             + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
-            + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
+            + _notes(list(why or []) + [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
             + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU)</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)

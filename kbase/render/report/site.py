@@ -108,7 +108,7 @@ def _write_pages(data: ReportData, out: OutputDir, kernel_pages: int, stack_kern
     write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
     step_pages = [d for d in data.step_diffs if d.gate is not None]
     if doc is not None:
-        write("diff.html", "Diff", "diff.html", pages.diff_page(doc, others=step_pages))
+        write("diff.html", "Diff", "diff.html", pages.diff_page(doc, others=step_pages, why=data.pair_notes))
     for d in step_pages:
         assert d.gate is not None
         step_doc = diff_doc(d.gate.comparison, d.gate.verdict)
