@@ -52,6 +52,7 @@ def steps_doc(report: StepsReport) -> dict[str, Any]:
     notes = report.commit_notes
     return jsonable.clean({"schema": STEPS_SCHEMA, "workload": report.workload, "baselines": report.baselines,
                            "commits": report.commits, "notes": report.notes,
+                           "setup_changes": [c.as_dict() for c in report.setup_changes],
                            "steps": [step_dict(s) | _commit_fields(notes.get(s.first_commit)) for s in report.steps]})
 
 
