@@ -228,13 +228,20 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             f"{html_text(a.get('workload') or '')}; {a.get('gpus')} GPU(s); kernels: {counts}</p>" + what
             + _verdict_html(doc)
             + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
-            + _notes(list(why or []) + [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
+            + _notes(list(why or []) + _incomparable(doc) + doc.get("notes", []))
             + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU)</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)
             + budget_html
             + "<h2>Changed kernels and what they are worth (Amdahl)</h2>" + table(head, krows) + links)
     return body, {"fig-diff": fig.diff_figure(doc), **budget_figs}
+
+
+def _incomparable(doc: dict) -> list[str]:
+    from kbase.render.diff import incomparable_hint
+
+    hint = incomparable_hint(doc.get("mismatches", []))
+    return [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + ([f"to compare: {hint}"] if hint else [])
 
 
 def _side_label(side: dict) -> str:
