@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 from kbase.api.capture import top
-from kbase.api.common import _fast_read, _store, with_workload, workload_for
+from kbase.api.common import _fast_read, _store, check_baseline_workload, with_workload, workload_for
 from kbase.api.kernels import find_kernel
 
 # ------------------------------------------------------------------------------------------ compare
@@ -106,6 +106,9 @@ def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bo
         settings = with_workload(settings, reader())
     first = _resolve(a, settings, reader, strict)
     second = _resolve(b, settings, reader, strict)
+    for text, side in ((a, first), (b, second)):
+        if text.startswith("@") and side.baseline_ids and side.side.meta.workload is not None:
+            check_baseline_workload(text, side.side.meta.workload, settings)
     _check_distinct(a, b, first, second)
     line_ref = history_ref or base_ref or settings.policy.history_ref or None  # the base branch's line
     noise, why = noise_from_history(reader(), settings.policy, settings.repo, first, second,
