@@ -16,10 +16,10 @@ from kbase.settings import Settings
 
 if TYPE_CHECKING:
     from kbase.comparison.history import StepsReport
-    from kbase.store.reader import StoreReader
     from kbase.comparison.result import GateResult
     from kbase.render.report.model import CommitPoint, ReportData, StepDiff, StepMarker
     from kbase.store.engine import Store
+    from kbase.store.reader import StoreReader
 
 from kbase.api.common import _store
 
