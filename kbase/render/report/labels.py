@@ -48,9 +48,9 @@ WIDE_PLOT_PX = 900  # about the plot width of a chart at 1280 px
 def commit_ticks(commits: list[CommitPoint], xs: list[int], count: int = 8, inset: bool = False,
                  plot_px: float = WIDE_PLOT_PX) -> dict:
     """At most ``count`` commit ticks (hash and date), evenly spread and never closer than ``TICK_PX`` on a plot
-    ``plot_px`` wide (fewer ticks where the commits are too close: five commits on a phone get two); ``inset``:
-    none at the ends (on a narrow chart a label centred on the first commit would reach over the y axis's
-    labels)."""
+    ``plot_px`` wide (fewer ticks where the commits are too close: five commits on a phone get two); ``inset``
+    (a narrow chart): the axis padded by half a commit on either side, and no tick at the ends once the commits
+    outnumber the ticks (a label centred on the first commit would reach over the y axis's labels)."""
     if not xs:
         return {}
     n = len(xs)
@@ -62,4 +62,8 @@ def commit_ticks(commits: list[CommitPoint], xs: list[int], count: int = 8, inse
             break
     vals = [xs[i] for i in picks]
     text = [f"{commits[v].ref.commit[:7]}<br>{(commits[v].ref.date or '')[:10]}" for v in vals]
-    return {"tickmode": "array", "tickvals": vals, "ticktext": text}
+    out: dict = {"tickmode": "array", "tickvals": vals, "ticktext": text}
+    if inset:
+        half = (xs[-1] - xs[0]) / max(n - 1, 1) / 2 if n > 1 else 0.5
+        out["range"] = [xs[0] - half, xs[-1] + half]
+    return out
