@@ -10,10 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from helpers.cli import run_kbase
 from test_report_browser import LAYOUT, WIDTHS, _open, browser, layout_problems  # noqa: F401 - browser: a fixture
 from test_report_labels import balanced
+
+from helpers.cli import run_kbase
 
 pytestmark = pytest.mark.slow
 
