@@ -6,6 +6,7 @@ Example::
     [tool.kbase]
     db = ".kbase/kbase.db"          # or a postgresql+psycopg:// URL
     profile = "out/train.sqlite"    # what a bare `kbase snapshot` reads
+    gpu_model = "Tesla V100-SXM2-32GB"  # the GPU of captures that do not name it (kbase snapshot --gpu-model)
     name = "train-8gpu"              # the workload (default: the store's only one)
     marker = "^ProfilerStep#"
     warmup = 2
@@ -17,7 +18,8 @@ Example::
     ignore = ["*memcpy*"]
 
 Environment: ``KBASE_DB`` (store URL or path), ``KBASE_NAME`` (the workload), ``KBASE_BUSY_TIMEOUT``
-(seconds SQLite waits for another writer), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost line). Every
+(seconds SQLite waits for another writer), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost line),
+``KBASE_GPU_MODEL`` (the GPU of a capture that does not name it). Every
 value records where it came from (``origins``), so an error can name the flag, the ``pyproject.toml`` key or
 the variable that holds it.
 """
