@@ -5,13 +5,18 @@
 #   kbase-data.sh pull   fetch the data branch into $KBASE_DATA_DIR (a worktree) and `kbase import` it into the
 #                        store (KBASE_DB: a fresh SQLite file per job); no branch yet: an empty folder
 #   kbase-data.sh push   [prune] -> `kbase export` -> commit -> push; a push refused because another runner
-#                        pushed first (non-fast-forward) is retried: fetch, take theirs, re-import, re-export
+#                        pushed first (non-fast-forward) is retried: fetch, take theirs, re-import, re-export.
+#                        Baselines the data branch never had are refused (exit 2, nothing pushed) unless
+#                        KBASE_DATA_NEW (or `push --new=...`) allows them: `head` (a CI job: the baselines of
+#                        the checked-out commit, what its snapshot stored), `all`; default `none` (an acceptance
+#                        or a prune from a scratch store: docs/ci.md), so a local store's experiments never
+#                        become the team's history by accident.
 #
 # Every baseline is a file named by the hash of its bytes (docs/export-format.md), so two runners never write
 # the same file and a retry merges without conflicts: nothing is lost.
 #
 # Environment: KBASE_DATA_BRANCH (kbase-data), KBASE_DATA_DIR (.kbase-data), KBASE_DATA_REMOTE (origin),
-# KBASE_DATA_RETRIES (8), KBASE_PRUNE (arguments of `kbase prune` run before each export, e.g.
+# KBASE_DATA_RETRIES (8), KBASE_DATA_NEW (none: see push), KBASE_PRUNE (arguments of `kbase prune` run before each export, e.g.
 # "--keep-branch main --older-than 14d"; empty: no pruning), KBASE_DATA_MESSAGE (the commit message).
 set -euo pipefail
 
@@ -19,6 +24,7 @@ branch=${KBASE_DATA_BRANCH:-kbase-data}
 dir=${KBASE_DATA_DIR:-.kbase-data}
 remote=${KBASE_DATA_REMOTE:-origin}
 retries=${KBASE_DATA_RETRIES:-8}
+new_ok=${KBASE_DATA_NEW:-none}
 files="$dir/baselines"
 git_id=(-c "user.name=${KBASE_DATA_AUTHOR_NAME:-kbase CI}" -c "user.email=${KBASE_DATA_AUTHOR_EMAIL:-kbase-ci@users.noreply.invalid}")
 
@@ -30,6 +36,10 @@ refuse() { say "$*"; exit 2; }
 validate() {
   case "$remote" in
     ""|-*|*[[:space:]]*) refuse "KBASE_DATA_REMOTE='$remote' is not a remote name or URL" ;;
+  esac
+  case "$new_ok" in
+    none|head|all) ;;
+    *) refuse "KBASE_DATA_NEW='$new_ok' must be none, head or all (which baselines the data branch never had may be pushed)" ;;
   esac
   git check-ref-format --branch "$branch" >/dev/null 2>&1 && [ "${branch#-}" = "$branch" ] \
     || refuse "KBASE_DATA_BRANCH='$branch' is not a branch name"
@@ -95,6 +105,29 @@ pull() {
   kbase import "$files"
 }
 
+# The baselines the export added that the data branch's tip does not have, refused unless KBASE_DATA_NEW allows
+# them (`head`: those of the checked-out commit only). A file's commit is read from its header line (ASCII JSON,
+# sorted keys: the baseline row's "commit" comes first; docs/export-format.md).
+check_new() {
+  [ "$new_ok" = all ] && return 0
+  local head f commit foreign=0 total=0 shown=""
+  head=$(git rev-parse HEAD)
+  while IFS= read -r f; do
+    [ -n "$f" ] || continue
+    total=$((total + 1))
+    commit=$(sed -n '2{p;q}' "$dir/$f" | grep -o '"commit":"[0-9a-f]*"' | head -n 1 | cut -d'"' -f4)
+    if [ "$new_ok" = head ] && [ "$commit" = "$head" ]; then
+      continue
+    fi
+    foreign=$((foreign + 1))
+    [ "$foreign" -gt 3 ] || shown="$shown ${commit:0:12}"
+  done < <(git -C "$dir" ls-files --others --exclude-standard -- baselines | grep '\.baseline$' || true)
+  if [ "$foreign" -gt 0 ]; then
+    git -C "$dir" clean -qfd -- baselines  # what this export added: the store and the branch stay as they were
+    refuse "refusing to push $foreign baseline(s) the data branch never had (of $total new; commits:$shown$([ "$foreign" -gt 3 ] && echo " …")): a local store's baselines would become the team's history. Push from a scratch store holding only the branch's baselines (docs/ci.md), or allow them: KBASE_DATA_NEW=head (this commit's) or all"
+  fi
+}
+
 push() {
   local attempt=1
   while :; do
@@ -103,6 +136,7 @@ push() {
       kbase prune $KBASE_PRUNE --yes --export "$files" --quiet
     fi
     kbase export "$files"
+    check_new
     git -C "$dir" add -A .
     if git -C "$dir" diff --cached --quiet; then
       say "nothing new to push"; return 0
@@ -124,6 +158,12 @@ push() {
 
 case "${1:-}" in
   pull) validate; pull ;;
-  push) validate; push ;;
-  *) echo "usage: $0 pull|push" >&2; exit 2 ;;
+  push)
+    case "${2:-}" in
+      "") ;;
+      --new=*) new_ok=${2#--new=} ;;
+      *) echo "usage: $0 push [--new=none|head|all]" >&2; exit 2 ;;
+    esac
+    validate; push ;;
+  *) echo "usage: $0 pull|push [--new=none|head|all]" >&2; exit 2 ;;
 esac

@@ -40,6 +40,33 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 1)] + "…"
 
 
+_OPENERS, _CLOSERS = "<([{", ">)]}"
+
+
+def clip_balanced(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters with an ellipsis, and every bracket the cut leaves open
+    closed after it (``vectorized_elementwise_kernel<4, FillF…>``); a trailing ``#id`` (`` #a1b2c3``, what
+    tables show where names collide) is kept whole."""
+    if len(text) <= limit:
+        return text
+    head, sep, tail = text.rpartition(" #")
+    suffix = sep + tail if sep and len(tail) <= 8 and " " not in tail and len(sep + tail) + 2 <= limit else ""
+    body = head if suffix else text
+    room = limit - len(suffix)
+    for cut in range(min(len(body), max(room - 1, 1)), 0, -1):
+        part = body[:cut].rstrip()
+        stack: list[str] = []
+        for ch in part:
+            if ch in _OPENERS:
+                stack.append(_CLOSERS[_OPENERS.index(ch)])
+            elif ch in _CLOSERS and stack and stack[-1] == ch:
+                stack.pop()
+        shown = part + "…" + "".join(reversed(stack))
+        if len(shown) <= room:
+            return shown + suffix
+    return clip(text, limit)
+
+
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, caption: str = "",
                notes: Sequence[str] = (), numeric: Iterable[int] = ()) -> str:
     """A small HTML table for a notebook (``_repr_html_``): every header, cell, caption and note escaped

@@ -69,6 +69,14 @@ class NoBaselineError(InputError):
     """A revision (or the whole store) has no baseline to compare with: the first run of a workload."""
 
 
+class UnknownWorkloadError(InputError):
+    """A named workload the store does not hold while it holds others: a typo (``close``: the stored name it is
+    probably meant to be) or a workload's very first run (no close stored name)."""
+
+    close: str | None = None
+    stored: tuple[str, ...] = ()
+
+
 class UnknownRevisionError(InputError):
     """A name that git does not resolve to a commit (``HEAD~1`` of a root commit, a typo)."""
 

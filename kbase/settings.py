@@ -6,6 +6,7 @@ Example::
     [tool.kbase]
     db = ".kbase/kbase.db"          # or a postgresql+psycopg:// URL
     profile = "out/train.sqlite"    # what a bare `kbase snapshot` reads
+    gpu_model = "Tesla V100-SXM2-32GB"  # the GPU of captures that do not name it (kbase snapshot --gpu-model)
     name = "train-8gpu"              # the workload (default: the store's only one)
     marker = "^ProfilerStep#"
     warmup = 2
@@ -17,7 +18,8 @@ Example::
     ignore = ["*memcpy*"]
 
 Environment: ``KBASE_DB`` (store URL or path), ``KBASE_NAME`` (the workload), ``KBASE_BUSY_TIMEOUT``
-(seconds SQLite waits for another writer), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost line). Every
+(seconds SQLite waits for another writer), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost line),
+``KBASE_GPU_MODEL`` (the GPU of a capture that does not name it). Every
 value records where it came from (``origins``), so an error can name the flag, the ``pyproject.toml`` key or
 the variable that holds it.
 """
@@ -43,10 +45,10 @@ DEFAULT_BUSY_TIMEOUT_S = 30.0
 WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
                                 "gpu": int, "trim": list, "allow_missing_ranks": bool}
 TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, "gpu_hour_cost": float,
-                             "gpus": int, "currency": str, "import_max_mb": int, **WINDOW_KEYS}
+                             "gpus": int, "currency": str, "import_max_mb": int, "gpu_model": str, **WINDOW_KEYS}
 ENV_VARS = {"db": "KBASE_DB", "name": "KBASE_NAME", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
             "nsys_timeout_s": "KBASE_NSYS_TIMEOUT", "gpu_hour_cost": "KBASE_GPU_HOUR_COST", "gpus": "KBASE_GPUS",
-            "import_max_mb": "KBASE_IMPORT_MAX_MB"}
+            "import_max_mb": "KBASE_IMPORT_MAX_MB", "gpu_model": "KBASE_GPU_MODEL"}
 # What one export file may hold and decode to (kbase import): the largest real baseline is a few MiB decoded;
 # a decompression bomb in the data branch must not take the CI runner's memory
 DEFAULT_IMPORT_MAX_MB = 64
@@ -76,13 +78,17 @@ class Settings:
     nsys_timeout_s: float = DEFAULT_NSYS_TIMEOUT_S
     pricing: Pricing | None = None  # gpu_hour_cost and gpus: the cost line of diff and gate (None: not stated)
     import_max_mb: int = DEFAULT_IMPORT_MAX_MB  # per export file, read and decoded (kbase import)
+    # the GPU model of a capture that does not name it (no deviceProperties / TARGET_INFO_GPU): read as "unknown",
+    # which compares with no other baseline (``api.capture.read`` puts this in its place)
+    gpu_model: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
 
     @classmethod
     def load(cls, *, repo: Path | str | None = None, environ: Mapping[str, str] | None = None,
              db: str | None = None, name: str | None = None, profile: Path | str | None = None,
              window: Mapping[str, Any] | None = None, policy: Mapping[str, Any] | None = None,
-             gpu_hour_cost: float | None = None, gpus: int | None = None) -> Settings:
+             gpu_hour_cost: float | None = None, gpus: int | None = None,
+             gpu_model: str | None = None) -> Settings:
         """Merge every layer. ``window`` and ``policy`` hold flag values; ``None`` values are unset."""
         repo_path = Path(repo) if repo is not None else None
         root = find_project_root(repo_path)
@@ -123,6 +129,7 @@ class Settings:
                                pick("gpus", gpus, env_var="KBASE_GPUS"), cfg.get("currency"))
             import_max = pick("import_max_mb", None, env_var="KBASE_IMPORT_MAX_MB")
             import_mb = _mebibytes(import_max, "import_max_mb") if import_max is not None else DEFAULT_IMPORT_MAX_MB
+            model = _gpu_model(pick("gpu_model", gpu_model, env_var="KBASE_GPU_MODEL"))
         except SettingsError as exc:  # name the value as the user gave it: flag, variable or pyproject.toml key
             exc.loading = cls(root=root, repo=repo_path, pyproject=pyproject, origins=origins)
             raise
@@ -135,7 +142,7 @@ class Settings:
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
                    profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, nsys_timeout_s=nsys_s,
-                   pricing=pricing, import_max_mb=import_mb, origins=origins)
+                   pricing=pricing, import_max_mb=import_mb, gpu_model=model, origins=origins)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)
@@ -239,6 +246,22 @@ def find_project_root(start: Path | None = None) -> Path:
         if (d / ".git").exists():
             return d
     return here
+
+
+MAX_GPU_MODEL = 120  # characters of a GPU model name ("NVIDIA H100 80GB HBM3" is 21)
+
+
+def _gpu_model(value: Any) -> str | None:
+    """A GPU model name as given (``--gpu-model``, ``KBASE_GPU_MODEL``, ``[tool.kbase] gpu_model``): printable
+    text without commas (the store keeps a capture's models comma-separated), not "unknown"."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text or len(text) > MAX_GPU_MODEL or "," in text or not text.isprintable() or text.lower() == "unknown":
+        raise SettingsError(f"must name a GPU model, as nvidia-smi does (printable, no comma, at most "
+                            f"{MAX_GPU_MODEL} characters; e.g. 'Tesla V100-SXM2-32GB')", field="gpu_model",
+                            value=value)
+    return text
 
 
 def load_tool_config(root: Path) -> tuple[dict, Path | None]:

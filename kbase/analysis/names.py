@@ -205,3 +205,11 @@ def display_names(names: list[str], shorts: list[str] | None = None, full: bool 
         else:
             out.append(s)
     return out
+
+
+def display_map(kernels: list[tuple[str, str]]) -> dict[str, str]:
+    """``display_names`` of (full name, short name) pairs (repeats counted once) as full name -> what a table
+    shows: a list of steps or findings names each kernel as a leaderboard does."""
+    short = dict(kernels)
+    names = list(short)
+    return dict(zip(names, display_names(names, [short[n] for n in names])))

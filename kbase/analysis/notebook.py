@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kbase.analysis.board import board_of
 from kbase.analysis.classify import TC_SYMBOL
+from kbase.analysis.names import display_names
 from kbase.display import clip, html_table, inert
 from kbase.units import column_unit, fmt_ns, fmt_pct
 
@@ -39,7 +40,9 @@ def leaderboard_html(lb: AnyLeaderboard, caption: str | None = None) -> str:
     total = column_unit(r["total_ns"] for r in rows)
     avg = column_unit(r["avg_ns"] for r in rows)
     per_iter = column_unit(r["per_iter_ns"] for r in rows)
-    cells = [(i, r["short_name"], TC_SYMBOL.get(r["tc"], "-"), f"{r['count']:,}", total(r["total_ns"]),
+    # as the command line's table: a #id (and template arguments) where two kernels share a short name
+    names = display_names([str(r["name"]) for r in b.rows], [str(r["short_name"]) for r in b.rows], first=len(rows))
+    cells = [(i, names[i - 1], TC_SYMBOL.get(r["tc"], "-"), f"{r['count']:,}", total(r["total_ns"]),
               avg(r["avg_ns"]), fmt_pct(r["share_kernel"]), per_iter(r["per_iter_ns"]))
              for i, r in enumerate(rows, 1)]
     notes = [f"share denominator: {b.summary.share_denominator}; window: {b.summary.window}"]

@@ -228,6 +228,10 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
               no_launch=its.no_launch, outside=its.outside, marker_ranges=its.ranges)
     if its.no_launch:
         w.notes.append(f"{its.no_launch} kernels have no launch call in the capture (sliced export): unattributed")
+    if spec.marker is not None and spec.iteration_kernel is None:  # a marker given by hand: are they iterations?
+        from kbase.analysis.marker_check import marker_notes
+
+        w.notes += marker_notes(profile, its, spec.marker)
     if left_out:
         w.missing_gpus = sorted(left_out)
         for g, why in sorted(left_out.items()):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kbase.store.engine import Store
     from kbase.store.fast_read import FastReader
     from kbase.store.models import Baseline
+    from kbase.store.reader import StoreReader
     from kbase.store.records import BaselineRecord
 
     AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only path's record of it
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 
 
-from kbase.api.common import Progress, _fast_read, _store, warm_imports
+from kbase.api.common import Progress, _fast_read, _store, check_baseline_workload, unknown_workload, warm_imports
 
 # ------------------------------------------------------------------------------------------ stages
 
@@ -46,8 +47,22 @@ def read(path: Path | str, settings: Settings | None = None, *, progress: Progre
     from kbase.readers import read_profile
 
     settings = settings or Settings.load()
-    return read_profile(Path(path), progress=progress, fmt=fmt, nsys_timeout=settings.nsys_timeout_s,
-                        allow_missing_ranks=settings.window.allow_missing_ranks)
+    profile = read_profile(Path(path), progress=progress, fmt=fmt, nsys_timeout=settings.nsys_timeout_s,
+                           allow_missing_ranks=settings.window.allow_missing_ranks)
+    if settings.gpu_model:
+        name_gpus(profile, settings.gpu_model, path)
+    return profile
+
+
+def name_gpus(profile: Profile, model: str, path: Path | str) -> None:
+    """The GPUs a capture does not name (read as "unknown") named ``model`` (``--gpu-model``); a capture that
+    names another model is an ``InputError`` (the flag records what a capture lacks, it never overrides it)."""
+    named = sorted({m for m in profile.gpu_columns.model if m != "unknown"} - {model})
+    if named:
+        raise InputError(f"{path} names its GPU(s) itself ({', '.join(named)}): --gpu-model only names the GPU of a "
+                         "capture that does not (drop it, or give the model the capture names)", field="gpu_model",
+                         value=model)
+    profile.gpu_columns.model = [model for _ in profile.gpu_columns.model]
 
 
 def window(profile: Profile, settings: Settings | None = None) -> Window:
@@ -343,16 +358,22 @@ def baselines(settings: Settings | None = None, *, workload: str | None = None, 
         raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
     if workload is None and settings.workload_given:
         workload = settings.workload
-    fast = _fast_read(settings, store, lambda rd: rd.list_baselines(workload=workload, branch=branch,
-                                                                     commit_prefix=commit, limit=limit))
+
+    def listed(rd: StoreReader) -> list:
+        if workload is not None:  # a named workload the store does not hold: a typo, said as one (exit 2)
+            names = rd.workloads()
+            if names and workload not in names:
+                raise unknown_workload(workload, names)
+        return rd.list_baselines(workload=workload, branch=branch, commit_prefix=commit, limit=limit)
+
+    fast = _fast_read(settings, store, listed)
     if fast is not None:
         return Baselines(fast, settings.repo)
     from kbase.store.engine import NoStoreError
     from kbase.store.reader import EngineReader
 
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return Baselines(EngineReader(st.engine).list_baselines(workload=workload, branch=branch,
-                                                                commit_prefix=commit, limit=limit), settings.repo)
+        return Baselines(listed(EngineReader(st.engine)), settings.repo)
     return Baselines([], settings.repo)
 
 
@@ -384,6 +405,8 @@ def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = 
 
         def read(rd: FastReader) -> StoredLeaderboard | None:
             b = rd.get_baseline(int(token))
+            if b is not None:
+                check_baseline_workload(ref, b.workload, settings)
             return None if b is None else StoredLeaderboard(baseline=b, leaderboard=rd.leaderboard_rows(b))
 
         fast = _fast_read(settings, store, read)
@@ -400,6 +423,8 @@ def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = 
                                                                                            EngineReader(st.engine))
         b = resolve_baseline(parsed, st.engine, workload=workload, repo=settings.repo)
         assert b.id is not None
+        if parsed.kind == RefKind.BASELINE:
+            check_baseline_workload(ref, b.workload, settings)
         return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
 
 

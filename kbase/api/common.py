@@ -67,14 +67,17 @@ def workload_for(settings: Settings, reader: StoreReader, workload: str | None =
     """The workload a command means: ``workload`` when the caller names one, else the settings' when the user
     gave one (``--name``, ``KBASE_NAME``, ``[tool.kbase] name``), else the store's only workload; with several
     stored and none named, an ``InputError`` listing them (exit 2); with none stored, the settings' default
-    (what a bare ``kbase snapshot`` stores), so the command says there is no baseline in its own words."""
+    (what a bare ``kbase snapshot`` stores), so the command says there is no baseline in its own words. A named
+    workload the store does not hold while it holds others is ``unknown_workload`` (exit 2: a typo names the
+    stored name it is close to; ``kbase gate --if-no-baseline pass`` passes a first run, no stored name close)."""
     from kbase.errors import InputError
 
-    if workload:
-        return workload
-    if settings.workload_given:
-        return settings.workload
+    named = workload or (settings.workload if settings.workload_given else None)
     names = reader.workloads()
+    if named:
+        if names and named not in names:
+            raise unknown_workload(named, names)
+        return named
     if len(names) == 1:
         return names[0]
     if not names:
@@ -82,6 +85,42 @@ def workload_for(settings: Settings, reader: StoreReader, workload: str | None =
     shown = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "")
     raise InputError(f"the store holds {len(names)} workloads ({shown}): choose one with --name (or [tool.kbase] "
                      "name, KBASE_NAME)")
+
+
+CLOSE_NAME = 0.75  # difflib ratio from which a stored workload name is taken for the one meant (resnet5 ~ resnet50)
+
+
+def unknown_workload(name: str, stored: list[str]) -> Exception:
+    """The error of a workload name the store does not hold (``errors.UnknownWorkloadError``): the stored names and
+    the closest one (``difflib``), when one is close enough to be the name meant."""
+    import difflib
+
+    from kbase.errors import UnknownWorkloadError
+
+    close = difflib.get_close_matches(name, stored, n=1, cutoff=CLOSE_NAME)
+    shown = ", ".join(stored[:20]) + (f", … ({len(stored)} in all)" if len(stored) > 20 else "")
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    err = UnknownWorkloadError(f"no workload of that name in the store; {hint}it holds {len(stored)}: {shown} "
+                               "(kbase snapshot --name stores a new one)", field="name", value=name)
+    err.close, err.stored = (close[0] if close else None), tuple(stored)
+    return err
+
+
+def named_workload(settings: Settings) -> str | None:
+    """The workload the user named (``--name``, ``KBASE_NAME``, ``[tool.kbase] name``), not one chosen for them."""
+    from kbase.settings import Origin
+
+    return settings.workload if settings.origin("name") in (Origin.FLAG, Origin.ENV, Origin.CONFIG) else None
+
+
+def check_baseline_workload(ref: str, workload: str, settings: Settings) -> None:
+    """An ``@ID`` of another workload than the one the user named: an ``InputError`` (never silently ignored)."""
+    from kbase.errors import InputError
+
+    named = named_workload(settings)
+    if named is not None and workload != named:
+        raise InputError(f"{ref} is a baseline of workload {workload!r}, not of the one named ({named!r}): drop "
+                         f"--name, or give a baseline of {named!r}", field="name", value=named)
 
 
 def with_workload(settings: Settings, reader: StoreReader, workload: str | None = None) -> Settings:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 from kbase.api.capture import top
-from kbase.api.common import _fast_read, _store, with_workload, workload_for
+from kbase.api.common import _fast_read, _store, check_baseline_workload, with_workload, workload_for
 from kbase.api.kernels import find_kernel
 
 # ------------------------------------------------------------------------------------------ compare
@@ -103,9 +103,12 @@ def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bo
             raise InputError(exc.message, field="history_ref", value=history_ref) from None
 
     if _reads_store(a, b):  # a stored side: of the workload the command means (``workload_for``)
-        settings = with_workload(settings, reader())
+        settings = with_workload(settings, reader(), _workload_of_ids(a, b, settings, reader))
     first = _resolve(a, settings, reader, strict)
     second = _resolve(b, settings, reader, strict)
+    for text, side in ((a, first), (b, second)):
+        if text.startswith("@") and side.baseline_ids and side.side.meta.workload is not None:
+            check_baseline_workload(text, side.side.meta.workload, settings)
     _check_distinct(a, b, first, second)
     line_ref = history_ref or base_ref or settings.policy.history_ref or None  # the base branch's line
     noise, why = noise_from_history(reader(), settings.policy, settings.repo, first, second,
@@ -113,6 +116,24 @@ def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bo
     result = compute_diff(first.side, second.side, settings.policy, history=noise)
     return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes + why,
                       pricing=settings.pricing)
+
+
+def _workload_of_ids(a: str, b: str, settings: Settings, reader: Callable[[], StoreReader]) -> str | None:
+    """Where no workload is named and each side is an ``@ID`` or a profile: the first ``@ID``'s workload (the
+    baselines say which; a second of another workload is then incomparable). None otherwise."""
+    from kbase.comparison.resolve import RefKind, parse_ref
+
+    if settings.workload_given:
+        return None
+    try:
+        refs = [parse_ref(x) for x in (a, b)]
+    except InputError:
+        return None
+    ids = [r.baseline_id for r in refs if r.kind == RefKind.BASELINE and r.baseline_id is not None]
+    if not ids or any(r.kind == RefKind.REVISION for r in refs):
+        return None
+    found = reader().get_baseline(ids[0])
+    return found.workload if found is not None else None
 
 
 def _reads_store(a: str, b: str) -> bool:

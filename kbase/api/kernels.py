@@ -83,7 +83,9 @@ def budget_history_rows(rd: StoreReader, series: str, workload: str | None, bran
         rows.append({"id": b.id, "commit": b.commit, "created_at": b.created_at, "workload": b.workload,
                      "branch": b.branch, "commit_date": b.commit_date, "count": int(b.iterations_used),
                      "total_ns": float(v) * max(int(b.iterations_used), 1), "avg_ns": float(v),
-                     "per_iter_ns": float(v), "share_window": None})
+                     "per_iter_ns": float(v), "share_window": None, "fingerprint": b.fingerprint,
+                     "aligned": bool(b.aligned), "gpu_models": b.gpu_models, "gpu_count": b.gpu_count,
+                     "window_spec": b.window_spec})
     return rows
 
 
@@ -137,10 +139,16 @@ def _describe_commits(rows: list[dict[str, Any]], settings: Settings) -> None:
 
 
 def history_steps(h: KernelHistory) -> list[KernelStep] | None:
-    """Steps and creeps in one kernel's history; None when its baselines span several workloads or
+    """Steps and creeps in one kernel's history, within each setup (``comparison.setups``: as ``kbase steps``
+    finds them, never across a GPU or window change); None when its baselines span several workloads or
     branches (a step is a change along one line of commits: pass ``workload`` and ``branch``)."""
     from kbase.comparison.changepoints import kernel_history_steps
+    from kbase.comparison.setups import setup_groups
 
     if len({r["workload"] for r in h.rows}) > 1 or len({r["branch"] for r in h.rows}) > 1:
         return None
-    return kernel_history_steps([r["per_iter_ns"] for r in h.rows], [str(r["commit"]) for r in h.rows])
+    found: list[KernelStep] = []
+    for group in setup_groups(h.rows):
+        rows = [h.rows[i] for i in group]
+        found += kernel_history_steps([r["per_iter_ns"] for r in rows], [str(r["commit"]) for r in rows])
+    return found

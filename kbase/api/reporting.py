@@ -19,16 +19,18 @@ if TYPE_CHECKING:
     from kbase.comparison.result import GateResult
     from kbase.render.report.model import CommitPoint, ReportData, StepDiff, StepMarker
     from kbase.store.engine import Store
+    from kbase.store.reader import StoreReader
 
 from kbase.api.common import _store
 
 FLAGGED_KERNELS = 10  # kernels the diff flags that get a series (and a page) even when not among the top
 STEP_PAGES = 10  # detected steps (distinct commit pairs, largest effect first) that get a diff page
 POSITION = re.compile(r"-?\d{1,9}")  # --before -2: a position in the drawn history, not a revision
+CHANGE_WALK = 12  # pairs of consecutive commits the default diff page looks back over for one that differs
 
 
 def report_data(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
-                last: int | None = None, before: int | str = -2, after: int | str = -1,
+                last: int | None = None, before: int | str | None = None, after: int | str | None = None,
                 allow_incomparable: bool = False, history_ref: str | None = None, steps_last: int = 50,
                 top_kernels: int | None = None, step_pages: int = STEP_PAGES, today: date | None = None,
                 store: Store | None = None) -> ReportData:
@@ -66,6 +68,8 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
             where = f" on branch {branch!r}" if branch else ""
             raise InputError(f"no baselines of workload {workload!r}{where} in the store")
         n = len(points)
+        auto = before is None and after is None
+        before, after = -2 if before is None else before, -1 if after is None else after
         positional = all(isinstance(v, int) or POSITION.fullmatch(v.strip()) for v in (before, after))
         pair = [_side(value, flag, points) for flag, value in (("before", before), ("after", after))] \
             if n >= 2 or not positional else None
@@ -82,7 +86,10 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
             return gate(a, b, settings, allow_incomparable=allow_incomparable, history_ref=history_ref, today=today,
                         store=st)
 
-        if pair is not None:
+        if auto and n >= 2:
+            data.gate, data.pair_notes = latest_change(points, gate_of, reader, allow_incomparable)
+            data.notes += data.pair_notes
+        elif pair is not None:
             try:
                 data.gate = gate_of(*pair)
             except KbaseError as exc:  # what kbase gate of the pair would say, in place of the diff page
@@ -98,6 +105,73 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
         data.kernels = kernel_series(reader, points, ids)
         data.leaderboard = leaderboard_view(reader, _after_point(data, points).ref)
     return data
+
+
+def latest_change(points: list[CommitPoint], gate_of: Callable[[str, str], GateResult], reader: StoreReader,
+                  allow_incomparable: bool = False) -> tuple[GateResult | None, list[str]]:
+    """The default diff page: ``kbase.gate`` of the newest pair of consecutive drawn commits whose gate shows a
+    change (``shows_change``), looking back over at most ``CHANGE_WALK`` pairs; pairs that hold the same captures
+    (the same files with the same windows) are passed over unread, and so are pairs across a GPU/window change
+    (their gate says INCOMPARABLE) unless ``allow_incomparable``. None of them differing: the latest pair. With
+    notes saying which pair the page shows and why."""
+    from kbase.enums import GateStatus
+    from kbase.errors import KbaseError
+
+    def captures(p: CommitPoint) -> set[tuple[str, str]]:
+        return {(b.source_sha256, b.window_spec) for b in (reader.baseline(i) for i in p.ref.baseline_ids)}
+
+    latest: GateResult | None = None
+    passed: list[str] = []
+    for i in range(len(points) - 1, max(len(points) - 1 - CHANGE_WALK, 0), -1):
+        a, b = points[i - 1], points[i]
+        label = f"{a.ref.commit[:12]} -> {b.ref.commit[:12]}"
+        if a.ref.fingerprint != b.ref.fingerprint and not allow_incomparable:
+            passed.append(f"{label} (GPU model/count or window changed)")
+            continue
+        if captures(a) == captures(b):
+            passed.append(f"{label} (the same capture(s) at both commits)")
+            continue
+        try:
+            result = gate_of(a.ref.commit, b.ref.commit)
+        except KbaseError as exc:
+            passed.append(f"{label} (kbase gate says: {exc.message})")
+            continue
+        if result.verdict.status == GateStatus.INCOMPARABLE and not allow_incomparable:
+            passed.append(f"{label} (incomparable)")
+            continue
+        latest = latest or result
+        if shows_change(result):
+            if not passed and i == len(points) - 1:
+                return result, []
+            return result, [f"diff page: {label}, the latest pair of commits whose gate shows a change; newer pairs "
+                            f"passed over: {'; '.join(passed)}"]
+        passed.append(f"{label} (no change)")
+    if latest is None:
+        try:
+            latest = gate_of(points[-2].ref.commit, points[-1].ref.commit)
+        except KbaseError as exc:
+            return None, [f"no diff page: kbase gate {points[-2].ref.commit[:12]} {points[-1].ref.commit[:12]} says: "
+                          f"{exc.message}"]
+    return latest, [f"diff page: none of the {len(passed)} newest pair(s) of commits shows a change; it shows the "
+                    "latest comparable pair"]
+
+
+def shows_change(result: GateResult) -> bool:
+    """Whether a gate's page shows a change: a verdict other than a plain PASS, a kernel or op the diff flags
+    (regressed, below the gate floor, improved, new, gone), or a judged change of the step time (busy share)."""
+    from kbase.enums import KernelClass
+
+    v = result.verdict
+    if v.code != 0 or v.failing or v.warnings or v.accepted or _flagged(result):
+        return True
+    changed = {KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
+               KernelClass.GONE}
+    ops = result.comparison.result.ops
+    if ops is not None and any(c in changed for c in ops.table["class"].tolist()):
+        return True
+    budget = result.comparison.result.budget
+    judged = [j for j in ((budget.step, budget.busy) if budget is not None else ()) if j is not None]
+    return any(j.regressed or j.improved for j in judged)
 
 
 def _side(value: int | str, flag: str, points: list[CommitPoint]) -> str:

@@ -145,7 +145,7 @@ def current_settings() -> Settings | None:
 def make_settings(*, repo: Path | None = None, db: str | None = None, name: str | None = None,
                   profile: Path | None = None, window: dict[str, Any] | None = None,
                   policy: dict[str, Any] | None = None, gpu_hour_cost: float | None = None,
-                  fleet_gpus: int | None = None) -> Settings:
+                  fleet_gpus: int | None = None, gpu_model: str | None = None) -> Settings:
     """The command's one Settings object: defaults < [tool.kbase] < environment < these flags."""
     from kbase.settings import Settings
 
@@ -154,7 +154,7 @@ def make_settings(*, repo: Path | None = None, db: str | None = None, name: str 
     if flags.get("trim"):
         flags["trim"] = list(flags["trim"])
     settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy, window=flags,
-                             gpu_hour_cost=gpu_hour_cost, gpus=fleet_gpus)
+                             gpu_hour_cost=gpu_hour_cost, gpus=fleet_gpus, gpu_model=gpu_model)
     _SETTINGS.append(settings)
     return settings
 

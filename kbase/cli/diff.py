@@ -27,7 +27,7 @@ from kbase.cli.app import (
     window_options,
 )
 from kbase.enums import DiffFormat, GroupBy, ListFormat
-from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError
+from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError, UnknownWorkloadError
 
 if TYPE_CHECKING:
     from kbase.comparison.gate import Verdict
@@ -213,10 +213,14 @@ def gate(
     try:
         result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
                             warn_only=warn_only, history_ref=history_ref)
-    except (NoBaselineError, NoStoreError, UnknownRevisionError) as exc:
+    except (NoBaselineError, NoStoreError, UnknownRevisionError, UnknownWorkloadError) as exc:
         if if_no_baseline != NoBaselinePolicy.PASS or not _nothing_to_compare(exc, a, b):
             raise
-        _pass_without_baseline(str(exc), settings, comment_md, quiet)
+        reason = str(exc)
+        if isinstance(exc, UnknownWorkloadError):  # no stored name close to it: this workload's first run
+            reason = (f"workload {settings.workload!r} has no baseline in this store yet (it holds "
+                      f"{', '.join(exc.stored[:10])}{', …' if len(exc.stored) > 10 else ''}): its first run")
+        _pass_without_baseline(reason, settings, comment_md, quiet)
         raise typer.Exit(0) from None
     verdict = result.verdict
     doc = write_gate_files(result, files, show_all=show_all)  # files first: a failed write prints no verdict
@@ -235,10 +239,13 @@ class NoBaselinePolicy(StrEnum):
 
 
 def _nothing_to_compare(exc: Exception, a: str | None, b: str | None) -> bool:
-    """A missing baseline or store, or a parent revision that does not exist (``HEAD~1`` of a root
-    commit): the first run. A misspelt revision is still an error."""
+    """A missing baseline or store, a parent revision that does not exist (``HEAD~1`` of a root commit), or a
+    workload the store has never held while no stored name is close to it: the first run. A misspelt revision,
+    or a workload name close to a stored one (``resnet5`` beside ``resnet50``), is still an error."""
     if isinstance(exc, UnknownRevisionError):
         return any(("~" in r or "^" in r) for r in (a or "HEAD~1", b or "") if r)
+    if isinstance(exc, UnknownWorkloadError):
+        return exc.close is None
     return True
 
 

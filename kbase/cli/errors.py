@@ -26,6 +26,7 @@ FLAGS = {
     "older_than": "--older-than", "export_dir": "DIR", "import_dir": "DIR", "prune_export": "--export",
     "by": "--by", "min_effect_pct": "--min-effect-pct", "run": "--run", "repeats": "--repeats",
     "timeout": "--timeout", "kind": "--kind", "unit": "--unit", "cannot_judge": "--fail-on-cannot-judge",
+    "gpu_model": "--gpu-model",
 }
 ENV_VARS = {**SETTINGS_ENV, "step_summary": "GITHUB_STEP_SUMMARY"}
 ENV_ONLY = ("busy_timeout_s", "nsys_timeout_s", "step_summary")  # read from the environment only

@@ -16,11 +16,11 @@ def report(
     name: NameOpt = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Only baselines taken on this branch.")] = None,
     last: Annotated[int | None, typer.Option("--last", "-n", min=2, help="Only the newest N commits.")] = None,
-    before: Annotated[str, typer.Option(
+    before: Annotated[str | None, typer.Option(
         "--before", help="The diff page's before side: a git revision, @ID, or a position in the history (-2: the "
-        "one before last).")] = "-2",
-    after: Annotated[str, typer.Option(
-        "--after", help="The diff page's after side: a git revision, @ID, or a position (-1: the newest).")] = "-1",
+        "one before last). Neither side given: the latest pair of commits whose gate shows a change.")] = None,
+    after: Annotated[str | None, typer.Option(
+        "--after", help="The diff page's after side: a git revision, @ID, or a position (-1: the newest).")] = None,
     step_pages: Annotated[int, typer.Option(
         "--step-pages", min=0, help="Diff pages of the largest detected steps (one per commit pair).")] = 10,
     overwrite: Annotated[bool, typer.Option(
@@ -41,8 +41,8 @@ def report(
         "chosen from the captures).")] = None,
 ) -> None:
     """A static HTML report of a workload's history (one folder, opens from disk, no network): the
-    trend with the steps of kbase steps, a page per top kernel, the gate of a pair (the latest by default; as
-    kbase gate states it), a diff page per detected step and the newest leaderboard."""
+    trend with the steps of kbase steps, a page per top kernel, the gate of a pair (by default the latest
+    that shows a change; as kbase gate states it), a diff page per detected step and the newest leaderboard."""
     import kbase
     from kbase.render.report import build_report
 

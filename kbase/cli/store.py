@@ -55,6 +55,9 @@ def snapshot(
     require_clean: Annotated[bool, typer.Option("--require-clean", help="Refuse a dirty working tree.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Store again even if this file/window/commit is stored.")] = False,
+    gpu_model: Annotated[str | None, typer.Option(
+        "--gpu-model", help="The GPU model of a capture that does not name it (stored as 'unknown' otherwise, "
+        "comparable with nothing); also [tool.kbase] gpu_model, KBASE_GPU_MODEL.")] = None,
     fmt: FormatOpt = "table",
     limit: LimitOpt = None,
     wide: WideOpt = False,
@@ -66,7 +69,7 @@ def snapshot(
     import kbase
 
     fmt = check_choice(fmt, LeaderboardFormat)
-    settings = make_settings(repo=repo, db=db, name=name, profile=profile, window=window)
+    settings = make_settings(repo=repo, db=db, name=name, profile=profile, window=window, gpu_model=gpu_model)
     with reading_progress(settings.profile.name if settings.profile else "profile", quiet=quiet) as progress:
         res = kbase.snapshot(settings.profile, settings, tags=tag, note=note, rev=rev, no_git=no_git,
                              require_clean=require_clean, force=force, progress=progress, branch=branch)

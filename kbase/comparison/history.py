@@ -11,6 +11,7 @@ import numpy as np
 
 from kbase.comparison.changepoints import KernelStep, kernel_steps
 from kbase.comparison.noise import history_noise
+from kbase.comparison.setups import SetupChange, changes_note, setup_changes, setup_groups
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,6 +156,7 @@ class StepsReport:
     steps: list[KernelStep]  # largest effect on the iteration first
     notes: list[str] = field(default_factory=list)
     commit_notes: dict[str, CommitNote] = field(default_factory=dict)  # subject and date of the steps' commits
+    setup_changes: list[SetupChange] = field(default_factory=list)  # where the GPU or window changes on the line
 
     @property
     def table(self) -> pd.DataFrame:
@@ -196,8 +198,9 @@ def _with_budget_series(bs: list, names: list[str], shorts: list[str], levels: n
 def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None, *, last: int,
                  rev: str) -> StepsReport:
     """Steps and creeps of every kernel over the last ``last`` baselines of ``workload`` on the
-    first-parent line ending at ``rev`` (creation order without a repository), comparable with the
-    newest of them. ``source``: as ``noise_from_history``'s."""
+    first-parent line ending at ``rev`` (creation order without a repository), found within each setup
+    (``comparison.setups``: GPU model/count and window), never across a change of it, which is listed
+    (``setup_changes``). ``source``: as ``noise_from_history``'s."""
     from kbase.store.reader import as_reader
 
     reader = as_reader(source)
@@ -206,25 +209,30 @@ def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None,
     if commits is None:
         notes.append("no git repository: baselines in creation order")
     bs = reader.line_points(workload, commits=commits, limit=last)
-    if bs:
-        kept = [b for b in bs if b.fingerprint == bs[-1].fingerprint]
-        if len(kept) < len(bs):
-            notes.append(f"{len(bs) - len(kept)} baseline(s) left out: not comparable with the newest "
-                         "(GPU model/count or window differ)")
-        bs = kept
-        unmarked = [b for b in bs if not b.aligned]
-        if unmarked:  # no per-iteration time stored: their levels would read as 0
-            notes.append(f"{len(unmarked)} baseline(s) left out: captured without iteration markers (NVTX or "
-                         "ProfilerStep ranges), they store no time per iteration to follow")
-            bs = [b for b in bs if b.aligned]
-    ids = [b.id for b in bs if b.id is not None]
-    names, shorts, levels = reader.level_matrix(ids) if ids else ([], [], np.zeros((0, 0)))
-    if not bs or not names:
-        return StepsReport(workload=workload, commits=[], baselines=0, steps=[], notes=notes)
-    walls = np.array([b.window_ns / b.iterations_used if b.aligned and b.iterations_used else np.nan for b in bs])
-    wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
-    line = [b.commit for b in bs]
-    names, shorts, levels = _with_budget_series(bs, list(names), list(shorts), levels)
-    found = kernel_steps(levels, names, shorts, line, wall)
-    return StepsReport(workload=workload, commits=list(dict.fromkeys(line)), baselines=len(bs), steps=found,
-                       notes=notes)
+    changes = setup_changes(bs)
+    note = changes_note(changes, "steps are found")
+    if note:
+        notes.append(note)
+    unmarked = [b for b in bs if not b.aligned]
+    if unmarked:  # no per-iteration time stored: their levels would read as 0
+        notes.append(f"{len(unmarked)} baseline(s) left out: captured without iteration markers (NVTX or "
+                     "ProfilerStep ranges), they store no time per iteration to follow")
+        bs = [b for b in bs if b.aligned]
+    found: list[KernelStep] = []
+    used: list = []
+    for group in setup_groups(bs):
+        line_bs = [bs[i] for i in group]
+        ids = [b.id for b in line_bs if b.id is not None]
+        names, shorts, levels = reader.level_matrix(ids) if ids else ([], [], np.zeros((0, 0)))
+        if not names:
+            continue
+        walls = np.array([b.window_ns / b.iterations_used if b.iterations_used else np.nan for b in line_bs])
+        wall = float(np.nanmedian(walls)) if np.isfinite(walls).any() else float("nan")
+        names, shorts, levels = _with_budget_series(line_bs, list(names), list(shorts), levels)
+        found += kernel_steps(levels, names, shorts, [b.commit for b in line_bs], wall)
+        used += line_bs
+    found.sort(key=lambda s: (-abs(s.effect) if s.effect == s.effect else 0.0, s.name))
+    at = {b.id: i for i, b in enumerate(bs)}
+    used.sort(key=lambda b: at.get(b.id, 0))
+    return StepsReport(workload=workload, commits=list(dict.fromkeys(b.commit for b in used)), baselines=len(used),
+                       steps=found, notes=notes, setup_changes=changes)

@@ -218,10 +218,13 @@ def steps_line(r: StepsReport) -> str:
 def steps_html(r: StepsReport) -> str:
     shown = r.steps[:TOP]
     unit = column_unit(v for s in shown for v in (s.before_ns, s.after_ns))
+    from kbase.analysis.names import display_map
+
+    labels = display_map([(s.name, s.short_name) for s in r.steps])
     cells = []
     for s in shown:
         note = r.commit_notes.get(s.first_commit)
-        cells.append((s.kind, s.short_name, s.first_commit[:12], _day(note.date if note else None),
+        cells.append((s.kind, labels[s.name], s.first_commit[:12], _day(note.date if note else None),
                       clip(note.subject if note else "", 60), unit(s.before_ns), unit(s.after_ns), f"{s.rel:+.1%}",
                       "-" if not _finite(s.effect) else f"{s.effect:+.2%}"))
     notes = list(r.notes) + ([f"{len(r.steps) - len(shown)} more: .table has every step"]

@@ -14,8 +14,9 @@ the op did the same work. So, where both sides know each kernel's op (``analysis
   not gated one by one (``swap``), unless a kernel's change outside the reshuffled ops is itself significant;
 - the op is judged by its op name, scopes merged (``bare``): work moves between layers of one op.
 
-Ops are compared per iteration, so only between iteration-aligned sides; kernels launched by no op keep the
-library-swap rule (``swaps.mark_algorithm_swaps``). Pure numeric code: the sentences are the renderer's.
+Ops are compared in the kernels' unit (per iteration, per run or per window-second: ``comparison.work``), so
+wherever both sides know their ops; kernels launched by no op keep the library-swap rule
+(``swaps.mark_algorithm_swaps``). Pure numeric code: the sentences are the renderer's.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def op_diff(before: Side, after: Side, rows: dict[str, np.ndarray], policy: Poli
     in ``rows``). None unless both sides know their kernels' ops. ``z_crit``: the kernels' two-sided normal
     threshold (the ops are tested at it too)."""
     bo, ao = before.ops, after.ops
-    if bo is None or ao is None:
+    if bo is None or ao is None or before.unit != after.unit:
         return None
     keys = _union(bo.keys, ao.keys)
     bare_of = dict(zip(bo.keys.tolist(), bo.bare.tolist())) | dict(zip(ao.keys.tolist(), ao.bare.tolist()))

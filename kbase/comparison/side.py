@@ -146,7 +146,7 @@ class Side:
     levels: np.ndarray | None = None  # (kernels, captures) ns per unit per GPU of each pooled capture
     resolution_ns: float = 0.0  # timer resolution of the durations (1000: microsecond timestamps)
     sample_capture: np.ndarray | None = None  # per sample column: the pooled capture it comes from
-    ops: OpSide | None = None  # kernel time by op (None: a capture without op information, or not aligned)
+    ops: OpSide | None = None  # kernel time by op, per unit as the kernels (None: a capture without op information)
     budget: SideBudget | None = None  # the captures' GPU time budgets (None: one was stored before budgets)
     captures: tuple[Capture, ...] = ()  # what was pooled (``comparison.work.in_unit`` re-pools in another unit)
 
@@ -161,9 +161,10 @@ class Side:
 
 @dataclass(frozen=True)
 class OpSide:
-    """A side's kernel time by op, pooled over its captures (aligned sides only): per (op key, kernel) pair
-    and per op key, ns and launches per unit per GPU; per op its per-iteration samples (columns as
-    ``Side.samples``') and its level in each capture. Pairs with ``pair_op`` None: launched by no op."""
+    """A side's kernel time by op, pooled over its captures: per (op key, kernel) pair and per op key, ns and
+    launches per unit per GPU (the side's unit); per op its samples (columns as ``Side.samples``': iterations,
+    or launch-order chunks without markers) and its level in each capture. Pairs with ``pair_op`` None:
+    launched by no op."""
 
     keys: np.ndarray  # object: op keys, sorted
     bare: np.ndarray  # object: each key's op without scope
@@ -254,14 +255,16 @@ def side_from_captures(caps: list[Capture], label: str, meta: SideMeta | None = 
         total_samples=np.concatenate(total_parts) if total_parts else np.empty(0),
         aligned=aligned, step_wall_ns=_mean_step_wall(caps), meta=meta or SideMeta(),
         sketches=_pooled_sketches(index, sketch_parts), levels=level, resolution_ns=_resolution(sketch_parts),
-        sample_capture=capture_of, ops=_pooled_ops(caps) if aligned else None, captures=tuple(caps),
+        sample_capture=capture_of, ops=_pooled_ops(caps, aligned, per_run), captures=tuple(caps),
         budget=side_budget([c.summary for c in caps]),
     )
 
 
-def _pooled_ops(caps: list[Capture]) -> OpSide | None:
-    """The captures' (op, kernel) pairs pooled as ``side_from_captures`` pools kernels; None unless every
-    capture has op information."""
+def _pooled_ops(caps: list[Capture], aligned: bool = True, per_run: bool = False) -> OpSide | None:
+    """The captures' (op, kernel) pairs pooled as ``side_from_captures`` pools kernels, in the same unit (per
+    iteration when ``aligned``, else per run or per window-second); None unless every capture has op
+    information. Without iteration markers an op's samples are its kernels' launch-order chunks, each kernel's
+    split among its ops as its whole capture's is (``_op_chunks``)."""
     if not caps or any(c.ops is None for c in caps):
         return None
     pair_rows: dict[tuple[object, str], int] = {}
@@ -287,15 +290,21 @@ def _pooled_ops(caps: list[Capture]) -> OpSide | None:
                           count=len(c.ops))
         np.add.at(total, pos, c.ops.total_ns)
         np.add.at(count, pos, c.ops.count)
-        gpus, units = max(int(c.summary.gpus), 1), len(c.summary.iteration_keys)
+        gpus = max(int(c.summary.gpus), 1)
+        units = len(c.summary.iteration_keys) if aligned else 1.0 if per_run else c.summary.window_ns / 1e9
         gpu_units += units * gpus
         has = c.ops.op >= 0
         krow = np.fromiter((key_row[names[op]] for op in c.ops.op[has].tolist()), dtype=np.intp, count=int(has.sum()))
-        m = np.zeros((len(keys), c.ops.iter_ns.shape[1]))
-        np.add.at(m, krow, c.ops.iter_ns[has])
-        samples.append(m / gpus)
-        levels[:, j] = m.sum(axis=1) / (units * gpus) if units else np.nan
-        np.add.at(op_total, krow, c.ops.total_ns[has])
+        if aligned:
+            m = np.zeros((len(keys), c.ops.iter_ns.shape[1]))
+            np.add.at(m, krow, c.ops.iter_ns[has])
+            samples.append(m / gpus)
+        elif c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels
+            samples.append(_op_chunks(c, gpus, per_run, krow, has, len(keys)))
+        by_key = np.zeros(len(keys))
+        np.add.at(by_key, krow, c.ops.total_ns[has])
+        levels[:, j] = by_key / (units * gpus) if units else np.nan
+        op_total += by_key
         np.add.at(op_count, krow, c.ops.count[has])
     pair_op = np.empty(n, dtype=object)
     pair_kernel = np.empty(n, dtype=object)
@@ -304,7 +313,26 @@ def _pooled_ops(caps: list[Capture]) -> OpSide | None:
     per = 1.0 / gpu_units if gpu_units else np.nan
     return OpSide(keys=np.array(keys, dtype=object), bare=np.array([bare[k] for k in keys], dtype=object),
                   pair_op=pair_op, pair_kernel=pair_kernel, pair_ns=total * per, pair_count=count * per,
-                  op_ns=op_total * per, op_count=op_count * per, samples=np.hstack(samples), levels=levels)
+                  op_ns=op_total * per, op_count=op_count * per,
+                  samples=np.hstack(samples) if samples else np.zeros((len(keys), 0)), levels=levels)
+
+
+def _op_chunks(c: Capture, gpus: int, per_run: bool, krow: np.ndarray, has: np.ndarray, n_keys: int) -> np.ndarray:
+    """Without iteration markers: each op's samples, (keys, CHUNKS) in ``_chunk_matrix``'s unit — its kernels'
+    launch-order chunk totals, each kernel's chunks split among its ops in the proportion of the whole capture
+    (a chunk does not say which op launched what in it)."""
+    assert c.ops is not None
+    names, mat = _chunk_matrix(c, gpus, per_run)
+    row_of = {x: i for i, x in enumerate(names)}
+    kernel_total: dict[str, float] = {}
+    for k, t in zip(c.ops.kernel.tolist(), c.ops.total_ns.tolist()):
+        kernel_total[k] = kernel_total.get(k, 0.0) + float(t)
+    out = np.zeros((n_keys, mat.shape[1] if mat.ndim == 2 else 0))
+    for key, k, t in zip(krow.tolist(), c.ops.kernel[has].tolist(), c.ops.total_ns[has].tolist()):
+        row, whole = row_of.get(k), kernel_total.get(k, 0.0)
+        if row is not None and whole > 0:
+            out[key] += mat[row] * (float(t) / whole)
+    return out
 
 
 def _chunk_matrix(c: Capture, gpus: int, per_run: bool = False) -> tuple[list[str], np.ndarray]:

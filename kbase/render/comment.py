@@ -110,7 +110,11 @@ def _totals(doc: dict) -> list[str]:
 
 
 def _why(doc: dict, verdict: dict | None, limit: int = 6) -> list[str]:
-    items = [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] if verdict is None else []
+    from kbase.render.diff import incomparable_hint
+
+    hint = incomparable_hint(doc.get("mismatches", []))
+    items = ([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + ([f"to compare: {hint}"] if hint else [])
+             if verdict is None else [])
     if verdict is not None:
         items += list(verdict.get("reasons", []))
         items += [f"warning: {w}" for w in verdict.get("warnings", [])]

@@ -12,7 +12,7 @@ from kbase import jsonable
 from kbase.analysis.amdahl import amdahl
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
-from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
+from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, NO_KERNELS, ROW_COLUMNS
 from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
 from kbase.comparison.side import Unit, unit_of
@@ -110,9 +110,21 @@ MEASURED_BETWEEN_RUNS = {"history": "; noise from history (past baselines' sprea
                          "repeat": "; noise from repeat captures (between processes)"}
 
 
+def incomparable_hint(mismatches: list[str]) -> str | None:
+    """What to do about an incomparable pair (None: comparable, or an empty candidate, which nothing overrides):
+    record the GPU of a capture that did not name it, or judge the pair anyway."""
+    if not mismatches or NO_KERNELS in mismatches:
+        return None
+    unknown = any(m.startswith("GPU model differs") and "unknown" in m.split(":", 1)[-1] for m in mismatches)
+    record = ("a capture that does not name its GPU is stored as 'unknown': record it with kbase snapshot "
+              "--gpu-model MODEL (or [tool.kbase] gpu_model, KBASE_GPU_MODEL); " if unknown else "")
+    return f"{record}kbase gate --allow-incomparable (and kbase report --allow-incomparable) judges the pair anyway"
+
+
 def verdict_reasons(v: Verdict) -> list[str]:
     if v.status == GateStatus.INCOMPARABLE:
-        return [f"incomparable: {m}" for m in v.mismatches]
+        hint = incomparable_hint(v.mismatches)
+        return [f"incomparable: {m}" for m in v.mismatches] + ([f"to compare: {hint}"] if hint else [])
     unit = unit_of(v.unit)
     out = [{FindingKind.TOTAL: "", FindingKind.STEP: "", FindingKind.CANNOT_JUDGE: "not judged: "}.get(f.kind,
                                                                                           "regression: ")
@@ -242,6 +254,9 @@ def _share(x: Any) -> str:
 
 def _head_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"INCOMPARABLE: {m}" for m in doc["mismatches"]]
+    hint = incomparable_hint(doc["mismatches"])
+    if hint:
+        lines.append(f"INCOMPARABLE: to compare, {hint}")
     b, a = doc["before"], doc["after"]
     lines.append(f"before: {b['label']} — {b['units']:g} {b['unit']}(s) x {b['gpus']} GPU(s)"
                  + ("" if b["aligned"] else " [not aligned]"))
@@ -422,6 +437,8 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     counts = ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()
                        if n and k in SHOWN_BY_DEFAULT)
     head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
+    if verdict is not None and verdict.status == GateStatus.INCOMPARABLE:  # why, and what to do, not the counts
+        return "; ".join([head, *verdict_reasons(verdict)])
     cost = doc.get("cost")
     money = f"{fmt_money(cost['per_month'], cost['currency'])}/month" if cost else ""
     return "; ".join(x for x in (head, counts or "no changed kernels", total, money) if x)

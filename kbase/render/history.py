@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 HISTORY_SCHEMA = "kbase.history/1"
 SPARKS = "▁▂▃▄▅▆▇█"
+SETUP_MARK = "new setup"  # the Δ vs prev cell of a baseline whose GPU or window differs from the previous one's
 
 COLUMNS = [
     Column("id", "id", 0),
@@ -41,15 +42,36 @@ COLUMNS = [
 
 def with_changes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` plus ``change_pct``: per-iteration time against the previous baseline of the same
-    workload (percent; None for a workload's first baseline or a missing value)."""
-    prev: dict[str, float | None] = {}
+    workload (percent; None for a workload's first baseline or a missing value), and ``setup_change``: where
+    that baseline has another setup (``comparison.setups``: GPU model/count, window), what changed — no change
+    is measured across it (None elsewhere)."""
+    from kbase.comparison.setups import describe, setup_key
+
+    prev: dict[str, dict[str, Any]] = {}
     out = []
     for r in rows:
-        before, now = prev.get(r["workload"]), r["per_iter_ns"]
-        change = (now - before) / before * 100.0 if before and now is not None else None
-        out.append({**r, "change_pct": change})
-        prev[r["workload"]] = now
+        last = prev.get(r["workload"])
+        before, now = (last or {}).get("per_iter_ns"), r["per_iter_ns"]
+        moved = last is not None and "fingerprint" in r and setup_key(last) != setup_key(r)
+        change = (now - before) / before * 100.0 if before and now is not None and not moved else None
+        setup = f"{describe(last)} -> {describe(r)}" if moved and last is not None else None
+        out.append({**r, "change_pct": change, "setup_change": setup})
+        prev[r["workload"]] = r
     return out
+
+
+def setup_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The history's setup changes (``with_changes``' rows), one line: where and what changed."""
+    from kbase.render.safe import inert
+
+    changed = [r for r in rows if r.get("setup_change")]
+    if not changed:
+        return []
+    shown = "; ".join(f"@{r['id']}: {r['setup_change']}" for r in changed[:3])
+    more = f"; and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return [inert(f"setup changed ({SETUP_MARK} in Δ vs prev) at {shown}{more}: no change is measured across it "
+                  "(kbase steps finds steps within each setup; kbase snapshot --gpu-model records the GPU of a "
+                  "capture that does not name it)")]
 
 
 def sparkline(values: list[float]) -> str:
@@ -101,7 +123,7 @@ def table_cells(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
             "subject": r.get("subject") or "",
             "branch": r.get("branch") or "(detached)", "created": str(r["created_at"])[:16],
             "count": f"{r['count']:,}", "avg": avg(r["avg_ns"]), "per_iter": per_iter(r["per_iter_ns"]),
-            "change": fmt_delta_pct(r["change_pct"]),
+            "change": SETUP_MARK if r.get("setup_change") else fmt_delta_pct(r["change_pct"]),
         })
     return out
 
@@ -131,6 +153,8 @@ def print_history(h: KernelHistory, console: Any, wide: bool = False, quiet: boo
     title = (f"{len(rows)} baseline(s) with this kernel (oldest first)" if len(shown) == len(rows) else
              f"the newest {len(shown)} of {len(rows):,} baselines with this kernel (oldest first; -n 0: all)")
     print_table(console, COLUMNS, table_cells(shown), wide=wide, title=title)
+    for line in setup_lines(rows):
+        console.print(line, highlight=False, markup=False, style="yellow")
     return rows
 
 
@@ -140,7 +164,7 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     workloads or branches; ``steps_note`` says so). ``limit``: only the newest baselines."""
     from kbase.render.steps import step_dict
 
-    recs = _newest(with_changes(h.rows), limit)
+    recs = [_public(r) for r in _newest(with_changes(h.rows), limit)]
     for r in recs:
         _iso_dates(r)
     found = None if steps is None else [{k: _finite(v) for k, v in step_dict(s).items()} for s in steps]
@@ -150,6 +174,12 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     if steps is None:
         doc["steps_note"] = "not computed: the baselines span several workloads or branches (pass --name and --branch)"
     return doc
+
+
+def _public(r: dict[str, Any]) -> dict[str, Any]:
+    """A row as JSON and CSV give it: the setup as GPU model/count and alignment (its fingerprint and window
+    key are the store's)."""
+    return {k: v for k, v in r.items() if k not in ("fingerprint", "window_spec")}
 
 
 def _iso_dates(r: dict[str, Any]) -> None:
@@ -197,7 +227,7 @@ def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None, limit: 
 
     from kbase.render.safe import csv_text
 
-    rows = _newest(with_changes(h.rows), limit)
+    rows = [_public(r) for r in _newest(with_changes(h.rows), limit)]
     for r in rows:
         _iso_dates(r)
     marks = step_marks(rows, steps)

@@ -204,6 +204,17 @@ DIFF_OP_COLUMNS = [
 ]
 
 
+def diff_op_columns(doc: dict[str, Any]) -> list[Column]:
+    """``DIFF_OP_COLUMNS`` headed in the diff's unit (``/iter``, ``/run``, ``/s``): ops are compared in the
+    kernels' unit."""
+    from dataclasses import replace
+
+    from kbase.comparison.side import unit_of
+
+    short = unit_of(doc.get("unit")).short
+    return [replace(c, header=c.header.replace("/iter", short)) for c in DIFF_OP_COLUMNS]
+
+
 def _class_label(r: dict[str, Any]) -> str:
     return KernelClass(r["class"]).label + (" [ignored]" if r.get("ignored") else "")
 
@@ -248,9 +259,9 @@ def diff_op_md(doc: dict[str, Any], show_all: bool = False, full_names: bool = F
     if ops is None:
         return ["", "_no op information on both sides (a side stored before op attribution, or a profile without "
                 "op ranges): the diff by op needs both_"]
-    out = ["", "### By op", "", "| " + " | ".join(c.header for c in DIFF_OP_COLUMNS) + " |",
-           "|" + "---|" * len(DIFF_OP_COLUMNS)]
-    out += ["| " + " | ".join(md_text(c.get(col.key, "")) for col in DIFF_OP_COLUMNS) + " |"
+    columns = diff_op_columns(doc)
+    out = ["", "### By op", "", "| " + " | ".join(c.header for c in columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(md_text(c.get(col.key, "")) for col in columns) + " |"
             for c in diff_op_cells(ops, full_names, show_all)]
     return out
 
@@ -265,8 +276,10 @@ def print_diff_ops(doc: dict[str, Any], console: Any, show_all: bool = False, wi
                       "op ranges): the diff by op needs both", style="yellow", highlight=False, markup=False)
         return
     cells = diff_op_cells(ops, full_names, show_all)
-    print_table(console, DIFF_OP_COLUMNS, cells, wide=wide,
-                title="Diff by op (per iteration per GPU; each op's kernels that changed below it)")
+    from kbase.comparison.side import unit_of
+
+    print_table(console, diff_op_columns(doc), cells, wide=wide,
+                title=f"Diff by op ({unit_of(doc.get('unit')).per} per GPU; each op's kernels that changed below it)")
     hidden = sum(1 for r in ops if not show_all and r["class"] not in (
         "regressed", "regressed_below_floor", "improved", "new", "gone") and not r["reshuffled"])
     if hidden:

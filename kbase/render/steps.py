@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kbase.analysis.names import display_map
 from kbase.render.baselines import SUBJECT_WIDTH
 from kbase.render.columns import Column
 from kbase.units import ABSENT, column_unit, fmt_ns
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 
 COLUMNS = [
     Column("kind", "kind", 0, justify="left"),
-    Column("kernel", "kernel", 0, min_width=12, want_width=32, max_width=80, justify="left", shrink=True),
+    Column("kernel", "kernel", 0, min_width=12, want_width=32, max_width=80, justify="left", shrink=True,
+           keep_tail=True),
     Column("commits", "commits", 0, justify="left"),
     Column("date", "date", 4, justify="left"),
     Column("subject", "subject", 2, min_width=12, want_width=20, max_width=SUBJECT_WIDTH, justify="left",
@@ -52,6 +54,7 @@ def steps_doc(report: StepsReport) -> dict[str, Any]:
     notes = report.commit_notes
     return jsonable.clean({"schema": STEPS_SCHEMA, "workload": report.workload, "baselines": report.baselines,
                            "commits": report.commits, "notes": report.notes,
+                           "setup_changes": [c.as_dict() for c in report.setup_changes],
                            "steps": [step_dict(s) | _commit_fields(notes.get(s.first_commit)) for s in report.steps]})
 
 
@@ -70,10 +73,11 @@ def table_cells(steps: list[KernelStep], notes: Mapping[str, CommitNote]) -> lis
     """The screen rows: before and after in one unit (``units.column_unit``), the commit the step lands on
     with its date and subject."""
     unit = column_unit([v for s in steps for v in (s.before_ns, s.after_ns)])
+    labels = display_map([(s.name, s.short_name) for s in steps])  # a #id where two share a short name
     out = []
     for s in steps:
         note = notes.get(s.first_commit)
-        out.append({"kind": s.kind, "kernel": s.short_name, "commits": step_range(s),
+        out.append({"kind": s.kind, "kernel": labels[s.name], "commits": step_range(s),
                     "date": note.date.strftime("%Y-%m-%d") if note is not None and note.date else ABSENT,
                     "subject": note.subject if note is not None else "", "before": unit(s.before_ns),
                     "after": unit(s.after_ns), "change": f"{s.rel:+.1%}",

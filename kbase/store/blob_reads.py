@@ -59,13 +59,15 @@ def _none(v: float) -> float | None:
 
 def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str, Any]]:
     """One kernel's rows (id, commit, created_at, workload, branch, commit_date (as stored), count, total_ns,
-    avg_ns, per_iter_ns, share_window; NULL as None) from ``kernel_history`` rows (baseline columns, format,
+    avg_ns, per_iter_ns, share_window, and the setup: fingerprint, aligned, gpu_models, gpu_count, window_spec;
+    NULL as None) from ``kernel_history`` rows (baseline columns, format,
     levels), oldest
     first; baselines without the kernel left out. ``when``: the executor's datetime reader."""
     out: list[dict[str, Any]] = []
     if name_id is None:
         return out
-    for bid, commit, created_at, workload, branch, commit_date, fmt, levels in rows:
+    for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, levels \
+            in rows:
         p = packed(bid, fmt, levels)
         i = p.index("name_id", name_id)
         if i is None:
@@ -74,7 +76,8 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
         out.append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
                     "branch": branch, "commit_date": when(commit_date) if commit_date is not None else None,
                     "count": count, "total_ns": total, "avg_ns": _none(avg),
-                    "per_iter_ns": _none(per_iter), "share_window": _none(share)})
+                    "per_iter_ns": _none(per_iter), "share_window": _none(share), "fingerprint": fingerprint,
+                    "aligned": bool(aligned), "gpu_models": models, "gpu_count": gpus, "window_spec": spec})
     return out
 
 

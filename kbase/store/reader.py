@@ -50,6 +50,9 @@ class LinePoint(NamedTuple):
     iterations_used: int
     step_ns: float | None = None  # the budget's step time per iteration (NULL before 0011)
     idle_ns: float | None = None
+    gpu_models: str = ""  # what ``comparison.setups`` says of a setup change
+    gpu_count: int = 0
+    window_spec: str = ""
 
 
 class StoreReader(Generic[B, A]):
@@ -137,7 +140,8 @@ class StoreReader(Generic[B, A]):
         """``line_baselines`` of ``workload``, each as the few fields ``kbase steps`` reads (``LinePoint``): at
         50,000 baselines the whole rows cost ~1 s to read and build."""
         def point(r: tuple) -> LinePoint:
-            return LinePoint(r[0], r[1], self._when(r[2]), r[3], bool(r[4]), r[5], r[6], r[7], r[8])
+            return LinePoint(r[0], r[1], self._when(r[2]), r[3], bool(r[4]), r[5], r[6], r[7], r[8], r[9] or "",
+                             int(r[10] or 0), r[11] or "")
 
         return self._line(("line_points_newest", "line_points_at"), point, workload, None, commits, None, limit)
 

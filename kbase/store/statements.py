@@ -112,7 +112,7 @@ def line_baselines_newest() -> Select:
 def _point():
     """What ``kbase steps`` needs of each baseline of a line (``reader.LinePoint``): not the whole row."""
     return select(bt.id, bt.commit, bt.created_at, bt.fingerprint, bt.aligned, bt.window_ns, bt.iterations_used,
-                  bt.step_ns, bt.idle_ns)
+                  bt.step_ns, bt.idle_ns, bt.gpu_models, bt.gpu_count, bt.window_spec)
 
 
 @_statement
@@ -191,7 +191,8 @@ def kernel_names() -> Select:
 def kernel_history() -> Select:
     """Baselines (oldest first) with their ``levels``, for one kernel's history (the commit's stored date
     with them: history needs no second read of the baselines for it)."""
-    return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bt.commit_date, bk.format, bk.levels)
+    return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bt.commit_date, bt.fingerprint,
+                   bt.aligned, bt.gpu_models, bt.gpu_count, bt.window_spec, bk.format, bk.levels)
             .join(BASELINE_KERNELS, bk.baseline_id == bt.id)
             .where(_unless("any_workload", bt.workload == bindparam("workload")),
                    _unless("any_branch", bt.branch == bindparam("branch")))

@@ -8,6 +8,7 @@ The scenario runs the real ``kbase`` on PATH (``--comment-md``, ``--if-no-baseli
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,17 +75,44 @@ def test_gitlab_template_parses_and_says_what_it_must():
         subprocess.run(["bash", "-n"], input=part, text=True, check=True)
 
 
-@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=lambda p: p.name)
-def test_templates_pin_this_version_at_its_tag(path):
-    """What the templates install exists: this package's version, at the tag ``v<version>`` made at release."""
-    from kbase.version import __version__
+PIN = re.compile(r'KBASE_PIP_SPEC: "gpu-kbase\[postgres\] @ git\+https://[^"@]+@(?P<ref>[^"]+)"')
 
-    text = path.read_text(encoding="utf-8")
-    pins = [line for line in text.splitlines() if "KBASE_PIP_SPEC:" in line]
-    assert len(pins) == 1 and pins[0].rstrip().rstrip('"').endswith(f"@v{__version__}"), pins
+
+def _pinned_ref() -> str:
+    """The ref both templates install kbase at (one, the same in both)."""
+    refs = {m["ref"] for path in (GITHUB, GITLAB) for m in PIN.finditer(path.read_text(encoding="utf-8"))}
+    assert len(refs) == 1, refs
+    return refs.pop()
+
+
+def test_templates_pin_a_ref_the_repository_has():
+    """What the templates install exists: a release tag that ``git tag`` lists, or a commit of this repository
+    (the 0.2.0 release's: there is no tag yet), whose ``kbase/version.py`` is a released version (a CHANGELOG
+    section); docs/ci.md and ci/README.md name the same ref. A pin of a tag never made (``@v0.2.0`` without the
+    tag) fails here."""
+    ref = _pinned_ref()
+    if _git(REPO, "rev-parse", "--is-shallow-repository") == "true":
+        pytest.skip("a shallow clone may lack the pinned commit: clone with full history to check the pin")
+    if re.fullmatch(r"[0-9a-f]{40}", ref):
+        assert subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], cwd=REPO).returncode == 0, \
+            f"the templates pin {ref}, which this repository does not have"
+    else:
+        assert ref in _git(REPO, "tag", "--list").split(), f"the templates pin {ref}, which `git tag` does not list"
+    version = re.search(r'__version__ = "([^"]+)"', _git(REPO, "show", f"{ref}:kbase/version.py"))
+    assert version is not None
+    assert f"\n## {version[1]} " in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")  # a released version
+    for doc in (REPO / "docs" / "ci.md", REPO / "ci" / "README.md"):
+        assert ref[:12] in doc.read_text(encoding="utf-8"), f"{doc.name} does not name the pinned ref {ref}"
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert 'name = "gpu-kbase"' in pyproject and 'path = "kbase/version.py"' in pyproject
-    assert f"## {__version__}" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_templates_push_only_their_own_new_baselines():
+    """The templates' push passes ``--new=head`` (KBASE_DATA_NEW=head): the job's own snapshot goes, a stray
+    baseline is refused (tests/ci/test_data_accept.py runs the refusal)."""
+    github = {s.get("name"): s for s in _github()["jobs"]["kernel-gate"]["steps"]}
+    assert "bash ci/kbase-data.sh push --new=head" in github["Push the baselines (kbase-data branch)"]["run"]
+    assert "KBASE_DATA_NEW=head bash ci/kbase-data.sh push" in GITLAB.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=lambda p: p.name)

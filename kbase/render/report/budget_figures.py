@@ -24,10 +24,10 @@ from kbase.render.report.figures import (
     _mean,
     _scaled,
     _setup_changes,
-    _ticks,
     _x,
     time_unit,
 )
+from kbase.render.report.labels import NARROW_PLOT_PX, commit_ticks
 from kbase.render.report.model import BudgetView, ReportData
 
 # (field of BudgetBar, field of the diff's budget object, legend name, short legend name for a phone)
@@ -73,14 +73,14 @@ def budget_trend_figure(data: ReportData, max_points: int = MAX_POINTS) -> dict:
     layout.update({
         "barmode": "stack", "bargap": 0.15 if n <= 200 else 0.0, "hovermode": "x unified",
         "shapes": _setup_changes(commits),
-        "xaxis": {"title": {"text": "commit (oldest → newest)"}, "showgrid": False, **_ticks(commits, xs)},
+        "xaxis": {"title": {"text": "commit (oldest → newest)"}, "showgrid": False, **commit_ticks(commits, xs)},
         "yaxis": {"title": {"text": f"per iteration per GPU ({label})"}, "rangemode": "tozero", "gridcolor": "#eee"},
         "legend": LEGEND,
         "margin": {"l": 70, "r": 20, "t": 50, "b": 70}})
     narrow = {"layout": {"height": 420, "margin": {"l": 56, "r": 12, "t": 56, "b": 56},
                          "legend": {"font": {"size": 10}},
                          "xaxis": {"title": {"text": "commit"}, "automargin": True, "tickangle": 0,
-                                   **_ticks(commits, xs, 3, inset=True)},
+                                   **commit_ticks(commits, xs, 3, inset=True, plot_px=NARROW_PLOT_PX)},
                          "yaxis": {"title": {"text": f"{label}/iter/GPU"}}},
               **_legend_narrow(len(BLOCKS))}
     return {"data": traces, "layout": layout, "narrow": narrow}
@@ -123,7 +123,8 @@ def budget_iterations_figure(view: BudgetView) -> dict:
         "legend": {"font": {"size": 10}}, "xaxis": {"nticks": 6, "tickangle": 0},
         "yaxis": {"title": {"text": f"% of {unit}"}}}
     if has_step:
-        narrow_layout["yaxis2"] = {"title": {"text": f"step {label}"}, "nticks": 4}
+        narrow_layout["yaxis2"] = {"title": {"text": f"step {label}", "standoff": 6}, "nticks": 4, "tickformat": ".0f",
+                                   "automargin": True}
     return {"data": traces, "layout": layout, "narrow": {"layout": narrow_layout, **_legend_narrow(len(BLOCKS))}}
 
 

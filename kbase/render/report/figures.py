@@ -15,10 +15,11 @@ plot height and no two labels collide at 390 px as at 1280 px.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
+from kbase.display import clip_balanced
+from kbase.render.report.labels import NARROW_NAME, NARROW_PLOT_PX, commit_ticks, distinct_labels
 from kbase.render.report.model import CommitPoint, KernelSeries, LeaderboardView, ReportData, StepMarker
 from kbase.render.report.safe import clip, plot_text
 
@@ -35,28 +36,7 @@ TC_COLOR = {"tc": "#2ca02c", "fallback": "#ff7f0e", "na": "#9e9e9e"}
 CATEGORY_COLOR = {"compute": "#4c78a8", "communication": "#f58518", "memory": "#b279a2", "idle": "#e0e0e0"}
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12}
 NARROW_PX = 640  # report.js: a chart narrower than this takes its figure's ``narrow`` overrides
-NARROW_PLOT_PX = 300  # about the plot width of a chart at 390 px (for spacing step labels)
 STEP_LABEL_PX = 16  # width of a step's number label
-NARROW_NAME = 22  # characters of a kernel name on a narrow axis
-
-
-def distinct_labels(kernels: list[tuple[str, str]], limit: int = 40) -> dict[str, str]:
-    """A readable label per full name from (full name, short name) pairs: the short name, and where
-    several kernels share it (``vectorized_elementwise_kernel`` x 4) the part of the full name that
-    tells them apart. Plain text: escape it for its context."""
-    by_short: dict[str, list[str]] = {}
-    for name, short in kernels:
-        by_short.setdefault(short, []).append(name)
-    out = {}
-    for short, names in by_short.items():
-        if len(set(names)) == 1:
-            out[names[0]] = clip(short, limit)
-            continue
-        prefix = os.path.commonprefix(names)
-        cut = max(prefix.rfind(c) for c in "<(, ") + 1 if prefix else 0
-        for name in names:
-            out[name] = f"{clip(short, max(limit - 24, 12))} [{clip(name[cut:].strip(), 22)}]"
-    return out
 
 
 def time_unit(max_ns: float) -> tuple[str, float]:
@@ -115,19 +95,6 @@ def _hover_refs(commits: list[CommitPoint], starts: np.ndarray) -> list[list[str
 def _x(starts: np.ndarray, n: int) -> list[int]:
     """x of each bucket: its last commit's position (so a step at commit i lands on its bucket)."""
     return (np.r_[starts[1:], n] - 1).tolist()
-
-
-def _ticks(commits: list[CommitPoint], xs: list[int], count: int = 8, inset: bool = False) -> dict:
-    """At most ``count`` commit ticks (hash and date), evenly spread; ``inset``: none at the ends (on a narrow
-    chart a label centred on the first commit would reach over the y axis's labels)."""
-    if not xs:
-        return {}
-    spots = (np.arange(count) + 0.5) / count * (len(xs) - 1) if inset and len(xs) > count else \
-        np.linspace(0, len(xs) - 1, min(count, len(xs)))  # inset: the middles of ``count`` equal parts
-    picks = sorted(set(spots.round().astype(int).tolist()))
-    vals = [xs[i] for i in picks]
-    text = [f"{commits[v].ref.commit[:7]}<br>{(commits[v].ref.date or '')[:10]}" for v in vals]
-    return {"tickmode": "array", "tickvals": vals, "ticktext": text}
 
 
 def step_levels(steps: list[StepMarker], n: int) -> list[int]:
@@ -208,14 +175,14 @@ def trend_figure(data: ReportData, stack: int = 8, max_points: int = MAX_POINTS)
     layout = _base_layout(560)
     layout.update({
         "hovermode": "x unified", "shapes": shapes + _setup_changes(commits), "annotations": notes,
-        "xaxis": {"title": {"text": "commit (oldest → newest)"}, "showgrid": False, **_ticks(commits, xs)},
+        "xaxis": {"title": {"text": "commit (oldest → newest)"}, "showgrid": False, **commit_ticks(commits, xs)},
         "yaxis": {"title": {"text": f"kernel time per iteration per GPU ({label})"}, "rangemode": "tozero",
                   "gridcolor": "#eee"},
         "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
         "margin": {"l": 70, "r": 260, "t": top, "b": 70}})
     narrow = {"height": 340 + top, "showlegend": False, "margin": {"l": 56, "r": 12, "t": top, "b": 56},
               "xaxis": {"title": {"text": "commit"}, "automargin": True, "tickangle": 0,
-                        **_ticks(commits, xs, 3, inset=True)},
+                        **commit_ticks(commits, xs, 3, inset=True, plot_px=NARROW_PLOT_PX)},
               "yaxis": {"title": {"text": f"{label} per iteration per GPU"}}}
     return {"data": traces, "layout": layout, "narrow": {"layout": narrow}}
 
@@ -256,7 +223,7 @@ def kernel_figure(data: ReportData, k: KernelSeries, max_points: int = MAX_POINT
     layout.update({
         "hovermode": "closest", "shapes": shapes, "annotations": notes, "showlegend": True,
         "legend": {"orientation": "h", "y": -0.12},
-        "xaxis": {"anchor": "y3", "showgrid": False, **_ticks(commits, xs)},
+        "xaxis": {"anchor": "y3", "showgrid": False, **commit_ticks(commits, xs)},
         "yaxis": {"domain": [0.56, 1.0], "title": {"text": f"per iteration ({label})"}, "gridcolor": "#eee",
                   "automargin": True},
         "yaxis2": {"domain": [0.29, 0.51], "title": {"text": "launches / iter"}, "gridcolor": "#eee",
@@ -266,7 +233,8 @@ def kernel_figure(data: ReportData, k: KernelSeries, max_points: int = MAX_POINT
         "margin": {"l": 70, "r": 20, "t": top, "b": 60}})
     narrow = {"height": 820, "margin": {"l": 56, "r": 12, "t": top, "b": 96},
               "legend": {"orientation": "h", "y": -0.06, "yanchor": "top", "font": {"size": 10}},
-              "xaxis": {"automargin": True, "tickangle": 0, **_ticks(commits, xs, 3, inset=True)},
+              "xaxis": {"automargin": True, "tickangle": 0,
+                        **commit_ticks(commits, xs, 3, inset=True, plot_px=NARROW_PLOT_PX)},
               "yaxis": {"title": {"text": f"{label}/iter"}, "automargin": True},
               "yaxis2": {"title": {"text": "launches/iter"}, "automargin": True},
               "yaxis3": {"title": {"text": f"{l_label}/launch"}, "automargin": True}}
@@ -306,6 +274,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     colors: list[str] = []
     texts: list[str] = []
     hovers: list[str] = []
+    raw: list[str] = []  # the labels before escaping: a narrow axis cuts these, then escapes
     ys.append("before: all kernels")
     xs.append(before / div)
     bases.append(0)
@@ -318,6 +287,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
         d = _num(r["delta_ns"])
         cls = "swap" if r.get("swap") else r["class"]
         ys.append(f"{i}. {plot_text(labels[r['name']])}")
+        raw.append(f"{i}. {labels[r['name']]}")
         xs.append(d / div)
         bases.append(running / div)
         running += d
@@ -367,7 +337,8 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
                       "text": f"no change: no kernel changed beyond noise ({_pct_text(t.get('delta_pct'))} "
                               "kernel time)"})
     layout["annotations"] = notes
-    ticks = {"tickmode": "array", "tickvals": ys, "ticktext": [clip(y, NARROW_NAME) for y in ys]}
+    plain = [ys[0], *raw, *ys[len(raw) + 1:]]  # the totals and "other kernels" hold no profile text
+    ticks = {"tickmode": "array", "tickvals": ys, "ticktext": [plot_text(clip_balanced(y, NARROW_NAME)) for y in plain]}
     narrow = {"layout": {"margin": {"l": 12, "r": 12, "t": 30, "b": 56}, "yaxis": ticks,
                          "xaxis": {"title": {"text": f"{label}{u.short}/GPU (not from 0)"}},
                          "annotations": [{**a, "text": "no change beyond noise", "font": {"size": 13}}
@@ -445,14 +416,17 @@ def leaderboard_figures(view: LeaderboardView, top: int = 20) -> tuple[dict, dic
                   "tickfont": {"size": 11}},
         "xaxis": {"title": {"text": f"time per iteration per GPU ({label_k})"}, "gridcolor": "#eee"},
         "margin": {"l": 20, "r": 20, "t": 40, "b": 50}},
-        "narrow": {"layout": {"height": height + 110, "margin": {"l": 12, "r": 12, "t": 12, "b": 150},
-                              "legend": {"y": -0.07, "yanchor": "top", "font": {"size": 10}},
+        "narrow": {"layout": {"height": height + 70, "margin": {"l": 12, "r": 12, "t": 70, "b": 50},
+                              "legend": {"y": 1.0, "yanchor": "bottom", "font": {"size": 10}},
                               "yaxis": {"tickmode": "array", "tickvals": order,
-                                        "ticktext": [clip(o, NARROW_NAME) for o in order]},
+                                        "ticktext": [_kernel_label(i, r, labels, NARROW_NAME)
+                                                     for i, r in enumerate(rows, 1)]},
                               "xaxis": {"title": {"text": f"{label_k}/iter/GPU"}}}}}
     return where, top_fig
 
 
-def _kernel_label(rank: int, r, labels: dict[str, str]) -> str:
+def _kernel_label(rank: int, r, labels: dict[str, str], width: int = 0) -> str:
+    """A kernel's axis label (rank, tensor-core symbol, label), cut to ``width`` (0: not cut) before it is escaped."""
     symbol = {"tc": "✓", "fallback": "⚠", "na": "-"}.get(r.tc, "-")
-    return f"{rank}. {symbol} {plot_text(labels[r.name])}"
+    text = f"{rank}. {symbol} {labels[r.name]}"
+    return plot_text(clip_balanced(text, width) if width else text)

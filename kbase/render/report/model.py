@@ -208,4 +208,5 @@ class ReportData:
     leaderboard: LeaderboardView | None = None
     generated_at: str = ""  # ISO 8601
     notes: list[str] = field(default_factory=list)
+    pair_notes: list[str] = field(default_factory=list)  # why the diff page shows its pair (``latest_change``)
     budget_notes: list[str] = field(default_factory=list)  # what the budget trend says of commits without one

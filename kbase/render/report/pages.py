@@ -7,7 +7,9 @@ import hashlib
 import math
 
 from kbase.analysis.diagnosis import LABELS, LEGEND
+from kbase.analysis.names import short_id
 from kbase.comparison.result import row_sides
+from kbase.display import clip_balanced
 from kbase.render.diff import cost_line, present
 from kbase.render.leaderboard import fix_lines
 from kbase.render.report import budget_pages
@@ -108,12 +110,15 @@ def steps_table(data: ReportData) -> str:
     by_commit = {p.ref.commit: p.ref for p in data.commits}
     unit = column_unit(v for s in data.steps for v in (s.before_ns, s.after_ns))
     rows = []
+    kernels = [(s.kernel, s.short_name or s.label) for s in data.steps if s.kernel]
+    labels = fig.distinct_labels(list(dict.fromkeys(kernels)), limit=80)
     for k, s in enumerate(data.steps, 1):
         ref = by_commit.get(s.to_commit) or data.commits[s.index].ref
         link = (f'<a href="{html_text(s.page)}">{html_text(s.from_commit[:7])}→{html_text(s.to_commit[:7])}</a>'
                 if s.page in written else html_text(why.get(s.page, "no diff page")))
         rows.append(f'<tr><td class="num">{k}</td><td>{html_text(s.kind)}</td><td class="name" '
-                    f'title="{html_text(s.kernel or "")}">{html_text(clip(s.short_name or s.label, 80))}</td>'
+                    f'title="{html_text(s.kernel or "")}">'
+                    f'{html_text(labels.get(s.kernel or "") or clip(s.short_name or s.label, 80))}</td>'
                     f'<td class="num">{unit(s.before_ns)}</td><td class="num">{unit(s.after_ns)}</td>'
                     f'<td class="num">{_pct(s.delta_pct, signed=True)}</td><td class="num">{_effect(s.effect)}</td>'
                     f'<td class="hash">{html_text(ref.commit[:12])}</td>'
@@ -129,7 +134,7 @@ def kernel_page(data: ReportData, k: KernelSeries, max_points: int) -> tuple[str
     steps = [(i, s) for i, s in enumerate(data.steps, 1) if s.kernel == k.name]
     step_text = "; ".join(f"{i}: {s.delta_pct:+.1f}% at {data.commits[s.index].ref.commit[:12]}" for i, s in steps
                           if 0 <= s.index < len(data.commits))
-    body = (f"<h1>{html_text(clip(k.short_name, 120))}</h1>"
+    body = (f"<h1>{html_text(clip_balanced(k.short_name, 110))} {html_text(short_id(k.name))}</h1>"
             f'<p class="sub"><code>{html_text(k.name)}</code></p>'
             f'<p class="sub">{html_text(k.category)}; tensor cores: {symbol} {html_text(tc_text)}'
             + (f"; steps: {html_text(step_text)}" if step_text else "") + "</p>"
@@ -175,9 +180,10 @@ def gate_banner(doc: dict) -> str:
             f"(exit {int(v['code'])})" + "".join(f'<span class="part">; {x}</span>' for x in parts if x) + "</div>")
 
 
-def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None) -> tuple[str, dict]:
+def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | None = None,
+              why: list[str] | None = None) -> tuple[str, dict]:
     """A diff page: ``doc`` is ``kbase gate --format json``'s document of its pair (the report's pair, or a
-    detected step's: ``step``); ``others``: the step pages to link."""
+    detected step's: ``step``); ``others``: the step pages to link; ``why``: why the report shows this pair."""
     from kbase.comparison.side import unit_of, unit_why
 
     u = unit_of(doc.get("unit"))
@@ -228,13 +234,20 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             f"{html_text(a.get('workload') or '')}; {a.get('gpus')} GPU(s); kernels: {counts}</p>" + what
             + _verdict_html(doc)
             + (f'<p class="cost">{html_text(cost_line(cost))}</p>' if cost else "") + unchanged
-            + _notes([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + doc.get("notes", []))
+            + _notes(list(why or []) + _incomparable(doc) + doc.get("notes", []))
             + f"<h2>Where the kernel time moved (waterfall, {u.per} per GPU{chosen})</h2>"
             '<div class="chart" id="fig-diff"></div><h2>Totals</h2>'
             + table(["", "before", "after", "Δ"], totals)
             + budget_html
             + "<h2>Changed kernels and what they are worth (Amdahl)</h2>" + table(head, krows) + links)
     return body, {"fig-diff": fig.diff_figure(doc), **budget_figs}
+
+
+def _incomparable(doc: dict) -> list[str]:
+    from kbase.render.diff import incomparable_hint
+
+    hint = incomparable_hint(doc.get("mismatches", []))
+    return [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + ([f"to compare: {hint}"] if hint else [])
 
 
 def _side_label(side: dict) -> str:

@@ -22,6 +22,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kbase.analysis.names import short_id
 from kbase.errors import InputError
 from kbase.render.report import pages
 from kbase.render.report.model import REPORT_SCHEMA, ReportData
@@ -108,7 +109,7 @@ def _write_pages(data: ReportData, out: OutputDir, kernel_pages: int, stack_kern
     write("index.html", "Trend", "index.html", pages.trend_page(data, with_pages, stack_kernels, max_points))
     step_pages = [d for d in data.step_diffs if d.gate is not None]
     if doc is not None:
-        write("diff.html", "Diff", "diff.html", pages.diff_page(doc, others=step_pages))
+        write("diff.html", "Diff", "diff.html", pages.diff_page(doc, others=step_pages, why=data.pair_notes))
     for d in step_pages:
         assert d.gate is not None
         step_doc = diff_doc(d.gate.comparison, d.gate.verdict)
@@ -117,7 +118,8 @@ def _write_pages(data: ReportData, out: OutputDir, kernel_pages: int, stack_kern
     if data.leaderboard is not None:
         write("leaderboard.html", "Leaderboard", "leaderboard.html", pages.leaderboard_page(data.leaderboard))
     for k in with_pages:
-        write(pages.kernel_page_name(k.name), k.short_name[:60], "", pages.kernel_page(data, k, max_points))
+        write(pages.kernel_page_name(k.name), f"{k.short_name[:50]} {short_id(k.name)}", "",
+              pages.kernel_page(data, k, max_points))
     manifest = {"schema": REPORT_SCHEMA, "workload": data.workload, "branch": data.branch, "generated_at": generated,
                 "commits": len(data.commits), "pages": [p.name for p in written],
                 "kernel_pages": {p: k.name for p, k in ((pages.kernel_page_name(k.name), k) for k in with_pages)}}
