@@ -109,7 +109,7 @@ def row_sides(r: dict[str, Any]) -> tuple[float | None, float | None]:
     no "before", a gone one no "after": every table shows ``units.ABSENT`` there, never a zero). By ``match``
     (a swapped kernel can be new or gone too), else by ``class``."""
     side = r.get("match") or r["class"]
-    return (None if side == "new" else r["before"]), (None if side == "gone" else r["after"])
+    return (None if side == "new" else r.get("before")), (None if side == "gone" else r.get("after"))
 
 
 def row_delta_pct(r: dict[str, Any]) -> str:
