@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from kbase.comparison.history import HistoryNoise
     from kbase.comparison.ops import OpDiff
 
-DIFF_SCHEMA = "kbase.diff/3"
+DIFF_SCHEMA = "kbase.diff/4"
 CLASSES = tuple(KernelClass)
 NO_KERNELS = "candidate window holds no kernels"
 

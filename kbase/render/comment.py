@@ -171,7 +171,7 @@ def _heads(cost: bool, unit: Unit = Unit.ITERATION) -> tuple[list[str], list[str
 
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
                      max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The PR comment for a ``kbase.diff/3`` document and its gate verdict (``Verdict.as_dict()``;
+    """The PR comment for a ``kbase.diff/4`` document and its gate verdict (``Verdict.as_dict()``;
     default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
     verdict = verdict if verdict is not None else diff_doc.get("verdict")
     changed = _changed(diff_doc, verdict)
@@ -195,7 +195,7 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     notes = notes[:3] + [n for n in notes[3:] if n.startswith(("noise: ", "between-process noise: "))]
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
-    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are {unit.per} per GPU"
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/4'))} · times are {unit.per} per GPU"
                 " · MDE: the smallest change its test detects (80% power)" + md_text(_legend(changed))
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     all_units = _units(changed)

@@ -85,7 +85,7 @@ def bmf_from_leaderboard(lb, workload: str, limit: int = 50) -> dict:
 
 
 def bmf_from_diff(doc: dict, limit: int = 50) -> dict:
-    """BMF for the *after* side of a ``kbase.diff/3`` document: every changed kernel and the largest
+    """BMF for the *after* side of a ``kbase.diff/4`` document: every changed kernel and the largest
     others up to ``limit``, and the totals (a diff has no per-iteration bounds)."""
     workload = doc.get("after", {}).get("workload") or "default"
     out: dict[str, dict] = {}

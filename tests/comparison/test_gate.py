@@ -522,7 +522,7 @@ def test_junit_output_and_step_summary(world, db, tmp_path, monkeypatch):
     assert [tc.get("name") for tc in failed] == [SLOW.name]
     assert "slower per launch" in failed[0].find("failure").text
     doc = json.loads(output.read_text())
-    assert doc["schema"] == "kbase.diff/3" and doc["verdict"]["code"] == 1
+    assert doc["schema"] == "kbase.diff/4" and doc["verdict"]["code"] == 1
     md = summary.read_text()
     assert md.startswith("earlier step\n## kbase kernel diff")
     assert "**gate: FAIL (exit 1)**" in md and "| class | kernel |" in md
