@@ -65,6 +65,8 @@ class ColumnUnit:
         if _missing(ns):
             return ABSENT
         assert ns is not None
+        if ns == 0:  # an exact zero (no change): one digit, never a "0.000 ms" that reads like an absent value
+            return f"0 {self.unit}"
         value = ns / self.size
         text = f"{value:+.{self.digits}f}" if self.signed else f"{value:.{self.digits}f}"
         if ns != 0 and float(text) == 0:  # not zero, only smaller than the column's last digit

@@ -263,10 +263,12 @@ def diff_op_md(doc: dict[str, Any], show_all: bool = False, full_names: bool = F
     if ops is None:
         return ["", "_no op information on both sides (a side stored before op attribution, or a profile without "
                 "op ranges): the diff by op needs both_"]
+    cells = diff_op_cells(ops, full_names, show_all)
+    if not cells:
+        return ["", "### By op", "", "_no op changed beyond its noise (--all lists them)_"]
     out = ["", "### By op", "", "| " + " | ".join(c.header for c in DIFF_OP_COLUMNS) + " |",
            "|" + "---|" * len(DIFF_OP_COLUMNS)]
-    out += ["| " + " | ".join(md_text(c.get(col.key, "")) for col in DIFF_OP_COLUMNS) + " |"
-            for c in diff_op_cells(ops, full_names, show_all)]
+    out += ["| " + " | ".join(md_text(c.get(col.key, "")) for col in DIFF_OP_COLUMNS) + " |" for c in cells]
     return out
 
 
@@ -280,10 +282,14 @@ def print_diff_ops(doc: dict[str, Any], console: Any, show_all: bool = False, wi
                       "op ranges): the diff by op needs both", style="yellow", highlight=False, markup=False)
         return
     cells = diff_op_cells(ops, full_names, show_all)
-    print_table(console, DIFF_OP_COLUMNS, cells, wide=wide,
-                title="Diff by op (per iteration per GPU; each op's kernels that changed below it)")
     hidden = sum(1 for r in ops if not show_all and r["class"] not in (
         "regressed", "regressed_below_floor", "improved", "new", "gone") and not r["reshuffled"])
+    if not cells:  # no table header over no rows
+        console.print(f"no op changed beyond its noise: {hidden} unchanged / within-noise op(s) (--all lists them)",
+                      highlight=False, markup=False)
+        return
+    print_table(console, DIFF_OP_COLUMNS, cells, wide=wide,
+                title="Diff by op (per iteration per GPU; each op's kernels that changed below it)")
     if hidden:
         console.print(f"{hidden} unchanged / within-noise op(s) not shown (--all shows them)", highlight=False)
 
