@@ -91,11 +91,11 @@ def group_units(sides: Iterable[float | int | None], deltas: Iterable[float | in
                                                                                                     ColumnUnit]:
     """One unit for a row group's times and their changes (before, after and Δ read in the same unit, at most four
     digits before the point): the (times, signed Δ) cells of one table or one group of its rows."""
-    deltas = [abs(d) for d in deltas if d is not None and not _missing(d) and d != 0]
-    u = column_unit([*sides, *deltas])
+    changes = sorted(abs(float(d)) for d in deltas if d is not None and not _missing(d) and d != 0)
+    u = column_unit([*sides, *changes])
     digits = u.digits
-    if deltas and u.unit != "ns":  # changes smaller than the times: decimals for two significant digits (up to 4)
-        ref = sorted(deltas)[len(deltas) // 2] / u.size
+    if changes and u.unit != "ns":  # changes smaller than the times: decimals for two significant digits (up to 4)
+        ref = changes[len(changes) // 2] / u.size
         digits = max(digits, min(4, 1 - math.floor(math.log10(ref))))
     return u, ColumnUnit(u.size, u.unit, digits, True)
 
