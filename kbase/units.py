@@ -89,15 +89,12 @@ _UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
 
 def group_units(sides: Iterable[float | int | None], deltas: Iterable[float | int | None]) -> tuple[ColumnUnit,
                                                                                                     ColumnUnit]:
-    """One unit for a row group's times and their changes (before, after and Δ read in the same unit, at most four
-    digits before the point): the (times, signed Δ) cells of one table or one group of its rows."""
-    changes = sorted(abs(float(d)) for d in deltas if d is not None and not _missing(d) and d != 0)
+    """One unit for a row group's times and their changes (before, after and Δ read in the same unit and decimals,
+    at most four digits before the point): the (times, signed Δ) cells of one table or one group of its rows. A
+    change under the last decimal reads ``<0.001 ms``."""
+    changes = [abs(float(d)) for d in deltas if d is not None and not _missing(d)]
     u = column_unit([*sides, *changes])
-    digits = u.digits
-    if changes and u.unit != "ns":  # changes smaller than the times: decimals for two significant digits (up to 4)
-        ref = changes[len(changes) // 2] / u.size
-        digits = max(digits, min(4, 1 - math.floor(math.log10(ref))))
-    return u, ColumnUnit(u.size, u.unit, digits, True)
+    return u, ColumnUnit(u.size, u.unit, u.digits, True)
 
 
 def column_unit(values: Iterable[float | int | None], signed: bool = False) -> ColumnUnit:
