@@ -113,3 +113,16 @@ def test_junit_report_and_notebook_use_the_same_word(pair):
     html, line = g._repr_html_(), repr(g)
     assert f">{SWAPPED}<" in html and f"{doc['counts']['swapped']} {SWAPPED}" in line
     assert "regressed" not in line and ">regressed<" not in html and ">swap<" not in html
+
+
+def test_the_words_are_defined_once_and_the_docs_say_the_same():
+    """Every class has one word and one meaning (``kbase.enums.KernelClass``); docs/diff.md's table states them as
+    the enum does, and no word says ``regressed`` but the one class that fails the gate."""
+    table = {}
+    for line in (REPO / "docs" / "diff.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^\s*\| ([a-z ]+) \| `([a-z_]+)` \| (.+) \|$", line)
+        if m:
+            table[m.group(2)] = (m.group(1), m.group(3).replace("`", ""))
+    assert table == {c.value: (c.label, c.meaning) for c in KernelClass}
+    assert [c for c in KernelClass if "regressed" in c.label] == [KernelClass.REGRESSED]
+    assert len({c.label for c in KernelClass}) == len(KernelClass)
