@@ -232,10 +232,10 @@ def diff_csv(comparison: Comparison) -> str:
 # ------------------------------------------------------------------------------------------ screen and Markdown
 
 
-def _head_lines(doc: dict[str, Any], mismatches: bool = True) -> list[str]:
-    """The sides, their totals, the budget, the kernels by class and the notes (``mismatches``: the sides'
-    incomparabilities first, unless the gate's verdict already said them)."""
-    lines = [f"INCOMPARABLE: {m}" for m in doc["mismatches"]] if mismatches else []
+def _head_lines(doc: dict[str, Any], judged: bool = True) -> list[str]:
+    """The sides, their totals, the budget, the kernels by class and the notes. Not ``judged`` (an incomparable
+    gate, whose verdict said why first): neither the incomparabilities again nor classes the gate did not judge."""
+    lines = [f"INCOMPARABLE: {m}" for m in doc["mismatches"]] if judged else []
     b, a = doc["before"], doc["after"]
     lines.append(f"before: {b['label']} — {b['units']:g} {b['unit']}(s) x {b['gpus']} GPU(s)"
                  + ("" if b["aligned"] else " [not aligned]"))
@@ -252,7 +252,8 @@ def _head_lines(doc: dict[str, Any], mismatches: bool = True) -> list[str]:
             before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
             lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
     lines += budget_lines(doc.get("budget"))
-    lines.append("kernels: " + (class_counts(doc["counts"]) or "none"))
+    if judged:
+        lines.append("kernels: " + (class_counts(doc["counts"]) or "none"))
     if "cost" in doc:
         lines.append(cost_line(doc["cost"]))
     lines += [f"note: {n}" for n in doc["notes"]]
@@ -302,6 +303,8 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     t = doc["totals"].get("kernel") or {}
     total = f"kernel time per {doc['unit']} {fmt_delta_pct(t.get('delta_pct'))}" if t else ""
     counts = class_counts(doc["counts"], only=SHOWN_BY_DEFAULT)
+    if verdict is not None and unjudged(verdict):  # no class the gate did not judge: why it did not
+        counts = "; ".join(verdict_reasons(verdict))
     head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
     cost = doc.get("cost")
     money = f"{fmt_money(cost['per_month'], cost['currency'])}/month" if cost else ""
@@ -330,7 +333,7 @@ def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdic
 
     if unjudged(verdict):
         say(verdict_lines(verdict), "bold")
-        say(_head_lines(doc, mismatches=False) + [NOT_JUDGED])
+        say(_head_lines(doc, judged=False) + [NOT_JUDGED])
         return
     say(_head_lines(doc))
     if by_op:
@@ -358,7 +361,7 @@ def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None
         lines = verdict_lines(verdict)
         verdict_md = ["**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
         if unjudged(verdict):
-            return "\n".join(out + verdict_md + [""] + [f"- {md_text(x)}" for x in _head_lines(doc, mismatches=False)]
+            return "\n".join(out + verdict_md + [""] + [f"- {md_text(x)}" for x in _head_lines(doc, judged=False)]
                              + ["", f"_{md_text(NOT_JUDGED)}._"]) + "\n"
         out += [f"- {md_text(line)}" for line in _head_lines(doc)] + [""] + verdict_md
     else:
