@@ -178,7 +178,9 @@ def test_an_incomparable_gate_says_so_first_and_prints_no_row(exports, monkeypat
     lines = r.stdout.splitlines()
     assert lines[0] == "gate: INCOMPARABLE (exit 2)" and lines[1].startswith("  incomparable: GPU model differs")
     assert "Kernel diff" not in r.stdout and not re.search(r"^(regressed|new|gone)\s", r.stdout, re.M)
-    assert "kernel rows not shown" in r.stdout
+    assert "kernel rows not shown" in r.stdout and not re.search(r"^kernels: ", r.stdout, re.M)  # no class either
+    quiet = run_kbase("gate", a, b, "-q").stdout
+    assert quiet.startswith("gate: INCOMPARABLE (exit 2); incomparable: GPU model differs") and "regressed" not in quiet
     md = run_kbase("gate", a, b, "-f", "md").stdout
     assert md.splitlines()[2] == "**gate: INCOMPARABLE (exit 2)**" and "| class |" not in md
     allowed = run_kbase("gate", a, b, "--allow-incomparable")  # judged: then its rows are shown
