@@ -303,12 +303,22 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     t = doc["totals"].get("kernel") or {}
     total = f"kernel time per {doc['unit']} {fmt_delta_pct(t.get('delta_pct'))}" if t else ""
     counts = class_counts(doc["counts"], only=SHOWN_BY_DEFAULT)
-    if verdict is not None and unjudged(verdict):  # no class the gate did not judge: why it did not
-        counts = "; ".join(verdict_reasons(verdict))
     head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
+    if verdict is not None and verdict.status == GateStatus.INCOMPARABLE:  # why, and what to do, not the counts
+        return "; ".join([head, *verdict_reasons(verdict)])
     cost = doc.get("cost")
     money = f"{fmt_money(cost['per_month'], cost['currency'])}/month" if cost else ""
     return "; ".join(x for x in (head, counts or "no changed kernels", total, money) if x)
+
+
+_NO_OP_CHANGED = "no op changed beyond its noise (--all lists every op)"
+
+
+def _no_op_rows(doc: dict[str, Any], show_all: bool, full_names: bool) -> bool:
+    """The diff by op has op information and no row to show: a line says so, never an empty table header."""
+    from kbase.render.ops import diff_op_cells
+
+    return doc.get("ops") is not None and not diff_op_cells(doc["ops"], full_names, show_all)
 
 
 NOT_JUDGED = ("kernel rows not shown: the gate judged none (the sides are not comparable; kbase diff lists them, "
@@ -339,7 +349,10 @@ def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdic
     if by_op:
         from kbase.render.ops import print_diff_ops
 
-        print_diff_ops(doc, console, show_all, wide=wide, full_names=full_names)
+        if _no_op_rows(doc, show_all, full_names):
+            say([_NO_OP_CHANGED])
+        else:
+            print_diff_ops(doc, console, show_all, wide=wide, full_names=full_names)
         say(verdict_lines(verdict), "bold")
         return
     rows, hidden = table.visible(doc, show_all)
@@ -369,7 +382,9 @@ def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None
     if by_op:
         from kbase.render.ops import diff_op_md
 
-        return "\n".join(out + diff_op_md(doc, show_all, full_names)) + "\n"
+        ops = ["", f"_{md_text(_NO_OP_CHANGED)}._"] if _no_op_rows(doc, show_all, full_names) else \
+            diff_op_md(doc, show_all, full_names)
+        return "\n".join(out + ops) + "\n"
     rows, hidden = table.visible(doc, show_all)
     if not rows:
         return "\n".join(out + ["", f"_{md_text(table.nothing_changed(hidden))}._"]) + "\n"

@@ -205,6 +205,10 @@ DIFF_OP_COLUMNS = [
 ]
 
 
+def _class_label(r: dict[str, Any]) -> str:
+    return KernelClass(r["class"]).label + (" [ignored]" if r.get("ignored") else "")
+
+
 def _sides(x: dict[str, Any]) -> tuple[float | None, float | None]:
     """An op's (or an op's kernel's) time before and after, None on a side where it has none (a new op, a kernel
     new to the op): shown as ``units.ABSENT``, never as a zero."""
@@ -215,10 +219,6 @@ def _sides(x: dict[str, Any]) -> tuple[float | None, float | None]:
 def _delta_pct(x: dict[str, Any]) -> str:
     """Δ%: ``new`` without a before side (no percentage exists), never ``inf``."""
     return "new" if _sides(x)[0] is None and x["after"] else fmt_delta_pct(x["delta_pct"])
-
-
-def _class_label(r: dict[str, Any]) -> str:
-    return KernelClass(r["class"]).label + (" [ignored]" if r.get("ignored") else "")
 
 
 def diff_op_cells(ops: list[dict[str, Any]], full_names: bool = False, show_all: bool = False) -> list[dict[str, str]]:
@@ -263,12 +263,10 @@ def diff_op_md(doc: dict[str, Any], show_all: bool = False, full_names: bool = F
     if ops is None:
         return ["", "_no op information on both sides (a side stored before op attribution, or a profile without "
                 "op ranges): the diff by op needs both_"]
-    cells = diff_op_cells(ops, full_names, show_all)
-    if not cells:
-        return ["", "### By op", "", "_no op changed beyond its noise (--all lists them)_"]
     out = ["", "### By op", "", "| " + " | ".join(c.header for c in DIFF_OP_COLUMNS) + " |",
            "|" + "---|" * len(DIFF_OP_COLUMNS)]
-    out += ["| " + " | ".join(md_text(c.get(col.key, "")) for col in DIFF_OP_COLUMNS) + " |" for c in cells]
+    out += ["| " + " | ".join(md_text(c.get(col.key, "")) for col in DIFF_OP_COLUMNS) + " |"
+            for c in diff_op_cells(ops, full_names, show_all)]
     return out
 
 
@@ -282,14 +280,10 @@ def print_diff_ops(doc: dict[str, Any], console: Any, show_all: bool = False, wi
                       "op ranges): the diff by op needs both", style="yellow", highlight=False, markup=False)
         return
     cells = diff_op_cells(ops, full_names, show_all)
-    hidden = sum(1 for r in ops if not show_all and r["class"] not in (
-        "regressed", "regressed_below_floor", "improved", "new", "gone") and not r["reshuffled"])
-    if not cells:  # no table header over no rows
-        console.print(f"no op changed beyond its noise: {hidden} unchanged / within-noise op(s) (--all lists them)",
-                      highlight=False, markup=False)
-        return
     print_table(console, DIFF_OP_COLUMNS, cells, wide=wide,
                 title="Diff by op (per iteration per GPU; each op's kernels that changed below it)")
+    hidden = sum(1 for r in ops if not show_all and r["class"] not in (
+        "regressed", "regressed_below_floor", "improved", "new", "gone") and not r["reshuffled"])
     if hidden:
         console.print(f"{hidden} unchanged / within-noise op(s) not shown (--all shows them)", highlight=False)
 

@@ -19,8 +19,6 @@ import os
 
 import numpy as np
 
-from kbase.enums import KernelClass
-from kbase.render.diff_table import SHOWN_BY_DEFAULT
 from kbase.render.report.model import CommitPoint, KernelSeries, LeaderboardView, ReportData, StepMarker
 from kbase.render.report.safe import clip, plot_text
 
@@ -29,7 +27,7 @@ PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#e
            "#79706e", "#bab0ac", "#439894"]
 OTHER_COLOR = "#c7c7c7"
 CLASS_COLOR = {"regressed": "#d62728", "regressed_below_floor": "#e377c2", "improved": "#2ca02c", "new": "#ff7f0e",
-               "gone": "#1f77b4", "swapped": "#9467bd", "other": "#9e9e9e", "total": "#555555",
+               "gone": "#1f77b4", "swap": "#9467bd", "other": "#9e9e9e", "total": "#555555",
                "cannot_judge": "#17becf"}
 TC_LABEL = {"tc": "✓ tensor cores", "fallback": "⚠ matmul/conv on CUDA cores (no tensor-core path)",
             "na": "- not tensor-core work"}
@@ -282,12 +280,21 @@ def _num(x) -> float:
 def waterfall_rows(doc: dict, limit: int = 25) -> tuple[list[dict], float]:
     """The kernels drawn as steps of the waterfall (changed ones by |Δ|, at most ``limit``) and the
     Δ of all the others together, so the bars add up from the before total to the after total."""
+    from kbase.render.diff_table import SHOWN_BY_DEFAULT  # the rows kbase diff shows: swapped ones too
+
     changed = [r for r in doc["kernels"] if r["class"] in SHOWN_BY_DEFAULT]
     changed.sort(key=lambda r: -abs(_num(r["delta_ns"])))
     shown = changed[:limit]
     t = doc["totals"]["kernel"]
     rest = _num(t["after"]) - _num(t["before"]) - sum(_num(r["delta_ns"]) for r in shown)
     return shown, rest
+
+
+def _word(cls: str) -> str:
+    """A class as every output words it (``KernelClass.label``)."""
+    from kbase.enums import KernelClass
+
+    return KernelClass(cls).label
 
 
 def diff_figure(doc: dict, limit: int = 25) -> dict:
@@ -317,7 +324,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
     labels = distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=48)
     for i, r in enumerate(rows, 1):
         d = _num(r["delta_ns"])
-        cls = r["class"]
+        cls = "swap" if r.get("swap") else r["class"]
         ys.append(f"{i}. {plot_text(labels[r['name']])}")
         xs.append(d / div)
         bases.append(running / div)
@@ -326,7 +333,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
         eff = f"{_num(r['effect']):+.2%}" if r["effect"] is not None else "-"
         texts.append(f"{d / div:+.3f} {label} ({eff})")
         hovers.append("<br>".join([
-            f"<b>{KernelClass(cls).label}</b>: {plot_text(r['name'], 100)}",
+            f"<b>{_word(r['class'])}</b>: {plot_text(r['name'], 100)}",
             f"Δ {u.per} {d / div:+.3f} {label}" + (f" ({_num(r['delta_pct']):+.1f}%)"
                                                          if isinstance(r["delta_pct"], (int, float)) else ""),
             f"effect on {u.whole} {eff}",

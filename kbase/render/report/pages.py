@@ -7,8 +7,7 @@ import hashlib
 import math
 
 from kbase.analysis.diagnosis import LABELS, LEGEND
-from kbase.comparison.result import row_delta_pct, row_sides
-from kbase.enums import KernelClass, class_counts
+from kbase.comparison.result import row_sides
 from kbase.render.diff import cost_line, present
 from kbase.render.leaderboard import fix_lines
 from kbase.render.report import budget_pages
@@ -191,6 +190,9 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
     unit = column_unit(v for _, t in shown for v in (t["before"], t["after"]))
     totals = [f"<tr><td>{label}</td><td class='num'>{unit(t['before'])}</td><td class='num'>{unit(t['after'])}</td>"
               f"<td class='num'>{_pct(t['delta_pct'], signed=True)}</td></tr>" for label, t in shown]
+    from kbase.comparison.result import row_delta_pct
+    from kbase.enums import KernelClass, class_counts
+
     rows, _ = fig.waterfall_rows(doc, limit=50)
     krows = []
     labels = fig.distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=80)
