@@ -6,6 +6,7 @@ pandas columns keep plain strings while the code names each value once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
 
@@ -38,12 +39,18 @@ class TcState(StrEnum):
 
 
 class KernelClass(StrEnum):
+    """What the diff says of a kernel: the machine value (JSON, CSV, stored) and its one display word
+    (``label``, every table, sentence, comment, report and notebook), each defined once (``meaning``)."""
+
     REGRESSED = "regressed"
     # significant, but its effect on the iteration is under the policy's min_effect_pct: shown, never gated
     REGRESSED_BELOW_FLOOR = "regressed_below_floor"
     IMPROVED = "improved"
     NEW = "new"
     GONE = "gone"
+    # part of an algorithm swap (cuDNN/cuBLAS picked other kernels): judged with its op (or the library rule), not
+    # alone; never "regressed", whatever its own time did
+    SWAPPED = "swapped"
     UNCHANGED = "unchanged"
     WITHIN_NOISE = "within_noise"
     # nothing measured its noise (too few launches, no history or repeat captures): not judged either way
@@ -51,9 +58,37 @@ class KernelClass(StrEnum):
 
     @property
     def label(self) -> str:
-        if self is KernelClass.REGRESSED_BELOW_FLOOR:
-            return "regressed (below gate floor)"
-        return self.value.replace("_", " ")
+        """The class's word wherever a person reads it: short enough for an 80-column table."""
+        return _CLASS_WORDS[self.value][0]
+
+    @property
+    def meaning(self) -> str:
+        """What the word means, in one line (legends, docs)."""
+        return _CLASS_WORDS[self.value][1]
+
+
+_CLASS_WORDS = {
+    "regressed": ("regressed", "slower beyond its noise and every floor: fails the gate"),
+    "regressed_below_floor": ("below floor", "slower beyond its noise, but under the gate's min_effect_pct of the "
+                                             "iteration: shown, never gated"),
+    "improved": ("improved", "faster beyond its noise"),
+    "new": ("new", "runs only after (the gate's new_kernel rule applies)"),
+    "gone": ("gone", "ran only before"),
+    "swapped": ("swapped", "part of an algorithm swap (cuDNN/cuBLAS picked other kernels): judged with its op, "
+                           "not alone"),
+    "unchanged": ("unchanged", "changed less than unchanged_pct"),
+    "within_noise": ("within noise", "changed, but not beyond its noise"),
+    "cannot_judge": ("cannot judge", "changed, but nothing measured its noise (too few launches, no history or "
+                                     "repeat captures)"),
+}
+
+
+def class_counts(counts: Mapping[str, int], only: Iterable[str] | None = None) -> str:
+    """``16 swapped, 5 improved, 29 unchanged``: the classes that have kernels, in the classes' order, each by its
+    word (``only``: just these classes)."""
+    keep = None if only is None else {str(c) for c in only}
+    return ", ".join(f"{counts[c.value]} {c.label}" for c in KernelClass
+                     if counts.get(c.value) and (keep is None or c.value in keep))
 
 
 class Match(StrEnum):

@@ -53,7 +53,7 @@ class Policy:
     fpr: float = 0.02  # false-positive rate per comparison, Bonferroni-split over the kernels tested
     run_noise: float = 0.002  # run-to-run relative sd floor for within-capture noise sources
     # practical significance: a kernel's (or an op's) significant regression fails the gate only when its effect on
-    # the iteration is at least this many percent; smaller ones are "regressed (below gate floor)". The total
+    # the iteration is at least this many percent; smaller ones are "below floor". The total
     # rule is separate. The default is calibrated (docs/noise-model.md "Practical significance").
     min_effect_pct: float = 0.5
     # the run-to-run sd assumed for the time of an op whose kernels were swapped (cuDNN/cuBLAS re-picked them),

@@ -11,13 +11,14 @@ ABSENT = "–"  # a value that does not exist (a new kernel's time before it), i
 
 
 def _missing(x: float | int | None) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    """No number to show: None, NaN, or infinite (a ratio over zero): every formatter writes ``ABSENT``."""
+    return x is None or (isinstance(x, float) and not math.isfinite(x))
 
 
 def fmt_ns(ns: float | int | None, scale: float | int | None = None) -> str:
     """A duration in the unit its magnitude (or ``scale``'s, to print several values in one unit) calls for."""
     if _missing(ns):
-        return "-"
+        return ABSENT
     assert ns is not None
     size, unit = _unit(abs(ns if scale is None or _missing(scale) else scale))
     return f"{ns / size:.{_DIGITS[unit]}f} {unit}"
@@ -31,10 +32,21 @@ def _unit(a: float) -> tuple[float, str]:
     return next(((size, unit) for size, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")) if a >= size), (1.0, "ns"))
 
 
+def fmt_ns_change(before: float | int | None, after: float | int | None,
+                  delta: float | int | None) -> tuple[str, str, str]:
+    """A change as before, after and signed Δ, all in one unit (the largest's): ``0.665 ms``, ``4.606 ms``,
+    ``-3.941 ms``, never ``+3941.0 µs`` beside milliseconds."""
+    sizes = [abs(x) for x in (before, after, delta) if x is not None and not _missing(x)]
+    scale = max(sizes) if sizes else None
+    if delta is None or _missing(delta):
+        return fmt_ns(before, scale), fmt_ns(after, scale), ABSENT
+    return fmt_ns(before, scale), fmt_ns(after, scale), ("-" if delta < 0 else "+") + fmt_ns(abs(delta), scale)
+
+
 def fmt_signed_ns(ns: float | int | None) -> str:
     """A change with its sign, in the unit of its magnitude: ``+1.200 ms``, ``-1.945 ms``."""
     if _missing(ns):
-        return "-"
+        return ABSENT
     assert ns is not None
     return ("-" if ns < 0 else "+") + fmt_ns(abs(ns))
 
@@ -53,6 +65,8 @@ class ColumnUnit:
         if _missing(ns):
             return ABSENT
         assert ns is not None
+        if ns == 0:  # an exact zero (no change): one digit, never a "0.000 ms" that reads like an absent value
+            return f"0 {self.unit}"
         value = ns / self.size
         text = f"{value:+.{self.digits}f}" if self.signed else f"{value:.{self.digits}f}"
         if ns != 0 and float(text) == 0:  # not zero, only smaller than the column's last digit
@@ -71,6 +85,16 @@ class ColumnUnit:
 
 
 _UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
+
+
+def group_units(sides: Iterable[float | int | None], deltas: Iterable[float | int | None]) -> tuple[ColumnUnit,
+                                                                                                    ColumnUnit]:
+    """One unit for a row group's times and their changes (before, after and Δ read in the same unit and decimals,
+    at most four digits before the point): the (times, signed Δ) cells of one table or one group of its rows. A
+    change under the last decimal reads ``<0.001 ms``."""
+    changes = [abs(float(d)) for d in deltas if d is not None and not _missing(d)]
+    u = column_unit([*sides, *changes])
+    return u, ColumnUnit(u.size, u.unit, u.digits, True)
 
 
 def column_unit(values: Iterable[float | int | None], signed: bool = False) -> ColumnUnit:
@@ -97,7 +121,7 @@ def column_unit(values: Iterable[float | int | None], signed: bool = False) -> C
 def fmt_money(amount: float | None, currency: str = "$", signed: bool = True) -> str:
     """An amount of money, rounded to what a budget reads: ``+$3,950``, ``-$120``, ``+$0.42``."""
     if _missing(amount):
-        return "-"
+        return ABSENT
     assert amount is not None
     a = abs(amount)
     body = f"{a:,.0f}" if a >= 100 else f"{a:,.2f}" if a < 10 else f"{a:,.1f}"
@@ -115,7 +139,7 @@ def fmt_ns_pair(before: float | int | None, after: float | int | None) -> tuple[
 def fmt_ns_range(lo: float | int | None, hi: float | int | None) -> str:
     """A compact range in the unit of its upper end, three significant digits: ``0.05–6.8 ms``."""
     if _missing(lo) or _missing(hi):
-        return "-"
+        return ABSENT
     assert lo is not None and hi is not None
     size, unit = _unit(abs(hi))
     if unit == "ns":
@@ -133,7 +157,7 @@ def _sig3(x: float) -> str:
 def fmt_pct(x: float | None, digits: int = 1) -> str:
     """A fraction as a percentage (0.123 -> 12.3%)."""
     if _missing(x):
-        return "-"
+        return ABSENT
     assert x is not None
     return f"{100 * x:.{digits}f}%"
 
@@ -141,7 +165,7 @@ def fmt_pct(x: float | None, digits: int = 1) -> str:
 def fmt_delta_pct(x: float | str | None) -> str:
     """A change already in percent (+12.3%); an infinite one (from zero) is "new"."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
+        return ABSENT
     if isinstance(x, str) or math.isinf(x):
         return "new"
     return f"{x:+.1f}%"
@@ -150,7 +174,7 @@ def fmt_delta_pct(x: float | str | None) -> str:
 def fmt_p(p: float | None) -> str:
     """A p-value as a person reads it: 0.03, 0.0004, < 1e-6."""
     if _missing(p):
-        return "-"
+        return ABSENT
     assert p is not None
     if p < 1e-6:
         return "< 1e-6"

@@ -234,14 +234,14 @@ def _history_notes(points: list[CommitPoint]) -> list[str]:
 
 
 def _flagged(result: GateResult | None) -> list[str]:
-    """The kernels the diff flags (regressed, below the gate floor, improved, new, gone), in the diff's order
+    """The kernels the diff flags (regressed, below the gate floor, improved, new, gone, swapped), in the diff's order
     (regressions first, then by effect on the iteration)."""
     from kbase.enums import KernelClass
 
     if result is None:
         return []
     flagged = {KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
-               KernelClass.GONE}
+               KernelClass.GONE, KernelClass.SWAPPED}
     table = result.comparison.result.table
     names = [n for n, c in zip(table["name"].tolist(), table["class"].tolist()) if c in flagged]
     return names[:FLAGGED_KERNELS]

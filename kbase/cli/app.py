@@ -176,14 +176,17 @@ def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int |
     return None if limit == 0 else limit
 
 
+PIPED_WIDTH = 100  # the width of output to a pipe or a file without COLUMNS
+
+
 def console(stderr: bool = False) -> Any:
     """A Rich console that shows every string as data: no markup, control characters escaped."""
     from kbase.render.console import SafeConsole as Console
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output (CI logs, files) is not limited to 80 columns unless COLUMNS says so; a terminal's
-    # own width is used as it is.
-    width = None if stream.isatty() else terminal_width_env() or 220
+    # Piped output (CI logs, files) is as wide as COLUMNS says, else PIPED_WIDTH: never the widest row (a log
+    # read in a browser or a pager wraps at about 100); a terminal's own width is used as it is.
+    width = None if stream.isatty() else terminal_width_env() or PIPED_WIDTH
     return Console(stderr=stderr, soft_wrap=False, width=width)
 
 

@@ -21,9 +21,11 @@ def demo(
 ) -> None:
     """Generate two captures at two commits, store both, diff them and run the gate."""
     import kbase
+    from kbase.enums import KernelClass
     from kbase.render import diff as render_diff
     from kbase.render import leaderboard as render
     from kbase.synth import demo as demo_lib
+    from kbase.units import fmt_delta_pct
 
     out = console()
     if quiet:  # everything but the last line goes nowhere
@@ -60,7 +62,8 @@ def demo(
         if quiet:
             out = console()
         line = (f"injected: {run.slowed_kernel[:70]}... made {demo_lib.SLOWDOWN:.2f}x slower per launch -> "
-                f"found as '{injected['class']}' ({injected['delta_pct']:+.1f}%), gate exit {result.verdict.code}")
+                f"found as '{KernelClass(injected['class']).label}' ({fmt_delta_pct(injected['delta_pct'])}), "
+                f"gate exit {result.verdict.code}")
         if not quiet:
             out.print()  # a blank line; the console writes a newline inside a text as the two characters \n
         out.print(line, highlight=False, markup=False, soft_wrap=True)  # one line whatever the width

@@ -145,8 +145,7 @@ def gate(
         "--fpr", help="False-positive rate per comparison, split over the kernels tested (default 0.02).")] = None,
     min_effect_pct: Annotated[float | None, typer.Option(
         "--min-effect-pct", help="Practical significance: a kernel's or op's regression fails only when it costs at "
-        "least this % of the iteration (default 0.5); smaller significant ones are shown as regressed (below gate "
-        "floor).")] = None,
+        "least this % of the iteration (default 0.5); smaller significant ones are shown as below floor.")] = None,
     history_ref: HistoryRefOpt = None,
     total_increase_pct: Annotated[float | None, typer.Option(
         "--total-increase-pct", help="Total kernel time growth that fails (default 3).")] = None,

@@ -53,7 +53,7 @@ def label(field: str, value: Any, settings: Settings | None) -> str:
         var = ENV_VARS.get(field, field.upper())
         return var if is_unset(value) else f"{var}={_mask(field, value)}"
     flag = FLAGS.get(field, field)
-    if is_unset(value):
+    if is_unset(value) or isinstance(value, bool):  # a switch is named as typed: --strict, never --strict True
         return flag
     if flag.isupper():  # a positional argument: the value speaks for itself
         return _value_text(value)

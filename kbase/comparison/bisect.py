@@ -103,7 +103,8 @@ def target_moved(result: DiffResult, target: Target, step_noise: StepNoise | Non
                 if name_matches(target.pattern, r["name"]) or name_matches(target.pattern, r["short_name"])]
     if not rows:
         return None
-    return any(r["class"] in MOVED for r in rows)
+    # a swapped kernel moved when it did alone (``own_class``), whatever its op's verdict; an op row has its own
+    return any(r.get("own_class", r["class"]) in MOVED for r in rows)
 
 
 def judge_midpoint(vs_good: DiffResult, vs_bad: DiffResult, target: Target,

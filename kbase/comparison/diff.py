@@ -12,8 +12,9 @@ policy's false-positive rate ``fpr`` per comparison; the absolute (``abs_floor_u
 (``share_floor``) and optional relative (``max_increase_pct``, 0 by default) floors must also hold.
 Every row carries its noise source, z, p and minimum detectable effect. With no source the result is
 low-confidence and never called a regression. A significant regression under ``min_effect_pct`` of the
-iteration is "regressed (below gate floor)". Algorithm swaps are reported, not gated per kernel: judged by
-op where both sides know their kernels' ops (``comparison.ops``), else by the library rule (``swaps``).
+iteration is ``regressed_below_floor`` ("below floor"). Algorithm swaps are reported, not gated per kernel: judged by
+op where both sides know their kernels' ops (``comparison.ops``), else by the library rule (``swaps``);
+a changed kernel they cover is ``swapped`` (its own class kept in ``own_class``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from kbase.comparison.history import HistoryNoise
     from kbase.comparison.ops import OpDiff
 
-DIFF_SCHEMA = "kbase.diff/3"
+DIFF_SCHEMA = "kbase.diff/4"
 CLASSES = tuple(KernelClass)
 NO_KERNELS = "candidate window holds no kernels"
 
@@ -59,7 +60,10 @@ ROW_COLUMNS = ["class", "swap", "name", "name_before", "match", "short_name", "f
                "tc_after", "before", "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count",
                "avg_before", "avg_after", "delta_avg_pct", "share_before", "share_after", "effect", "p_value", "test",
                "enough", "confidence", "ignored", "gated", "rel", "z", "noise_source", "noise_rel", "mde_rel", "mde_ns",
-               "run_noise_source", "run_noise_rel", "op"]
+               "run_noise_source", "run_noise_rel", "op", "own_class"]
+# a swapped kernel's class as judged alone (the class column says ``swapped``): bisect's "did it move"
+SWAPPABLE = (KernelClass.REGRESSED.value, KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value,
+             KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.CANNOT_JUDGE.value)
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
     if history is not None and history.unit != before.unit.value and any(v == v for v in history.sd.values()):
         notes.append(f"history noise not used: its levels are per {history.unit}, this comparison is "
                      f"{before.unit.per}")
+    _name_swapped(rows)
     if n:
         first = np.where(rows["class"] == KernelClass.REGRESSED.value, 0,
                          np.where(rows["class"] == KernelClass.REGRESSED_BELOW_FLOOR.value, 1, 2))
@@ -438,6 +443,15 @@ def _classify(rows: dict[str, np.ndarray], policy: Policy, th: dict[str, np.ndar
     new_gated = ~has_b & (np.nan_to_num(rows["share_after"], nan=0.0) >= th["share_floor"])
     rows["gated"] = ((cls == KernelClass.REGRESSED.value) | new_gated) & ~rows["ignored"]
     rows["swap"] = np.zeros(len(cls), dtype=bool)
+
+
+def _name_swapped(rows: dict[str, np.ndarray]) -> None:
+    """A changed kernel the swap rules cover is ``swapped``, never ``regressed``: its op (or the library rule)
+    judged it (``own_class`` keeps what it was alone). Unchanged and within-noise kernels of a swap keep their
+    class: nothing changed to call a swap."""
+    rows["own_class"] = rows["class"].copy()
+    hit = rows["swap"] & np.isin(rows["class"], SWAPPABLE)
+    rows["class"][hit] = KernelClass.SWAPPED.value
 
 
 def _change(b: float, a: float) -> TotalChange:

@@ -4,8 +4,9 @@ A failing row is a regressed kernel (every floor passed, ``min_effect_pct`` incl
 regressed op whose kernels were swapped (``comparison.ops``: the op is judged as one unit), or a new kernel
 above the share floor when the policy says ``new_kernel = "fail"``, unless it is ignored by the policy or
 covered by an unexpired ``kbase accept`` for a commit inside the compared range. Significant regressions
-under ``min_effect_pct`` of the iteration ("regressed (below gate floor)") and low-confidence changes that
-would otherwise regress are never failures. The verdict is data; its sentences are the renderer's.
+under ``min_effect_pct`` of the iteration (``regressed_below_floor``, "below floor"), kernels an algorithm swap
+covers (``swapped``) and low-confidence changes that would otherwise regress are never failures. The verdict
+is data; its sentences are the renderer's.
 """
 
 from __future__ import annotations

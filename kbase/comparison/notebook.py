@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.cost import iteration_effect
 from kbase.analysis.names import short_id
+from kbase.comparison.result import row_delta_pct
 from kbase.comparison.result import row_sides as sides
 from kbase.comparison.side import unit_why
 from kbase.display import clip, html_table, inert
-from kbase.enums import GateStatus, KernelClass
-from kbase.units import ABSENT, column_unit, fmt_delta_pct, fmt_money, fmt_ns, fmt_ns_pair
+from kbase.enums import GateStatus, KernelClass, class_counts
+from kbase.units import ABSENT, column_unit, fmt_delta_pct, fmt_money, fmt_ns, fmt_ns_pair, group_units
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 TOP = 10
 CHANGED = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
-           KernelClass.GONE)
+           KernelClass.GONE)  # the changes the diff flags (a swap's kernels net out: not among them)
+LISTED = (*CHANGED, KernelClass.SWAPPED, KernelClass.CANNOT_JUDGE)  # the rows the table lists, as kbase diff does
 STATUS = {GateStatus.PASS: "PASS", GateStatus.FAIL: "FAIL", GateStatus.INCOMPARABLE: "INCOMPARABLE",
           GateStatus.WARN_ONLY: "FAIL (warn-only)"}
 
@@ -53,7 +55,7 @@ def cost_text(c: Comparison, effect: float | None) -> str:
 def _summary(c: Comparison) -> str:
     t = c.result.totals
     classes = c.result.table["class"].tolist()
-    counts = ", ".join(f"{classes.count(k.value)} {k.label}" for k in CHANGED if classes.count(k.value))
+    counts = class_counts({k.value: classes.count(k.value) for k in LISTED})
     before, after = fmt_ns_pair(t.kernel.before, t.kernel.after)
     text = (f"kernel time per {t.unit} per GPU{unit_why(t.unit, t.unit_reason)} {before} -> {after} "
             f"({fmt_delta_pct(t.kernel.delta_pct)}); "
@@ -77,10 +79,9 @@ def comparison_line(c: Comparison) -> str:
 
 
 def _changed_table(c: Comparison, caption: str, notes: list[str]) -> str:
-    rows = [r for r in c.result.records() if r["class"] in CHANGED or r.get("swap")]
+    rows = [r for r in c.result.records() if r["class"] in LISTED]
     shown = rows[:TOP]
-    times = column_unit(v for r in shown for v in sides(r))
-    delta = column_unit((r["delta_ns"] for r in shown), signed=True)
+    times, delta = group_units((v for r in shown for v in sides(r)), (r["delta_ns"] for r in shown))
     wall = c.result.totals.iteration_wall.before
     headers = ["class", "kernel", "TC", "before/iter", "after/iter", "Δ/iter", "Δ%", "effect on iter"]
     if c.pricing is not None:
@@ -88,11 +89,11 @@ def _changed_table(c: Comparison, caption: str, notes: list[str]) -> str:
     cells = []
     for r in shown:
         b, a = sides(r)
-        row = [("swap" if r.get("swap") else KernelClass(r["class"]).label), f"{r['short_name']} {short_id(r['name'])}",
+        row = [KernelClass(r["class"]).label, f"{r['short_name']} {short_id(r['name'])}",
                TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-"), times(b), times(a), delta(r["delta_ns"]),
-               fmt_delta_pct(r["delta_pct"]), f"{r['effect']:+.2%}" if _finite(r["effect"]) else "-"]
+               row_delta_pct(r), f"{r['effect']:+.2%}" if _finite(r["effect"]) else ABSENT]
         if c.pricing is not None:
-            row.append(cost_text(c, iteration_effect(r["delta_ns"], wall)) or "-")
+            row.append(cost_text(c, iteration_effect(r["delta_ns"], wall)) or ABSENT)
         cells.append(row)
     if len(rows) > len(shown):
         notes = [*notes, f"{len(rows) - len(shown)} more changed kernel(s): .table (or .result.rows) has every row"]

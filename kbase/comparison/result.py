@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kbase.units import fmt_delta_pct
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -104,6 +106,17 @@ class KernelHistory:
 
 def row_sides(r: dict[str, Any]) -> tuple[float | None, float | None]:
     """A diff row's time before and after, None on the side where the kernel does not exist (a new kernel has
-    no "before", a gone one no "after": every table shows ``units.ABSENT`` there, never a zero)."""
-    cls = r["class"]
-    return (None if cls == "new" else r["before"]), (None if cls == "gone" else r["after"])
+    no "before", a gone one no "after": every table shows ``units.ABSENT`` there, never a zero). By ``match``
+    (a swapped kernel can be new or gone too), else by ``class``."""
+    side = r.get("match") or r["class"]
+    return (None if side == "new" else r.get("before")), (None if side == "gone" else r.get("after"))
+
+
+def row_delta_pct(r: dict[str, Any]) -> str:
+    """A diff row's Δ% as every table shows it: ``new`` for a kernel with no before side (no percentage exists),
+    ``units.ABSENT`` for any other value that is not a number, never ``inf`` or ``nan``."""
+    before, _ = row_sides(r)
+    if before is None:
+        return "new"
+    x = r.get("delta_pct")
+    return fmt_delta_pct(x if isinstance(x, (int, float)) and not isinstance(x, bool) else None)

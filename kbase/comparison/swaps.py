@@ -8,12 +8,14 @@ kernels launched by no op).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kbase.display import clip
 from kbase.enums import KernelClass
-from kbase.units import fmt_signed_ns
+from kbase.units import fmt_delta_pct, fmt_signed_ns
 
 if TYPE_CHECKING:
     from kbase.comparison.ops import OpDiff
@@ -39,24 +41,42 @@ def home_ops(names: np.ndarray, by_op: OpDiff | None) -> np.ndarray:
     return out
 
 
+NOTE_LIMIT = 300  # a note's length in the PR comment: a swap note fits it whole, its verdict first
+
+
 def op_swap_notes(by_op: OpDiff, rows: dict[str, np.ndarray], limit: int = 5) -> list[str]:
-    """One line per reshuffled op (at most ``limit``, the largest first): an algorithm swap judged by op."""
+    """One line per reshuffled op (at most ``limit``, the largest first): an algorithm swap judged by op. The
+    verdict comes first; the list of its kernels is what gets shorter, so the line fits ``NOTE_LIMIT``."""
     short = dict(zip(rows["name"].tolist(), rows["short_name"].tolist()))
     out = []
     for g in by_op.groups[:limit]:
         ks = [str(short.get(k, k)) for k in g["kernels"]]
-        shown = ", ".join(ks[:3]) + (f" and {len(ks) - 3} more" if len(ks) > 3 else "")
-        verdict = ("regressed: gated" if g["gated"] else
+        verdict = ("regressed, gated" if g["gated"] else
                    "ignored" if g["ignored"] else
                    KernelClass(g["class"]).label + ("" if g["class"] in (KernelClass.REGRESSED.value,
                                                                        KernelClass.REGRESSED_BELOW_FLOOR.value)
                                                     else ", not gated"))
-        out.append(f"algorithm swap in op {g['op']}: {len(ks)} kernel(s) changed launch counts, appeared, vanished "
-                   f"or traded work ({shown}); judged as one op, not per kernel: op time {g['delta_pct']:+.1f}% "
-                   f"({g['effect']:+.2%} of the iteration, MDE {g['mde_rel']:.1%}; {verdict})")
+        mde = g["mde_rel"]
+        change = (f"op time {fmt_delta_pct(g['delta_pct'])}"
+                  + (f", {g['effect']:+.2%} of the iteration" if math.isfinite(g["effect"]) else "")
+                  + (f", MDE {mde:.1%}" if math.isfinite(mde) else ""))
+        head = (f"algorithm swap in op {clip(str(g['op']), 80)}: {verdict} ({change}); judged as one op, not per "
+                f"kernel: {len(ks)} kernel(s) changed launch counts, appeared, vanished or traded work")
+        out.append(head + _kernel_list(ks, NOTE_LIMIT - len(head)))
     if len(by_op.groups) > limit:
         out.append(f"algorithm swap in {len(by_op.groups) - limit} more op(s) (--by op shows them)")
     return out
+
+
+def _kernel_list(names: list[str], room: int) -> str:
+    """`` (a, b, c and 4 more)``: as many of ``names`` as fit ``room`` characters (each cut to 40), else none."""
+    names = [clip(n, 40) for n in names]
+    for shown in range(min(len(names), 3), 0, -1):
+        rest = len(names) - shown
+        text = " (" + ", ".join(names[:shown]) + (f" and {rest} more" if rest else "") + ")"
+        if len(text) <= room:
+            return text
+    return ""
 
 
 def mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy, count_same: np.ndarray,
@@ -88,9 +108,9 @@ def mark_algorithm_swaps(rows: dict[str, np.ndarray], policy: Policy, count_same
         return []
     rows["swap"][moved] = True
     rows["gated"][moved] = False
-    return [f"algorithm swap: {int(moved.sum())} matmul/convolution kernels changed launch counts or appeared/"
-            f"vanished, netting {net / base:+.1%} of matmul/convolution time ({fmt_signed_ns(net)} per iteration); "
-            "not gated per kernel (cuDNN/cuBLAS picked other algorithms)"]
+    return [f"algorithm swap: not gated per kernel (cuDNN/cuBLAS picked other algorithms): {int(moved.sum())} "
+            f"matmul/convolution kernels changed launch counts or appeared/vanished, netting {net / base:+.1%} of "
+            f"matmul/convolution time ({fmt_signed_ns(net)} per iteration)"]
 
 
 def _among(values: np.ndarray, options: tuple[str, ...]) -> np.ndarray:

@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 
 from kbase.analysis.names import display_names
-from kbase.comparison.result import row_sides
+from kbase.comparison.result import row_delta_pct, row_sides
 from kbase.comparison.side import Unit, unit_of, unit_why
-from kbase.enums import KernelClass
+from kbase.enums import KernelClass, class_counts
+from kbase.render.diff_table import EXPLAINED, SHOWN_BY_DEFAULT
 from kbase.render.safe import md_text
-from kbase.units import ColumnUnit, column_unit, fmt_money, fmt_p
+from kbase.units import ABSENT, ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_p, group_units
 
 MARKER = "<!-- kbase-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536
@@ -40,45 +41,48 @@ def _num(x) -> float | None:
 
 
 def _pct(x, digits: int = 1) -> str:
-    if x in ("inf", float("inf")):
-        return "new"
     if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
-        return "-"
+        return ABSENT
     return f"{x:+.{digits}f}%"
 
 
 def _effect(x) -> str:
-    return "-" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.2%}"
+    return ABSENT if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.2%}"
 
 
-def _changed(doc: dict) -> list[dict]:
-    changed = ("regressed", "regressed_below_floor", "improved", "new", "gone", "cannot_judge")
-    rows = [r for r in doc.get("kernels", []) if r["class"] in changed or r.get("swap")]
+def _changed(doc: dict, verdict: dict | None) -> list[dict]:
+    """The kernels the tables list (the diff's default view: swapped ones included), regressions first."""
+    if _unjudged(verdict):
+        return []  # an incomparable gate judged no kernel: no row says otherwise
+    rows = [r for r in doc.get("kernels", []) if r["class"] in SHOWN_BY_DEFAULT]
     return sorted(rows, key=lambda r: (r["class"] != "regressed", r["class"] != "regressed_below_floor",
                                        -abs(r["effect"] or 0.0)))
 
 
+def _unjudged(verdict: dict | None) -> bool:
+    return verdict is not None and verdict.get("status") == "incomparable"
+
+
 def _mde(r: dict) -> str:
-    """The kernel's minimum detectable effect (80% power, between-process noise included): "-" when untested."""
+    """The kernel's minimum detectable effect (80% power, between-process noise included): absent when untested."""
     m = r.get("mde_rel")
-    return f"{m:.1%}" if isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) else "-"
+    return f"{m:.1%}" if isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) else ABSENT
 
 
 def _class(r: dict) -> str:
-    label = KernelClass(r["class"]).label if r["class"] in KernelClass._value2member_map_ else str(r["class"])
-    return ("swap: " if r.get("swap") else "") + label
+    return KernelClass(r["class"]).label if r["class"] in KernelClass._value2member_map_ else str(r["class"])
 
 
 def _headline(doc: dict, verdict: dict | None) -> str:
-    counts = doc.get("counts", {})
     if verdict is None:
         icon, word = "ℹ️", "diff"
     else:
         icon, word = HEAD.get(verdict.get("status", ""), ("ℹ️", md_text(verdict.get("status", "?"))))
-    bits = [f"{counts[c]} {KernelClass(c).label}" for c in ("regressed", "regressed_below_floor", "new", "improved",
-                                                             "gone") if counts.get(c)]
     tail = f" (exit {int(verdict['code'])})" if verdict is not None and "code" in verdict else ""
-    return f"### {icon} kbase gate: {word}{tail}" + (f" — {', '.join(bits)}" if bits else " — no kernel changed")
+    if _unjudged(verdict):
+        return f"### {icon} kbase gate: {word}{tail} — the sides are not comparable"
+    bits = class_counts(doc.get("counts", {}), only=SHOWN_BY_DEFAULT)
+    return f"### {icon} kbase gate: {word}{tail}" + (f" — {bits}" if bits else " — no kernel changed")
 
 
 def _meta(doc: dict) -> str:
@@ -102,7 +106,7 @@ def _totals(doc: dict) -> list[str]:
                                           ("iteration_wall", "GPU wall"), ("step_wall", "CPU step wall"))
             if present(t := doc.get("totals", {}).get(key))]
     unit = column_unit(_num(v) for _, t in rows for v in (t["before"], t["after"]))
-    out += [f"| {label} | {unit(_num(t['before']))} | {unit(_num(t['after']))} | {_pct(t.get('delta_pct'))} |"
+    out += [f"| {label} | {unit(_num(t['before']))} | {unit(_num(t['after']))} | {fmt_delta_pct(t.get('delta_pct'))} |"
             for label, t in rows]
     if "cost" in doc:
         out += ["", f"**{md_text(cost_line(doc['cost']))}**"]
@@ -135,16 +139,16 @@ def _row(r: dict, full: bool, units: tuple[ColumnUnit, ColumnUnit], label: str |
     cls = _class(r) + (" (ignored)" if r.get("ignored") else "")
     tc = TC.get(r.get("tc_after") or r.get("tc_before") or "na", "-")
     cells = [f"**{cls}**" if r["class"] == "regressed" and r.get("gated") else cls,
-             md_text(label or r["short_name"], 70), tc, delta(_num(r.get("delta_ns"))), _pct(r.get("delta_pct")),
+             md_text(label or r["short_name"], 70), tc, delta(_num(r.get("delta_ns"))), row_delta_pct(r),
              _effect(r.get("effect")), _mde(r)]
     if currency is not None:
-        cells.append(fmt_money(r.get("cost_per_month"), currency) if not r.get("swap") else "-")
+        cells.append(fmt_money(r.get("cost_per_month"), currency) if not r.get("swap") else ABSENT)
     if full:
         p = r.get("p_value")
         before, after = row_sides(r)
         cells = cells[:3] + [times(_num(before)), times(_num(after))] + cells[3:] + [
             f"{(r.get('count_before') or 0):.1f}→{(r.get('count_after') or 0):.1f}", _pct(r.get("delta_avg_pct")),
-            fmt_p(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else "-",
+            fmt_p(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else ABSENT,
             md_text(r.get("diagnosis") or "", 120), md_text(r.get("amdahl") or "", 160)]
     else:
         cells.append(md_text(r.get("diagnosis") or "", 80))
@@ -171,10 +175,10 @@ def _heads(cost: bool, unit: Unit = Unit.ITERATION) -> tuple[list[str], list[str
 
 def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 5, report_url: str | None = None,
                      max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The PR comment for a ``kbase.diff/3`` document and its gate verdict (``Verdict.as_dict()``;
+    """The PR comment for a ``kbase.diff/4`` document and its gate verdict (``Verdict.as_dict()``;
     default: ``diff_doc["verdict"]``). Starts with ``MARKER``; never longer than ``max_chars``."""
     verdict = verdict if verdict is not None else diff_doc.get("verdict")
-    changed = _changed(diff_doc)
+    changed = _changed(diff_doc, verdict)
     # two changed kernels with one short name (say two elementwise template instances) are told apart as
     # the terminal table tells them: template arguments and a short id
     labels = display_names([r["name"] for r in changed], [r["short_name"] for r in changed])
@@ -196,9 +200,9 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
     if notes:
         lines += ["", *(f"> {md_text(n, 300)}" for n in notes)]
     chosen = md_text(unit_why(unit, diff_doc.get("unit_reason")), 200)
-    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/3'))} · times are {unit.per} per GPU"
+    tail = ["", f"<sub>kbase · {md_text(diff_doc.get('schema', 'kbase.diff/4'))} · times are {unit.per} per GPU"
                 f"{chosen}"
-                " · MDE: the smallest change its test detects (80% power)"
+                " · MDE: the smallest change its test detects (80% power)" + md_text(_legend(changed))
                 + (f" · [full report]({md_text(report_url)})" if report_url else "") + "</sub>"]
     all_units = _units(changed)
     full = [_row(r, True, all_units, lb, currency) for r, lb in zip(changed, labels)]
@@ -218,9 +222,14 @@ def comment_markdown(diff_doc: dict, verdict: dict | None = None, *, top: int = 
 
 
 def _units(rows: list[dict]) -> tuple[ColumnUnit, ColumnUnit]:
-    """The (before/after, Δ) column units of a table of ``rows``."""
-    return (column_unit(_num(v) for r in rows for v in row_sides(r)),
-            column_unit((_num(r.get("delta_ns")) for r in rows), signed=True))
+    """The (before/after, Δ) units of a table of ``rows``: one unit for both (``units.group_units``)."""
+    return group_units((_num(v) for r in rows for v in row_sides(r)), (_num(r.get("delta_ns")) for r in rows))
+
+
+def _legend(rows: list[dict]) -> str:
+    """`` · swapped: …``: what the less obvious class words of the table mean (``KernelClass.meaning``)."""
+    used = {r["class"] for r in rows}
+    return "".join(f" · {c.label}: {c.meaning}" for c in EXPLAINED if c.value in used)
 
 
 def _fits(head: str, rows: list[str], tail: list[str], max_chars: int):

@@ -1,37 +1,33 @@
-"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/3``), a rich
-table, Markdown for a pull-request comment, CSV. The sentences — each kernel's diagnosis, what a
+"""Render a comparison (and a gate verdict): the JSON document (schema ``kbase.diff/4``), the screen and
+Markdown (the kernel table: ``render.diff_table``), CSV. The sentences — each kernel's diagnosis, what a
 change is worth in Amdahl terms, the gate's reasons — are written here, from the numbers."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
 from kbase.analysis.amdahl import amdahl
-from kbase.analysis.classify import TC_SYMBOL
-from kbase.analysis.names import display_names, short_id
+from kbase.analysis.names import short_id
 from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, NO_KERNELS, ROW_COLUMNS
 from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
-from kbase.comparison.result import row_sides
 from kbase.comparison.side import Unit, unit_of
 from kbase.comparison.step import budget_diff_doc, step_verdict_lines
 from kbase.comparison.work import MIN_REPEATS
-from kbase.enums import GateStatus, KernelClass
-from kbase.render.columns import Column
+from kbase.enums import GateStatus, KernelClass, Match, class_counts
+from kbase.render import diff_table as table
+from kbase.render.diff_table import COLUMNS, SHOWN_BY_DEFAULT  # noqa: F401 - re-exported (their home before)
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
-from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_ns, fmt_ns_pair, fmt_p
+from kbase.units import fmt_delta_pct, fmt_money, fmt_ns_change, fmt_ns_pair, fmt_p
 
 if TYPE_CHECKING:
     from kbase.comparison.resolve import Resolved
     from kbase.comparison.result import Comparison
     from kbase.comparison.side import Side
 
-ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough")] + ["diagnosis", "amdahl"]
-SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
-                    KernelClass.GONE, KernelClass.CANNOT_JUDGE)
+ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough", "own_class")] + ["diagnosis", "amdahl"]
 
 
 # ------------------------------------------------------------------------------------------ sentences
@@ -40,8 +36,9 @@ SHOWN_BY_DEFAULT = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, Ke
 def diagnosis(r: dict[str, Any], unit: Unit = Unit.ITERATION) -> str:
     """More launches, or slower launches? (a fusion problem and a slow kernel are different fixes)"""
     prefix = "algorithm swap: " if r.get("swap") else ""
-    if r["class"] in (KernelClass.NEW, KernelClass.GONE):
-        return prefix + str(r["class"])
+    side = _side(r)
+    if side in (Match.NEW, Match.GONE):
+        return prefix + KernelClass(side).label
     dc = r["count_after"] - r["count_before"]
     rel_count = dc / r["count_before"] if r["count_before"] else 0.0
     rel_avg = (r["avg_after"] - r["avg_before"]) / r["avg_before"] if r["avg_before"] else 0.0
@@ -53,12 +50,17 @@ def diagnosis(r: dict[str, Any], unit: Unit = Unit.ITERATION) -> str:
     return prefix + ("; ".join(parts) or "no change in launches or per-launch time")
 
 
+def _side(r: dict[str, Any]) -> str:
+    """``new`` or ``gone`` for a kernel on one side only (a swapped one too: by ``match``), else its class."""
+    return str(r.get("match") or r["class"])
+
+
 def amdahl_text(r: dict[str, Any], unit: Unit = Unit.ITERATION) -> str:
     """What this change is worth overall: share p sped up s x gives 1/(1-p+p/s)."""
     p = r["share_before"]
-    if r["class"] == KernelClass.NEW:
+    if _side(r) == Match.NEW:
         return f"adds {r['effect']:.2%} of {unit.whole}"
-    if r["class"] == KernelClass.GONE:
+    if _side(r) == Match.GONE:
         return f"removes {-r['effect']:.2%} of {unit.whole}"
     if not r["before"] > 0 or not r["after"] > 0 or p != p:
         return ""
@@ -78,7 +80,7 @@ def _finding_row(f: Finding) -> dict[str, Any]:
 def step_finding_text(f: Finding) -> str:
     """``step +24.5%: idle +36.8 ms/iter, the GPU waits on the host (...)`` (or the busy share's)."""
     what = "step" if f.name == STEP_TIME else "busy share"
-    head = f"{what} {f.delta_pct:+.1f}%"
+    head = f"{what} {fmt_delta_pct(f.delta_pct)}"
     if f.kind == FindingKind.STEP_NOT_JUDGED:
         return (f"{head} not judged: between-process noise hides changes under {f.mde_pct:.1f}% (MDE); "
                 f"{f.explain} — store repeat captures (several processes) to judge it")
@@ -91,16 +93,16 @@ def finding_text(f: Finding, unit: Unit = Unit.ITERATION) -> str:
     if f.kind == FindingKind.TOTAL:
         return f"total kernel time {unit.per} {f.delta_pct:+.1f}% (p={fmt_p(f.p_value)})"
     if f.kind == FindingKind.LOW_CONFIDENCE:
-        return f"possible regression, low confidence (too few samples): {f.short_name} {f.delta_pct:+.1f}%"
+        return f"possible regression, low confidence (too few samples): {f.short_name} {fmt_delta_pct(f.delta_pct)}"
     if f.kind == FindingKind.CANNOT_JUDGE:
         need = (f"; with {MIN_REPEATS} repeat captures a side it would detect about {f.mde_rel:.1%}"
                 if f.mde_rel == f.mde_rel else "")
         return (f"cannot judge {f.short_name} {short_id(f.name)} {fmt_delta_pct(f.delta_pct)} {unit.per} (too few "
                 f"launches for a noise estimate, no history or repeat captures{need})")
     if f.kind == FindingKind.OP_REGRESSED:
-        return (f"op {f.name} {f.delta_pct:+.1f}% {unit.per} ({f.effect:+.2%} of {unit.whole}), its kernels "
+        return (f"op {f.name} {fmt_delta_pct(f.delta_pct)} {unit.per} ({f.effect:+.2%} of {unit.whole}), its kernels "
                 f"swapped (judged as one op) — {amdahl_text(_finding_row(f), unit)}")
-    what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% {unit.per}"
+    what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{fmt_delta_pct(f.delta_pct)} {unit.per}"
     return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of {unit.whole}) — "
             f"{amdahl_text(_finding_row(f), unit)}{MEASURED_BETWEEN_RUNS.get(f.noise, '')}")
 
@@ -175,9 +177,9 @@ def describe_side(r: Resolved, side: Side | None = None) -> dict[str, Any]:
 
 
 def _num(x: Any) -> Any:
-    """Infinite Δ% (a kernel from zero) is written "inf" (a string: JSON has no infinity); NaN is null."""
+    """A number that is not finite (NaN; an infinite Δ% of a kernel from zero, which has no percentage) is null."""
     if isinstance(x, float) and not math.isfinite(x):
-        return None if x != x else "inf" if x > 0 else "-inf"
+        return None
     return x
 
 
@@ -195,7 +197,7 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
         kernels.append(row)
     doc: dict[str, Any] = jsonable.clean({
         "schema": DIFF_SCHEMA,
-        "version": 3,
+        "version": 4,
         "unit": result.totals.unit,
         "unit_reason": result.totals.unit_reason,
         "before": describe_side(comparison.before, result.before),
@@ -248,14 +250,12 @@ def diff_csv(comparison: Comparison) -> str:
 # ------------------------------------------------------------------------------------------ screen and Markdown
 
 
-def _share(x: Any) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
-
-
-def _head_lines(doc: dict[str, Any]) -> list[str]:
-    lines = [f"INCOMPARABLE: {m}" for m in doc["mismatches"]]
+def _head_lines(doc: dict[str, Any], judged: bool = True) -> list[str]:
+    """The sides, their totals, the budget, the kernels by class and the notes. Not ``judged`` (an incomparable
+    gate, whose verdict said why first): neither the incomparabilities again nor classes the gate did not judge."""
+    lines = [f"INCOMPARABLE: {m}" for m in doc["mismatches"]] if judged else []
     hint = incomparable_hint(doc["mismatches"])
-    if hint:
+    if hint and judged:
         lines.append(f"INCOMPARABLE: to compare, {hint}")
     b, a = doc["before"], doc["after"]
     lines.append(f"before: {b['label']} — {b['units']:g} {b['unit']}(s) x {b['gpus']} GPU(s)"
@@ -273,7 +273,8 @@ def _head_lines(doc: dict[str, Any]) -> list[str]:
             before, after = fmt_ns_pair(t[key]["before"], t[key]["after"])
             lines.append(f"{label}: {before} -> {after} ({fmt_delta_pct(t[key]['delta_pct'])})")
     lines += budget_lines(doc.get("budget"))
-    lines.append("kernels: " + ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()))
+    if judged:
+        lines.append("kernels: " + (class_counts(doc["counts"]) or "none"))
     if "cost" in doc:
         lines.append(cost_line(doc["cost"]))
     lines += [f"note: {n}" for n in doc["notes"]]
@@ -291,9 +292,8 @@ def budget_lines(b: dict[str, Any] | None) -> list[str]:
     lines.append(f"GPU time budget per {per} per GPU:")
     for key, label in blocks:
         if b["before"][key] or b["after"][key]:
-            d = b["delta_ns"][key]
-            before, after = fmt_ns_pair(b["before"][key], b["after"][key])
-            lines.append(f"  {label}: {before} -> {after} ({'+' if d >= 0 else '-'}{fmt_ns(abs(d))})")
+            before, after, delta = fmt_ns_change(b["before"][key], b["after"][key], b["delta_ns"][key])
+            lines.append(f"  {label}: {before} -> {after} ({delta})")
     lines.append(f"  what grew: {b['explained']}")
     if b.get("amdahl"):
         lines.append(f"  {b['amdahl']}")
@@ -319,123 +319,11 @@ def cost_line(cost: dict[str, Any]) -> str:
             f"{fmt_money(cost['gpu_hour_cost'], cur, signed=False)}/GPU-hour ({what})")
 
 
-def _mde(r: dict[str, Any]) -> str:
-    """The smallest change this kernel's test detects (80% power), between-process noise included."""
-    m = r.get("mde_rel")
-    if m is None or (isinstance(m, float) and math.isnan(m)):
-        return "-"
-    return f"{m:.1%}"
-
-
-def _noise(r: dict[str, Any]) -> str:
-    """The noise source behind the test, and where its between-process part came from when not the same."""
-    src, run = r.get("noise_source"), r.get("run_noise_source")
-    if not src:
-        return "-"
-    return src if not run or run == src else f"{src}+{run}"
-
-
-def _class_text(r: dict[str, Any]) -> str:
-    label = KernelClass(r["class"]).label
-    return (label + (" (low conf.)" if r["confidence"] == "low" and r["class"] == KernelClass.WITHIN_NOISE else "")
-            + (" [ignored]" if r["ignored"] else ""))
-
-
-def table_cells(rows: list[dict[str, Any]], display: dict[str, str], doc: dict[str, Any]) -> list[dict[str, str]]:
-    """The shown diff rows as the screen and Markdown show them, keyed by ``COLUMNS``' keys: before and after in
-    one unit, Δ in one (``units.column_unit`` over the shown rows); a side where the kernel does not exist is
-    ``units.ABSENT``."""
-    times = column_unit(v for r in rows for v in row_sides(r))
-    delta = column_unit((r["delta_ns"] for r in rows), signed=True)
-    currency = doc["cost"]["currency"] if "cost" in doc else "$"
-    return [row_cells(r, display[r["name"]], times, delta, currency) for r in rows]
-
-
-def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnUnit,
-              currency: str = "$") -> dict[str, str]:
-    """One diff row, its times in the columns' units (``table_cells``), keyed by ``COLUMNS``' keys."""
-    tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
-    before, after = row_sides(r)
-    return {
-        "class": _class_text(r),
-        # (an algorithm swap is marked on the name, which shrinks, not on the class: the class, the change and
-        # its MDE fit 120 columns)
-        "kernel": ("(swap) " if r.get("swap") else "") + display + (" [family]" if r["match"] == "family" else ""),
-        "kernel_id": short_id(r["name"]),
-        "tc": tc, "before": times(before), "after": times(after),
-        "delta": delta(r["delta_ns"]),
-        "cost": fmt_money(r.get("cost_per_month"), currency) if r["class"] in SHOWN_BY_DEFAULT else "",
-        "delta_pct": fmt_delta_pct(r["delta_pct"]),
-        "launches": f"{r['count_before']:.1f}->{r['count_after']:.1f}", "delta_avg": fmt_delta_pct(r["delta_avg_pct"]),
-        "share": f"{_share(r['share_before'])}->{_share(r['share_after'])}",
-        "effect": "-" if r["effect"] is None else f"{r['effect']:+.2%}", "p": fmt_p(r["p_value"]),
-        "diagnosis": r["diagnosis"],
-        "mde": _mde(r),
-        "noise": _noise(r),
-        "amdahl": r["amdahl"] if r["class"] in SHOWN_BY_DEFAULT else "",
-    }
-
-
-# The screen table: priority 0 never drops (what changed, which kernel, by how much per iteration); larger
-# numbers drop first as the terminal narrows. Another column slots in with its own priority.
-COLUMNS = [
-    Column("class", "class", 0, justify="left"),
-    Column("kernel", "kernel", 0, min_width=24, want_width=40, max_width=80, justify="left", shrink=True,
-           keep_tail=True, tiebreak="kernel_id"),
-    Column("tc", "TC", 9, justify="left"),
-    Column("before", "before/iter", 2),
-    Column("after", "after/iter", 2),
-    Column("delta", "Δ/iter", 0),
-    Column("delta_pct", "Δ%", 0),
-    Column("launches", "launches/iter", 5),
-    Column("delta_avg", "Δavg/launch", 4),
-    Column("share", "share", 6),
-    Column("effect", "effect", 1),
-    Column("cost", "cost/month", 2),
-    Column("p", "p", 3),
-    Column("mde", "MDE", 1),  # beside each flagged kernel on the first screen at 120 columns
-    Column("noise", "noise", 3, justify="left"),
-    Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
-    Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
-]
-
-
-def columns_of(doc: dict[str, Any]) -> list[Column]:
-    """``COLUMNS``, the cost column only when the settings price the fleet (``gpu_hour_cost`` and ``gpus``),
-    headers in the comparison's unit."""
-    short = unit_of(doc.get("unit")).short
-    return [replace(c, header=c.header.replace("/iter", short)) for c in COLUMNS if c.key != "cost" or "cost" in doc]
-
-
-def diff_title(doc: dict[str, Any]) -> str:
-    unit = unit_of(doc.get("unit"))
-    return f"Kernel diff ({unit.per} per GPU; sorted by effect on {unit.value} time)"
-
-
-def _display(doc: dict[str, Any], full_names: bool) -> dict[str, str]:
-    """Each kernel's name as shown: short, told apart where short names collide in this diff."""
-    kernels = doc["kernels"]
-    names = [k["name"] for k in kernels]
-    return dict(zip(names, display_names(names, [k["short_name"] for k in kernels], full=full_names)))
-
-
-def _visible(doc: dict[str, Any], show_all: bool) -> tuple[list[dict[str, Any]], int]:
-    rows = doc["kernels"]
-    if show_all:
-        return rows, 0
-    shown = [r for r in rows if r["class"] in SHOWN_BY_DEFAULT or (r["confidence"] == "low"
-                                                                 and r["class"] == KernelClass.WITHIN_NOISE
-                                                               and isinstance(r["delta_pct"], (int, float))
-                                                               and r["delta_pct"] >= 5)]
-    return shown, len(rows) - len(shown)
-
-
 def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     """The comparison in one line: the gate's verdict (or the kernel counts) and the total change."""
     t = doc["totals"].get("kernel") or {}
     total = f"kernel time per {doc['unit']} {fmt_delta_pct(t.get('delta_pct'))}" if t else ""
-    counts = ", ".join(f"{n} {KernelClass(k).label}" for k, n in doc["counts"].items()
-                       if n and k in SHOWN_BY_DEFAULT)
+    counts = class_counts(doc["counts"], only=SHOWN_BY_DEFAULT)
     head = verdict_lines(verdict)[0] if verdict is not None else "incomparable" if doc["mismatches"] else "diff"
     if verdict is not None and verdict.status == GateStatus.INCOMPARABLE:  # why, and what to do, not the counts
         return "; ".join([head, *verdict_reasons(verdict)])
@@ -444,51 +332,89 @@ def quiet_line(doc: dict[str, Any], verdict: Verdict | None = None) -> str:
     return "; ".join(x for x in (head, counts or "no changed kernels", total, money) if x)
 
 
+_NO_OP_CHANGED = "no op changed beyond its noise (--all lists every op)"
+
+
+def _no_op_rows(doc: dict[str, Any], show_all: bool, full_names: bool) -> bool:
+    """The diff by op has op information and no row to show: a line says so, never an empty table header."""
+    from kbase.render.ops import diff_op_cells
+
+    return doc.get("ops") is not None and not diff_op_cells(doc["ops"], full_names, show_all)
+
+
+NOT_JUDGED = ("kernel rows not shown: the gate judged none (the sides are not comparable; kbase diff lists them, "
+              "--allow-incomparable gates them)")
+
+
+def unjudged(verdict: Verdict | None) -> bool:
+    """An incomparable gate: its verdict and reasons come first, and no row it did not judge follows."""
+    return verdict is not None and verdict.status == GateStatus.INCOMPARABLE
+
+
 def print_diff(doc: dict[str, Any], console: Any, show_all: bool = False, verdict: Verdict | None = None,
                wide: bool = False, full_names: bool = False, by_op: bool = False) -> None:
     """Head lines, the table fitted to the console's width (``wide``: every column; ``by_op``: the diff by op)
-    and the verdict."""
+    and the verdict (first, and no table, when the gate found the sides incomparable)."""
     from kbase.render.layout import print_table  # rich: only for the screen
 
-    for line in _head_lines(doc):
-        style = "bold red" if line.startswith("INCOMPARABLE") else None
-        console.print(line, style=style, highlight=False, markup=False)
+    def say(lines: list[str], style: str | None = None) -> None:
+        for line in lines:
+            console.print(line, highlight=False, markup=False,
+                          style=style or ("bold red" if line.startswith("INCOMPARABLE") else None))
+
+    if unjudged(verdict):
+        say(verdict_lines(verdict), "bold")
+        say(_head_lines(doc, judged=False) + [NOT_JUDGED])
+        return
+    say(_head_lines(doc))
     if by_op:
         from kbase.render.ops import print_diff_ops
 
-        print_diff_ops(doc, console, show_all, wide=wide, full_names=full_names)
-        for line in verdict_lines(verdict):
-            console.print(line, highlight=False, markup=False, style="bold")
+        if _no_op_rows(doc, show_all, full_names):
+            say([_NO_OP_CHANGED])
+        else:
+            print_diff_ops(doc, console, show_all, wide=wide, full_names=full_names)
+        say(verdict_lines(verdict), "bold")
         return
-    rows, hidden = _visible(doc, show_all)
-    display = _display(doc, full_names)
-    colors = {"regressed": "red", "regressed_below_floor": "magenta", "improved": "green", "new": "yellow",
-              "gone": "cyan", "cannot_judge": "blue"}
-    print_table(console, columns_of(doc), table_cells(rows, display, doc), wide=wide,
-                title=diff_title(doc),
-                row_styles=[colors.get(r["class"]) for r in rows])
-    if hidden:
-        console.print(f"{hidden} unchanged / within-noise kernel(s) not shown (--all shows them)", highlight=False)
-    for line in verdict_lines(verdict):
-        console.print(line, highlight=False, markup=False, style="bold")
+    rows, hidden = table.visible(doc, show_all)
+    if rows:
+        colors = {"regressed": "red", "regressed_below_floor": "magenta", "improved": "green", "new": "yellow",
+                  "gone": "cyan", "cannot_judge": "blue"}
+        print_table(console, table.columns_of(doc), table.table_cells(rows, table.display(doc, full_names), doc),
+                    wide=wide, title=table.diff_title(doc), row_styles=[colors.get(r["class"]) for r in rows])
+        say(table.legend(rows) + ([table.hidden_line(hidden)] if hidden else []))
+    else:
+        say([table.nothing_changed(hidden)])
+    say(verdict_lines(verdict), "bold")
 
 
 def diff_md(doc: dict[str, Any], show_all: bool = False, verdict: Verdict | None = None,
             full_names: bool = False, by_op: bool = False) -> str:
     out = ["## kbase kernel diff", ""]
-    out += [f"- {md_text(line)}" for line in _head_lines(doc)]
     if verdict is not None:
         lines = verdict_lines(verdict)
-        out += ["", "**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
+        verdict_md = ["**" + md_text(lines[0]) + "**"] + [f"- {md_text(line.strip())}" for line in lines[1:]]
+        if unjudged(verdict):
+            return "\n".join(out + verdict_md + [""] + [f"- {md_text(x)}" for x in _head_lines(doc, judged=False)]
+                             + ["", f"_{md_text(NOT_JUDGED)}._"]) + "\n"
+        out += [f"- {md_text(line)}" for line in _head_lines(doc)] + [""] + verdict_md
+    else:
+        out += [f"- {md_text(line)}" for line in _head_lines(doc)]
     if by_op:
         from kbase.render.ops import diff_op_md
 
-        return "\n".join(out + diff_op_md(doc, show_all, full_names)) + "\n"
-    rows, hidden = _visible(doc, show_all)
-    columns = columns_of(doc)
+        ops = ["", f"_{md_text(_NO_OP_CHANGED)}._"] if _no_op_rows(doc, show_all, full_names) else \
+            diff_op_md(doc, show_all, full_names)
+        return "\n".join(out + ops) + "\n"
+    rows, hidden = table.visible(doc, show_all)
+    if not rows:
+        return "\n".join(out + ["", f"_{md_text(table.nothing_changed(hidden))}._"]) + "\n"
+    columns = table.columns_of(doc)
     out += ["", "| " + " | ".join(c.header for c in columns) + " |", "|" + "---|" * len(columns)]
-    for cells in table_cells(rows, _display(doc, full_names), doc):
+    for cells in table.table_cells(rows, table.display(doc, full_names), doc):
         out.append("| " + " | ".join(md_text(cells[c.key]) for c in columns) + " |")
+    words = table.legend(rows)
+    out += ["", *(f"- {md_text(line)}" for line in words)] if words else []
     if hidden:
         out.append(f"\n_{hidden} unchanged / within-noise kernel(s) not shown._")
     return "\n".join(out) + "\n"

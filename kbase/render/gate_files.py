@@ -1,5 +1,5 @@
 """The gate's output files, every one rendered from the one ``GateResult`` the terminal shows: the JSON
-report (``--output``, schema ``kbase.diff/3``), the pull-request comment (``--comment-md``), JUnit XML
+report (``--output``, schema ``kbase.diff/4``), the pull-request comment (``--comment-md``), JUnit XML
 (``--junit``) and GitHub's step summary (``$GITHUB_STEP_SUMMARY``, appended).
 
 Paths are checked before any work (``check_gate_files``): a file that cannot be written is exit 2 before
@@ -55,7 +55,7 @@ def check_gate_files(files: GateFiles) -> None:
 
 
 def write_gate_files(result: GateResult, files: GateFiles, *, show_all: bool = False) -> dict[str, Any]:
-    """Write ``files`` from ``result``; returns the ``kbase.diff/3`` document (verdict included) they and
+    """Write ``files`` from ``result``; returns the ``kbase.diff/4`` document (verdict included) they and
     every other output of the gate are rendered from."""
     from kbase.render import diff as render_diff
 

@@ -22,6 +22,8 @@ import hashlib
 import json
 import math
 
+from kbase.enums import KernelClass
+
 BMF_NAME_LIMIT = 1024
 MEASURE_TIME = "kernel-ns-per-iteration"
 MEASURE_LAUNCHES = "launches-per-iteration"
@@ -85,7 +87,7 @@ def bmf_from_leaderboard(lb, workload: str, limit: int = 50) -> dict:
 
 
 def bmf_from_diff(doc: dict, limit: int = 50) -> dict:
-    """BMF for the *after* side of a ``kbase.diff/3`` document: every changed kernel and the largest
+    """BMF for the *after* side of a ``kbase.diff/4`` document: every changed kernel and the largest
     others up to ``limit``, and the totals (a diff has no per-iteration bounds)."""
     workload = doc.get("after", {}).get("workload") or "default"
     out: dict[str, dict] = {}
@@ -103,10 +105,16 @@ def bmf_from_diff(doc: dict, limit: int = 50) -> dict:
 
 
 def _diff_rows(doc: dict, limit: int) -> list[dict]:
-    rows = [r for r in doc.get("kernels", []) if r["class"] != "gone"]  # gone kernels have no after value
-    changed = [r for r in rows if r["class"] in ("regressed", "improved", "new")]
+    # gone kernels (a swapped one too: ``match``) have no after value
+    rows = [r for r in doc.get("kernels", []) if "gone" not in (r["class"], r.get("match"))]
+    changed = [r for r in rows if r["class"] in ("regressed", "improved", "new", "swapped")]
     rest = sorted((r for r in rows if r not in changed), key=lambda r: -(_finite(r.get("after")) or 0.0))
     return (changed + rest)[: max(limit, len(changed))]
+
+
+def _word(cls: str) -> str:
+    """A class as people read it (``KernelClass.label``)."""
+    return KernelClass(cls).label if cls in KernelClass._value2member_map_ else str(cls)
 
 
 def gab_from_leaderboard(lb, workload: str, limit: int = 30) -> list[dict]:
@@ -143,7 +151,7 @@ def gab_from_diff(doc: dict, limit: int = 30) -> list[dict]:
         if v is None:
             continue
         extra = _extra(r["short_name"], r.get("category"), r.get("tc_after"), r.get("count_after"), r.get("avg_after"))
-        extra += f"\n{r['class']}: {r.get('diagnosis') or ''}"
+        extra += f"\n{_word(r['class'])}: {r.get('diagnosis') or ''}"
         out.append({"name": benchmark_name(workload, r["name"], 256), "unit": "ns/iter/GPU", "value": v,
                     "extra": extra})
     for key, label in TOTALS:

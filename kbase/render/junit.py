@@ -7,25 +7,33 @@ from typing import Any
 
 from kbase.analysis.names import display_names
 from kbase.comparison.gate import FindingKind, Verdict
+from kbase.comparison.result import row_delta_pct
 from kbase.comparison.side import unit_of
-from kbase.enums import GateStatus
+from kbase.enums import GateStatus, KernelClass
 from kbase.render.diff import finding_text, verdict_reasons
 from kbase.render.safe import xml_attr, xml_text
-from kbase.units import fmt_delta_pct
+
+CASES = (KernelClass.REGRESSED, KernelClass.NEW, KernelClass.SWAPPED, KernelClass.CANNOT_JUDGE)
 
 
 def junit_xml(doc: dict[str, Any], verdict: Verdict) -> str:
+    """A case per kernel the gate could fail on or says it did not judge alone (regressed, new, swapped, cannot
+    judge: its class's word in ``system-out``), a failure per failing one; none when the sides are incomparable
+    (the gate judged no kernel): one error says why."""
     unit = unit_of(doc.get("unit"))
-    rows = [r for r in doc["kernels"] if r["class"] in ("regressed", "new", "cannot_judge")]
+    judged = verdict.status != GateStatus.INCOMPARABLE
+    rows = [r for r in doc["kernels"] if r["class"] in CASES] if judged else []
     failing = {f.name for f in verdict.failing}
     # kernels sharing a short name are told apart in the message as in the tables (template arguments, #id)
     labels = display_names([r["name"] for r in rows], [r["short_name"] for r in rows])
     cases = []
     for r, label in zip(rows, labels):
-        body = ""
+        word = KernelClass(r["class"]).label
+        said = f"{label} {word} {row_delta_pct(r)} {unit.per}"
+        body = "<system-out>" + xml_text(f"{said}: {r['diagnosis']}") + "</system-out>"
         if r["name"] in failing:
-            msg = f"{label} {r['class']} {fmt_delta_pct(r['delta_pct'])} {unit.per}; {r['amdahl']}"
-            body = f"<failure message={xml_attr(msg)}>{xml_text(r['diagnosis'])}</failure>"
+            msg = f"{said}; {r['amdahl']}"
+            body = f"<failure message={xml_attr(msg)}>{xml_text(r['diagnosis'])}</failure>" + body
         cases.append(f'  <testcase classname="kbase.gate" name={xml_attr(r["name"])}>{body}</testcase>')
     if verdict.status == GateStatus.INCOMPARABLE:
         cases.append('  <testcase classname="kbase.gate" name="comparability"><error message='

@@ -12,7 +12,7 @@ from kbase.analysis.names import display_names
 from kbase.enums import KernelClass
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
-from kbase.units import column_unit, fmt_delta_pct, fmt_pct
+from kbase.units import ABSENT, column_unit, fmt_delta_pct, fmt_pct, group_units
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
@@ -184,8 +184,9 @@ def ops_doc(result_ops: Any, short_names: dict[str, str]) -> list[dict[str, Any]
 
 
 def _num(x: Any) -> Any:
+    """Not a finite number (NaN; the infinite Δ% of an op new on the after side): null."""
     if isinstance(x, float) and not math.isfinite(x):
-        return None if x != x else "inf" if x > 0 else "-inf"
+        return None
     return x
 
 
@@ -219,6 +220,18 @@ def _class_label(r: dict[str, Any]) -> str:
     return KernelClass(r["class"]).label + (" [ignored]" if r.get("ignored") else "")
 
 
+def _sides(x: dict[str, Any]) -> tuple[float | None, float | None]:
+    """An op's (or an op's kernel's) time before and after, None on a side where it has none (a new op, a kernel
+    new to the op): shown as ``units.ABSENT``, never as a zero."""
+    b, a = x["before"], x["after"]
+    return (None if not b and a else b), (None if not a and b else a)
+
+
+def _delta_pct(x: dict[str, Any]) -> str:
+    """Δ%: ``new`` without a before side (no percentage exists), never ``inf``."""
+    return "new" if _sides(x)[0] is None and x["after"] else fmt_delta_pct(x["delta_pct"])
+
+
 def diff_op_cells(ops: list[dict[str, Any]], full_names: bool = False, show_all: bool = False) -> list[dict[str, str]]:
     """Each op row, then (for a changed op, or with ``show_all``) its kernels whose time changed most; before and
     after in one unit, Δ in one, signed (``units.column_unit`` over the rows shown)."""
@@ -232,23 +245,25 @@ def diff_op_cells(ops: list[dict[str, Any]], full_names: bool = False, show_all:
         labels = display_names([k["name"] for k in ks], [k["short_name"] for k in ks], full=full_names)
         shown.append((r, list(zip(ks, labels))[:KERNELS_SHOWN]))
     every = [x for r, ks in shown for x in (r, *(k for k, _ in ks))]
-    times = column_unit(v for x in every for v in (x["before"], x["after"]))
-    delta = column_unit((x["delta_ns"] for x in every), signed=True)
+    times, delta = group_units((v for x in every for v in _sides(x)), (x["delta_ns"] for x in every))
     out = []
     for r, ks in shown:
         mde = r.get("mde_rel")
+        before, after = _sides(r)
         out.append({"class": _class_label(r), "op": ("(swap) " if r["reshuffled"] else "") + _label(r["op"]),
-                    "before": times(r["before"]), "after": times(r["after"]),
-                    "delta": delta(r["delta_ns"]), "delta_pct": fmt_delta_pct(r["delta_pct"]),
-                    "effect": "-" if r["effect"] is None else f"{r['effect']:+.2%}",
+                    "before": times(before), "after": times(after),
+                    "delta": delta(r["delta_ns"]), "delta_pct": _delta_pct(r),
+                    "effect": ABSENT if r["effect"] is None else f"{r['effect']:+.2%}",
                     "launches": f"{(r['count_before'] or 0):.1f}->{(r['count_after'] or 0):.1f}",
-                    "mde": "-" if mde is None else f"{mde:.1%}",
+                    "mde": ABSENT if mde is None else f"{mde:.1%}",
                     "swap": (f"{r['kernels_changed']} of {r['kernels']} changed" if r["reshuffled"]
                              else f"{r['kernels']}")})
         for k, label in ks:
-            out.append({"class": "", "op": INDENT + label, "before": times(k["before"]), "after": times(k["after"]),
+            before, after = _sides(k)
+            out.append({"class": "", "op": INDENT + label, "before": times(before), "after": times(after),
                         "delta": delta(k["delta_ns"]),
-                        "delta_pct": fmt_delta_pct((k["delta_ns"] / k["before"] * 100) if k["before"] else math.inf),
+                        "delta_pct": _delta_pct({**k, "delta_pct": k["delta_ns"] / k["before"] * 100 if k["before"]
+                                                 else None}),
                         "effect": "", "launches": f"{(k['count_before'] or 0):.1f}->{(k['count_after'] or 0):.1f}",
                         "mde": "", "swap": ""})
     return out

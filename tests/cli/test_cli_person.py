@@ -167,8 +167,8 @@ def test_every_json_output_is_strict_with_schema(demo):
         doc = strict_json(r.stdout)
         assert doc["schema"].startswith("kbase."), cmd
     diff = strict_json(outputs["diff"].stdout)
-    assert set(diff["counts"]) == {"regressed", "regressed_below_floor", "improved", "new", "gone", "unchanged",
-                                   "within_noise", "cannot_judge"}
+    assert set(diff["counts"]) == {"regressed", "regressed_below_floor", "improved", "new", "gone", "swapped",
+                                   "unchanged", "within_noise", "cannot_judge"}
     assert all(" " not in k["class"] for k in diff["kernels"])
     per_iter = strict_json(outputs["list"].stdout)["baselines"][-1]["kernel_ns_per_iter"]
     assert abs(per_iter - diff["totals"]["kernel"]["before"]) <= 1e-6 * per_iter  # one unit: list = diff
@@ -186,16 +186,16 @@ def test_default_store_folder_is_ignored_by_git(demo, tmp_path):
 
 
 def test_incomparable_prints_both_sides_in_one_unit():
-    from kbase.units import fmt_ns_pair
+    from kbase.units import ABSENT, fmt_ns_pair
 
     assert fmt_ns_pair(1e9, 999_999_999.0) == ("1.000 s", "1.000 s")
     assert fmt_ns_pair(2_000_000, 999_000) == ("2.000 ms", "0.999 ms")
-    assert fmt_ns_pair(None, 5e3) == ("-", "5.00 µs")
+    assert fmt_ns_pair(None, 5e3) == (ABSENT, "5.00 µs")
 
 
 def test_p_values_read_as_people_read_them():
-    from kbase.units import fmt_p
+    from kbase.units import ABSENT, fmt_p
 
-    assert fmt_p(2e-246) == "< 1e-6" and fmt_p(0.03) == "0.03" and fmt_p(float("nan")) == "-"
+    assert fmt_p(2e-246) == "< 1e-6" and fmt_p(0.03) == "0.03" and fmt_p(float("nan")) == ABSENT
 
 

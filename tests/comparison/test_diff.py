@@ -217,7 +217,7 @@ def test_formats_json_md_csv(ex):
     r = run_kbase("diff", a, b, "--format", "json")
     assert r.rc == 0, r
     doc = json.loads(r.stdout)
-    assert doc["schema"] == DIFF_SCHEMA == "kbase.diff/3"
+    assert doc["schema"] == DIFF_SCHEMA == "kbase.diff/4"
     assert isinstance(doc["version"], int)
     assert doc["comparable"] is True and doc["mismatches"] == []
     rows = doc["kernels"]

@@ -282,7 +282,9 @@ def test_exit_2_incomparable_then_allowed(world, db, scenario, what):
     assert doc["verdict"]["status"] == "incomparable"
     assert "INCOMPARABLE" in r.stderr
     table = world.kbase(db, scenario, "gate", c["c1"], c["c2"])
-    assert table.rc == 2 and f"INCOMPARABLE: {what}" in table.stdout
+    lines = table.stdout.splitlines()  # the verdict and its reason first, then no kernel row it did not judge
+    assert table.rc == 2 and lines[0] == "gate: INCOMPARABLE (exit 2)" and lines[1].startswith(f"  incomparable: {what}")
+    assert "Kernel diff" not in table.stdout
     r = world.kbase(db, scenario, "gate", c["c1"], c["c2"], "--allow-incomparable", "--format", "json")
     assert r.rc == 0, r
     assert _json(r)["verdict"]["status"] == "pass"
@@ -520,7 +522,7 @@ def test_junit_output_and_step_summary(world, db, tmp_path, monkeypatch):
     assert [tc.get("name") for tc in failed] == [SLOW.name]
     assert "slower per launch" in failed[0].find("failure").text
     doc = json.loads(output.read_text())
-    assert doc["schema"] == "kbase.diff/3" and doc["verdict"]["code"] == 1
+    assert doc["schema"] == "kbase.diff/4" and doc["verdict"]["code"] == 1
     md = summary.read_text()
     assert md.startswith("earlier step\n## kbase kernel diff")
     assert "**gate: FAIL (exit 1)**" in md and "| class | kernel |" in md

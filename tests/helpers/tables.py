@@ -13,7 +13,7 @@ def units(cells: list[str]) -> set[str]:
     """The units a column's cells are written in (absent cells say nothing); every other cell must be a time."""
     found = set()
     for c in cells:
-        c = c.strip().replace("\\", "")
+        c = c.strip().replace("\\", "").replace("&lt;", "<")  # Markdown writes a cell's "<" as an entity
         if c in (ABSENT, "-", ""):
             continue
         m = TIME.match(c)

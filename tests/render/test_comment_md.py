@@ -13,7 +13,7 @@ from kbase.render.comment import GITHUB_COMMENT_LIMIT, MARKER, comment_markdown,
 
 @pytest.fixture(scope="module")
 def demo_doc(tmp_path_factory) -> dict:
-    """The kbase.diff/3 document of ``kbase demo``'s regression (one GEMM 25% slower per launch)."""
+    """The kbase.diff/4 document of ``kbase demo``'s regression (one GEMM 25% slower per launch)."""
     import kbase
     from kbase.render.diff import diff_doc
     from kbase.synth import demo

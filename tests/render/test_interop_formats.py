@@ -33,7 +33,7 @@ def leaderboard(tmp_path_factory):
 
 
 def _doc(lb) -> dict:
-    """A small kbase.diff/3 document of the leaderboard against itself with one kernel changed."""
+    """A small kbase.diff/4 document of the leaderboard against itself with one kernel changed."""
     t = lb.table
     rows = [{"class": "regressed" if i == 0 else "unchanged", "name": n, "short_name": s, "category": c, "tc_after": tc,
              "after": float(p) * (1.1 if i == 0 else 1), "count_after": float(k), "avg_after": float(a),
@@ -41,7 +41,7 @@ def _doc(lb) -> dict:
             enumerate(zip(t["name"], t["short_name"], t["category"], t["tc"], t["per_iter_ns"], t["count_per_iter"], t["avg_ns"]))]
     rows.append({"class": "gone", "name": "gone_kernel", "short_name": "gone_kernel", "after": 0.0})
     rows.append({"class": "new", "name": "nan_kernel", "short_name": "nan_kernel", "after": float("nan")})
-    return {"schema": "kbase.diff/3", "after": {"workload": "train"}, "kernels": rows,
+    return {"schema": "kbase.diff/4", "after": {"workload": "train"}, "kernels": rows,
             "totals": {"kernel": {"before": 1.0, "after": 2.0}, "iteration_wall": {"before": 3.0, "after": float("inf")}}}
 
 

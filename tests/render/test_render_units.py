@@ -14,23 +14,23 @@ from kbase import jsonable
 from kbase.render import leaderboard as render_lb
 from kbase.render.diff import amdahl_text, diagnosis
 from kbase.synth.generate import ExportSpec, generate_export
-from kbase.units import fmt_delta_pct, fmt_ns, fmt_p, fmt_pct
+from kbase.units import ABSENT, fmt_delta_pct, fmt_ns, fmt_p, fmt_pct
 
 
-@pytest.mark.parametrize("ns, text", [(None, "-"), (float("nan"), "-"), (999, "999 ns"), (1500, "1.50 µs"),
+@pytest.mark.parametrize("ns, text", [(None, ABSENT), (float("nan"), ABSENT), (float("inf"), ABSENT), (999, "999 ns"), (1500, "1.50 µs"),
                                       (2_500_000, "2.500 ms"), (3e9, "3.000 s"), (-1500, "-1.50 µs")])
 def test_fmt_ns(ns, text):
     assert fmt_ns(ns) == text
 
 
 @pytest.mark.parametrize("p, text", [(0.5, "0.5"), (0.0312, "0.031"), (0.0004, "4.0e-04"), (2e-246, "< 1e-6"),
-                                     (None, "-")])
+                                     (None, ABSENT)])
 def test_fmt_p_is_readable(p, text):
     assert fmt_p(p) == text
 
 
 def test_percentages():
-    assert fmt_pct(0.123) == "12.3%" and fmt_pct(None) == "-"
+    assert fmt_pct(0.123) == "12.3%" and fmt_pct(None) == ABSENT and fmt_pct(float("inf")) == ABSENT
     assert fmt_delta_pct(12.34) == "+12.3%" and fmt_delta_pct(float("inf")) == "new" and fmt_delta_pct("inf") == "new"
 
 

@@ -248,13 +248,21 @@ def _num(x) -> float:
 def waterfall_rows(doc: dict, limit: int = 25) -> tuple[list[dict], float]:
     """The kernels drawn as steps of the waterfall (changed ones by |Δ|, at most ``limit``) and the
     Δ of all the others together, so the bars add up from the before total to the after total."""
-    classes = ("regressed", "regressed_below_floor", "improved", "new", "gone", "cannot_judge")
-    changed = [r for r in doc["kernels"] if r["class"] in classes or r.get("swap")]
+    from kbase.render.diff_table import SHOWN_BY_DEFAULT  # the rows kbase diff shows: swapped ones too
+
+    changed = [r for r in doc["kernels"] if r["class"] in SHOWN_BY_DEFAULT]
     changed.sort(key=lambda r: -abs(_num(r["delta_ns"])))
     shown = changed[:limit]
     t = doc["totals"]["kernel"]
     rest = _num(t["after"]) - _num(t["before"]) - sum(_num(r["delta_ns"]) for r in shown)
     return shown, rest
+
+
+def _word(cls: str) -> str:
+    """A class as every output words it (``KernelClass.label``)."""
+    from kbase.enums import KernelClass
+
+    return KernelClass(cls).label
 
 
 def diff_figure(doc: dict, limit: int = 25) -> dict:
@@ -295,7 +303,7 @@ def diff_figure(doc: dict, limit: int = 25) -> dict:
         eff = f"{_num(r['effect']):+.2%}" if r["effect"] is not None else "-"
         texts.append(f"{d / div:+.3f} {label} ({eff})")
         hovers.append("<br>".join([
-            f"<b>{cls}</b>: {plot_text(r['name'], 100)}",
+            f"<b>{_word(r['class'])}</b>: {plot_text(r['name'], 100)}",
             f"Δ {u.per} {d / div:+.3f} {label}" + (f" ({_num(r['delta_pct']):+.1f}%)"
                                                          if isinstance(r["delta_pct"], (int, float)) else ""),
             f"effect on {u.whole} {eff}",

@@ -16,7 +16,7 @@ from kbase.render.report import budget_pages
 from kbase.render.report import figures as fig
 from kbase.render.report.model import KernelSeries, LeaderboardView, ReportData, StepDiff
 from kbase.render.report.safe import clip, html_text
-from kbase.units import column_unit, fmt_ns
+from kbase.units import ABSENT, column_unit, fmt_ns
 
 TC_TEXT = {"tc": ("✓", "tensor cores"), "fallback": ("⚠", "matmul/conv without a tensor-core path"),
            "na": ("-", "not tensor-core work")}
@@ -36,16 +36,16 @@ def table(head: list[str], rows: list[str], cls: str = "") -> str:
 
 def _pct(x, digits: int = 1, signed: bool = False) -> str:
     if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
-        return "new" if x in ("inf", float("inf")) else "-"
+        return ABSENT
     return f"{x:+.{digits}f}%" if signed else f"{x:.{digits}f}%"
 
 
 def _share(x) -> str:
-    return "-" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.1%}"
+    return ABSENT if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.1%}"
 
 
 def _effect(x) -> str:
-    return "-" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.2%}"
+    return ABSENT if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:+.2%}"
 
 
 def _tc_cell(tc: str | None, reason: str = "") -> str:
@@ -196,14 +196,16 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
     unit = column_unit(v for _, t in shown for v in (t["before"], t["after"]))
     totals = [f"<tr><td>{label}</td><td class='num'>{unit(t['before'])}</td><td class='num'>{unit(t['after'])}</td>"
               f"<td class='num'>{_pct(t['delta_pct'], signed=True)}</td></tr>" for label, t in shown]
+    from kbase.comparison.result import row_delta_pct
+    from kbase.enums import KernelClass, class_counts
+
     rows, _ = fig.waterfall_rows(doc, limit=50)
     krows = []
     labels = fig.distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=80)
     times = column_unit(v for r in rows for v in row_sides(r))
     cost = doc.get("cost")
     for r in rows:
-        cls = ("swap: " if r.get("swap") else "") + str(r["class"]).replace(
-            "regressed_below_floor", "regressed (below gate floor)").replace("cannot_judge", "cannot judge")
+        cls = KernelClass(r["class"]).label
         before, after = row_sides(r)
         money = (f"<td class='num'>{html_text(_money(r.get('cost_per_month'), cost['currency']))}</td>"
                  if cost else "")
@@ -211,11 +213,11 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             f'<tr><td class="cls-{html_text(r["class"])}">{html_text(cls)}</td>'
             f'<td class="name" title="{html_text(r["name"])}">{html_text(labels[r["name"]])}</td>'
             f"{_tc_cell(r['tc_after'] or r['tc_before'])}<td class='num'>{times(before)}</td>"
-            f"<td class='num'>{times(after)}</td><td class='num'>{_pct(r['delta_pct'], signed=True)}</td>"
+            f"<td class='num'>{times(after)}</td><td class='num'>{row_delta_pct(r)}</td>"
             f"<td class='num'>{_effect(r['effect'])}</td>{money}"
             f"<td class='text'>{html_text(r.get('diagnosis') or '')}</td>"
             f"<td class='text'>{html_text(r.get('amdahl') or '')}</td></tr>")
-    counts = ", ".join(f"{n} {html_text(c)}" for c, n in doc.get("counts", {}).items() if n)
+    counts = html_text(class_counts(doc.get("counts", {})))
     what = ("<p class='sub'>Detected step: " + html_text("; ".join(step.labels)) + "</p>") if step else ""
     unchanged = "" if rows else ('<p class="nochange">No change: no kernel changed beyond noise '
                                  f"(kernel time {_pct(doc['totals']['kernel'].get('delta_pct'), signed=True)}).</p>")
