@@ -35,10 +35,9 @@ def capture_facts(conn: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
     facts: dict[str, Any] = {"format": "nsys", "trigger": None, "delay_ms": None, "attach": None,
                              "profiler_range": False, "sessions": []}
     if "META_DATA_CAPTURE" in tables and {"name", "value"} <= columns_of(conn, "META_DATA_CAPTURE"):
-        marks = ",".join("?" * len(_SETTINGS))
         # (bounded: a hostile export's table of a million rows or a 1 GB value costs nothing here)
-        for name, value in conn.execute(f"SELECT name, substr(value, 1, 64) FROM META_DATA_CAPTURE WHERE name IN "
-                                        f"({marks}) LIMIT {_MAX_ROWS}", _SETTINGS).fetchall():
+        for name, value in conn.execute("SELECT name, substr(value, 1, 64) FROM META_DATA_CAPTURE WHERE name IN "
+                                        "(?, ?, ?) LIMIT ?", (*_SETTINGS, _MAX_ROWS)).fetchall():
             text = str(value).strip() if value is not None else ""
             if name == "START_DELAY_MS":
                 facts["delay_ms"] = int(text) if text.isdigit() and len(text) < 12 else None
@@ -47,8 +46,8 @@ def capture_facts(conn: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
                 facts[key] = facts[key] or (text if _WORD.match(text) else "other")
     if "ANALYSIS_DETAILS" in tables and {"startTime", "stopTime", "duration"} <= columns_of(conn, "ANALYSIS_DETAILS"):
         sessions: list[list[int]] = []
-        for start, stop, duration in conn.execute(f"SELECT startTime, stopTime, duration FROM ANALYSIS_DETAILS "
-                                                  f"LIMIT {_MAX_ROWS}"):
+        for start, stop, duration in conn.execute("SELECT startTime, stopTime, duration FROM ANALYSIS_DETAILS "
+                                                  "LIMIT ?", (_MAX_ROWS,)):
             if _ns(start) and _ns(stop) and start < stop:
                 sessions.append([start, stop])
             if _ns(duration) and duration > 0 and [0, duration] not in sessions:
