@@ -144,7 +144,8 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
         kw["end_ns"] = int(profile.columns.end[mask].max())
     # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
     notes = [str(n) for n in profile.extra.get("notes", [])]
-    span = capture_span(profile, mask, trimmed=kw["mode"] == WindowMode.TRIM, no_launch=kw.get("no_launch", 0))
+    span = capture_span(profile, mask, trimmed=kw["mode"] == WindowMode.TRIM, no_launch=kw.get("no_launch", 0),
+                        start_ns=kw["start_ns"], end_ns=kw["end_ns"])
     return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, span=span,
                   **kw)
 

@@ -25,6 +25,7 @@ from kbase.readers.nsys_sql import columns_of
 _SETTINGS = ("START_TRIGGER", "START_DELAY_MS", "PROCESS_0:HOW_TO_ATTACH")
 _WORD = re.compile(r"[A-Za-z0-9_.:-]{1,40}\Z")  # a setting's value as the facts keep it; anything else: "other"
 _MAX_NS = 1 << 62
+_MAX_ROWS = 16  # rows of a settings or session table read (real exports hold one session, a setting once)
 
 
 def capture_facts(conn: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
@@ -34,9 +35,9 @@ def capture_facts(conn: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
     facts: dict[str, Any] = {"format": "nsys", "trigger": None, "delay_ms": None, "attach": None,
                              "profiler_range": False, "sessions": []}
     if "META_DATA_CAPTURE" in tables and {"name", "value"} <= columns_of(conn, "META_DATA_CAPTURE"):
-        marks = ",".join("?" * len(_SETTINGS))
-        for name, value in conn.execute(f"SELECT name, value FROM META_DATA_CAPTURE WHERE name IN ({marks})",
-                                        _SETTINGS).fetchall():
+        # (bounded: a hostile export's table of a million rows or a 1 GB value costs nothing here)
+        for name, value in conn.execute("SELECT name, substr(value, 1, 64) FROM META_DATA_CAPTURE WHERE name IN "
+                                        "(?, ?, ?) LIMIT ?", (*_SETTINGS, _MAX_ROWS)).fetchall():
             text = str(value).strip() if value is not None else ""
             if name == "START_DELAY_MS":
                 facts["delay_ms"] = int(text) if text.isdigit() and len(text) < 12 else None
@@ -45,7 +46,8 @@ def capture_facts(conn: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
                 facts[key] = facts[key] or (text if _WORD.match(text) else "other")
     if "ANALYSIS_DETAILS" in tables and {"startTime", "stopTime", "duration"} <= columns_of(conn, "ANALYSIS_DETAILS"):
         sessions: list[list[int]] = []
-        for start, stop, duration in conn.execute("SELECT startTime, stopTime, duration FROM ANALYSIS_DETAILS"):
+        for start, stop, duration in conn.execute("SELECT startTime, stopTime, duration FROM ANALYSIS_DETAILS "
+                                                  "LIMIT ?", (_MAX_ROWS,)):
             if _ns(start) and _ns(stop) and start < stop:
                 sessions.append([start, stop])
             if _ns(duration) and duration > 0 and [0, duration] not in sessions:

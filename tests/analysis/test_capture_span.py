@@ -117,3 +117,18 @@ def test_a_kineto_trace_without_a_schedule_spans_the_profiled_code(tmp_path):
     assert kind == PROGRAM and "without a schedule" in why
     kind, why = _span(make_trace(tmp_path / "steps.json", world=None, markers=True))
     assert kind == RANGE and "ProfilerStep" in why
+
+
+def test_settings_a_hostile_export_holds_are_inert_data(tmp_path):
+    """A trigger that is no word (bytes, markup), a delay that is no number, a session of text: read as data, never
+    echoed raw, never a crash."""
+    path = _gen(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE META_DATA_CAPTURE SET value = '<script>x</script>' || hex(zeroblob(5000)) "
+                "WHERE name = 'START_TRIGGER'")
+    con.execute("UPDATE META_DATA_CAPTURE SET value = '1e9' WHERE name = 'START_DELAY_MS'")
+    con.executemany("INSERT INTO ANALYSIS_DETAILS VALUES (1, ?, ?, ?)", [("a", "b", "c")] * 100)
+    con.commit()
+    con.close()
+    kind, why = _span(path)
+    assert kind == SLICE and why == "the capture began on a trigger (other), not with the program"

@@ -59,7 +59,7 @@ def test_gate_uses_history_noise_and_stored_sketches(hist):
 def test_history_noise_leaves_out_baselines_without_step_markers(tmp_path):
     """A baseline without iteration markers stores no per-iteration level: among aligned baselines it
     is left out of the history noise (it counted as a level of 0), and a workload captured without
-    markers compares on its within-capture noise, catching a +15% step."""
+    markers compares per run on its history of totals per capture (the same launches), catching a +15% step."""
     import kbase
     from kbase.synth.generate import ExportSpec, generate_export
     from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
@@ -87,7 +87,9 @@ def test_history_noise_leaves_out_baselines_without_step_markers(tmp_path):
     assert steps.baselines == 0 and steps.steps == [] and any("9 baseline(s) left out" in n for n in steps.notes)
     g = kbase.gate(u.commits[7], u.commits[8], s)
     assert not g.comparison.before.side.aligned and g.comparison.result.totals.unit == "run"  # the same work
-    assert "history" not in set(g.comparison.result.rows["noise_source"].dropna())
+    assert set(g.comparison.result.rows["noise_source"].dropna()) == {"history"}
+    assert any(n.startswith("history noise per run: 8 past baselines without iteration markers") for n in
+               g.comparison.notes), g.comparison.notes
     assert g.verdict.code == 1 and [f.name for f in g.verdict.failing if f.kind == "regressed"] == [k]
 
 
