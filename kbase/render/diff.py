@@ -12,7 +12,7 @@ from kbase import jsonable
 from kbase.analysis.amdahl import amdahl
 from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.names import display_names, short_id
-from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, NO_KERNELS, ROW_COLUMNS
+from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.result import row_sides
 from kbase.comparison.side import Unit, unit_of
@@ -20,6 +20,7 @@ from kbase.comparison.step import budget_diff_doc, step_verdict_lines
 from kbase.comparison.work import MIN_REPEATS
 from kbase.enums import GateStatus, KernelClass
 from kbase.render.columns import Column
+from kbase.render.incomparable import incomparable_hint
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
 from kbase.units import ColumnUnit, column_unit, fmt_delta_pct, fmt_money, fmt_ns, fmt_ns_pair, fmt_p
@@ -103,17 +104,6 @@ def finding_text(f: Finding, unit: Unit = Unit.ITERATION) -> str:
     what = "new kernel" if f.kind == FindingKind.NEW_KERNEL else f"{f.delta_pct:+.1f}% {unit.per}"
     return (f"{f.short_name} {short_id(f.name)} {what} ({f.effect:+.2%} of {unit.whole}) — "
             f"{amdahl_text(_finding_row(f), unit)}")
-
-
-def incomparable_hint(mismatches: list[str]) -> str | None:
-    """What to do about an incomparable pair (None: comparable, or an empty candidate, which nothing overrides):
-    record the GPU of a capture that did not name it, or judge the pair anyway."""
-    if not mismatches or NO_KERNELS in mismatches:
-        return None
-    unknown = any(m.startswith("GPU model differs") and "unknown" in m.split(":", 1)[-1] for m in mismatches)
-    record = ("a capture that does not name its GPU is stored as 'unknown': record it with kbase snapshot "
-              "--gpu-model MODEL (or [tool.kbase] gpu_model, KBASE_GPU_MODEL); " if unknown else "")
-    return f"{record}kbase gate --allow-incomparable (and kbase report --allow-incomparable) judges the pair anyway"
 
 
 def verdict_reasons(v: Verdict) -> list[str]:
