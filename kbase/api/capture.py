@@ -50,19 +50,10 @@ def read(path: Path | str, settings: Settings | None = None, *, progress: Progre
     profile = read_profile(Path(path), progress=progress, fmt=fmt, nsys_timeout=settings.nsys_timeout_s,
                            allow_missing_ranks=settings.window.allow_missing_ranks)
     if settings.gpu_model:
+        from kbase.api.common import name_gpus
+
         name_gpus(profile, settings.gpu_model, path)
     return profile
-
-
-def name_gpus(profile: Profile, model: str, path: Path | str) -> None:
-    """The GPUs a capture does not name (read as "unknown") named ``model`` (``--gpu-model``); a capture that
-    names another model is an ``InputError`` (the flag records what a capture lacks, it never overrides it)."""
-    named = sorted({m for m in profile.gpu_columns.model if m != "unknown"} - {model})
-    if named:
-        raise InputError(f"{path} names its GPU(s) itself ({', '.join(named)}): --gpu-model only names the GPU of a "
-                         "capture that does not (drop it, or give the model the capture names)", field="gpu_model",
-                         value=model)
-    profile.gpu_columns.model = [model for _ in profile.gpu_columns.model]
 
 
 def window(profile: Profile, settings: Settings | None = None) -> Window:

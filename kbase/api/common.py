@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, TypeVar
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kbase.readers.profile import Profile
     from kbase.store.engine import Store
     from kbase.store.fast_read import FastReader
     from kbase.store.reader import StoreReader
@@ -135,3 +138,16 @@ def with_workload(settings: Settings, reader: StoreReader, workload: str | None 
         return settings
     origin = settings.origin("name") if settings.workload_given and not workload else Origin.STORE
     return dataclasses.replace(settings, workload=name, origins={**settings.origins, "name": origin})
+
+
+def name_gpus(profile: Profile, model: str, path: Path | str) -> None:
+    """The GPUs a capture does not name (read as "unknown") named ``model`` (``--gpu-model``); a capture that
+    names another model is an ``InputError`` (the flag records what a capture lacks, it never overrides it)."""
+    from kbase.errors import InputError
+
+    named = sorted({m for m in profile.gpu_columns.model if m != "unknown"} - {model})
+    if named:
+        raise InputError(f"{path} names its GPU(s) itself ({', '.join(named)}): --gpu-model only names the GPU of a "
+                         "capture that does not (drop it, or give the model the capture names)", field="gpu_model",
+                         value=model)
+    profile.gpu_columns.model = [model for _ in profile.gpu_columns.model]

@@ -114,7 +114,7 @@ def _totals(doc: dict) -> list[str]:
 
 
 def _why(doc: dict, verdict: dict | None, limit: int = 6) -> list[str]:
-    from kbase.render.diff import incomparable_hint
+    from kbase.render.incomparable import incomparable_hint
 
     hint = incomparable_hint(doc.get("mismatches", []))
     items = ([f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + ([f"to compare: {hint}"] if hint else [])

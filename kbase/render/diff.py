@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kbase import jsonable
 from kbase.analysis.amdahl import amdahl
 from kbase.analysis.names import short_id
-from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, NO_KERNELS, ROW_COLUMNS
+from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
 from kbase.comparison.gate import STEP_TIME, Finding, FindingKind, Verdict
 from kbase.comparison.side import Unit, unit_of
 from kbase.comparison.step import budget_diff_doc, step_verdict_lines
@@ -18,6 +18,7 @@ from kbase.comparison.work import MIN_REPEATS
 from kbase.enums import GateStatus, KernelClass, Match, class_counts
 from kbase.render import diff_table as table
 from kbase.render.diff_table import COLUMNS, SHOWN_BY_DEFAULT  # noqa: F401 - re-exported (their home before)
+from kbase.render.incomparable import incomparable_hint
 from kbase.render.leaderboard import records, to_csv
 from kbase.render.safe import md_text
 from kbase.units import fmt_delta_pct, fmt_money, fmt_ns_change, fmt_ns_pair, fmt_p
@@ -110,17 +111,6 @@ def finding_text(f: Finding, unit: Unit = Unit.ITERATION) -> str:
 # a finding whose test took its noise from between-process spread says where it measured it
 MEASURED_BETWEEN_RUNS = {"history": "; noise from history (past baselines' spread)",
                          "repeat": "; noise from repeat captures (between processes)"}
-
-
-def incomparable_hint(mismatches: list[str]) -> str | None:
-    """What to do about an incomparable pair (None: comparable, or an empty candidate, which nothing overrides):
-    record the GPU of a capture that did not name it, or judge the pair anyway."""
-    if not mismatches or NO_KERNELS in mismatches:
-        return None
-    unknown = any(m.startswith("GPU model differs") and "unknown" in m.split(":", 1)[-1] for m in mismatches)
-    record = ("a capture that does not name its GPU is stored as 'unknown': record it with kbase snapshot "
-              "--gpu-model MODEL (or [tool.kbase] gpu_model, KBASE_GPU_MODEL); " if unknown else "")
-    return f"{record}kbase gate --allow-incomparable (and kbase report --allow-incomparable) judges the pair anyway"
 
 
 def verdict_reasons(v: Verdict) -> list[str]:

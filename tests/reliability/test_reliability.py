@@ -398,13 +398,13 @@ def test_shallow_clone_without_head_parent(store_url, world, shallow):
 
 
 def test_shallow_clone_ancestry_walk_stops_at_the_cut(store_url, world, shallow):
-    """HEAD exists but has no baseline of workload ``nope``: walking first-parent history must stop
-    at the shallow boundary with a clear "no baseline" line, not crash on the missing parent."""
+    """HEAD exists but has no baseline of workload ``nope``, which the store has never held: one clear line
+    (the workload is unknown: issue 38), never a crash on the shallow clone's missing parent."""
     before = store_state(store_url)
     res = kb("diff", "@1", "HEAD", "--db", store_url, "--repo", shallow, "--name", "nope")
-    assert_bad_input(res, "no baseline", "'nope'")
+    assert_bad_input(res, "no workload of that name", "'nope'")
     res = kb("gate", "@1", "HEAD", "--db", store_url, "--repo", shallow, "--name", "nope")
-    assert_bad_input(res, "no baseline")
+    assert_bad_input(res, "no workload of that name")
     assert store_state(store_url) == before
 
 
@@ -456,10 +456,11 @@ def test_baseline_id_that_does_not_exist(store_url, world):
 @pytest.mark.slow
 def test_workload_with_no_baselines(store_url, world):
     before = store_state(store_url)
+    # a workload the store has never held (it holds others): said as such, with the stored names (issue 38)
     res = kb("gate", "--name", "nope", "--db", store_url, "--repo", world.repo)
-    assert_bad_input(res, "no baseline", "'nope'")
+    assert_bad_input(res, "no workload of that name", "'nope'", "it holds")
     res = kb("show", "HEAD", "--name", "nope", "--db", store_url, "--repo", world.repo)
-    assert_bad_input(res, "no baseline", "'nope'")
+    assert_bad_input(res, "no workload of that name", "'nope'")
     assert store_state(store_url) == before
 
 

@@ -504,7 +504,8 @@ def test_list_show_rm(store_url, exports, git_repo, top_a, monkeypatch):
 
     assert listed() == [b3, b2, b1]  # newest first
     assert listed("--name", "w") == [b2, b1]
-    assert listed("--name", "nope") == []
+    nope = kb("list", *db, "--name", "nope", cwd=git_repo)  # a name the store never held: a typo (issue 38)
+    assert nope.rc == 2 and "no workload of that name" in nope.stderr and "other, w" in nope.stderr, nope
     assert listed("--branch", "feat") == [b3]
     assert listed("--branch", "main") == [b1]
     assert listed("--commit", c1[:7]) == [b2]
@@ -527,7 +528,7 @@ def test_list_show_rm(store_url, exports, git_repo, top_a, monkeypatch):
     r = kb("show", "HEAD~1", *db, "--name", "w", "--format", "json", cwd=git_repo)
     assert r.rc == 0 and json.loads(r.stdout)["baseline"]["id"] == b2, r
     r = kb("show", "HEAD", *db, "--name", "nope", cwd=git_repo)
-    assert r.rc == 2 and "no baseline" in r.stderr, r
+    assert r.rc == 2 and "no workload of that name" in r.stderr, r
     r = kb("show", "@999", *db, cwd=git_repo)
     assert r.rc == 2 and "no such baseline" in r.stderr, r
     r = kb("show", f"@{b1}", *db, cwd=git_repo)  # the table renders

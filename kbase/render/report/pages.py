@@ -246,7 +246,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
 
 
 def _incomparable(doc: dict) -> list[str]:
-    from kbase.render.diff import incomparable_hint
+    from kbase.render.incomparable import incomparable_hint
 
     hint = incomparable_hint(doc.get("mismatches", []))
     return [f"INCOMPARABLE: {m}" for m in doc.get("mismatches", [])] + ([f"to compare: {hint}"] if hint else [])
