@@ -310,7 +310,7 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
     ``dur``, ``iteration``: their iteration key, ``keys``: the window's iterations) by bincounts over a
     composite (op, kernel) key, and their time per iteration by the composite (pair, iteration) keys that
     occur: memory in proportion to the launches, whatever the ops x kernels x iterations space."""
-    from kbase.analysis.sparse import SparseRows
+    from kbase.analysis.sparse import SparseRows, column_lookup
 
     n_names = len(kernel_names)
     karr = np.asarray(keys, dtype=np.int64)
@@ -328,18 +328,25 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
         for sl in chunks:
             seen[pairs_of(sl)] = True
         present = np.flatnonzero(seen)
+        rank = np.zeros(bound, dtype=np.int64)
+        rank[present] = np.arange(len(present))
     else:
         present = np.unique(np.concatenate([np.unique(pairs_of(sl)) for sl in chunks] or [np.empty(0, np.int64)]))
+        rank = None
+
+    def index_of(p: np.ndarray) -> np.ndarray:  # a lookup where the table is small, else a search
+        return rank[p] if rank is not None else np.searchsorted(present, p)
+    column_of = column_lookup(karr)
     count, total = np.zeros(len(present), dtype=np.int64), np.zeros(len(present))
     parts = []
     for sl in chunks:
-        idx = np.searchsorted(present, pairs_of(sl))
+        idx = index_of(pairs_of(sl))
         count += np.bincount(idx, minlength=len(present))
         total += np.bincount(idx, weights=dur[sl], minlength=len(present))
         if n_keys:
             inside = iteration[sl] >= 0
-            col = np.searchsorted(karr, iteration[sl][inside])
-            parts.append(SparseRows.from_cells(idx[inside], col, dur[sl][inside], (len(present), n_keys)))
+            parts.append(SparseRows.from_cells(idx[inside], column_of(iteration[sl][inside]), dur[sl][inside],
+                                               (len(present), n_keys)))
     iter_ns = SparseRows.concat(parts) if parts else SparseRows.empty(len(present), n_keys)
     return OpPairs(names=ops.names, bare=ops.bare, op=(present // n_names - 1).astype(np.int32),
                    kernel=kernel_names[present % n_names], count=count, total_ns=total, iter_ns=iter_ns)

@@ -14,7 +14,7 @@ for the same reason (numpy's pairwise summation along a row).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,8 @@ BLOCK_CELLS = 1 << 20  # cells of one dense block (8 MiB of float64)
 @dataclass(frozen=True)
 class SparseRows:
     """A (rows, columns) float64 matrix by its stored cells: ``row`` non-decreasing, ``col`` increasing within
-    a row, one cell per (row, col); every other cell is 0."""
+    a row, one cell per (row, col); every other cell is 0 (a stored cell may hold 0 too: the matrix is the
+    same)."""
 
     shape: tuple[int, int]
     row: np.ndarray  # int64
@@ -69,14 +70,13 @@ class SparseRows:
         if int(row.min()) < 0 or int(row.max()) >= n_rows or int(col.min()) < 0 or int(col.max()) >= n_cols:
             raise ValueError(f"a cell lies outside the {n_rows} x {n_cols} matrix")
         key = row * n_cols + col  # < n_rows * n_cols: rows and iterations are each far below 2^31
-        if len(key) == 1 or bool((key[1:] > key[:-1]).all()):  # already in order, one per cell
-            return SparseRows((n_rows, n_cols), row, col, value)
         cells = n_rows * n_cols
         if cells <= 4 * len(key) + 1024:  # a table over the cells no larger than the input: no sort
-            seen = np.bincount(key, minlength=cells)
             sums = np.bincount(key, weights=value, minlength=cells)
-            at = np.flatnonzero(seen)
+            at = np.flatnonzero(sums)  # (a cell summing to 0 is the dense matrix's 0: left out)
             return SparseRows((n_rows, n_cols), at // n_cols, at % n_cols, sums[at])
+        if len(key) == 1 or bool((key[1:] > key[:-1]).all()):  # already in order, one per cell
+            return SparseRows((n_rows, n_cols), row, col, value)
         present, inverse = np.unique(key, return_inverse=True)
         sums = np.bincount(inverse.ravel(), weights=value, minlength=len(present))
         return SparseRows((n_rows, n_cols), present // n_cols, present % n_cols, sums)
@@ -167,3 +167,14 @@ class SparseRows:
 
     def divided(self, d: float) -> SparseRows:
         return SparseRows(self.shape, self.row, self.col, self.value / d)
+
+
+def column_lookup(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Iteration key -> its column among ``keys`` (sorted; every key looked up is one of them): a table where
+    the keys span few numbers (step numbers run consecutively), else a search."""
+    if not len(keys) or int(keys[-1]) - int(keys[0]) >= 4 * len(keys) + 1024:
+        return keys.searchsorted
+    first = int(keys[0])
+    table = np.zeros(int(keys[-1]) - first + 1, dtype=np.int64)
+    table[keys - first] = np.arange(len(keys))
+    return lambda it: table[it - first]
