@@ -186,3 +186,41 @@ def test_the_store_and_the_diff_hold_a_sparse_split_in_bounded_memory():
     np.testing.assert_array_equal(side.samples.row_sums(), 2 * per_op)
     np.testing.assert_array_equal(side.levels[:, 0], per_op / n_iters)
     assert all(w is None or w.rel == 0.0 for w in within) and np.nanmax(between) == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sparse_rows_equal_their_dense_operations_bit_for_bit(seed):
+    """What the comparison does with the samples, on sparse rows and on the dense matrix they replace: the same
+    floats, bit for bit (sums in the same order), for reordering with empty rows, grouping (``np.add.at``), moving
+    columns, joining side by side, row sums (numpy's pairwise sum) and bounded blocks."""
+    rng = np.random.default_rng(seed)
+    dense = rng.random((40, 300)) * 1e6 * (rng.random((40, 300)) < 0.1)
+    s = SparseRows.from_dense(dense)
+    assert s.nnz == np.count_nonzero(dense)
+    rows = rng.integers(-1, 40, 25)
+    want = np.where(rows[:, None] >= 0, dense[np.maximum(rows, 0)], 0.0)
+    np.testing.assert_array_equal(s.take(rows).dense(), want)
+    code = rng.integers(0, 7, 40)
+    grouped = np.zeros((7, 300))
+    np.add.at(grouped, code, dense)
+    assert (s.grouped(code, 7).dense() == grouped).all()
+    where = rng.permutation(np.r_[np.arange(200), np.full(100, -1)])
+    moved = np.zeros((40, 200))
+    for j, w in enumerate(where.tolist()):
+        if w >= 0:
+            moved[:, w] = dense[:, j]
+    np.testing.assert_array_equal(s.with_columns(where, 200).dense(), moved)
+    np.testing.assert_array_equal(SparseRows.hstack([s, s.divided(3.0)]).dense(), np.hstack([dense, dense / 3.0]))
+    assert (s.row_sums() == dense.sum(axis=1)).all()
+    blocks = list(s.blocks(cells=1000))
+    assert max(b.size for _, _, b in blocks) <= 1000 and np.vstack([b for _, _, b in blocks]).tolist() == dense.tolist()
+    # cells given in any order, one cell several times: summed in the order given
+    r, c = rng.integers(0, 40, 5000), rng.integers(0, 300, 5000)
+    v = rng.random(5000)
+    summed = np.zeros((40, 300))
+    np.add.at(summed, (r, c), v)
+    for shape in ((40, 300), (4000, 3000)):  # a table over the cells, and a sort
+        got = SparseRows.from_cells(r, c, v, shape)
+        assert (got.dense()[:40, :300] == summed).all() and (np.diff(got.row * shape[1] + got.col) > 0).all()
+    with pytest.raises(ValueError):
+        SparseRows.from_cells(np.array([40]), np.array([0]), np.array([1.0]), (40, 300))
