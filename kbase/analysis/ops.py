@@ -345,8 +345,8 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
         total += np.bincount(idx, weights=dur[sl], minlength=len(present))
         if n_keys:
             inside = iteration[sl] >= 0
-            parts.append(SparseRows.from_cells(idx[inside], column_of(iteration[sl][inside]), dur[sl][inside],
-                                               (len(present), n_keys)))
+            key = idx[inside] * n_keys + column_of(iteration[sl][inside])  # (pair, iteration) as one key
+            parts.append(SparseRows.from_keys(key, dur[sl][inside], (len(present), n_keys)))
     iter_ns = SparseRows.concat(parts) if parts else SparseRows.empty(len(present), n_keys)
     return OpPairs(names=ops.names, bare=ops.bare, op=(present // n_names - 1).astype(np.int32),
                    kernel=kernel_names[present % n_names], count=count, total_ns=total, iter_ns=iter_ns)

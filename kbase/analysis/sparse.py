@@ -64,19 +64,29 @@ class SparseRows:
         order they come."""
         n_rows, n_cols = int(shape[0]), int(shape[1])
         row, col = np.asarray(row, dtype=np.int64), np.asarray(col, dtype=np.int64)
-        value = np.asarray(value, dtype=np.float64)
-        if not len(row):
-            return SparseRows.empty(n_rows, n_cols)
-        if int(row.min()) < 0 or int(row.max()) >= n_rows or int(col.min()) < 0 or int(col.max()) >= n_cols:
+        if len(row) and (int(row.min()) < 0 or int(row.max()) >= n_rows or int(col.min()) < 0
+                         or int(col.max()) >= n_cols):
             raise ValueError(f"a cell lies outside the {n_rows} x {n_cols} matrix")
-        key = row * n_cols + col  # < n_rows * n_cols: rows and iterations are each far below 2^31
+        # (row, col) as one key: < n_rows * n_cols (rows and iterations are each far below 2^31)
+        return SparseRows.from_keys(row * n_cols + col, value, (n_rows, n_cols))
+
+    @staticmethod
+    def from_keys(key: np.ndarray, value: np.ndarray, shape: tuple[int, int]) -> SparseRows:
+        """``from_cells`` of the cells' composite keys ``row * columns + col`` (each in the matrix)."""
+        n_rows, n_cols = int(shape[0]), int(shape[1])
+        key = np.asarray(key, dtype=np.int64)
+        value = np.asarray(value, dtype=np.float64)
+        if not len(key):
+            return SparseRows.empty(n_rows, n_cols)
         cells = n_rows * n_cols
+        if int(key.min()) < 0 or int(key.max()) >= cells:
+            raise ValueError(f"a cell lies outside the {n_rows} x {n_cols} matrix")
         if cells <= 4 * len(key) + 1024:  # a table over the cells no larger than the input: no sort
             sums = np.bincount(key, weights=value, minlength=cells)
             at = np.flatnonzero(sums)  # (a cell summing to 0 is the dense matrix's 0: left out)
             return SparseRows((n_rows, n_cols), at // n_cols, at % n_cols, sums[at])
         if len(key) == 1 or bool((key[1:] > key[:-1]).all()):  # already in order, one per cell
-            return SparseRows((n_rows, n_cols), row, col, value)
+            return SparseRows((n_rows, n_cols), key // n_cols, key % n_cols, value)
         present, inverse = np.unique(key, return_inverse=True)
         sums = np.bincount(inverse.ravel(), weights=value, minlength=len(present))
         return SparseRows((n_rows, n_cols), present // n_cols, present % n_cols, sums)

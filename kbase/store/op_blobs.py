@@ -16,10 +16,17 @@ Columns, one row per pair in (kernel row, op) order:
   pair a kernel fewer to store);
 - ``count``, ``total_ns``: of the explicit pairs, in order;
 - ``ns_median``, ``ns``: their per-iteration ns as mantissa codes, each against the pair's median code of the
-  iterations it ran in (an iteration it did not run in: the code 0, stored as minus that median).
+  iterations it ran in (layout 1, ``DENSE``: every iteration, one it did not run in the code 0, stored as minus
+  that median; layout 2, ``SPARSE``: only the iterations it ran in);
+- ``ns_cells``, ``ns_col`` (layout 2): per explicit pair the number of iterations it ran in, and each one's
+  column (delta-coded).
 
-Meta: ``layout`` (``LAYOUT``: which columns mean what; a reader refuses another in one line), ``keys``
-(iteration keys of the samples, ``baseline.iteration_keys``' order), ``bits``.
+Layout 1 is written while the explicit pairs x iterations are at most ``DENSE_CELLS`` (every baseline an earlier
+kbase could store, byte for byte), layout 2 past it: the blob, its encoding and its decoding (to
+``analysis.sparse.SparseRows``) cost the (pair, iteration) cells that occur, never pairs x iterations.
+
+Meta: ``layout`` (which columns mean what; a reader refuses another in one line), ``keys`` (iteration keys of
+the samples, ``baseline.iteration_keys``' order), ``bits``.
 """
 
 from __future__ import annotations
