@@ -178,6 +178,14 @@ def decode_ops(blob: bytes | Packed, table: KernelTable) -> StoredOps:
         raise ValueError("its pair columns disagree")
     if n and (int(row.min()) < 0 or int(row.max()) >= len(table.count)):
         raise ValueError("a pair names a kernel row the table does not have")
+    if keys and table.iter_ns is not None and np.shape(table.iter_ns)[1] != keys:
+        raise ValueError(f"its samples are of {keys} iterations, the kernel table's of {np.shape(table.iter_ns)[1]}")
+    # a pair that is its kernel's (0) is that kernel's only one, a remainder (2) one of a kernel's several: what
+    # they read from the kernel table is then at most the table once (a blob that says otherwise is no blob
+    # kbase wrote, and would ask for its rows as many times as it names them)
+    pairs_of = np.bincount(row, minlength=len(table.count))
+    if (pairs_of[row[own]] != 1).any() or (np.bincount(row[rest], minlength=len(table.count)) > 1).any():
+        raise ValueError("its pairs disagree with their kinds")
     ex_idx, own_idx, rest_idx = np.flatnonzero(explicit), np.flatnonzero(own), np.flatnonzero(rest)
     e = len(ex_idx)
     count = np.asarray(table.count, dtype=np.int64)[row]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kbase.analysis.sparse import SparseRows
-from kbase.store.kernel_blobs import SAMPLE_BITS, mantissa_codes
+from kbase.store.mantissa import SAMPLE_BITS, mantissa_codes
 from kbase.store.op_blobs import decode_ops, encode_ops, op_totals
 from kbase.store.packed import Packed
 
@@ -95,8 +95,9 @@ def test_the_sparse_layout_reads_back_what_the_dense_one_does(monkeypatch, seed)
 
 
 def test_a_sparse_blob_that_lies_is_unreadable_not_a_crash():
-    """A sample column outside the iterations, or cell counts that disagree with the cells: ``ValueError``
-    (the store read turns it into one line naming the baseline)."""
+    """A sample column outside the iterations, cell counts that disagree with the cells, or a kernel's only
+    pair named many times (its kernel-table row would be read, densely, once per naming): ``ValueError`` (the
+    store read turns it into one line naming the baseline), never a decode that grows with the lie."""
     import kbase.store.op_blobs as op_blobs
     from kbase.store.packed import pack
 
@@ -108,8 +109,14 @@ def test_a_sparse_blob_that_lies_is_unreadable_not_a_crash():
         op_blobs.DENSE_CELLS = old
     p = Packed(blob)
     cols = {n: (p.array(n), p.options(n)) for n in p.names}
-    for name, bad in (("ns_col", lambda v: v + 100), ("ns_cells", lambda v: v * 0 - 1)):
+    kind = cols["explicit"][0]
+    own_row = int(cols["row"][0][np.flatnonzero(kind == 0)[0]])
+    cases = (("ns_col", lambda v: v + 100, "outside the iterations"),
+             ("ns_cells", lambda v: v * 0 - 1, "cell counts disagree"),
+             # a kernel's only pair named again and again: its row would be read as many times
+             ("row", lambda v: np.where(kind == 0, own_row, v), "disagree with their kinds"))
+    for name, bad, words in cases:
         edited = dict(cols)
         edited[name] = (bad(cols[name][0]), cols[name][1])
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=words):
             decode_ops(pack(p.rows, edited, p.meta), table)
