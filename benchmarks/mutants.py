@@ -36,6 +36,7 @@ class Mutant:
 
 
 KEEP = ("tests/test_rule_tables.py", "tests/cli/test_keep_rules.py")
+GATE = ("tests/test_rule_tables.py::test_gate_policy", "tests/test_rule_tables.py::test_gate_policy_cannot_judge")
 MUTANTS = [
     # prune keep rules (docs/cli.md#kbase-prune, docs/export-format.md)
     Mutant("prune-first-parent-only", "prune keep rules", "kbase/gitrepo.py",
@@ -65,10 +66,54 @@ MUTANTS = [
            "default = DEFAULT_WARMUP if len(keys) >= DEFAULT_WARMUP + 1 else 0", ("tests/test_rule_tables.py",)),
     Mutant("warmup-skips-one-more", "windowing", "kbase/analysis/window.py",
            "chosen = keys[skipped:]", "chosen = keys[skipped + 1:]", ("tests/test_rule_tables.py",)),
-    # the gate's policy (docs/diff.md)
+    # the gate's policy (docs/diff.md, docs/noise-model.md, docs/budget.md, docs/cli.md "kbase gate"): its rule table
     Mutant("gate-ignores-acceptances", "gate policy", "kbase/comparison/gate.py",
            "    acc = acceptances.first(names)\n", "    acc = None\n",
-           ("tests/comparison/test_gate.py", "tests/comparison/test_acceptance_index.py")),
+           ("tests/comparison/test_gate.py", "tests/comparison/test_acceptance_index.py", *GATE)),
+    Mutant("gate-no-min-effect-floor", "gate policy", "kbase/comparison/noise.py",
+           "small = bool(passes and delta > 0 and effect == effect and upper < min_effect)", "small = False", GATE),
+    Mutant("gate-abs-floor-strict", "gate policy", "kbase/comparison/noise.py",
+           "abs(z) >= z_crit and abs(delta) >= abs_floor_ns", "abs(z) >= z_crit and abs(delta) > abs_floor_ns", GATE),
+    Mutant("gate-abs-floor-in-ns", "gate policy", "kbase/comparison/diff.py",
+           'abs_floor_ns=th["abs_floor_us"][i] * 1e3', 'abs_floor_ns=th["abs_floor_us"][i]', GATE),
+    Mutant("gate-no-share-floor", "gate policy", "kbase/comparison/noise.py",
+           "(share >= share_floor or share != share)", "(True or share != share)", GATE),
+    Mutant("gate-no-relative-floor", "gate policy", "kbase/comparison/noise.py",
+           "abs(delta) / before_ns >= rel_floor", "abs(delta) / before_ns >= 0", GATE),
+    Mutant("gate-overrides-unread", "gate policy", "kbase/comparison/diff.py",
+           "            out[key][hit] = value\n", "            pass\n", GATE),
+    Mutant("gate-ignore-unread", "gate policy", "kbase/comparison/diff.py",
+           'rows["gated"] = ((cls == KernelClass.REGRESSED.value) | new_gated) & ~rows["ignored"]',
+           'rows["gated"] = ((cls == KernelClass.REGRESSED.value) | new_gated)', GATE),
+    Mutant("gate-no-total-rule", "gate policy", "kbase/comparison/diff.py",
+           "regressed=bool(enough and p < policy.alpha and k.delta_pct >= policy.total_increase_pct)",
+           "regressed=False", GATE),
+    Mutant("gate-new-kernels-always-fail", "gate policy", "kbase/comparison/gate.py",
+           "fail_new = policy.new_kernel == NewKernelPolicy.FAIL", "fail_new = True", GATE),
+    Mutant("gate-new-kernels-no-share-floor", "gate policy", "kbase/comparison/diff.py",
+           'new_gated = ~has_b & (np.nan_to_num(rows["share_after"], nan=0.0) >= th["share_floor"])',
+           "new_gated = ~has_b", GATE),
+    Mutant("gate-step-gate-always-on", "gate policy", "kbase/comparison/gate.py",
+           "if j.regressed and result.policy.step_gate:", "if j.regressed:", GATE),
+    Mutant("gate-cannot-judge-never-fails", "gate policy", "kbase/comparison/gate.py",
+           'if policy.cannot_judge == "fail":', "if False:", GATE),
+    Mutant("gate-warn-only-unread", "gate policy", "kbase/comparison/gate.py",
+           "        if warn_only:\n", "        if False:\n", GATE),
+    Mutant("gate-gpu-count-not-compared", "gate policy", "kbase/comparison/diff.py",
+           '("gpu_models", "GPU model"), ("gpu_count", "GPU count"),', '("gpu_models", "GPU model"),', GATE),
+    Mutant("gate-allow-incomparable-unread", "gate policy", "kbase/comparison/gate.py",
+           "if result.mismatches and (not allow_incomparable or NO_KERNELS in result.mismatches):",
+           "if result.mismatches:", GATE),
+    Mutant("gate-fewer-iterations-comparable", "gate policy", "kbase/comparison/diff.py",
+           "< policy.min_iteration_ratio * before.n_units / before.n_captures):",
+           "< 0 * before.n_units / before.n_captures):", GATE),
+    Mutant("gate-acceptances-never-expire", "gate policy", "kbase/comparison/gate.py",
+           "if (a.expires is None or a.expires >= today) and", "if True and", GATE),
+    Mutant("gate-acceptances-out-of-range", "gate policy", "kbase/comparison/gate.py",
+           "and (in_range is None or in_range(a.commit))]", "]", GATE),
+    Mutant("gate-acceptances-by-full-name-only", "gate policy", "kbase/comparison/gate.py",
+           '        _fail_or_accept(v, finding, index, (r["name"], r["short_name"]))\n    for r in',
+           '        _fail_or_accept(v, finding, index, (r["name"],))\n    for r in', GATE),
 ]
 
 

@@ -237,6 +237,14 @@ def _check_window(spec: WindowSpec, origins: Mapping[str, Origin]) -> None:
         lo, hi = spec.trim
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise SettingsError("START and END must be finite seconds", field="trim", value=spec.trim)
+    from kbase.analysis.spec import MAX_WINDOW_SPEC_BYTES
+
+    size = len(spec.key().encode("utf-8", "surrogatepass"))
+    if size > MAX_WINDOW_SPEC_BYTES:
+        name = max(("marker", "iteration_kernel"), key=lambda f: len(getattr(spec, f) or ""))
+        shown = (getattr(spec, name) or "")[:60] + "…"
+        raise SettingsError(f"is too long: the window's description would be {size:,} bytes, over the "
+                            f"{MAX_WINDOW_SPEC_BYTES:,} a store keeps", field=name, value=shown)
 
 
 def find_project_root(start: Path | None = None) -> Path:

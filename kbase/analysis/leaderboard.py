@@ -255,13 +255,10 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     pairs = None
     notes = list(window.notes)
     if ops is not None and not per_gpu:
-        from kbase.analysis.ops import TooManyPairs, op_pairs
+        from kbase.analysis.ops import op_pairs
 
-        try:
-            pairs = op_pairs(ops, codes, ops.code[window.mask], dur, window.column("iteration"),
-                             list(window.iteration_keys), names)
-        except TooManyPairs as exc:
-            notes.append(f"kernel time by op left out: {exc}")
+        pairs = op_pairs(ops, codes, ops.code[window.mask], dur, window.column("iteration"),
+                         list(window.iteration_keys), names)
     del codes, gpu, dur
     if per_gpu:  # the summary's shape is of kernels, summed over GPUs
         cat, tot = _per_kernel(t["code"], cols["category"], total)

@@ -35,6 +35,7 @@ from kbase.analysis.iterations import AUTO_MARKERS
 from kbase.readers.profile import RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP, Profile, RangeColumns
 
 if TYPE_CHECKING:
+    from kbase.analysis.sparse import SparseRows
     from kbase.analysis.summary import LeaderboardSummary
 
 NO_OP = -1
@@ -284,7 +285,8 @@ def innermost(start: np.ndarray, end: np.ndarray, scope: np.ndarray, t: np.ndarr
 class OpPairs:
     """A leaderboard's (op, kernel) pairs: each kernel's launches and time split by the op that launched them
     (summed over GPUs). ``op``: code into ``names`` (-1: launched by no op); ``iter_ns``: (pairs, the window's
-    iterations) ns per iteration, 0 where none (no columns in a window without iterations)."""
+    iterations) ns per iteration, held sparse (``analysis.sparse``: the (pair, iteration) cells that occur; no
+    columns in a window without iterations)."""
 
     names: np.ndarray  # object: op keys
     bare: np.ndarray  # object: op without scope, per key
@@ -292,7 +294,7 @@ class OpPairs:
     kernel: np.ndarray  # object: full kernel name per pair
     count: np.ndarray  # int64
     total_ns: np.ndarray  # float64
-    iter_ns: np.ndarray  # float64 (pairs, iterations)
+    iter_ns: SparseRows  # (pairs, iterations)
 
     def __len__(self) -> int:
         return len(self.op)
@@ -302,20 +304,14 @@ class OpPairs:
         return None if code < 0 else str(self.names[code])
 
 
-# (op, kernel) pairs x iterations kept per capture (float64 each: 512 MiB): the split by op is dense per
-# iteration, so a trace with very many distinct pairs and iterations (one asked for 7 TiB) is left without it
-MAX_PAIR_CELLS = 1 << 26
-
-
-class TooManyPairs(ValueError):
-    """The capture's (op, kernel) pairs x iterations pass ``MAX_PAIR_CELLS`` (the message says how many)."""
-
-
 def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.ndarray, iteration: np.ndarray,
              keys: list[int], kernel_names: np.ndarray) -> OpPairs:
     """The (op, kernel) pairs of a window's launches (``codes``: kernel name codes, ``op_code``: their op codes,
     ``dur``, ``iteration``: their iteration key, ``keys``: the window's iterations) by bincounts over a
-    composite (op, kernel) key."""
+    composite (op, kernel) key, and their time per iteration by the composite (pair, iteration) keys that
+    occur: memory in proportion to the launches, whatever the ops x kernels x iterations space."""
+    from kbase.analysis.sparse import SparseRows, column_lookup
+
     n_names = len(kernel_names)
     karr = np.asarray(keys, dtype=np.int64)
     n_keys = len(karr)
@@ -327,28 +323,31 @@ def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.nda
     # the (op, kernel) pairs present, then bincounts over them a chunk of launches at a time (no launch-long
     # temporaries, no table over every op x kernel x iteration)
     bound = (len(ops.names) + 1) * n_names
-    if bound <= 1 << 26:  # a table over the pair space: one pass, no sort
+    if bound <= 4 * len(codes) + (1 << 16):  # a table over the pair space no larger than the launches: no sort
         seen = np.zeros(bound, dtype=bool)
         for sl in chunks:
             seen[pairs_of(sl)] = True
         present = np.flatnonzero(seen)
+        rank = np.zeros(bound, dtype=np.int64)
+        rank[present] = np.arange(len(present))
     else:
-        present = np.unique(np.concatenate([np.unique(pairs_of(sl)) for sl in chunks]))
-    if len(present) * n_keys > MAX_PAIR_CELLS:  # checked before the matrix is allocated
-        raise TooManyPairs(f"{len(present):,} (op, kernel) pairs x {n_keys:,} iterations is more than the "
-                           f"{MAX_PAIR_CELLS:,} cells kbase keeps per capture")
+        present = np.unique(np.concatenate([np.unique(pairs_of(sl)) for sl in chunks] or [np.empty(0, np.int64)]))
+        rank = None
+
+    def index_of(p: np.ndarray) -> np.ndarray:  # a lookup where the table is small, else a search
+        return rank[p] if rank is not None else np.searchsorted(present, p)
+    column_of = column_lookup(karr)
     count, total = np.zeros(len(present), dtype=np.int64), np.zeros(len(present))
-    per_iter = np.zeros(len(present) * n_keys)
+    parts = []
     for sl in chunks:
-        idx = np.searchsorted(present, pairs_of(sl))
+        idx = index_of(pairs_of(sl))
         count += np.bincount(idx, minlength=len(present))
         total += np.bincount(idx, weights=dur[sl], minlength=len(present))
         if n_keys:
             inside = iteration[sl] >= 0
-            col = np.searchsorted(karr, iteration[sl][inside])
-            per_iter += np.bincount(idx[inside] * n_keys + col, weights=dur[sl][inside],
-                                    minlength=len(present) * n_keys)
-    iter_ns = per_iter.reshape(len(present), n_keys)
+            key = idx[inside] * n_keys + column_of(iteration[sl][inside])  # (pair, iteration) as one key
+            parts.append(SparseRows.from_keys(key, dur[sl][inside], (len(present), n_keys)))
+    iter_ns = SparseRows.concat(parts) if parts else SparseRows.empty(len(present), n_keys)
     return OpPairs(names=ops.names, bare=ops.bare, op=(present // n_names - 1).astype(np.int32),
                    kernel=kernel_names[present % n_names], count=count, total_ns=total, iter_ns=iter_ns)
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A window's description (``WindowSpec.key``) is part of a baseline's unique capture key: PostgreSQL's index
+# refuses an entry past about 2.7 KB where SQLite takes any, so every store takes at most this many bytes of it
+# (the workload, commit and capture hash beside it take at most ~1.3 KB). Real ones: under 100.
+MAX_WINDOW_SPEC_BYTES = 1024
+
 
 @dataclass(frozen=True)
 class WindowSpec:

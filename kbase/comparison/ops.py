@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kbase.analysis.sparse import BLOCK_CELLS
 from kbase.comparison.noise import RunNoise, decide, iteration_estimates, pick_noise, pooled_between, repeat_components
 from kbase.enums import KernelClass
 
@@ -253,7 +254,7 @@ def _grouped(o: OpSide) -> OpSide:
     arr = np.array(groups, dtype=object)
     return OpSide(keys=arr, bare=arr, pair_op=o.pair_op, pair_kernel=o.pair_kernel, pair_ns=o.pair_ns,
                   pair_count=o.pair_count, op_ns=summed(o.op_ns), op_count=summed(o.op_count),
-                  samples=summed(o.samples), levels=summed(o.levels))
+                  samples=o.samples.grouped(code, len(groups)), levels=summed(o.levels))
 
 
 def _unit_table(keys: np.ndarray, bo: OpSide, ao: OpSide, before: Side, after: Side, policy: Policy, z_crit: float,
@@ -265,12 +266,8 @@ def _unit_table(keys: np.ndarray, bo: OpSide, ao: OpSide, before: Side, after: S
     bi, ai = {k: i for i, k in enumerate(bo.keys.tolist())}, {k: i for i, k in enumerate(ao.keys.tolist())}
     b_ns, a_ns = _at(keys, bo.op_ns, bi), _at(keys, ao.op_ns, ai)
     has_b, has_a = np.array([k in bi for k in keys.tolist()]), np.array([k in ai for k in keys.tolist()])
-    bs, as_ = _at(keys, bo.samples, bi), _at(keys, ao.samples, ai)
     caps = (bo.levels.shape[1], ao.levels.shape[1])
-    parts = [repeat_components(s, side.sample_capture) for s, side in ((bs, before), (as_, after))
-             if side.sample_capture is not None and len(np.unique(side.sample_capture)) > 1]
-    between, between_df = pooled_between(parts) if parts else (np.full(n, np.nan), np.zeros(n))
-    within = iteration_estimates(bs, as_) if bs.shape[1] and as_.shape[1] else [None] * n
+    within, between, between_df = _sample_noise(keys, bo, ao, bi, ai, before, after)
     out: dict[str, np.ndarray] = {c: np.full(n, np.nan) for c in ("z", "p_value", "noise_rel", "mde_rel", "mde_ns")}
     source = np.full(n, None, dtype=object)
     cls = np.full(n, KernelClass.WITHIN_NOISE.value, dtype=object)
@@ -309,3 +306,30 @@ def _unit_table(keys: np.ndarray, bo: OpSide, ao: OpSide, before: Side, after: S
             "share_before": share_b, "share_after": share_a,
             "effect": delta / wall if wall == wall and wall else np.full(n, np.nan), "noise_source": source,
             "kernels": kernels, **out}
+
+
+def _sample_noise(keys: np.ndarray, bo: OpSide, ao: OpSide, bi: dict, ai: dict, before: Side,
+                  after: Side) -> tuple[list, np.ndarray, np.ndarray]:
+    """Per op key: the within-capture estimate from both sides' per-iteration samples and the between-process
+    sd (and its degrees of freedom) from repeat captures. The samples are sparse; the statistics, which count
+    every iteration (an op's zeros too), read them a bounded block of keys at a time."""
+    n = len(keys)
+    bs = bo.samples.take(np.array([bi.get(k, -1) for k in keys.tolist()], dtype=np.int64))
+    as_ = ao.samples.take(np.array([ai.get(k, -1) for k in keys.tolist()], dtype=np.int64))
+    repeats = [side.sample_capture if side.sample_capture is not None and len(np.unique(side.sample_capture)) > 1
+               else None for side in (before, after)]
+    within: list = []
+    sds: list[list[np.ndarray]] = [[], []]
+    dfs = [0.0, 0.0]
+    step = max(1, BLOCK_CELLS // max(bs.shape[1] + as_.shape[1], 1))
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        b, a = bs.block(lo, hi), as_.block(lo, hi)
+        within += iteration_estimates(b, a) if b.shape[1] and a.shape[1] else [None] * (hi - lo)
+        for j, (m, capture) in enumerate(((b, repeats[0]), (a, repeats[1]))):
+            if capture is not None:
+                sd, dfs[j] = repeat_components(m, capture)
+                sds[j].append(sd)
+    parts = [(np.concatenate(sds[j]) if sds[j] else np.empty(0), dfs[j]) for j in (0, 1) if repeats[j] is not None]
+    between, between_df = pooled_between(parts) if parts and n else (np.full(n, np.nan), np.zeros(n))
+    return within, between, between_df

@@ -21,6 +21,7 @@ import numpy as np
 
 from kbase.analysis.capture import CAPTURE_TEXT, Capture, capture_of_leaderboard
 from kbase.analysis.sketch import CHUNKS, QUANTILES, TOTAL, WIDTH
+from kbase.analysis.sparse import SparseRows
 from kbase.comparison.sketch import pool as pool_sketches
 from kbase.comparison.step import SideBudget, side_budget
 
@@ -174,7 +175,7 @@ class OpSide:
     pair_count: np.ndarray  # launches per unit per GPU
     op_ns: np.ndarray  # per key
     op_count: np.ndarray
-    samples: np.ndarray  # (keys, iterations)
+    samples: SparseRows  # (keys, iterations): the cells that occur (``analysis.sparse``)
     levels: np.ndarray  # (keys, captures)
 
 
@@ -280,7 +281,8 @@ def _pooled_ops(caps: list[Capture], aligned: bool = True, per_run: bool = False
     n = len(pair_rows)
     total, count = np.zeros(n), np.zeros(n)
     op_total, op_count = np.zeros(len(keys)), np.zeros(len(keys))
-    samples, levels = [], np.zeros((len(keys), len(caps)))
+    samples: list[SparseRows] = []
+    levels = np.zeros((len(keys), len(caps)))
     gpu_units = 0.0
     for j, c in enumerate(caps):
         assert c.ops is not None
@@ -295,12 +297,10 @@ def _pooled_ops(caps: list[Capture], aligned: bool = True, per_run: bool = False
         gpu_units += units * gpus
         has = c.ops.op >= 0
         krow = np.fromiter((key_row[names[op]] for op in c.ops.op[has].tolist()), dtype=np.intp, count=int(has.sum()))
-        if aligned:
-            m = np.zeros((len(keys), c.ops.iter_ns.shape[1]))
-            np.add.at(m, krow, c.ops.iter_ns[has])
-            samples.append(m / gpus)
-        elif c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels
-            samples.append(_op_chunks(c, gpus, per_run, krow, has, len(keys)))
+        if aligned:  # (keys, its iterations), sparse: the (op, iteration) cells that occur
+            samples.append(c.ops.iter_ns.take(np.flatnonzero(has)).grouped(krow, len(keys)).divided(gpus))
+        elif c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels (keys x 8 chunks)
+            samples.append(SparseRows.from_dense(_op_chunks(c, gpus, per_run, krow, has, len(keys))))
         by_key = np.zeros(len(keys))
         np.add.at(by_key, krow, c.ops.total_ns[has])
         levels[:, j] = by_key / (units * gpus) if units else np.nan
@@ -314,7 +314,7 @@ def _pooled_ops(caps: list[Capture], aligned: bool = True, per_run: bool = False
     return OpSide(keys=np.array(keys, dtype=object), bare=np.array([bare[k] for k in keys], dtype=object),
                   pair_op=pair_op, pair_kernel=pair_kernel, pair_ns=total * per, pair_count=count * per,
                   op_ns=op_total * per, op_count=op_count * per,
-                  samples=np.hstack(samples) if samples else np.zeros((len(keys), 0)), levels=levels)
+                  samples=SparseRows.hstack(samples) if samples else SparseRows.empty(len(keys), 0), levels=levels)
 
 
 def _op_chunks(c: Capture, gpus: int, per_run: bool, krow: np.ndarray, has: np.ndarray, n_keys: int) -> np.ndarray:

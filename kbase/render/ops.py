@@ -24,8 +24,9 @@ INDENT = "  └ "
 
 
 def no_ops_note(fmt: str, notes: list[str] | None = None) -> str:
-    """Why a leaderboard has no op information: its own note when attribution was left out (too many pairs),
-    else no op ranges in the profile."""
+    """Why a leaderboard has no op information: its own note when attribution was left out (a baseline an
+    earlier kbase stored past its cap on pairs x iterations, which the sparse split no longer has), else no op
+    ranges in the profile."""
     left_out = next((n for n in notes or [] if n.startswith("kernel time by op left out")), None)
     if left_out:
         return f"no op information: {left_out}; kbase top --by op ({fmt}) lists none"

@@ -288,8 +288,10 @@ def capture_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Name
     stored_keys, keys = json.loads(b.iteration_keys), [int(k) for k in s.iteration_keys]
     ns, cnt = _samples(t, stored_keys)
     out = _in_key_order(np.where(cnt > 0, ns, 0).astype(np.float64), stored_keys, keys)
-    if ops is not None:
-        ops.iter_ns = _in_key_order(ops.iter_ns, stored_keys, keys)
+    if ops is not None and stored_keys != keys:
+        at = {k: j for j, k in enumerate(keys)}
+        ops.iter_ns = ops.iter_ns.with_columns(np.array([at.get(k, -1) for k in stored_keys], dtype=np.int64),
+                                               len(keys))
     return Capture(summary=s, names=text["name"], text={c: text[c] for c in CAPTURE_TEXT},
                    gpus=t.gpus.astype(np.int64), count=t.count.astype(float), total_ns=t.total_ns.astype(float),
                    avg_ns=t.avg_ns, std_ns=t.std_ns, iter_ns=out, sketches=stored_sketches(text["name"].tolist(), t),
@@ -326,5 +328,4 @@ def op_pairs_of(stored: StoredOps, kernel_names: list[str], op_names: dict[int, 
                    bare=np.array([b for _, b in used], dtype=object),
                    op=np.array([code[op_names[i][0]] if i else -1 for i in stored.op_id.tolist()], dtype=np.int32),
                    kernel=kernel, count=np.asarray(stored.count, dtype=np.int64),
-                   total_ns=np.asarray(stored.total_ns, dtype=np.float64),
-                   iter_ns=np.asarray(stored.iter_ns, dtype=np.float64))
+                   total_ns=np.asarray(stored.total_ns, dtype=np.float64), iter_ns=stored.iter_ns)

@@ -50,10 +50,18 @@ def depth(doc: Any) -> int:
     return deepest
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e400: a literal past float's range reads as infinity
+        raise _NotJsonNumber(text)
+    return value
+
+
 def strict_json(data: bytes | str, what: str = "JSON") -> Any:
-    """``data`` parsed as strict JSON: NaN and Infinity refused, nesting refused past ``MAX_DEPTH``."""
+    """``data`` parsed as strict JSON: NaN and Infinity refused (a number past float's range too: it would
+    read as infinity), nesting refused past ``MAX_DEPTH``."""
     try:
-        doc = json.loads(data, parse_constant=_no_constant)
+        doc = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise ExportFileError(f"{what} nested too deeply (more than {MAX_DEPTH} levels)") from None
     except _NotJsonNumber as exc:
@@ -120,23 +128,41 @@ def _int(value: Any, what: str, top: int = _INT64, low: int | None = None) -> in
 
 
 def _float(value: Any, what: str) -> float:
+    """A float column's value as it reads back from either store: a JSON float (an integer reads back as a
+    float, another value than the file's digest covers), finite, not -0.0 (SQLite keeps it as 0.0)."""
     import math
 
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         raise ExportFileError(f"{what} is not a finite number")
-    if isinstance(value, int) and abs(value) > 1 << 62:
-        raise ExportFileError(f"{what} ({value}) is out of range")
-    return float(value)
+    if isinstance(value, int):
+        raise ExportFileError(f"{what} is an integer ({value}) where the store keeps a float (kbase writes "
+                              f"{float(value) if abs(value) < 1 << 53 else 'a float'})")
+    if value == 0 and math.copysign(1.0, value) < 0:
+        raise ExportFileError(f"{what} is -0.0, which SQLite keeps as 0.0 (kbase writes 0.0)")
+    return value
 
 
 def _moment(value: Any, what: str, kind: type) -> None:
+    """A time (``datetime``) or date as kbase writes it: ISO 8601, a time in UTC (``+00:00``), so that it reads
+    back from either store as written (the content digest covers it as text)."""
+    from datetime import UTC
+
     _text(value, what, 64)
     try:
         moment = date.fromisoformat(value) if kind is date else datetime.fromisoformat(value)
     except ValueError:
         raise ExportFileError(f"{what} is not an ISO 8601 {'time' if kind is datetime else 'date'}") from None
-    if isinstance(moment, datetime) and moment.utcoffset() is None:
-        raise ExportFileError(f"{what} has no time zone")
+    if isinstance(moment, datetime):
+        if moment.utcoffset() is None:
+            raise ExportFileError(f"{what} has no time zone")
+        try:
+            canonical = moment.astimezone(UTC).isoformat()
+        except OverflowError:
+            raise ExportFileError(f"{what} ({value}) is out of range in UTC") from None
+    else:
+        canonical = moment.isoformat()
+    if canonical != value:
+        raise ExportFileError(f"{what} is not written as kbase writes it ({value!r}: {canonical!r})")
 
 
 def _column_check(column: Any, value: Any, what: str) -> None:
@@ -234,6 +260,7 @@ def check_row(row: dict[str, Any]) -> None:
         if column.name in JSON_COLUMNS and value is not None:
             _json_column(value, what, JSON_COLUMNS[column.name])
     _span_ok(row)
+    _window_fits(row["window_spec"], "baseline window_spec")
 
 
 def _span_ok(row: dict[str, Any]) -> None:
@@ -246,6 +273,16 @@ def _span_ok(row: dict[str, Any]) -> None:
     summary = strict_json(row["summary_json"], "baseline summary_json") if row.get("summary_json") else {}
     if span != summary.get("capture_span"):
         raise ExportFileError("baseline capture_span differs from its summary_json's")
+
+
+def _window_fits(value: str, what: str) -> None:
+    """The window's description is in the capture key's unique index: PostgreSQL refuses an index entry past
+    about 2.7 KB (SQLite takes any), so both stores take at most ``MAX_WINDOW_SPEC_BYTES`` of it."""
+    from kbase.analysis.spec import MAX_WINDOW_SPEC_BYTES
+
+    size = len(value.encode("utf-8"))
+    if size > MAX_WINDOW_SPEC_BYTES:
+        raise ExportFileError(f"{what} is {size:,} bytes, over the {MAX_WINDOW_SPEC_BYTES:,} a store's index keeps")
 
 
 def check_names(names: Any, op_names: Any) -> None:
@@ -277,6 +314,7 @@ def check_key(key: dict[str, Any], what: str) -> None:
 
     for k in KEY:
         _column_check(BASELINE.c[k], key.get(k), f"{what} {k}")
+    _window_fits(key["window_spec"], f"{what} window_spec")
 
 
 def check_acceptance(doc: dict[str, Any]) -> None:

@@ -16,10 +16,17 @@ Columns, one row per pair in (kernel row, op) order:
   pair a kernel fewer to store);
 - ``count``, ``total_ns``: of the explicit pairs, in order;
 - ``ns_median``, ``ns``: their per-iteration ns as mantissa codes, each against the pair's median code of the
-  iterations it ran in (an iteration it did not run in: the code 0, stored as minus that median).
+  iterations it ran in (layout 1, ``DENSE``: every iteration, one it did not run in the code 0, stored as minus
+  that median; layout 2, ``SPARSE``: only the iterations it ran in);
+- ``ns_cells``, ``ns_col`` (layout 2): per explicit pair the number of iterations it ran in, and each one's
+  column (delta-coded).
 
-Meta: ``layout`` (``LAYOUT``: which columns mean what; a reader refuses another in one line), ``keys``
-(iteration keys of the samples, ``baseline.iteration_keys``' order), ``bits``.
+Layout 1 is written while the explicit pairs x iterations are at most ``DENSE_CELLS`` (every baseline an earlier
+kbase could store, byte for byte), layout 2 past it: the blob, its encoding and its decoding (to
+``analysis.sparse.SparseRows``) cost the (pair, iteration) cells that occur, never pairs x iterations.
+
+Meta: ``layout`` (which columns mean what; a reader refuses another in one line), ``keys`` (iteration keys of
+the samples, ``baseline.iteration_keys``' order), ``bits``.
 """
 
 from __future__ import annotations
@@ -30,40 +37,47 @@ from typing import TYPE_CHECKING
 from kbase.store.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
 from kbase.store.packed import Packed, pack
 
-LAYOUT = 1  # the ``ops`` blob's columns as this module writes them
+DENSE, SPARSE = 1, 2  # the ``ops`` blob's layouts: samples of every iteration, or of those a pair ran in
+LAYOUTS = (DENSE, SPARSE)
+LAYOUT = DENSE  # what kbase wrote before the sparse layout (kept for every blob it could write)
+# the explicit pairs' samples (pairs x iterations) written dense up to this many cells: every baseline an
+# earlier kbase could store (its op split was capped at 2^26 pair-iteration cells, nearly all of them
+# implicit) is written byte for byte as it wrote it; past it, the iterations each pair ran in only
+DENSE_CELLS = 1 << 22
 
 if TYPE_CHECKING:
     import numpy as np
 
     from kbase.analysis.ops import OpPairs
+    from kbase.analysis.sparse import SparseRows
     from kbase.store.kernel_blobs import KernelTable
 
 
 @dataclass
 class StoredOps:
     """A baseline's (kernel, op) pairs as stored: the kernel's row in the kernel table, the op's ``op_name`` id
-    (0: no op), launches, total ns and (pairs, keys) ns per iteration key."""
+    (0: no op), launches, total ns and (pairs, keys) ns per iteration key (sparse: ``analysis.sparse``)."""
 
     row: np.ndarray
     op_id: np.ndarray
     count: np.ndarray
     total_ns: np.ndarray
-    iter_ns: np.ndarray
+    iter_ns: SparseRows
 
 
 def encode_ops(pairs: OpPairs, rows: np.ndarray, op_ids: np.ndarray, count: np.ndarray, total_ns: np.ndarray,
                iter_ns: np.ndarray | None) -> bytes:
     """The ``ops`` blob of ``pairs``: ``rows``, ``op_ids`` per pair (the kernel's row, the op's id, 0 for none);
     ``count``, ``total_ns``, ``iter_ns``: the kernel table's columns (by row), which a kernel's only pair
-    shares."""
+    shares. Memory: the pairs' stored cells, and dense rows only of what the kernel table holds dense."""
     import numpy as np
 
     order = np.lexsort((op_ids, rows))
     row, op = np.asarray(rows, dtype=np.int64)[order], np.asarray(op_ids, dtype=np.int64)[order]
     p_count = np.asarray(pairs.count, dtype=np.int64)[order]
     p_total = np.rint(np.asarray(pairs.total_ns, dtype=np.float64)[order]).astype(np.int64)
-    p_ns = np.asarray(pairs.iter_ns, dtype=np.float64)[order]
-    n_keys = p_ns.shape[1] if p_ns.ndim == 2 else 0
+    p_ns = pairs.iter_ns.take(order)
+    n_keys = p_ns.shape[1]
     pairs_of = np.bincount(row, minlength=int(row.max()) + 1 if len(row) else 0)
     k_count = np.asarray(count, dtype=np.int64)[row]
     k_total = np.rint(np.asarray(total_ns, dtype=np.float64)[row]).astype(np.int64)
@@ -71,36 +85,50 @@ def encode_ops(pairs: OpPairs, rows: np.ndarray, op_ids: np.ndarray, count: np.n
     if n_keys:
         if iter_ns is None or iter_ns.shape[1] != n_keys:
             same[:] = False
-        else:
+        else:  # a kernel's only pair (one per kernel: at most the kernel table's rows, dense)
             # (the kernel table holds its samples as float32 first: ``codec.kernel_table``)
-            same &= (np.asarray(iter_ns, dtype=np.float64)[row] == p_ns.astype(np.float32)).all(axis=1)
+            cand = np.flatnonzero(same)
+            same[cand] = (np.asarray(iter_ns, dtype=np.float64)[row[cand]]
+                          == p_ns.take(cand).dense().astype(np.float32)).all(axis=1)
     kind = np.where(same, 0, 1)
     _mark_rests(kind, row, p_count, p_total, p_ns, k_count, k_total, iter_ns, n_keys)
     explicit = kind == 1
-    codes = mantissa_codes(p_ns[explicit], SAMPLE_BITS) if n_keys else np.zeros((int(explicit.sum()), 0), np.int64)
-    med = _median_code(codes)
+    ex = p_ns.take(np.flatnonzero(explicit))
+    e = len(ex)
     columns = {"row": (row, {"delta": True}), "op": (op, {}), "explicit": (kind.astype(np.int64), {}),
-               "count": (p_count[explicit], {}), "total_ns": (p_total[explicit], {}),
-               "ns_median": (med, {}), "ns": ((codes - med[:, None]).ravel(), {})}
-    return pack(len(row), columns, {"layout": LAYOUT, "keys": n_keys, "bits": SAMPLE_BITS})
+               "count": (p_count[explicit], {}), "total_ns": (p_total[explicit], {})}
+    if e * n_keys <= DENSE_CELLS:
+        codes = mantissa_codes(ex.dense(), SAMPLE_BITS) if n_keys else np.zeros((e, 0), np.int64)
+        med = _median_code(codes)
+        columns |= {"ns_median": (med, {}), "ns": ((codes - med[:, None]).ravel(), {})}
+        return pack(len(row), columns, {"layout": DENSE, "keys": n_keys, "bits": SAMPLE_BITS})
+    codes = mantissa_codes(ex.value, SAMPLE_BITS)
+    ran = codes > 0  # a code of 0 is an iteration the pair did not run in, as in the dense layout
+    cell_row, cell_col, codes = ex.row[ran], ex.col[ran], codes[ran]
+    med = _row_median(cell_row, codes, e)
+    columns |= {"ns_median": (med, {}), "ns_cells": (np.bincount(cell_row, minlength=e), {}),
+                "ns_col": (cell_col, {"delta": True}), "ns": (codes - med[cell_row], {})}
+    return pack(len(row), columns, {"layout": SPARSE, "keys": n_keys, "bits": SAMPLE_BITS})
 
 
-def _mark_rests(kind: np.ndarray, row: np.ndarray, count: np.ndarray, total: np.ndarray, ns: np.ndarray,
+def _mark_rests(kind: np.ndarray, row: np.ndarray, count: np.ndarray, total: np.ndarray, ns: SparseRows,
                 k_count: np.ndarray, k_total: np.ndarray, k_ns: np.ndarray | None, n_keys: int) -> None:
     """Mark (2) the largest pair of each kernel with several whose launches and total sum exactly to the
-    kernel's, and whose samples sum to its samples (float32, as stored): it is read back as the remainder."""
+    kernel's, and whose samples sum to its samples (float32, as stored): it is read back as the remainder.
+    ``row``: sorted (a kernel's pairs are adjacent)."""
     import numpy as np
 
-    rows = np.unique(row[kind == 1])
-    by_row = np.argsort(row, kind="stable")  # each kernel's pairs as a slice (not a scan of every pair per kernel)
-    starts = np.searchsorted(row[by_row], rows, side="left").tolist()
-    ends = np.searchsorted(row[by_row], rows, side="right").tolist()
-    for r, lo, hi in zip(rows.tolist(), starts, ends):
-        at = by_row[lo:hi]
+    for r in np.unique(row[kind == 1]).tolist():
+        lo, hi = np.searchsorted(row, [r, r + 1]).tolist()
+        at = np.arange(lo, hi)
         if len(at) < 2 or count[at].sum() != k_count[at[0]] or total[at].sum() != k_total[at[0]]:
             continue
-        if n_keys and (k_ns is None or not np.allclose(ns[at].sum(axis=0), k_ns[r], rtol=1e-6, atol=1.0)):
-            continue
+        if n_keys:
+            if k_ns is None:
+                continue
+            summed = ns.take(at).grouped(np.zeros(len(at), dtype=np.int64), 1).row_dense(0)
+            if not np.allclose(summed, k_ns[r], rtol=1e-6, atol=1.0):
+                continue
         kind[at[np.argmax(total[at])]] = 2
 
 
@@ -116,42 +144,115 @@ def _median_code(codes: np.ndarray) -> np.ndarray:
     return out
 
 
+def _row_median(row: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    """``_median_code`` of cells: each of ``n`` rows' median code over its cells (``row`` sorted; 0: none)."""
+    import numpy as np
+
+    out = np.zeros(n, dtype=np.int64)
+    if not len(codes):
+        return out
+    order = np.lexsort((codes, row))
+    ranked = codes[order].astype(np.float64)
+    size = np.bincount(row, minlength=n)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    live = np.flatnonzero(size)
+    mid_lo, mid_hi = start[live] + (size[live] - 1) // 2, start[live] + size[live] // 2
+    out[live] = np.rint((ranked[mid_lo] + ranked[mid_hi]) / 2).astype(np.int64)
+    return out
+
+
 def decode_ops(blob: bytes | Packed, table: KernelTable) -> StoredOps:
     """The pairs of an ``ops`` blob, the implicit ones' numbers taken from their kernel's row of ``table``
     (decoded with its samples)."""
     import numpy as np
 
+    from kbase.analysis.sparse import SparseRows
+
     p = blob if isinstance(blob, Packed) else Packed(blob)
     n, keys, bits = p.rows, int(p.meta["keys"]), int(p.meta["bits"])
+    layout = p.meta.get("layout")
     row, op = p.array("row"), p.array("op")
     kind = p.array("explicit")
-    explicit, rest = kind == 1, kind == 2
-    e = int(explicit.sum())
+    explicit, rest, own = kind == 1, kind == 2, kind == 0
+    if len(row) != n or len(op) != n or len(kind) != n or not np.isin(kind, (0, 1, 2)).all():
+        raise ValueError("its pair columns disagree")
+    if n and (int(row.min()) < 0 or int(row.max()) >= len(table.count)):
+        raise ValueError("a pair names a kernel row the table does not have")
+    if keys and table.iter_ns is not None and np.shape(table.iter_ns)[1] != keys:
+        raise ValueError(f"its samples are of {keys} iterations, the kernel table's of {np.shape(table.iter_ns)[1]}")
+    # a pair that is its kernel's (0) is that kernel's only one, a remainder (2) one of a kernel's several: what
+    # they read from the kernel table is then at most the table once (a blob that says otherwise is no blob
+    # kbase wrote, and would ask for its rows as many times as it names them)
+    pairs_of = np.bincount(row, minlength=len(table.count))
+    if (pairs_of[row[own]] != 1).any() or (np.bincount(row[rest], minlength=len(table.count)) > 1).any():
+        raise ValueError("its pairs disagree with their kinds")
+    ex_idx, own_idx, rest_idx = np.flatnonzero(explicit), np.flatnonzero(own), np.flatnonzero(rest)
+    e = len(ex_idx)
     count = np.asarray(table.count, dtype=np.int64)[row]
     total = np.asarray(table.total_ns, dtype=np.float64)[row]
-    ns = np.zeros((n, keys))
-    own = kind == 0
-    if keys and table.iter_ns is not None and own.any():
-        ns[own] = table.iter_ns[row[own]]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per-pair cells: (pair, column, ns)
+    has_table = bool(keys) and table.iter_ns is not None
+    if has_table and len(own_idx):
+        own_ns = SparseRows.from_dense(np.asarray(table.iter_ns)[row[own_idx]])
+        parts.append((own_idx[own_ns.row], own_ns.col, own_ns.value))
     if e:
         count[explicit] = p.array("count", e)
         total[explicit] = p.array("total_ns", e)
         if keys:
-            codes = p.array("ns_median", e)[:, None] + p.array("ns", e * keys).reshape(e, keys)
-            ns[explicit] = mantissa_values(codes, bits)
-    if rest.any():  # the kernel's less its other pairs (summed per kernel row in one pass)
-        others, nk = ~rest, len(table.count)
-        other_count = np.zeros(nk, dtype=np.int64)
-        np.add.at(other_count, row[others], count[others])
-        other_total = np.bincount(row[others], weights=total[others], minlength=nk)
-        at = row[rest]
-        count[rest] -= other_count[at]
-        total[rest] -= other_total[at]
-        if keys and table.iter_ns is not None:
-            other_ns = np.zeros((nk, keys))
-            np.add.at(other_ns, row[others], ns[others])
-            ns[rest] = np.maximum(table.iter_ns[at] - other_ns[at], 0.0)
-    return StoredOps(row=row, op_id=op, count=count, total_ns=total, iter_ns=ns)
+            ex = _explicit_samples(p, layout, e, keys, bits)
+            parts.append((ex_idx[ex.row], ex.col, ex.value))
+    if len(rest_idx):  # the kernel's less its other pairs
+        kernels = np.unique(row[rest_idx])
+        at = np.full(len(table.count), -1, dtype=np.int64)
+        at[kernels] = np.arange(len(kernels))
+        others = np.flatnonzero(~rest & (at[row] >= 0))
+        less_count = np.zeros(len(kernels), dtype=np.int64)
+        np.add.at(less_count, at[row[others]], count[others])
+        less_total = np.zeros(len(kernels))
+        np.add.at(less_total, at[row[others]], total[others])
+        mine = at[row[rest_idx]]
+        count[rest_idx] -= less_count[mine]
+        total[rest_idx] -= less_total[mine]
+        if has_table:
+            so_far = _cells(parts, n, keys)
+            less = so_far.take(others).grouped(at[row[others]], len(kernels)).dense()
+            left = SparseRows.from_dense(np.maximum(np.asarray(table.iter_ns)[row[rest_idx]] - less[mine], 0.0))
+            parts.append((rest_idx[left.row], left.col, left.value))
+    return StoredOps(row=row, op_id=op, count=count, total_ns=total, iter_ns=_cells(parts, n, keys))
+
+
+def _cells(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int, keys: int) -> SparseRows:
+    """The (n, keys) matrix of the (pair, column, ns) cells of ``parts``."""
+    import numpy as np
+
+    from kbase.analysis.sparse import SparseRows
+
+    if not parts:
+        return SparseRows.empty(n, keys)
+    row, col, value = (np.concatenate(c) for c in zip(*parts))
+    return SparseRows.from_cells(row, col, value, (n, keys))
+
+
+def _explicit_samples(p: Packed, layout: object, e: int, keys: int, bits: int) -> SparseRows:
+    """The explicit pairs' samples of either layout, as (e, keys) sparse rows."""
+    import numpy as np
+
+    from kbase.analysis.sparse import SparseRows
+
+    med = p.array("ns_median", e)
+    if layout == DENSE:
+        codes = med[:, None] + p.array("ns", e * keys).reshape(e, keys)
+        return SparseRows.from_dense(mantissa_values(codes, bits))
+    cells = p.array("ns_cells", e)
+    if len(cells) != e or (cells < 0).any():
+        raise ValueError("its sample cell counts disagree")
+    m = int(cells.sum())
+    cell_row = np.repeat(np.arange(e, dtype=np.int64), cells)
+    col = p.array("ns_col", m)
+    if len(col) != m or (m and (int(col.min()) < 0 or int(col.max()) >= keys)):
+        raise ValueError("a sample lies outside the iterations")
+    values = mantissa_values(med[cell_row] + p.array("ns", m), bits)
+    return SparseRows.from_cells(cell_row, col, values, (e, keys))
 
 
 def op_totals(blob: bytes | Packed, kernel_total: list[int]) -> list[tuple[int, int]]:
@@ -206,9 +307,9 @@ def _check_layout(baseline_id: object, p: Packed) -> None:
     from kbase.errors import StoreError
 
     layout = p.meta.get("layout")
-    if layout != LAYOUT:
+    if layout not in LAYOUTS:
         raise StoreError(f"store: baseline @{baseline_id} holds op data of layout {layout}, which this kbase does "
-                         f"not read (it reads layout {LAYOUT}); upgrade kbase")
+                         f"not read (it reads layouts {', '.join(map(str, LAYOUTS))}); upgrade kbase")
 
 
 def _unreadable(baseline_id: object, exc: Exception) -> Exception:

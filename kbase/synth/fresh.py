@@ -22,6 +22,7 @@ import numpy as np
 from kbase.analysis.capture import CAPTURE_TEXT, Capture
 from kbase.analysis.ops import OpPairs
 from kbase.analysis.sketch import build_sketches
+from kbase.analysis.sparse import SparseRows
 from kbase.analysis.summary import LeaderboardSummary
 
 CONV_OPS = ("aten::cudnn_convolution", "aten::cudnn_convolution_backward_input",
@@ -131,8 +132,7 @@ def process(w: Workload, index: int, inject: dict[str, float] | None = None) -> 
     sk = build_sketches(codes, np.arange(len(codes)), flat, len(kernels))
     pair = ops_flat * len(kernels) + codes
     present, inverse = np.unique(pair, return_inverse=True)
-    pair_iter = np.zeros((len(present), n_it))
-    np.add.at(pair_iter, (inverse, it), flat)
+    pair_iter = SparseRows.from_cells(inverse.ravel(), it, flat, (len(present), n_it))
     names = np.array(kernels, dtype=object)
     pairs = OpPairs(names=np.array(ops, dtype=object), bare=np.array(ops, dtype=object),
                     op=(present // len(kernels)).astype(np.int32), kernel=names[present % len(kernels)],

@@ -268,6 +268,8 @@ def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np
     kernel's)."""
     from types import SimpleNamespace
 
+    from kbase.analysis.sparse import SparseRows
+
     row_of = np.empty(len(order), dtype=np.int64)
     row_of[order] = np.arange(len(order))
     rows, ops, counts, totals, samples = [], [], [], [], []
@@ -289,7 +291,8 @@ def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np
             totals.append(float(np.sum(ns)))
             samples.append(ns)
     pairs = SimpleNamespace(count=np.array(counts, dtype=np.int64), total_ns=np.array(totals),
-                            iter_ns=np.array(samples, dtype=np.float64).reshape(len(rows), per.shape[1]))
+                            iter_ns=SparseRows.from_dense(np.array(samples, dtype=np.float64).reshape(len(rows),
+                                                                                                      per.shape[1])))
     return pairs, np.array(rows, dtype=np.int64), np.array(ops, dtype=np.int64)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import run_kbase
+from helpers.store_state import store_state
 
 pytestmark = pytest.mark.slow
 
@@ -181,8 +182,9 @@ def test_prune_tombstones_travel(world):
     assert r.rc == 0 and "4 new baseline(s)" in r.stderr, r
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("damage", ["flip", "rename", "truncate", "link", "version", "junk-header", "not-a-dir"])
-def test_a_bad_file_is_exit_2_naming_it_store_unchanged(world, damage):
+def test_a_bad_file_is_exit_2_naming_it_store_unchanged(world, damage, backend, request):
     out = world["tmp"] / "data"
     assert kb(world, "export", out).rc == 0
     name = next(n for n in sorted(_files(out)) if n.endswith(".baseline"))
@@ -208,9 +210,11 @@ def test_a_bad_file_is_exit_2_naming_it_store_unchanged(world, damage):
         path.unlink()
         target = out / (hashlib.sha256(bad).hexdigest()[:40] + ".baseline")
         target.write_bytes(bad)
-    before = _digest(world["a"])
+    # the store it is refused into: the world's, or the same rows on PostgreSQL
+    url = world["url"] if backend == "sqlite" else request.getfixturevalue("pg_copy_of")(world["url"])
+    before = store_state(url)
     folder = out if damage != "not-a-dir" else path
-    r = kb(world, "import", folder)
+    r = kb(world, "import", folder, db=url)
     assert r.rc == 2 and r.stdout == "", r
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kbase: error:") and "Traceback" not in r.stderr, r
@@ -219,7 +223,7 @@ def test_a_bad_file_is_exit_2_naming_it_store_unchanged(world, damage):
                 "link": "symbolic link", "version": "upgrade kbase", "junk-header": "format",
                 "not-a-dir": "not a folder"}[damage]
     assert expected in lines[0], r
-    assert _digest(world["a"]) == before
+    assert store_state(url) == before
 
 
 def test_export_never_writes_through_a_link(world, tmp_path):

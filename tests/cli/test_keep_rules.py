@@ -2,7 +2,7 @@
 pushed to the data branch is a deletion too): a kept branch's whole history, a baseline stored on a kept branch
 and what an acceptance needs are never deleted. A kept branch is a branch *name* (``main~3`` is refused),
 resolved to its local and its remote-tracking ref both (a stale local ``main`` hides nothing), and a shallow
-clone, or a worktree of one, is refused.
+clone, or a worktree of one, is refused. The tombstones' rules are held on both backends (``fresh_url``).
 
 The world: ``main`` (two commits, each with a baseline), ``feature`` (one commit off main, with a baseline),
 ``accepted`` (one commit off main whose baseline carries an acceptance), all exported with a tombstone for every
@@ -18,6 +18,7 @@ import pytest
 from helpers.cli import run_kbase
 from helpers.gitrepos import commit, git
 from helpers.kineto_traces import make_trace
+from helpers.store_state import commits_left, store_state
 
 
 def _snap(repo: Path, db: str, trace: Path) -> None:
@@ -74,10 +75,7 @@ def _tombstone_everything(db: str, folder: Path) -> None:
 
 
 def _commits_left(db: Path) -> set[str]:
-    import sqlite3
-
-    with sqlite3.connect(db) as conn:
-        return {r[0] for r in conn.execute("select `commit` from baseline")}
+    return commits_left(f"sqlite:///{db}")
 
 
 def _fresh(world, tmp_path: Path) -> Path:
@@ -86,37 +84,42 @@ def _fresh(world, tmp_path: Path) -> Path:
     return db
 
 
-def test_imported_tombstones_obey_the_keep_rules(world, tmp_path):
-    db = _fresh(world, tmp_path)
-    r = run_kbase("import", world["folder"], "--db", f"sqlite:///{db}", "--repo", world["repo"])
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_url(request, world, tmp_path) -> str:
+    """A copy of the world's store on each backend (PostgreSQL: the same rows, ``pg.copy_store``): the
+    tombstones' keep rules hold on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{_fresh(world, tmp_path)}"
+    return request.getfixturevalue("pg_copy_of")(f"sqlite:///{world['db']}")
+
+
+def test_imported_tombstones_obey_the_keep_rules(world, fresh_url):
+    r = run_kbase("import", world["folder"], "--db", fresh_url, "--repo", world["repo"])
     assert r.rc == 0, r
     c = world["commits"]
     # main's history (its default branch) and the accepted commit stay; the feature's baseline goes
-    assert _commits_left(db) == {c["main1"], c["main2"], c["accepted"]}
+    assert commits_left(fresh_url) == {c["main1"], c["main2"], c["accepted"]}
     assert "1 deleted by tombstones" in r.stderr and "3 tombstone(s) not applied" in r.stderr, r
     warnings = [line for line in r.stderr.splitlines() if "tombstone not applied" in line]
     assert len(warnings) == 3 and sum("in the history of main" in w for w in warnings) == 2, r
     assert any("acceptance" in w and c["accepted"][:12] in w for w in warnings), r
 
 
-def test_a_named_kept_branch_keeps_its_baselines_from_tombstones(world, tmp_path):
-    db = _fresh(world, tmp_path)
-    r = run_kbase("import", world["folder"], "--keep-branch", "feature", "--db", f"sqlite:///{db}", "--repo",
-                  world["repo"])
+def test_a_named_kept_branch_keeps_its_baselines_from_tombstones(world, fresh_url):
+    r = run_kbase("import", world["folder"], "--keep-branch", "feature", "--db", fresh_url, "--repo", world["repo"])
     assert r.rc == 0, r
     c = world["commits"]
     # feature's history holds main1 too; main2 is nobody's now; the accepted commit's baseline stays
-    assert _commits_left(db) == {c["main1"], c["feature"], c["accepted"]}
+    assert commits_left(fresh_url) == {c["main1"], c["feature"], c["accepted"]}
 
 
-def test_without_a_repository_no_tombstone_deletes_anything(world, tmp_path):
-    db = _fresh(world, tmp_path)
+def test_without_a_repository_no_tombstone_deletes_anything(world, tmp_path, fresh_url):
     elsewhere = tmp_path / "not-a-repo"
     elsewhere.mkdir()
-    before = _commits_left(db)
-    r = run_kbase("import", world["folder"], "--db", f"sqlite:///{db}", "--repo", elsewhere)
+    before = store_state(fresh_url)
+    r = run_kbase("import", world["folder"], "--db", fresh_url, "--repo", elsewhere)
     assert r.rc == 0 and "0 deleted by tombstones" in r.stderr and "could not be checked" in r.stderr, r
-    assert _commits_left(db) == before
+    assert store_state(fresh_url) == before
 
 
 @pytest.mark.parametrize("name", ["main~1", "main^", "HEAD", "@{-1}", "-main", "main..feature"])

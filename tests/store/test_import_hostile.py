@@ -3,6 +3,12 @@ Each class of hostile file (decompression bombs in every codec, values of the wr
 that is not strict, nesting past any real file's) is refused in one line naming the file, exit 2, before the
 store is opened (so a refused import neither changes nor creates a store); what is accepted reads back.
 
+Every case runs against a store on each backend (``store_url``: SQLite, and PostgreSQL where a server can be
+had): a refusal is the same line on both, word for word, and leaves either store exactly as it was; a value at
+the edge of what the schema allows is accepted by both, reads back, imports again as already stored and exports
+to the same bytes (no folder that SQLite takes and PostgreSQL refuses, or that imports once and then conflicts
+with itself).
+
 The world: one real snapshot (a two-rank Kineto trace) exported; each case rewrites that export file and gives
 it the name of its new bytes, as ``kbase export`` would have."""
 
@@ -21,6 +27,7 @@ import pytest
 from helpers.cli import run_kbase
 from helpers.gitrepos import commit, git
 from helpers.kineto_traces import make_trace
+from helpers.store_state import store_state
 
 
 @pytest.fixture(scope="module")
@@ -65,16 +72,21 @@ def place(folder: Path, data: bytes, suffix: str = ".baseline") -> Path:
     return path
 
 
-def refused(repo: Path, folder: Path, path: Path, *words: str, db: Path | None = None):
-    """Import ``folder``: exit 2, one line naming ``path`` (and ``words``), no store created."""
-    db = db or folder.parent / "fresh.db"
-    r = run_kbase("import", folder, "--db", f"sqlite:///{db}", "--repo", repo)
+def refused(repo: Path, folder: Path, path: Path, *words: str, url: str):
+    """Import ``folder`` into the store at ``url``: exit 2, one line naming ``path`` (and ``words``), the store
+    exactly as it was (an absent one not created). On PostgreSQL the line is also SQLite's, word for word."""
+    before = store_state(url)
+    r = run_kbase("import", folder, "--db", url, "--repo", repo)
     assert r.rc == 2, r
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and path.name in lines[0] and "Traceback" not in r.stderr, r
     for w in words:
         assert w in lines[0], (w, r)
-    assert not db.exists(), "a refused import created a store"
+    assert store_state(url) == before, "a refused import changed (or created) the store"
+    if not url.startswith("sqlite"):
+        twin = folder.parent / f"twin-{path.name}.db"
+        t = run_kbase("import", folder, "--db", f"sqlite:///{twin}", "--repo", repo)
+        assert (t.rc, t.stderr) == (r.rc, r.stderr) and not twin.exists(), (t, r)
     return lines[0]
 
 
@@ -126,30 +138,30 @@ def test_a_zstd_frame_that_states_a_huge_size_is_refused_before_allocating():
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3], ids=["deflate", "lzma", "zstd"])
-def test_a_bomb_in_an_export_file_is_refused_by_its_declared_size(exported, tmp_path, codec):
+def test_a_bomb_in_an_export_file_is_refused_by_its_declared_size(exported, tmp_path, codec, store_url):
     repo, data = exported
     header, blobs = split(data)
     blobs[2] = _bomb_blob(codec, 1 << 20, declared=22 << 30)  # says 22 GiB
     path = place(tmp_path / "data", join(header, blobs))
-    line = refused(repo, tmp_path / "data", path, "samples blob", "import limit", "import_max_mb")
+    line = refused(repo, tmp_path / "data", path, "samples blob", "import limit", "import_max_mb", url=store_url)
     assert "MiB" in line
 
 
-def test_a_blob_within_the_limit_imports_and_the_limit_is_a_setting(exported, tmp_path):
+def test_a_blob_within_the_limit_imports_and_the_limit_is_a_setting(exported, tmp_path, store_url):
     repo, data = exported
     folder = tmp_path / "data"
     place(folder, data)
     size = len(data)
-    db = tmp_path / "small.db"
-    r = run_kbase("import", folder, "--db", f"sqlite:///{db}", "--repo", repo)
+    r = run_kbase("import", folder, "--db", store_url, "--repo", repo)
     assert r.rc == 0 and "1 new baseline(s)" in r.stderr, r
-    # the same file under a limit too small for it: refused by the setting, named
+    # the same file under a limit too small for it: refused by the setting, named, the store (holding the
+    # first import) unchanged
     (repo / "pyproject.toml").write_text("[tool.kbase]\nimport_max_mb = 1\n")
     try:
         header, blobs = split(data)
         blobs[2] = _bomb_blob(3, 1 << 20, declared=2 << 20)  # 2 MiB, honest: over a 1 MiB limit
         bad = place(tmp_path / "more", join(header, blobs))
-        refused(repo, tmp_path / "more", bad, "import limit of 1 MiB")
+        refused(repo, tmp_path / "more", bad, "import limit of 1 MiB", url=store_url)
     finally:
         (repo / "pyproject.toml").unlink()
     assert size < 1 << 20
@@ -161,7 +173,8 @@ def test_a_blob_within_the_limit_imports_and_the_limit_is_a_setting(exported, tm
 def test_a_hostile_file_imports_in_bounded_memory(exported, tmp_path, codec, streamed):
     """The issue's bound: importing a hostile file of under 1 MiB stays under 300 MiB resident. Its blob
     declares what the default limit allows (16 MiB: 48 MiB decoded with its values widened) and its payload
-    decodes to 512 MiB: the decoder stops at the declared size."""
+    decodes to 512 MiB: the decoder stops at the declared size. (SQLite only: the file is refused before any
+    store is opened, so the backend plays no part; the refusal itself is held on both above.)"""
     repo, data = exported
     header, blobs = split(data)
     blobs[2] = _bomb_blob(codec, 512 << 20, declared=16 << 20, streamed=streamed)
@@ -216,6 +229,16 @@ def _names(i: int, j: int, value):
     return edit
 
 
+def _incompressible(size: int) -> str:
+    """Text of exactly ``size`` UTF-8 bytes that no compressor shrinks (PostgreSQL compresses index entries):
+    random CJK characters (3 bytes each) and ASCII letters for the rest."""
+    import random
+
+    r = random.Random(size)
+    text = "".join(chr(r.randrange(0x4E00, 0x9FFF)) for _ in range(size // 3))
+    return text + "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size - 3 * (size // 3)))
+
+
 def _header(**changes):
     def edit(header):
         header.update(changes)
@@ -251,17 +274,30 @@ ROW_CASES = {
     "kernels as bool": (_header(kernels=True), "kernels"),
     "kernels out of range": (_header(kernels=1 << 40), "kernels"),
     "kernel format 0": (_header(kernels_format=0), "kernel data of format 0"),
+    # found holding the two backends side by side (issue 39): each imported into one and not the other, or
+    # imported once and then conflicted with itself (the store kept another value than the digest covers)
+    "window past the index": (_row(window_spec=_incompressible(1025)),
+                              "window_spec is 1,025 bytes, over the 1,024 a store's index keeps"),
+    # SQLite took it; PostgreSQL refused it at the insert ("index row requires 9128 bytes"), naming the store
+    "window PostgreSQL's index refuses": (_row(window_spec=_incompressible(9000)), "window_spec is 9,000 bytes"),
+    "time not in UTC": (_row(commit_date="2026-01-01T00:00:00+05:30"), "commit_date is not written as kbase"),
+    "time with Z": (_row(commit_date="2026-01-01T00:00:00Z"), "commit_date is not written as kbase"),
+    "time past year 9999 in UTC": (_row(created_at="9999-12-31T23:00:00-05:00"), "out of range in UTC"),
+    "time before year 1 in UTC": (_row(commit_date="0001-01-01T00:30:00+01:00"), "out of range in UTC"),
+    "float as int": (_row(step_wall_ns=4), "step_wall_ns is an integer (4) where the store keeps a float"),
+    "negative zero": (_row(step_wall_ns=-0.0), "step_wall_ns is -0.0, which SQLite keeps as 0.0"),
+    "summary number past float": (_row(summary_json='{"busy_share": 1e400}'), "summary_json holds 1e400"),
 }
 
 
 @pytest.mark.parametrize("case", list(ROW_CASES))
-def test_a_value_the_store_cannot_hold_is_refused_naming_the_file(exported, tmp_path, case):
+def test_a_value_the_store_cannot_hold_is_refused_naming_the_file(exported, tmp_path, case, store_url):
     repo, data = exported
     edit, words = ROW_CASES[case]
     header, blobs = split(data)
     edit(header)
     path = place(tmp_path / "data", join(redigest(header, blobs), blobs))
-    refused(repo, tmp_path / "data", path, words)
+    refused(repo, tmp_path / "data", path, words, url=store_url)
 
 
 def _raw_header(data: bytes, old: bytes, new: bytes) -> bytes:
@@ -269,13 +305,15 @@ def _raw_header(data: bytes, old: bytes, new: bytes) -> bytes:
     return data.replace(old, new, 1)
 
 
-@pytest.mark.parametrize("case", ["deep", "nan", "infinity"])
-def test_json_that_is_not_strict_or_nests_too_deeply_is_refused(exported, tmp_path, case):
+@pytest.mark.parametrize("case", ["deep", "nan", "infinity", "past float"])
+def test_json_that_is_not_strict_or_nests_too_deeply_is_refused(exported, tmp_path, case, store_url):
     repo, data = exported
-    value = {"deep": b"[" * 100_000 + b"]" * 100_000, "nan": b"NaN", "infinity": b"-Infinity"}[case]
+    value = {"deep": b"[" * 100_000 + b"]" * 100_000, "nan": b"NaN", "infinity": b"-Infinity",
+             "past float": b"-1e999"}[case]
     hostile = _raw_header(data, b'"baseline":{', b'"extra":' + value + b',"baseline":{')
     path = place(tmp_path / "data", hostile)
-    refused(repo, tmp_path / "data", path, "nested too deeply" if case == "deep" else "not a number JSON allows")
+    refused(repo, tmp_path / "data", path, "nested too deeply" if case == "deep" else "not a number JSON allows",
+            url=store_url)
 
 
 TOMBSTONE_KEY = {"workload": "train", "commit": "a" * 40, "source_sha256": "b" * 64, "window_spec": "w",
@@ -301,20 +339,30 @@ SMALL_CASES = {
                                                       "pattern": "/(?=a)(a+)+b/", "commit": "a" * 40, "reason": "r",
                                                       "author": "", "expires": None,
                                                       "created_at": "2026-01-01T00:00:00+00:00"}, "linear time"),
+    "acceptance time past year 9999 in UTC": (".acceptance", {
+        "format": "kbase.acceptance/1", "workload": "train", "pattern": "*x*", "commit": "a" * 40, "reason": "r",
+        "author": "", "expires": None, "created_at": "9999-12-31T23:59:59-01:00"}, "created_at (9999-12-31T23"),
+    "acceptance date not as written": (".acceptance", {
+        "format": "kbase.acceptance/1", "workload": "train", "pattern": "*x*", "commit": "a" * 40, "reason": "r",
+        "author": "", "expires": "20270131", "created_at": "2026-01-01T00:00:00+00:00"},
+        "expires is not written as kbase writes it"),
+    "tombstone window past the index": (".deleted", {"format": "kbase.tombstone/1", "content": "c",
+                                                     "key": {**TOMBSTONE_KEY, "window_spec": "w" * 1025}},
+                                        "window_spec is 1,025 bytes"),
 }
 
 
 @pytest.mark.parametrize("case", list(SMALL_CASES))
-def test_tombstones_and_acceptances_are_typed(exported, tmp_path, case):
+def test_tombstones_and_acceptances_are_typed(exported, tmp_path, case, store_url):
     repo, _ = exported
     suffix, doc, words = SMALL_CASES[case]
     data = (b'{"format": "kbase.tombstone/1", "key": ' + b"[" * 50_000 + b"]" * 50_000 + b"}" if doc is None
             else json.dumps(doc).encode())
     path = place(tmp_path / "data", data, suffix)
-    refused(repo, tmp_path / "data", path, words)
+    refused(repo, tmp_path / "data", path, words, url=store_url)
 
 
-def test_a_valid_export_imports_and_reads_back(exported, tmp_path):
+def test_a_valid_export_imports_and_reads_back(exported, tmp_path, store_url):
     """The control: the unedited file (digest recomputed by the test's helper too) imports, and lists."""
     repo, data = exported
     header, blobs = split(data)
@@ -322,8 +370,69 @@ def test_a_valid_export_imports_and_reads_back(exported, tmp_path):
     assert rebuilt == data
     folder = tmp_path / "data"
     place(folder, rebuilt)
-    db = f"sqlite:///{tmp_path / 'b.db'}"
-    r = run_kbase("import", folder, "--db", db, "--repo", repo)
+    _accepted(repo, folder, store_url)
+
+
+def _accepted(repo: Path, folder: Path, url: str) -> None:
+    """``folder`` imports into ``url``, lists, imports again as already there, and exports to the same bytes."""
+    r = run_kbase("import", folder, "--db", url, "--repo", repo)
     assert r.rc == 0, r
-    r = run_kbase("list", "--db", db, "--repo", repo, "--format", "json")
+    r = run_kbase("list", "--db", url, "--repo", repo, "--format", "json")
     assert r.rc == 0 and json.loads(r.stdout), r
+    again = run_kbase("import", folder, "--db", url, "--repo", repo)
+    assert again.rc == 0 and "0 new baseline(s)" in again.stderr and "0 new acceptance(s)" in again.stderr, again
+    back = folder.parent / "back"
+    r = run_kbase("export", back, "--db", url, "--repo", repo)
+    assert r.rc == 0, r
+    assert {p.name: p.read_bytes() for p in back.iterdir()} == {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+_EDGE_ACCEPTANCE = {"format": "kbase.acceptance/1", "workload": "\U0001f600" * 200, "pattern": "*" + "x" * 5000,
+                    "commit": "f" * 64, "reason": "\u2028\ufeff\x01 " * 100, "author": "\U0001f600" * 300,
+                    "expires": "9999-12-31", "created_at": "9999-12-31T23:59:59.999999+00:00"}
+# values at the edge of what the schema allows: each is taken by both stores, reads back and exports as written
+ACCEPT_CASES = {
+    # the capture key's unique index at its widest: every text of it at its limit, in 4-byte characters
+    "window at the index's limit": _row(window_spec=_incompressible(1024), workload="\U0001f600" * 200,
+                                        commit="\U0001f600" * 64, source_sha256="\U0001f600" * 64),
+    "texts at their length in 4-byte characters": _row(workload="\U0001f600" * 200, host="\U0001f600" * 300,
+                                                       branch="\U0001f600" * 300, kbase_version="\U0001f600" * 32),
+    "integers at their range": _row(gpu_count=-(1 << 31), capture_copy=(1 << 31) - 1, source_size=(1 << 63) - 1,
+                                    window_ns=-(1 << 63)),
+    "floats at their range": _row(step_wall_ns=5e-324, step_ns=1.7976931348623157e308, idle_ns=-2.5e-308),
+    "controls and separators in text": _row(note="\x01\x1b[31m\x7f\u2028\u2029\ufeff\U0010ffff", tags='["\\u0001"]'),
+    "times at their range, microseconds": _row(commit_date="0001-01-01T00:00:00+00:00",
+                                               created_at="9999-12-31T23:59:59.999999+00:00"),
+    "a kernel name of 60,000 characters": _names(0, 0, _incompressible(60_000)),
+    "an acceptance at every limit": None,
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPT_CASES))
+def test_a_value_at_the_schemas_edge_is_taken_by_both_stores(exported, tmp_path, case, store_url):
+    repo, data = exported
+    folder = tmp_path / "data"
+    if ACCEPT_CASES[case] is None:
+        from kbase.store.export_files import acceptance_bytes, row_values
+
+        place(folder, acceptance_bytes(row_values(_EDGE_ACCEPTANCE, ("created_at",), ("expires",))), ".acceptance")
+    else:
+        header, blobs = split(data)
+        ACCEPT_CASES[case](header)
+        place(folder, join(redigest(header, blobs), blobs))
+    _accepted(repo, folder, store_url)
+
+
+def test_a_window_past_the_index_is_refused_where_it_is_made_too(exported, tmp_path):
+    """The window description's bound holds where one is made: a ``--marker`` (or ``--iteration-kernel``)
+    whose description passes it is one line naming the option before anything is read or stored, so no store
+    holds a baseline another store refuses."""
+    repo, _ = exported
+    trace = make_trace(tmp_path / "rank0.pt.trace.json", rank=0, world=1)
+    db = tmp_path / "s.db"
+    for option in ("--marker", "--iteration-kernel"):
+        r = run_kbase("snapshot", trace, option, _incompressible(1200), "--db", f"sqlite:///{db}", "--repo", repo,
+                      "--name", "train")
+        assert r.rc == 2 and len(r.stderr.strip().splitlines()) == 1, r
+        assert option in r.stderr and "is too long" in r.stderr and "1,024" in r.stderr, r
+        assert not db.exists()

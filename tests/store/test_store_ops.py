@@ -64,7 +64,7 @@ def test_stored_pairs_split_every_kernel_exactly(stored):
 def _by_pair(ops):
     return {(ops.op_of(i), k): (int(c), float(t), np.asarray(x, dtype=np.float64))
             for i, (k, c, t, x) in enumerate(zip(ops.kernel.tolist(), ops.count.tolist(), ops.total_ns.tolist(),
-                                                 ops.iter_ns))}
+                                                 ops.iter_ns.dense()))}
 
 
 def _same_pairs(got, want, label):
