@@ -22,6 +22,12 @@ pytestmark = pytest.mark.slow
 READING = [["diff", "HEAD~1", "HEAD"], ["gate", "HEAD~1", "HEAD"], ["steps"], ["history", "flash_fwd"], ["list"],
            ["show", "HEAD"], ["report", "--out", "{tmp}/site"], ["accept", "*flash*", "--rev", "HEAD", "--reason", "x"]]
 
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch):
+    """What these outputs say, not how wide they are: notes and tables unwrapped at 200 columns (piped output is
+    100 wide without COLUMNS)."""
+    monkeypatch.setenv("COLUMNS", "200")
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
@@ -86,7 +92,7 @@ def test_name_contradicting_a_baseline_id_is_exit_2(store):
 def test_a_marker_inside_the_iterations_is_said_with_the_better_one(store):
     r = _kb(store, "top", store["export"], "--marker", "optimizer")
     assert r.rc == 0, r
-    said = r.stdout + r.stderr
+    said = " ".join((r.stdout + r.stderr).split())  # a note wrapped at the width reads as one line
     assert "marker 'optimizer' may not mark iterations" in said
     assert "of its ranges lie inside ProfilerStep#N ranges" in said and "the better choice: --marker" in said
     good = _kb(store, "top", store["export"], "--marker", "^ProfilerStep#")
@@ -100,7 +106,7 @@ def test_real_trace_marker_step_finds_optimizer_step_and_says_so(store):
         pytest.skip(f"{trace} not present")
     r = _kb(store, "top", trace, "--marker", "step", "--limit", "3")
     assert r.rc == 0, r
-    said = r.stdout + r.stderr
+    said = " ".join((r.stdout + r.stderr).split())  # a note wrapped at the width reads as one line
     assert "marker 'step' may not mark iterations: its ranges launched 1.3% of the capture's kernel time" in said
     assert "100% of its ranges lie inside ProfilerStep#N ranges" in said
     assert "the better choice: --marker '^ProfilerStep#\\d+$'" in said

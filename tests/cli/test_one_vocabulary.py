@@ -126,3 +126,28 @@ def test_the_words_are_defined_once_and_the_docs_say_the_same():
     assert table == {c.value: (c.label, c.meaning) for c in KernelClass}
     assert [c for c in KernelClass if "regressed" in c.label] == [KernelClass.REGRESSED]
     assert len({c.label for c in KernelClass}) == len(KernelClass)
+
+
+def test_a_pass_with_a_slowdown_below_the_gate_floor_never_says_regressed(tmp_path, monkeypatch):
+    """A small kernel 40% slower: real, but +0.2% of the iteration, under ``min_effect_pct``: the gate passes and
+    every line a person reads calls it ``below floor`` — the counts, the row, the comment's headline, the quiet
+    line — never ``regressed`` beside PASS."""
+    from kbase.synth.generate import ExportSpec, default_kernel_mix, generate_export
+
+    mix = default_kernel_mix()
+    softmax = next(k.name for k in mix if k.short_name == "softmax_warp_forward")
+    a = generate_export(tmp_path / "a.sqlite", ExportSpec(n_gpus=1, iterations=8, kernels=mix, seed=1)).path
+    b = generate_export(tmp_path / "b.sqlite", ExportSpec(n_gpus=1, iterations=8, kernels=mix, seed=2,
+                                                          slowdown={softmax: 1.4})).path
+    monkeypatch.setenv("COLUMNS", "120")
+    word = KernelClass.REGRESSED_BELOW_FLOOR.label
+    r = run_kbase("gate", a, b, "--comment-md", tmp_path / "c.md")
+    assert r.rc == 0 and "gate: PASS (exit 0)" in r.stdout, r
+    counts = next(line for line in r.stdout.splitlines() if line.startswith("kernels: "))
+    assert counts.startswith(f"kernels: 1 {word}") and "regressed" not in counts, counts
+    row = next(line for line in r.stdout.splitlines() if "softmax_warp_forward" in line and "%" in line)
+    assert row.startswith(word) and "regressed" not in row, row
+    head = (tmp_path / "c.md").read_text(encoding="utf-8").splitlines()[1]
+    assert head == f"### ✅ kbase gate: PASS (exit 0) — 1 {word}", head
+    quiet = run_kbase("gate", a, b, "-q").stdout
+    assert f"1 {word}" in quiet and "regressed" not in quiet, quiet

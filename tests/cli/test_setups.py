@@ -26,6 +26,12 @@ pytestmark = pytest.mark.slow
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch):
+    """What these outputs say, not how wide they are: notes and tables unwrapped at 200 columns (piped output is
+    100 wide without COLUMNS)."""
+    monkeypatch.setenv("COLUMNS", "200")
+
 
 @pytest.fixture(scope="module")
 def gpu_change(tmp_path_factory):

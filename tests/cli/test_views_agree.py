@@ -24,6 +24,12 @@ from helpers.shared import require_shared
 
 pytestmark = pytest.mark.slow
 
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch):
+    """What these outputs say, not how wide they are: notes and tables unwrapped at 200 columns (piped output is
+    100 wide without COLUMNS)."""
+    monkeypatch.setenv("COLUMNS", "200")
+
 
 def _slower(src: Path, dst: Path, factor: float) -> str:
     """A copy of ``src`` whose top kernel (by total time) runs ``factor`` times as long; its name."""
