@@ -63,7 +63,8 @@ def _diff_by_op(before: Path | str, after: Path | str, db: str, *extra: str) -> 
 
 def test_real_markerless_nsys_pair_diff_by_op_shows_the_ops_top_lists(tmp_path):
     """The real FSDP T5 export (no iteration marker; emit_nvtx op ranges): top --by op lists its ops; diff --by
-    op of it against a copy with its top GEMM 30% slower shows them too, the GEMM's op grown, per run."""
+    op of it against a copy with its top GEMM 30% slower shows them too, the GEMM's op grown, per window-second
+    (the export was cut from a longer capture: a slice, ``analysis.span``)."""
     before = tmp_path / "t5_before.sqlite"
     shutil.copyfile(require_shared("h100_2gpu_fsdp_t5.sqlite"), before)
     after = tmp_path / "t5_after.sqlite"
@@ -73,8 +74,8 @@ def test_real_markerless_nsys_pair_diff_by_op_shows_the_ops_top_lists(tmp_path):
     assert "aten::mm" in listed
     text, doc = _diff_by_op(before, after, db)
     assert "no op information" not in text
-    assert "Diff by op (per run per GPU" in text and "before/run" in text
-    assert doc["unit"] == "run" and doc["ops"] is not None
+    assert "Diff by op (per window-second per GPU" in text and "before/s" in text
+    assert doc["unit"] == "window-second" and doc["ops"] is not None
     ops = {o["op"]: o for o in doc["ops"]}
     assert set(ops) <= listed | {None} and "aten::mm" in ops
     mm = ops["aten::mm"]
