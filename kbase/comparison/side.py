@@ -286,15 +286,18 @@ def _pooled_ops(caps: list[Capture], aligned: bool = True, per_run: bool = False
         gpu_units += units * gpus
         has = c.ops.op >= 0
         krow = np.fromiter((key_row[names[op]] for op in c.ops.op[has].tolist()), dtype=np.intp, count=int(has.sum()))
+        by_key = np.zeros(len(keys))
+        np.add.at(by_key, krow, c.ops.total_ns[has])
         if aligned:
             m = np.zeros((len(keys), c.ops.iter_ns.shape[1]))
             np.add.at(m, krow, c.ops.iter_ns[has])
             samples.append(m / gpus)
-        elif c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels
-            samples.append(_op_chunks(c, gpus, per_run, krow, has, len(keys)))
-        by_key = np.zeros(len(keys))
-        np.add.at(by_key, krow, c.ops.total_ns[has])
-        levels[:, j] = by_key / (units * gpus) if units else np.nan
+            by_iteration = m.sum(axis=1)
+        else:
+            if c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels
+                samples.append(_op_chunks(c, gpus, per_run, krow, has, len(keys)))
+            by_iteration = by_key
+        levels[:, j] = by_iteration / (units * gpus) if units else np.nan
         op_total += by_key
         np.add.at(op_count, krow, c.ops.count[has])
     pair_op = np.empty(n, dtype=object)
