@@ -297,13 +297,17 @@ def _pooled_ops(caps: list[Capture], aligned: bool = True, per_run: bool = False
         gpu_units += units * gpus
         has = c.ops.op >= 0
         krow = np.fromiter((key_row[names[op]] for op in c.ops.op[has].tolist()), dtype=np.intp, count=int(has.sum()))
-        if aligned:  # (keys, its iterations), sparse: the (op, iteration) cells that occur
-            samples.append(c.ops.iter_ns.take(np.flatnonzero(has)).grouped(krow, len(keys)).divided(gpus))
-        elif c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels (keys x 8 chunks)
-            samples.append(SparseRows.from_dense(_op_chunks(c, gpus, per_run, krow, has, len(keys))))
         by_key = np.zeros(len(keys))
         np.add.at(by_key, krow, c.ops.total_ns[has])
-        levels[:, j] = by_key / (units * gpus) if units else np.nan
+        if aligned:  # (keys, its iterations), sparse: the (op, iteration) cells that occur
+            per_key = c.ops.iter_ns.take(np.flatnonzero(has)).grouped(krow, len(keys))
+            samples.append(per_key.divided(gpus))
+            by_iteration = per_key.row_sums()  # the level over the window's iterations, as the kernels'
+        else:
+            if c.sketches:  # the columns ``side_from_captures`` gives this capture's kernels (keys x 8 chunks)
+                samples.append(SparseRows.from_dense(_op_chunks(c, gpus, per_run, krow, has, len(keys))))
+            by_iteration = by_key
+        levels[:, j] = by_iteration / (units * gpus) if units else np.nan
         op_total += by_key
         np.add.at(op_count, krow, c.ops.count[has])
     pair_op = np.empty(n, dtype=object)
