@@ -1,5 +1,6 @@
 """The ``kbase`` script and ``python -m kbase.cli``: the process policies (:mod:`kbase.cli.tuning`), then
-``kbase.cli.main``, then the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
+``kbase top FILE`` answered at once when it can be (:mod:`kbase.cli.fast_top`), else ``kbase.cli.main``, then
+the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ from kbase.cli import tuning
 
 
 def run() -> NoReturn:
-    tuning.apply()
-    from kbase.cli import main
+    from kbase.cli.fast_top import answer
 
-    try:
-        main()
-        code: object = 0
-    except SystemExit as exc:
-        code = exc.code
+    code: object = answer(sys.argv)  # ``kbase top FILE`` of a stored or cached file: printed without Typer
+    if code is None:
+        tuning.apply()  # (the answer above loads no numpy: the policies still come first for every reader)
+        from kbase.cli import main
+
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
     if code is None:
         code = 0
     if not isinstance(code, int):

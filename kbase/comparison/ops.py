@@ -155,12 +155,12 @@ def _reshuffled(groups: np.ndarray, pairs: dict[str, np.ndarray], group_of_pair:
         any_moved = bool(changed)
         up = down = False
         for k in {kernels[i] for i in at if not moved_list[i]}:
-            i = kernel_row.get(k)
-            if i is None or home.get(k) != g or not np.isfinite(rows["z"][i]):
+            row = kernel_row.get(k)
+            if row is None or home.get(k) != g or not np.isfinite(rows["z"][row]):
                 continue
-            if abs(rows["z"][i]) >= rows["t_crit"][i]:
-                up |= rows["z"][i] > 0
-                down |= rows["z"][i] < 0
+            if abs(rows["z"][row]) >= rows["t_crit"][row]:
+                up |= rows["z"][row] > 0
+                down |= rows["z"][row] < 0
                 changed.add(k)
         # an exchange between kernels: two or more changed, with a launch-count change or work moving both ways
         reshuffled[g] = len(changed) >= 2 and (any_moved or (up and down))

@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from kbase.cli.errors import error_line
+from kbase.cli.output import console, default_limit, terminal_width_env  # noqa: F401 - the commands' one import
 from kbase.enums import ExitCode
 
 if TYPE_CHECKING:
@@ -168,31 +169,6 @@ def check_choice(value: str, choices: type[StrEnum], flag: str = "--format") -> 
     except ValueError:
         names = ", ".join(c.value for c in choices)
         raise SettingsError(f"unknown value (choose one of {names})", field=flag.lstrip("-"), value=value) from None
-
-
-def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int | None:
-    if limit is None:
-        return table_default if fmt in ("table", "md") else None
-    return None if limit == 0 else limit
-
-
-def console(stderr: bool = False) -> Any:
-    """A Rich console that shows every string as data: no markup, control characters escaped."""
-    from kbase.render.console import SafeConsole as Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    # Piped output (CI logs, files) is not limited to 80 columns unless COLUMNS says so; a terminal's
-    # own width is used as it is.
-    width = None if stream.isatty() else terminal_width_env() or 220
-    return Console(stderr=stderr, soft_wrap=False, width=width)
-
-
-def terminal_width_env() -> int | None:
-    """``COLUMNS`` as an int when it is set to one."""
-    try:
-        return max(int(os.environ.get("COLUMNS", "")), 20)
-    except ValueError:
-        return None
 
 
 @contextlib.contextmanager
