@@ -3,11 +3,11 @@
 Typer (with click) and the command modules cost a process ~60 ms of imports, more than the rest of an
 answer from the top cache (``store.top_cache``) or the store. So the ``kbase`` script first asks ``answer``:
 a plain ``kbase top FILE`` — the profile and only these options, each spelled as here: ``-f``/``--format``,
-``-n``/``--limit``, ``--wide``, ``--full-names``, ``-q``/``--quiet``, ``--per-gpu`` — whose leaderboard is
-stored or cached, is printed through the same renderers (``cli.output``). Anything else (another option,
-``--help``, an option's value the command line would judge, a settings error, a profile neither stored nor
-cached) answers None having printed nothing, and the command line runs as always, with its own parsing and
-messages. ``KBASE_NO_FAST_TOP=1`` turns this path off.
+``-n``/``--limit``, ``--db``, ``--repo``, ``--wide``, ``--full-names``, ``-q``/``--quiet``, ``--per-gpu`` — whose
+leaderboard is stored or cached, is printed through the same renderers (``cli.output``). Anything else
+(another option, ``--help``, an option's value the command line would judge, a settings error, a profile
+neither stored nor cached) answers None having printed nothing, and the command line runs as always, with
+its own parsing and messages. ``KBASE_NO_FAST_TOP=1`` turns this path off.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 _FLAGS = {"--wide": "wide", "--full-names": "full_names", "-q": "quiet", "--quiet": "quiet", "--per-gpu": "per_gpu"}
-_VALUES = {"-f": "format", "--format": "format", "-n": "limit", "--limit": "limit"}
+_VALUES = {"-f": "format", "--format": "format", "-n": "limit", "--limit": "limit", "--db": "db", "--repo": "repo"}
 
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
@@ -26,7 +26,7 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     if len(argv) < 3 or argv[1] != "top":
         return None
     got: dict[str, Any] = {"format": "table", "limit": None, "wide": False, "full_names": False, "quiet": False,
-                           "per_gpu": False, "profile": None}
+                           "per_gpu": False, "profile": None, "db": None, "repo": None}
     seen: set[str] = set()
     args = iter(argv[2:])
     for arg in args:
@@ -107,5 +107,5 @@ def _stored_or_cached(opts: dict[str, Any]) -> Any:
 
     if not os.environ.get("KBASE_DEBUG"):
         warnings.simplefilter("ignore")  # as the command line does
-    settings = Settings.load(window={})
+    settings = Settings.load(repo=None if opts["repo"] is None else Path(opts["repo"]), db=opts["db"], window={})
     return answer_at_once(Path(opts["profile"]), settings, per_gpu=opts["per_gpu"])

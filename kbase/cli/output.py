@@ -61,7 +61,7 @@ def emit_op_leaderboard(lb: Any, fmt: str, limit: int | None, wide: bool = False
 def quiet_line(lb: AnyLeaderboard) -> str:
     """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
     from kbase.analysis.board import board_of
-    from kbase.render.layout import inert
+    from kbase.render.safe import inert
     from kbase.units import fmt_ns, fmt_pct
 
     board = board_of(lb)

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from kbase.analysis.budget_blocks import BLOCK_LABELS, BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Blocks, Budget
-from kbase.render.layout import inert
+from kbase.render.safe import inert
 from kbase.units import column_unit, fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
