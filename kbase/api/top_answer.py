@@ -30,6 +30,10 @@ class _Identity:
             if unchanged_now(path, handed):
                 self._got.append(handed)
 
+    def taken(self) -> SourceIdentity | None:
+        """The identity if it was taken already (None otherwise, or when it could not be)."""
+        return self._got[0] if self._got else None
+
     def get(self) -> SourceIdentity | None:
         if not self._got:
             from kbase.errors import InputError
@@ -64,7 +68,7 @@ def answer_at_once(profile: Path, settings: Settings, *, per_gpu: bool = False, 
         cached = entry.load() if entry is not None else None
         if cached is not None:
             return cached
-    got = ident.get() if ident._got else None
+    got = ident.taken()
     if got is not None:
         _HANDED[str(profile)] = got
     return None

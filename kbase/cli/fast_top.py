@@ -73,6 +73,9 @@ def answer(argv: list[str]) -> int | None:
         return None
     try:
         lb = _stored_or_cached(opts)
+    except KeyboardInterrupt:
+        print("kbase: interrupted", file=sys.stderr)
+        return 130
     except Exception:  # noqa: BLE001 - whatever went wrong, the command line runs and says it in its own words
         return None
     if lb is None:
