@@ -1,6 +1,6 @@
 """The ``kbase`` script and ``python -m kbase.cli``: the process policies (:mod:`kbase.cli.tuning`), then
-``kbase top FILE`` answered at once when it can be (:mod:`kbase.cli.fast_top`), else ``kbase.cli.main``, then
-the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
+a plain ``kbase top FILE`` answered without the command line (:mod:`kbase.cli.fast_top`), else
+``kbase.cli.main``, then the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from kbase.cli import tuning
 def run() -> NoReturn:
     from kbase.cli.fast_top import answer
 
-    code: object = answer(sys.argv)  # ``kbase top FILE`` of a stored or cached file: printed without Typer
+    code: object = answer(sys.argv)  # a plain ``kbase top FILE``: answered without Typer (it applies the policies)
     if code is None:
-        tuning.apply()  # (the answer above loads no numpy: the policies still come first for every reader)
+        tuning.apply()
         from kbase.cli import main
 
         try:

@@ -1,13 +1,15 @@
-"""``kbase top FILE`` answered before the command line is built, when the answer needs no reading.
+"""``kbase top FILE`` answered by the ``kbase`` script before the command line is built.
 
-Typer (with click) and the command modules cost a process ~60 ms of imports, more than the rest of an
-answer from the top cache (``store.top_cache``) or the store. So the ``kbase`` script first asks ``answer``:
-a plain ``kbase top FILE`` — the profile and only these options, each spelled as here: ``-f``/``--format``,
-``-n``/``--limit``, ``--db``, ``--repo``, ``--wide``, ``--full-names``, ``-q``/``--quiet``, ``--per-gpu`` — whose
-leaderboard is stored or cached, is printed through the same renderers (``cli.output``). Anything else
-(another option, ``--help``, an option's value the command line would judge, a settings error, a profile
-neither stored nor cached) answers None having printed nothing, and the command line runs as always, with
-its own parsing and messages. ``KBASE_NO_FAST_TOP=1`` turns this path off.
+Typer (with click) and the command modules cost a process ~60 ms of imports (more under load), a third of a
+small export's whole answer and more than an answer from the top cache (``store.top_cache``) or the store.
+So the script first asks ``answer``: a plain ``kbase top FILE`` — the profile and only these options, each
+spelled as here: ``-f``/``--format``, ``-n``/``--limit``, ``--db``, ``--repo``, ``--wide``, ``--full-names``,
+``-q``/``--quiet``, ``--per-gpu``, ``--no-store``, ``--no-cache`` — is answered here: from the store or the
+top cache, else by reading the file, through the same API call (``api.top_answer``), renderers
+(``cli.output``) and error mapping (``cli.errors.failure``) as the command. Anything else (another option,
+``--help``, a value the command line would judge, a settings error) answers None having done nothing, and
+the command line runs as always, with its own parsing and messages. ``KBASE_NO_FAST_TOP=1`` turns this
+path off.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_FLAGS = {"--wide": "wide", "--full-names": "full_names", "-q": "quiet", "--quiet": "quiet", "--per-gpu": "per_gpu"}
+_FLAGS = {"--wide": "wide", "--full-names": "full_names", "-q": "quiet", "--quiet": "quiet", "--per-gpu": "per_gpu",
+          "--no-store": "no_store", "--no-cache": "no_cache"}
 _VALUES = {"-f": "format", "--format": "format", "-n": "limit", "--limit": "limit", "--db": "db", "--repo": "repo"}
 
 
@@ -26,7 +29,8 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     if len(argv) < 3 or argv[1] != "top":
         return None
     got: dict[str, Any] = {"format": "table", "limit": None, "wide": False, "full_names": False, "quiet": False,
-                           "per_gpu": False, "profile": None, "db": None, "repo": None}
+                           "per_gpu": False, "no_store": False, "no_cache": False, "profile": None, "db": None,
+                           "repo": None}
     seen: set[str] = set()
     args = iter(argv[2:])
     for arg in args:
@@ -65,50 +69,63 @@ def _formats() -> set[str]:
 
 
 def answer(argv: list[str]) -> int | None:
-    """The exit code once ``argv``'s answer is printed; None when this path does not apply (nothing printed)."""
+    """The exit code once ``argv`` is answered; None when this path does not apply (nothing printed, nothing
+    read: the command line runs)."""
     if os.environ.get("KBASE_NO_FAST_TOP", "") not in ("", "0"):
         return None
     opts = parse(argv)
     if opts is None:
         return None
+    import warnings
+
+    from kbase.settings import Settings
+
+    if not os.environ.get("KBASE_DEBUG"):
+        warnings.simplefilter("ignore")  # as the command line does
     try:
-        lb = _stored_or_cached(opts)
-    except KeyboardInterrupt:
-        print("kbase: interrupted", file=sys.stderr)
-        return 130
-    except Exception:  # noqa: BLE001 - whatever went wrong, the command line runs and says it in its own words
-        return None
-    if lb is None:
+        settings = Settings.load(repo=None if opts["repo"] is None else Path(opts["repo"]), db=opts["db"],
+                                 window={})
+    except Exception:  # noqa: BLE001 - the command line says what is wrong, naming the flag or key
         return None
     from kbase.cli.closed_stdout import guard_stdout
     from kbase.cli.output import default_limit, emit_leaderboard
 
     guard_stdout()
     try:
+        lb = _leaderboard(opts, settings)
         emit_leaderboard(lb, opts["format"], default_limit(opts["format"], opts["limit"]), wide=opts["wide"],
                          full_names=opts["full_names"], quiet=opts["quiet"])
     except KeyboardInterrupt:
         print("kbase: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - as the command line reports an unexpected error (exit 3)
-        if os.environ.get("KBASE_DEBUG"):
-            raise
-        from kbase.cli.errors import error_line
+    except Exception as exc:  # noqa: BLE001 - mapped as the command line maps it (``errors.failure``)
+        from kbase.cli.errors import failure
+        from kbase.errors import KbaseError
 
-        line = error_line(exc, None, labels=False)
-        print(f"kbase: internal error: {type(exc).__name__}: {line} (set KBASE_DEBUG=1 for a traceback)",
-              file=sys.stderr)
-        return 3
+        if os.environ.get("KBASE_DEBUG") and not isinstance(exc, KbaseError | UnicodeEncodeError):
+            raise
+        code, line = failure(exc, settings)
+        print(line, file=sys.stderr)
+        return code
+    finally:
+        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
+            sys.modules["kbase.store.engine"].dispose_all()
     return 0
 
 
-def _stored_or_cached(opts: dict[str, Any]) -> Any:
-    import warnings
+def _leaderboard(opts: dict[str, Any], settings: Any) -> Any:
+    """The stored or cached answer; else the file read (the process policies first: numpy comes next)."""
+    from kbase.api.top_answer import answer_at_once, top
 
-    from kbase.api.top_answer import answer_at_once
-    from kbase.settings import Settings
+    path = Path(opts["profile"])
+    from_store, cache = not opts["no_store"], not (opts["no_store"] or opts["no_cache"])
+    got = answer_at_once(path, settings, per_gpu=opts["per_gpu"], from_store=from_store, cache=cache)
+    if got is not None:
+        return got
+    from kbase.cli import tuning
+    from kbase.cli.output import reading_progress
 
-    if not os.environ.get("KBASE_DEBUG"):
-        warnings.simplefilter("ignore")  # as the command line does
-    settings = Settings.load(repo=None if opts["repo"] is None else Path(opts["repo"]), db=opts["db"], window={})
-    return answer_at_once(Path(opts["profile"]), settings, per_gpu=opts["per_gpu"])
+    tuning.apply()
+    with reading_progress(path.name, quiet=opts["quiet"]) as progress:  # (the store was asked just now)
+        return top(path, settings, per_gpu=opts["per_gpu"], progress=progress, from_store=False, stored_rows=True,
+                   cache=cache)

@@ -4,8 +4,10 @@ importing the command line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbase.enums import LeaderboardFormat
@@ -37,6 +39,42 @@ def terminal_width_env() -> int | None:
         return max(int(os.environ.get("COLUMNS", "")), 20)
     except ValueError:
         return None
+
+
+@contextlib.contextmanager
+def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback for a reader, ``(done now, total)`` in its own unit (rows of an export,
+    bytes of a trace): a bar on a terminal, shown once reading has taken over half a second
+    (``KBASE_PROGRESS_DELAY`` seconds)."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    import time
+
+    try:
+        delay = float(os.environ.get("KBASE_PROGRESS_DELAY", "0.5"))
+    except ValueError:
+        delay = 0.5
+    state: dict[str, Any] = {"start": time.monotonic(), "done": 0}
+
+    def advance(amount: int, total: int) -> None:
+        state["done"] += amount
+        if "bar" not in state:
+            if time.monotonic() - state["start"] < delay or total <= 0:
+                return
+            from rich.progress import Progress
+
+            state["bar"] = Progress(console=console(stderr=True), transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task(f"reading {label}", total=total, completed=state["done"])
+            return
+        state["bar"].advance(state["task"], amount)
+
+    try:
+        yield advance
+    finally:
+        if state.get("bar") is not None:
+            state["bar"].stop()
 
 
 def emit_op_leaderboard(lb: Any, fmt: str, limit: int | None, wide: bool = False, full_names: bool = False,
