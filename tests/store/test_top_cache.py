@@ -375,34 +375,6 @@ def test_never_inside_a_profile_folder(tmp_path, monkeypatch):
     assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == before
 
 
-# ------------------------------------------------------------------------------------------ the fast path's grammar
-
-
-@pytest.mark.parametrize(("argv", "want"), [
-    (["top", "f.sqlite"], {"profile": "f.sqlite", "format": "table", "limit": None}),
-    (["top", "-f", "json", "f.sqlite", "-n", "5", "--wide"], {"format": "json", "limit": 5, "wide": True}),
-    (["top", "f.sqlite", "--format=csv", "--limit=0", "-q", "--per-gpu", "--db", "k.db", "--repo=r"],
-     {"format": "csv", "limit": 0, "quiet": True, "per_gpu": True, "db": "k.db", "repo": "r"}),
-])
-def test_fast_path_grammar(argv, want):
-    from kbase.cli.fast_top import parse
-
-    got = parse(["kbase", *argv])
-    assert got is not None and {k: got[k] for k in want} == want
-
-
-@pytest.mark.parametrize("argv", [
-    ["top"], ["list"], ["top", "f", "--db"], ["top", "f", "--name", "x"], ["top", "f", "--marker", "x"], ["top", "f", "--help"],
-    ["top", "f", "-f", "xml"], ["top", "f", "-f"], ["top", "f", "-n", "-1"], ["top", "f", "-n", "1.5"],
-    ["top", "f", "g"], ["top", "--", "f"], ["top", "f", "--no-cache"], ["top", "f", "-fjson"],
-    ["top", "f", "-q", "--quiet"], ["top", "f", "--by", "op"], ["top", "f", "--wide=yes"],
-])
-def test_fast_path_leaves_everything_else_to_the_command_line(argv):
-    from kbase.cli.fast_top import parse
-
-    assert parse(["kbase", *argv]) is None
-
-
 # ------------------------------------------------------------------------------------------ the per-iteration bounds
 
 
