@@ -258,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     if "S4" in only:
         s4_help(out, res, log, runs=5 if quick else 9)
     if "S5" in only:
-        s5_real_exports(out, res, log, runs=3 if quick else 5)
+        s5_real_exports(out, res, log, runs=5)  # (ratios against nsys-ai: medians of 5 pairs even when quick)
     if "S6" in only:
-        s6_top_1m(out, res, log, runs=3 if quick else 5)
+        s6_top_1m(out, res, log, runs=5)
     if "S7" in only:
         s7_store_size(out, res, log)
     if "S8" in only:

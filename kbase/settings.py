@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -45,14 +44,19 @@ DEFAULT_BUSY_TIMEOUT_S = 30.0
 WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
                                 "gpu": int, "trim": list, "allow_missing_ranks": bool}
 TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, "gpu_hour_cost": float,
-                             "gpus": int, "currency": str, "import_max_mb": int, "gpu_model": str, **WINDOW_KEYS}
+                             "gpus": int, "currency": str, "import_max_mb": int, "cache_max_mb": int,
+                             "gpu_model": str, **WINDOW_KEYS}
 ENV_VARS = {"db": "KBASE_DB", "name": "KBASE_NAME", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
             "nsys_timeout_s": "KBASE_NSYS_TIMEOUT", "gpu_hour_cost": "KBASE_GPU_HOUR_COST", "gpus": "KBASE_GPUS",
-            "import_max_mb": "KBASE_IMPORT_MAX_MB", "gpu_model": "KBASE_GPU_MODEL"}
+            "import_max_mb": "KBASE_IMPORT_MAX_MB", "cache_max_mb": "KBASE_CACHE_MAX_MB",
+            "gpu_model": "KBASE_GPU_MODEL"}
 # What one export file may hold and decode to (kbase import): the largest real baseline is a few MiB decoded;
 # a decompression bomb in the data branch must not take the CI runner's memory
 DEFAULT_IMPORT_MAX_MB = 64
 MAX_IMPORT_MAX_MB = 1 << 20  # a mebibyte count past this (1 TiB) is a typo, and overflows nothing below
+# The top cache (``store.top_cache``: ``kbase top FILE`` answered again without reading the file): its size cap,
+# least recently used entries evicted past it; 0 turns it off. A 2,000-kernel leaderboard is ~0.3 MiB there.
+DEFAULT_CACHE_MAX_MB = 64
 DEFAULT_NSYS_TIMEOUT_S = 1800.0  # exporting a multi-GB report takes minutes; a hung nsys must not hang CI
 
 
@@ -81,6 +85,7 @@ class Settings:
     # the GPU model of a capture that does not name it (no deviceProperties / TARGET_INFO_GPU): read as "unknown",
     # which compares with no other baseline (``api.capture.read`` puts this in its place)
     gpu_model: str | None = None
+    cache_max_mb: int = DEFAULT_CACHE_MAX_MB  # the top cache's size cap (0: off)
     origins: Mapping[str, Origin] = field(default_factory=dict)
 
     @classmethod
@@ -130,6 +135,9 @@ class Settings:
             import_max = pick("import_max_mb", None, env_var="KBASE_IMPORT_MAX_MB")
             import_mb = _mebibytes(import_max, "import_max_mb") if import_max is not None else DEFAULT_IMPORT_MAX_MB
             model = _gpu_model(pick("gpu_model", gpu_model, env_var="KBASE_GPU_MODEL"))
+            cache_max = pick("cache_max_mb", None, env_var="KBASE_CACHE_MAX_MB")
+            cache_mb = (_mebibytes(cache_max, "cache_max_mb", lowest=0) if cache_max is not None
+                        else DEFAULT_CACHE_MAX_MB)
         except SettingsError as exc:  # name the value as the user gave it: flag, variable or pyproject.toml key
             exc.loading = cls(root=root, repo=repo_path, pyproject=pyproject, origins=origins)
             raise
@@ -142,7 +150,8 @@ class Settings:
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
                    profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, nsys_timeout_s=nsys_s,
-                   pricing=pricing, import_max_mb=import_mb, gpu_model=model, origins=origins)
+                   pricing=pricing, import_max_mb=import_mb, cache_max_mb=cache_mb, gpu_model=model,
+                   origins=origins)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)
@@ -184,13 +193,14 @@ def _positive_seconds(value: Any, field: str, allow_zero: bool = True) -> float:
     return seconds
 
 
-def _mebibytes(value: Any, field: str) -> int:
+def _mebibytes(value: Any, field: str, lowest: int = 1) -> int:
     try:
         mb = int(value) if not isinstance(value, bool | float) else -1
     except (TypeError, ValueError):
         mb = -1
-    if not 1 <= mb <= MAX_IMPORT_MAX_MB:
-        raise SettingsError(f"must be a whole number of MiB from 1 to {MAX_IMPORT_MAX_MB}", field=field, value=value)
+    if not lowest <= mb <= MAX_IMPORT_MAX_MB:
+        raise SettingsError(f"must be a whole number of MiB from {lowest} to {MAX_IMPORT_MAX_MB}", field=field,
+                            value=value)
     return mb
 
 
@@ -277,6 +287,8 @@ def load_tool_config(root: Path) -> tuple[dict, Path | None]:
     path = root / "pyproject.toml"
     if not path.is_file():
         return {}, None
+    import tomllib
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

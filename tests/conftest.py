@@ -4,6 +4,8 @@ and the real data, ``helpers.cli``: running ``kbase``, ``helpers.tiny_export``, 
 - ``shared_data``: the real profiler data folder (skips where absent); ``tiny_export``: a small nsys export;
 - ``pg_url`` / ``pg_db_url``: a throwaway PostgreSQL server for the session / a fresh database per test;
   ``store_url``: a fresh store on each backend.
+- the top cache (``store.top_cache``) is off in every test (``KBASE_CACHE_MAX_MB=0``), so a ``kbase top`` that a
+  test means to read the file does read it; ``tests/store/test_top_cache.py`` turns it on where it is the subject.
 
 Every PostgreSQL case is marked ``slow`` (a server per worker, then the same code path as SQLite's above the
 engine): the quick run ``-m "not slow"`` tests the SQLite store, the full suite both.
@@ -19,6 +21,11 @@ import pytest
 from helpers import pg
 from helpers.shared import require_shared
 from helpers.tiny_export import make_tiny_export
+
+
+@pytest.fixture(autouse=True)
+def _no_top_cache(monkeypatch) -> None:
+    monkeypatch.setenv("KBASE_CACHE_MAX_MB", "0")
 
 
 @pytest.hookimpl(tryfirst=True)  # (before the -m selection)

@@ -75,11 +75,40 @@ def sample_bounds(lb: Leaderboard) -> Bounds:
     names = lb.sample_column("name")
     if not len(names) or not lb.summary.aligned:
         return {}
+    grouped = _grouped_bounds(names, lb.sample_column("iteration"), lb.sample_column("total_ns"), lb.summary)
+    if grouped is not None:
+        return grouped
     per: dict[str, dict[int, float]] = {}
     for n, it, v in zip(names.tolist(), lb.sample_column("iteration").tolist(), lb.sample_column("total_ns").tolist()):
         row = per.setdefault(n, {})
         row[it] = row.get(it, 0.0) + float(v)
     return bounds_from_samples(per, lb.summary)
+
+
+def _grouped_bounds(names: Any, iterations: Any, totals: Any, summary: LeaderboardSummary) -> Bounds | None:
+    """``sample_bounds`` at numpy speed for samples whose names come in runs, one run per name (a computed
+    leaderboard's: ~0.1 s of Python at 1M launches otherwise); None for any other order. The sums and the
+    min / max are the same float operations in the same order."""
+    import numpy as np
+
+    n = len(names)
+    starts = np.concatenate(([0], np.flatnonzero(names[1:] != names[:-1]) + 1))
+    run_names = names[starts].tolist()
+    if len(set(run_names)) != len(run_names):
+        return None
+    its = np.asarray(iterations, dtype=np.int64)
+    keys = np.asarray([int(k) for k in summary.iteration_keys] or sorted(set(its.tolist())), dtype=np.int64)
+    if not len(keys):
+        return {}
+    pos = np.minimum(np.searchsorted(keys, its), len(keys) - 1)
+    inside = keys[pos] == its
+    run = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    sums = np.bincount(run[inside] * len(keys) + pos[inside], weights=np.asarray(totals, dtype=np.float64)[inside],
+                       minlength=len(starts) * len(keys)).reshape(len(starts), len(keys))
+    gpus = max(int(summary.gpus or 1), 1)
+    lo, hi = sums.min(axis=1).tolist(), sums.max(axis=1).tolist()
+    order = sorted(range(len(run_names)), key=run_names.__getitem__)
+    return {run_names[i]: (lo[i] / gpus, hi[i] / gpus) for i in order}
 
 
 def bounds_from_samples(samples: dict[str, dict[int, float]], summary: LeaderboardSummary) -> Bounds:

@@ -4,9 +4,10 @@ stored form a baseline keeps (``Budget.to_stored`` / ``budget_from_stored``) and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy only for ``category_codes``: a stored budget renders without it (``kbase top`` cached)
+    import numpy as np
 
 FIELDS = ("window_ns", "compute_ns", "communication_exposed_ns", "communication_overlapped_ns",
           "memory_exposed_ns", "memory_overlapped_ns", "idle_ns")
@@ -197,5 +198,7 @@ def budget_from_stored(d: dict[str, Any]) -> Budget:
 
 def category_codes(categories: list[str]) -> np.ndarray:
     """COMPUTE / COMMUNICATION / MEMORY per kernel name code, from ``classify``'s category per name."""
+    import numpy as np
+
     code = {"communication": COMMUNICATION, "memory": MEMORY}
     return np.array([code.get(str(c), COMPUTE) for c in categories], dtype=np.int8)

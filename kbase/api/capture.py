@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING
 
 from kbase.errors import InputError
 from kbase.settings import Settings
@@ -117,47 +117,6 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
     # here, so they go before the leaderboard and sketches (16 bytes per launch off the peak: 153 MiB at 10M).
     win.profile.columns = dataclasses.replace(win.profile.columns, launch_tid=None, launch_start=None)
     return _leaderboard(win, per_gpu, sketches, kinds, op_columns, budget)
-
-
-@overload
-def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: Literal[False] = False, ops: bool | None = None) -> Leaderboard: ...
-
-
-@overload
-def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: Literal[True], ops: bool | None = None) -> AnyLeaderboard: ...
-
-
-def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: bool = False, ops: bool | None = None) -> AnyLeaderboard:
-    """read -> window -> leaderboard of a profile (default: the settings' ``profile``); ``ops``: with each
-    kernel's split by the op that launched it (``Leaderboard.ops``; default: with ``sketches``), read from
-    the file (a stored leaderboard is not used then).
-
-    ``from_store``: when this very file was snapshotted at the current commit with the same window by this
-    kbase version, its stored leaderboard instead (a cheap identity check finds it: size, mtime and a hash
-    of the first and last 64 KiB, no full read; nothing is created or migrated). ``stored_rows``: that
-    stored leaderboard may come back as the renderers take it (``analysis.board.LeaderboardRows``), read
-    from a SQLite store at the head schema without SQLAlchemy or pandas (``kbase top FILE`` of a stored
-    file answers at once); a computed one stays a ``Leaderboard``."""
-    from kbase.store.identity import stored_leaderboard_of, stored_rows_of
-
-    settings = settings or Settings.load()
-    path = _profile_path(profile, settings)
-    if from_store and not per_gpu and not sketches and not ops:
-        decided = False
-        if stored_rows:
-            decided, rows = stored_rows_of(path, settings)
-            if rows is not None:
-                return rows
-        stored = None if decided else stored_leaderboard_of(path, settings)  # decided: looked already
-        if stored is not None:
-            return stored
-    return _board(path, settings, progress, per_gpu=per_gpu, sketches=sketches, ops=ops)
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 
 
-from kbase.api.capture import top
 from kbase.api.common import _fast_read, _store, check_baseline_workload, with_workload, workload_for
 from kbase.api.kernels import find_kernel
+from kbase.api.top_answer import top
 
 # ------------------------------------------------------------------------------------------ compare
 

@@ -1,88 +1,27 @@
 """The ``kbase`` command line: parse -> ``Settings`` -> one ``kbase.api`` call -> render.
 
 Exit codes: 0 ok, 1 regression found (gate), 2 bad input / usage, 3 internal error. Errors are
-mapped to exit codes in one place (``kbase.cli.app.KbaseGroup``), so Typer's ``CliRunner`` sees
+mapped to exit codes in one place (``kbase.cli.shared.KbaseGroup``), so Typer's ``CliRunner`` sees
 what a shell sees.
 """
 
 from __future__ import annotations
 
-import copy
-import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
+if TYPE_CHECKING:
+    from kbase.cli.entry import app, main, narrowed
 
-from kbase.cli.app import app
-from kbase.cli.errors import one_line
-
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "narrowed"]
 
 
-def _register_commands() -> None:
-    # Importing these modules adds their commands to ``app``.
-    import kbase.cli.bisect  # noqa: F401
-    import kbase.cli.budget  # noqa: F401
-    import kbase.cli.demo  # noqa: F401
-    import kbase.cli.diff  # noqa: F401
-    import kbase.cli.report  # noqa: F401
-    import kbase.cli.steps  # noqa: F401
-    import kbase.cli.store  # noqa: F401
-    import kbase.cli.top  # noqa: F401
-    import kbase.cli.transfer  # noqa: F401
+def __getattr__(name: str) -> Any:
+    """``app``, ``main`` and ``narrowed`` load the command line (Typer and every command) on first use: the
+    ``kbase`` script answers ``kbase top FILE`` of a stored or cached file without it (``cli.fast_top``)."""
+    if name in ("app", "main", "narrowed"):
+        from kbase.cli import entry
 
-
-_register_commands()
-
-
-def narrowed(argv: list[str]) -> typer.Typer:
-    """``app`` holding only the command (or group) that ``argv[1]`` names: Typer builds the click object of
-    every registered command at each start (~20 ms for kbase's 15), and a run needs one. Anything else
-    (no command, an option first, an unknown name) gets the full app, so help and errors list everything."""
-    from typer.main import get_command_name
-
-    if len(argv) < 2 or argv[1].startswith("-"):
-        return app
-    name = argv[1]
-    commands = [c for c in app.registered_commands
-                if (c.name or (get_command_name(c.callback.__name__) if c.callback else None)) == name]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if len(commands) + len(groups) != 1:
-        return app
-    one = copy.copy(app)
-    one.registered_commands = commands
-    one.registered_groups = groups
-    return one
-
-
-def main() -> None:
-    """Entry point: usage errors of the option parser are one line too (exit 2)."""
-    import os
-    import warnings
-
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
-
-    from kbase.cli.closed_stdout import guard_stdout
-
-    guard_stdout()
-    if not os.environ.get("KBASE_DEBUG"):
-        # a dependency's warning (numpy's overflow, with its install path) is not the user's to read: kbase says
-        # what matters in its own lines
-        warnings.simplefilter("ignore")
-    try:
-        rc = narrowed(sys.argv)(standalone_mode=False)
-    except NoArgsIsHelpError as exc:  # bare `kbase` / `kbase db`: the help, as --help prints it
-        print(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
-        rc = 0
-    except typer.Abort:
-        print("kbase: aborted", file=sys.stderr)
-        rc = 2
-    except ClickException as exc:
-        print(f"kbase: error: {one_line(exc.format_message())}", file=sys.stderr)
-        rc = 2
-    except KeyboardInterrupt:
-        print("kbase: interrupted", file=sys.stderr)
-        rc = 130
-    finally:
-        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
-            sys.modules["kbase.store.engine"].dispose_all()
-    sys.exit(rc if isinstance(rc, int) else 0)
+        value = getattr(entry, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kbase.cli' has no attribute {name!r}")

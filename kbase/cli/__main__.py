@@ -1,4 +1,5 @@
 """The ``kbase`` script and ``python -m kbase.cli``: the process policies (:mod:`kbase.cli.tuning`), then
+a plain ``kbase top FILE`` answered without the command line (:mod:`kbase.cli.fast_top`), else
 ``kbase.cli.main``, then the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
 
 from __future__ import annotations
@@ -10,14 +11,18 @@ from kbase.cli import tuning
 
 
 def run() -> NoReturn:
-    tuning.apply()
-    from kbase.cli import main
+    from kbase.cli.fast_top import answer
 
-    try:
-        main()
-        code: object = 0
-    except SystemExit as exc:
-        code = exc.code
+    code: object = answer(sys.argv)  # a plain ``kbase top FILE``: answered without Typer (it applies the policies)
+    if code is None:
+        tuning.apply()
+        from kbase.cli import main
+
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
     if code is None:
         code = 0
     if not isinstance(code, int):

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli.app import DbOpt, NameOpt, QuietOpt, RepoOpt, app, check_choice, console, make_settings, reading_progress
+from kbase.cli.shared import (
+    DbOpt,
+    NameOpt,
+    QuietOpt,
+    RepoOpt,
+    app,
+    check_choice,
+    console,
+    make_settings,
+    reading_progress,
+)
 from kbase.enums import BudgetFormat
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli.app import QuietOpt, app, console
+from kbase.cli.shared import QuietOpt, app, console
 
 
 @app.command()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import (
+from kbase.cli.shared import (
     DbOpt,
     FleetGpusOpt,
     FullNamesOpt,

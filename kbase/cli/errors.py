@@ -99,3 +99,21 @@ def error_line(exc: BaseException | str, settings: Settings | None, *, labels: b
         settings = settings or getattr(exc, "loading", None)  # a bad value met while the settings were merged
         return one_line(exc.render(lambda f, v: label(f, v, settings)), secrets)
     return one_line(str(exc), secrets)
+
+
+def failure(exc: Exception, settings: Settings | None) -> tuple[int, str]:
+    """What a command that raised ``exc`` prints (one line) and exits with: a ``KbaseError`` its code, a value
+    that is not UTF-8 2, anything else 3 (an internal error). The one mapping of ``shared.KbaseGroup`` and of
+    ``fast_top`` (a caller re-raises instead where ``KBASE_DEBUG`` asks for the traceback)."""
+    from kbase.enums import ExitCode
+    from kbase.errors import KbaseError
+
+    if isinstance(exc, KbaseError):
+        return exc.code, f"kbase: error: {error_line(exc, settings)}"
+    if isinstance(exc, UnicodeEncodeError):  # a value with bytes that are not UTF-8 (Python keeps them as surrogates)
+        near = exc.object[max(exc.start - 20, 0):exc.end + 20] if isinstance(exc.object, str) else ""
+        return ExitCode.USAGE, ("kbase: error: a value is not valid UTF-8 and cannot be used: "
+                                f"{error_line(near, settings, labels=False)}")
+    line = error_line(exc, settings, labels=False)
+    return ExitCode.INTERNAL, (f"kbase: internal error: {type(exc).__name__}: {line} "
+                               "(set KBASE_DEBUG=1 for a traceback)")

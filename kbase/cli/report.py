@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli.app import DbOpt, FleetGpusOpt, GpuHourCostOpt, NameOpt, QuietOpt, RepoOpt, app, console, make_settings
+from kbase.cli.shared import (
+    DbOpt,
+    FleetGpusOpt,
+    GpuHourCostOpt,
+    NameOpt,
+    QuietOpt,
+    RepoOpt,
+    app,
+    console,
+    make_settings,
+)
 
 
 @app.command()

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli.app import DbOpt, NameOpt, RepoOpt, WideOpt, app, check_choice, console, make_settings
+from kbase.cli.shared import DbOpt, NameOpt, RepoOpt, WideOpt, app, check_choice, console, make_settings
 
 
 class StepsFormat(StrEnum):

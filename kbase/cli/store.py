@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbase.cli.app import (
+from kbase.cli.output import emit_leaderboard
+from kbase.cli.shared import (
     CONTEXT,
     DbOpt,
     FormatOpt,
@@ -26,7 +27,6 @@ from kbase.cli.app import (
     reading_progress,
     window_options,
 )
-from kbase.cli.top import emit_leaderboard
 from kbase.enums import HistoryFormat, LeaderboardFormat, ListFormat
 from kbase.errors import InputError
 

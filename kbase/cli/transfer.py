@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kbase.cli.app import DbOpt, NameOpt, QuietOpt, RepoOpt, WideOpt, app, check_choice, console, make_settings
+from kbase.cli.shared import DbOpt, NameOpt, QuietOpt, RepoOpt, WideOpt, app, check_choice, console, make_settings
 from kbase.enums import ListFormat
 
 

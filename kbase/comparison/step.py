@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from kbase.analysis.budget import BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Budget, budget_from_stored
+from kbase.analysis.budget_blocks import BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Budget, budget_from_stored
 from kbase.comparison.levels import level_noise
 from kbase.comparison.noise import POWER_Z
 from kbase.policy import Policy

@@ -28,7 +28,7 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbase.errors import InputError
@@ -73,12 +73,14 @@ def file_sha256(path: Path, sqlite: bool = False) -> str:
 class SourceIdentity:
     """What can be learned about a file without reading it all: total size, newest mtime (ns), and ``key``,
     the hash of the module's list. ``probe``: ``key`` when sure, None when a file changed in the last
-    ``RACY_NS`` (then nothing is stored under it or found by it)."""
+    ``RACY_NS`` (then nothing is stored under it or found by it). ``stamp``: each file's stat as it was
+    taken, and when (``unchanged_now``)."""
 
     size: int
     mtime_ns: int
     key: str
     sure: bool = True
+    stamp: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def probe(self) -> str | None:
@@ -106,30 +108,67 @@ def _probe_file(h: hashlib._Hash, p: Path, st: os.stat_result) -> bool:
     return max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS
 
 
+def _stat_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+Stat = tuple[bool, str, Path, "os.stat_result | None"]  # (a side file, its role or name, the file, its stat)
+
+
+def _stats(path: Path) -> list[Stat]:
+    """What the identity covers, each with its stat: the file(s) (a folder's by name), then each side file
+    by suffix (stat None: absent)."""
+    folder = path.is_dir()
+    out: list[Stat] = [(False, p.name if folder else "", p, _stat_regular(p)) for p in _files(path)]
+    if not folder:
+        for suffix in (*SIDE_SUFFIXES, "-shm"):
+            side = side_files(path, suffix, empty_too=True)
+            out.append((True, suffix, side[0][1] if side else path, _stat_regular(side[0][1]) if side else None))
+    return out
+
+
+def _stamp(stats: list[Stat]) -> tuple:
+    return tuple((side, role, None if st is None else st.st_size if role == "-shm" and side else _stat_of(st))
+                 for side, role, _, st in stats)
+
+
 def source_identity(path: Path) -> SourceIdentity:
     h = hashlib.sha256(b"kbase source identity 2\0")
     size = mtime = 0
     sure = True
-    folder = path.is_dir()
-    for p in _files(path):  # (a folder: each file by name, so a rank added, removed or renamed shows too)
-        st = _stat_regular(p)
-        size += st.st_size
-        mtime = max(mtime, st.st_mtime_ns)
-        h.update(f"{p.name if folder else ''}\0".encode())
-        sure &= _probe_file(h, p, st)
-    if not folder:
-        for suffix in (*SIDE_SUFFIXES, "-shm"):
-            side = side_files(path, suffix, empty_too=True)
-            if not side:
-                h.update(f"{suffix}: none\0".encode())
-                continue
-            st = _stat_regular(side[0][1])
-            if suffix == "-shm":  # readers write to it: its times change without the content changing
-                h.update(f"{suffix}: {st.st_size}\0".encode())
-            else:
-                h.update(f"{suffix}:\0".encode())
-                sure &= _probe_file(h, side[0][1], st)
-    return SourceIdentity(size=size, mtime_ns=mtime, key=h.hexdigest(), sure=sure)
+    taken = time.time_ns()
+    stats = _stats(path)
+    for side, role, p, st in stats:
+        if not side:
+            assert st is not None
+            size += st.st_size  # (a folder: each file by name, so a rank added, removed or renamed shows too)
+            mtime = max(mtime, st.st_mtime_ns)
+            h.update(f"{role}\0".encode())
+            sure &= _probe_file(h, p, st)
+        elif st is None:
+            h.update(f"{role}: none\0".encode())
+        elif role == "-shm":  # readers write to it: its times change without the content changing
+            h.update(f"{role}: {st.st_size}\0".encode())
+        else:
+            h.update(f"{role}:\0".encode())
+            sure &= _probe_file(h, p, st)
+    return SourceIdentity(size=size, mtime_ns=mtime, key=h.hexdigest(), sure=sure, stamp=(taken, _stamp(stats)))
+
+
+def unchanged_now(path: Path, before: SourceIdentity) -> bool:
+    """Whether ``path`` still has the identity ``before``, cheaply: every file's device, inode, size, mtime
+    and ctime as they were, all older than ``RACY_NS`` when ``before`` was taken (a later write would show
+    in them); otherwise its identity taken again and compared. False also when it cannot be looked at."""
+    try:
+        if before.stamp:
+            taken, stamp = before.stamp
+            if _stamp(_stats(path)) == stamp and all(
+                    s is None or isinstance(s, int) or max(s[3], s[4]) < taken - RACY_NS for _, _, s in stamp):
+                return True
+        after = source_identity(path)
+    except (OSError, InputError):
+        return False
+    return (after.size, after.mtime_ns, after.key) == (before.size, before.mtime_ns, before.key)
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,15 @@ it, as they would be). The user's files are only ever read.
 from __future__ import annotations
 
 import contextlib
-import shutil
-import sqlite3
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from kbase.errors import InputError
+
+if TYPE_CHECKING:  # sqlite3 loads where a file is opened: ``side_files`` serves the identity (``kbase top`` cached)
+    import sqlite3
 
 # The side files that change what a SQLite database's committed content is (``-shm`` is an index of the
 # -wal, rebuilt from it: it changes nothing).
@@ -35,6 +36,8 @@ def readonly_uri(path: Path) -> str:
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
     """Open an export so that nothing can be written to it, not even a lock or journal file."""
+    import sqlite3
+
     return sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=False)
 
 
@@ -62,6 +65,9 @@ def side_files(path: Path, *suffixes: str, empty_too: bool = False) -> list[tupl
 def committed_copy(path: Path, sides: list[tuple[str, Path]], folder: Path) -> Path:
     """A copy of database ``path`` in ``folder`` with its side files ``sides`` applied as SQLite applies them
     (WAL replayed and checkpointed, journal rolled back): a plain rollback-mode file. Only ever reads ``path``."""
+    import shutil
+    import sqlite3
+
     copy = folder / "database.sqlite"
     source = path
     try:
@@ -90,6 +96,8 @@ def committed_export(path: Path) -> Iterator[Path]:
 
     The temporary copy is removed on every exit path (error and KeyboardInterrupt included).
     """
+    import tempfile
+
     sides = side_files(path)
     if not sides:
         yield path

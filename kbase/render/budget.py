@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kbase.analysis.budget import BLOCK_LABELS, BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Blocks, Budget
-from kbase.comparison.step import step_verdict_lines  # noqa: F401 - re-exported: the renderers' one line
-from kbase.render.layout import inert
+from kbase.analysis.budget_blocks import BLOCK_LABELS, BLOCKS, FIELDS, GAP_CAUSE_TEXT, GAP_CAUSES, Blocks, Budget
+from kbase.render.safe import inert
 from kbase.units import column_unit, fmt_ns, fmt_pct
+
+if TYPE_CHECKING:
+    from kbase.comparison.step import step_verdict_lines  # noqa: F401 - re-exported: the renderers' one line
+
+
+def __getattr__(name: str) -> Any:
+    """``step_verdict_lines``, re-exported on first use: the comparison (numpy) stays unloaded while a
+    leaderboard's budget lines render (``kbase top`` from the cache)."""
+    if name == "step_verdict_lines":
+        from kbase.comparison.step import step_verdict_lines
+
+        return step_verdict_lines
+    raise AttributeError(f"module 'kbase.render.budget' has no attribute {name!r}")
+
 
 SCHEMA = "kbase.budget/1"
 

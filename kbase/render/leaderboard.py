@@ -118,7 +118,7 @@ def _summary_lines(s: LeaderboardSummary) -> list[str]:
         f"window: {s.window}",
     ]
     if s.budget:
-        from kbase.analysis.budget import budget_from_stored
+        from kbase.analysis.budget_blocks import budget_from_stored
         from kbase.render.budget import budget_summary_lines
 
         b = budget_from_stored(s.budget)

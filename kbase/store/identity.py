@@ -6,7 +6,6 @@ moments ago) is never looked up: the file is read."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,25 +13,33 @@ from kbase.errors import InputError
 from kbase.store.guard import check_store_location
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.readers.source import SourceIdentity
     from kbase.settings import Settings
 
+    Identify = Callable[[], SourceIdentity | None]  # the profile's identity, taken once by the caller
 
-def _identity_key(profile: Path, settings: Settings) -> tuple | None:
+
+def _identity_key(profile: Path, settings: Settings, identify: Identify | None = None) -> tuple | None:
     """(HEAD, probe, size, mtime, window, kbase version) of ``profile``, or None (no repository, an
-    unreadable file: the reader reports it in its own words)."""
+    unreadable file: the reader reports it in its own words). ``identify``: the identity the caller took."""
     from kbase.readers.source import source_identity
     from kbase.version import __version__
 
     head = head_commit(settings.repo)
     if head is None:
         return None
-    try:
-        ident = source_identity(profile)
-    except (OSError, InputError):
-        return None
-    if ident.probe is None:
+    if identify is not None:
+        ident = identify()
+    else:
+        try:
+            ident = source_identity(profile)
+        except (OSError, InputError):
+            return None
+    if ident is None or ident.probe is None:
         return None  # unsure: read the file
     return (head, ident.probe, ident.size, ident.mtime_ns, settings.window.key(), __version__)
 
@@ -42,13 +49,13 @@ def _note(baseline_id: int, head: str) -> str:
             f"probe, side files) at the current commit {head[:12]} with the same window; the file itself was not read")
 
 
-def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, LeaderboardRows | None]:
+def stored_rows_of(profile: Path, settings: Settings, identify: Identify | None = None
+                   ) -> tuple[bool, LeaderboardRows | None]:
     """``stored_leaderboard_of`` as rows, read from a store at the head schema on the read-only path
     (``store.fast_read``: no SQLAlchemy, no pandas): ``kbase top FILE`` of a stored file answers in the
     time of the identity check and one query. (decided, rows): ``decided`` when this path could answer
     (no store file, no repository, or a head-schema store: found or not); otherwise the caller asks
     ``stored_leaderboard_of`` (another schema, another driver, ``KBASE_NO_FAST_READ``)."""
-    from kbase.store.fast_read import read_only
     from kbase.store_urls import sqlite_path
 
     url = settings.store_url()
@@ -59,9 +66,11 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
         check_store_location(db_file)
     if db_file is not None and not db_file.is_file():
         return True, None  # no store here: never create one for a read
-    key = _identity_key(profile, settings)
+    key = _identity_key(profile, settings, identify)
     if key is None:
         return True, None
+
+    from kbase.store.fast_read import read_only
 
     def rows(rd) -> list:  # a list: None from read_only means "this path does not apply"
         found = rd.find_by_identity(*key)
@@ -78,7 +87,7 @@ def stored_rows_of(profile: Path, settings: Settings) -> tuple[bool, Leaderboard
     return True, board
 
 
-def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | None:
+def stored_leaderboard_of(profile: Path, settings: Settings, identify: Identify | None = None) -> Leaderboard | None:
     """The stored leaderboard of ``profile`` (with a note saying where it came from), or None when the
     store holds no such baseline, does not exist, or cannot be read at this schema. Never creates,
     migrates or writes a store."""
@@ -90,7 +99,7 @@ def stored_leaderboard_of(profile: Path, settings: Settings) -> Leaderboard | No
         check_store_location(db_file)
     if db_file is not None and not db_file.is_file():
         return None  # no store here: never create one for a read
-    key = _identity_key(profile, settings)
+    key = _identity_key(profile, settings, identify)
     if key is None:
         return None
     head, probe, size, mtime_ns, wkey, version = key
@@ -138,6 +147,8 @@ def sqlite_identity_lookup(db_file: Path, key: tuple) -> tuple[bool, int | None]
 
 def head_commit(repo: Path | None) -> str | None:
     """HEAD's full hash by ``git rev-parse`` (a few ms; GitPython's import alone costs more), or None."""
+    import subprocess
+
     try:
         out = subprocess.run(["git", "-C", str(repo or Path.cwd()), "rev-parse", "--verify", "-q", "HEAD"],
                              capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)

@@ -6,12 +6,10 @@ parse -> ``Settings`` -> one ``kbase.api`` call -> render.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import os
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,8 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from kbase.cli.errors import error_line
-from kbase.enums import ExitCode
+from kbase.cli.errors import failure
+from kbase.cli.output import (  # noqa: F401 - the commands' one import
+    console,
+    default_limit,
+    reading_progress,
+    terminal_width_env,
+)
 
 if TYPE_CHECKING:
     from kbase.settings import Settings
@@ -35,24 +38,15 @@ class KbaseGroup(TyperGroup):
 
         try:
             return super().invoke(ctx)
-        except KbaseError as exc:
-            typer.echo(f"kbase: error: {error_line(exc, current_settings())}", err=True)
-            raise typer.Exit(exc.code) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
-        except UnicodeEncodeError as exc:  # a value with bytes that are not UTF-8 (Python keeps them as surrogates)
-            near = exc.object[max(exc.start - 20, 0):exc.end + 20] if isinstance(exc.object, str) else ""
-            typer.echo("kbase: error: a value is not valid UTF-8 and cannot be used: "
-                       f"{error_line(near, current_settings(), labels=False)}",
-                       err=True)
-            raise typer.Exit(ExitCode.USAGE) from None
         except Exception as exc:
-            if _is_click_exception(exc) or os.environ.get("KBASE_DEBUG"):
+            if not isinstance(exc, KbaseError | UnicodeEncodeError) and (
+                    _is_click_exception(exc) or os.environ.get("KBASE_DEBUG")):
                 raise
-            line = error_line(exc, current_settings(), labels=False)
-            typer.echo(f"kbase: internal error: {type(exc).__name__}: {line} (set KBASE_DEBUG=1 for a traceback)",
-                       err=True)
-            raise typer.Exit(ExitCode.INTERNAL) from None
+            code, line = failure(exc, current_settings())
+            typer.echo(line, err=True)
+            raise typer.Exit(code) from None
 
 
 def _is_click_exception(exc: BaseException) -> bool:
@@ -168,70 +162,6 @@ def check_choice(value: str, choices: type[StrEnum], flag: str = "--format") -> 
     except ValueError:
         names = ", ".join(c.value for c in choices)
         raise SettingsError(f"unknown value (choose one of {names})", field=flag.lstrip("-"), value=value) from None
-
-
-def default_limit(fmt: str, limit: int | None, table_default: int = 20) -> int | None:
-    if limit is None:
-        return table_default if fmt in ("table", "md") else None
-    return None if limit == 0 else limit
-
-
-PIPED_WIDTH = 100  # the width of output to a pipe or a file without COLUMNS
-
-
-def console(stderr: bool = False) -> Any:
-    """A Rich console that shows every string as data: no markup, control characters escaped."""
-    from kbase.render.console import SafeConsole as Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    # Piped output (CI logs, files) is as wide as COLUMNS says, else PIPED_WIDTH: never the widest row (a log
-    # read in a browser or a pager wraps at about 100); a terminal's own width is used as it is.
-    width = None if stream.isatty() else terminal_width_env() or PIPED_WIDTH
-    return Console(stderr=stderr, soft_wrap=False, width=width)
-
-
-def terminal_width_env() -> int | None:
-    """``COLUMNS`` as an int when it is set to one."""
-    try:
-        return max(int(os.environ.get("COLUMNS", "")), 20)
-    except ValueError:
-        return None
-
-
-@contextlib.contextmanager
-def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress callback for a reader, ``(done now, total)`` in its own unit (rows of an export,
-    bytes of a trace): a bar on a terminal, shown once reading has taken over half a second
-    (``KBASE_PROGRESS_DELAY`` seconds)."""
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    import time
-
-    try:
-        delay = float(os.environ.get("KBASE_PROGRESS_DELAY", "0.5"))
-    except ValueError:
-        delay = 0.5
-    state: dict[str, Any] = {"start": time.monotonic(), "done": 0}
-
-    def advance(amount: int, total: int) -> None:
-        state["done"] += amount
-        if "bar" not in state:
-            if time.monotonic() - state["start"] < delay or total <= 0:
-                return
-            from rich.progress import Progress
-
-            state["bar"] = Progress(console=console(stderr=True), transient=True)
-            state["bar"].start()
-            state["task"] = state["bar"].add_task(f"reading {label}", total=total, completed=state["done"])
-            return
-        state["bar"].advance(state["task"], amount)
-
-    try:
-        yield advance
-    finally:
-        if state.get("bar") is not None:
-            state["bar"].stop()
 
 
 def _version(value: bool) -> None:

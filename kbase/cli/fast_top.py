@@ -1,0 +1,131 @@
+"""``kbase top FILE`` answered by the ``kbase`` script before the command line is built.
+
+Typer (with click) and the command modules cost a process ~60 ms of imports (more under load), a third of a
+small export's whole answer and more than an answer from the top cache (``store.top_cache``) or the store.
+So the script first asks ``answer``: a plain ``kbase top FILE`` — the profile and only these options, each
+spelled as here: ``-f``/``--format``, ``-n``/``--limit``, ``--db``, ``--repo``, ``--wide``, ``--full-names``,
+``-q``/``--quiet``, ``--per-gpu``, ``--no-store``, ``--no-cache`` — is answered here: from the store or the
+top cache, else by reading the file, through the same API call (``api.top_answer``), renderers
+(``cli.output``) and error mapping (``cli.errors.failure``) as the command. Anything else (another option,
+``--help``, a value the command line would judge, a settings error) answers None having done nothing, and
+the command line runs as always, with its own parsing and messages. ``KBASE_NO_FAST_TOP=1`` turns this
+path off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_FLAGS = {"--wide": "wide", "--full-names": "full_names", "-q": "quiet", "--quiet": "quiet", "--per-gpu": "per_gpu",
+          "--no-store": "no_store", "--no-cache": "no_cache"}
+_VALUES = {"-f": "format", "--format": "format", "-n": "limit", "--limit": "limit", "--db": "db", "--repo": "repo"}
+
+
+def parse(argv: list[str]) -> dict[str, Any] | None:
+    """The options of a plain ``kbase top FILE ...`` (see the module's doc), or None."""
+    if len(argv) < 3 or argv[1] != "top":
+        return None
+    got: dict[str, Any] = {"format": "table", "limit": None, "wide": False, "full_names": False, "quiet": False,
+                           "per_gpu": False, "no_store": False, "no_cache": False, "profile": None, "db": None,
+                           "repo": None}
+    seen: set[str] = set()
+    args = iter(argv[2:])
+    for arg in args:
+        name, value = arg, None
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg.split("=", 1)
+        if name in _FLAGS and value is None:
+            key = _FLAGS[name]
+            got[key] = True
+        elif name in _VALUES:
+            key = _VALUES[name]
+            value = next(args, None) if value is None else value
+            if value is None:
+                return None
+            got[key] = value
+        elif not arg.startswith("-") and arg and got["profile"] is None:
+            key, got["profile"] = "profile", arg
+        else:
+            return None
+        if key in seen:
+            return None  # a repeated option: the command line says what it makes of it
+        seen.add(key)
+    if got["profile"] is None or got["format"] not in _formats():
+        return None
+    if got["limit"] is not None:
+        if not (got["limit"].isascii() and got["limit"].isdigit()) or len(got["limit"]) > 18:
+            return None
+        got["limit"] = int(got["limit"])
+    return got
+
+
+def _formats() -> set[str]:
+    from kbase.enums import LeaderboardFormat
+
+    return {f.value for f in LeaderboardFormat}
+
+
+def answer(argv: list[str]) -> int | None:
+    """The exit code once ``argv`` is answered; None when this path does not apply (nothing printed, nothing
+    read: the command line runs)."""
+    if os.environ.get("KBASE_NO_FAST_TOP", "") not in ("", "0"):
+        return None
+    opts = parse(argv)
+    if opts is None:
+        return None
+    import warnings
+
+    from kbase.settings import Settings
+
+    if not os.environ.get("KBASE_DEBUG"):
+        warnings.simplefilter("ignore")  # as the command line does
+    try:
+        settings = Settings.load(repo=None if opts["repo"] is None else Path(opts["repo"]), db=opts["db"],
+                                 window={})
+    except Exception:  # noqa: BLE001 - the command line says what is wrong, naming the flag or key
+        return None
+    from kbase.cli.closed_stdout import guard_stdout
+    from kbase.cli.output import default_limit, emit_leaderboard
+
+    guard_stdout()
+    try:
+        lb = _leaderboard(opts, settings)
+        emit_leaderboard(lb, opts["format"], default_limit(opts["format"], opts["limit"]), wide=opts["wide"],
+                         full_names=opts["full_names"], quiet=opts["quiet"])
+    except KeyboardInterrupt:
+        print("kbase: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - mapped as the command line maps it (``errors.failure``)
+        from kbase.cli.errors import failure
+        from kbase.errors import KbaseError
+
+        if os.environ.get("KBASE_DEBUG") and not isinstance(exc, KbaseError | UnicodeEncodeError):
+            raise
+        code, line = failure(exc, settings)
+        print(line, file=sys.stderr)
+        return code
+    finally:
+        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
+            sys.modules["kbase.store.engine"].dispose_all()
+    return 0
+
+
+def _leaderboard(opts: dict[str, Any], settings: Any) -> Any:
+    """The stored or cached answer; else the file read (the process policies first: numpy comes next)."""
+    from kbase.api.top_answer import answer_at_once, top
+
+    path = Path(opts["profile"])
+    from_store, cache = not opts["no_store"], not (opts["no_store"] or opts["no_cache"])
+    got = answer_at_once(path, settings, per_gpu=opts["per_gpu"], from_store=from_store, cache=cache)
+    if got is not None:
+        return got
+    from kbase.cli import tuning
+    from kbase.cli.output import reading_progress
+
+    tuning.apply()
+    with reading_progress(path.name, quiet=opts["quiet"]) as progress:  # (the store was asked just now)
+        return top(path, settings, per_gpu=opts["per_gpu"], progress=progress, from_store=False, stored_rows=True,
+                   cache=cache)
