@@ -164,7 +164,7 @@ def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
 
 @dataclass
 class SnapshotResult:
-    baseline: Baseline
+    baseline: AnyBaseline  # a ``Baseline``; its record when the snapshot was written on the driver
     leaderboard: Leaderboard
     created: bool  # False: an identical baseline (same file, window and commit) already existed
 
@@ -189,6 +189,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
     from kbase.readers.source import describe_source, source_identity, unchanged_since
+    from kbase.store_urls import sqlite_path
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -204,12 +205,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     wkey = settings.window.key()
     ident = source_identity(path)
     if store is None and read_before_store(settings, commit.hash, ident, wkey, force=force):
-        # Read first, the store stack importing meanwhile (~0.45 s); the store is opened, or created, only
-        # once the profile has read cleanly.
-        warm_imports("kbase.store.engine", "kbase.store.queries")
+        # Read first, the driver's modules importing meanwhile; the store is opened, or created, only once the
+        # profile has read cleanly.
+        warm_imports("kbase.store.create", *(() if sqlite_path(settings.store_url()) else ("psycopg",)))
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
-        with _store(settings, None) as st:
-            return _save(st, lb, source, settings, commit, wkey, tags, note, force, kind)
+        return _save_direct(settings, lb, source, commit, wkey, tags, note, force, kind)
     from kbase.store.queries import load_leaderboard
     from kbase.store.reader import EngineReader
     from kbase.version import __version__
@@ -260,26 +260,57 @@ def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, co
     return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
 
 
+def _save_direct(settings: Settings, lb: Leaderboard, source: SourceInfo, commit: CommitInfo, wkey: str,
+                 tags: list[str] | None, note: str, force: bool, kind: str) -> SnapshotResult:
+    """``_save`` on the driver (``store.create``, ``store.writer``: no SQLAlchemy, SQLModel or Alembic), the store
+    created if new; a store that path does not open (another schema revision: Alembic upgrades it) through
+    ``_save``. A capture stored already answers with its stored leaderboard."""
+    from kbase.store.codec import baseline_values
+    from kbase.store.create import open_direct
+    from kbase.store.writer import written_record
+
+    direct = open_direct(settings)
+    if direct is None:
+        with _store(settings, None) as st:
+            return _save(st, lb, source, settings, commit, wkey, tags, note, force, kind)
+    values = baseline_values(lb, workload=settings.workload, commit=commit, source=source, window_spec=wkey,
+                             tags=tags, note=note, kind=kind)
+    with direct:
+        written = direct.save(lb, values, force=force)
+    baseline = written_record(values, written)
+    if written.created:
+        return SnapshotResult(baseline=baseline, leaderboard=lb, created=True)
+    from kbase.store.queries import load_leaderboard
+
+    with _store(settings, None) as st:
+        return SnapshotResult(baseline=baseline, leaderboard=load_leaderboard(st.engine, written.id), created=False)
+
+
 def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str, *,
                       force: bool = False) -> bool:
-    """Whether ``snapshot`` may read the profile before it opens the store: a SQLite store not created yet,
-    or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
-    very file (``readers.source`` identity; an unsure one finds none) at ``commit`` with this window
-    (``force``: whatever it holds).
-    False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
+    """Whether ``snapshot`` may read the profile before it opens the store: a store not created yet (no SQLite
+    file; a PostgreSQL database without tables), or one at the head schema (read by one query on the driver, no
+    SQLAlchemy) that holds no baseline of this very file (``readers.source`` identity; an unsure one finds none)
+    at ``commit`` with this window (``force``: whatever it holds).
+    False (another schema, a foreign database, a server that cannot be reached, a likely match): the store is
+    asked first, as usual."""
     from kbase.store.guard import check_store_location
     from kbase.store.identity import sqlite_identity_lookup
     from kbase.store_urls import sqlite_path
     from kbase.version import __version__
 
-    db_file = sqlite_path(settings.store_url())
+    url = settings.store_url()
+    key = (commit, ident.probe, ident.size, ident.mtime_ns, window_spec, __version__)
+    db_file = sqlite_path(url)
     if db_file is None:
-        return False
+        from kbase.store.create import pg_identity_lookup
+
+        decided, found = pg_identity_lookup(url, key, settings.busy_timeout_s)
+        return decided and (force or found is None)
     check_store_location(db_file)  # a store that can never be created: said before the profile is read
     if not db_file.exists():
         return True
-    decided, found = sqlite_identity_lookup(db_file, (commit, ident.probe, ident.size, ident.mtime_ns, window_spec,
-                                                      __version__))
+    decided, found = sqlite_identity_lookup(db_file, key)
     return decided and (force or found is None)
 
 
