@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, bindparam, func, select
+from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, bindparam, func, literal_column, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 
@@ -73,7 +73,7 @@ def insert_baseline(insert) -> Any:
 
 @_write
 def same_capture(_insert) -> Any:
-    return select(BASELINE).where(*_capture_where(), bt.capture_copy == 0)
+    return select(BASELINE).where(*_capture_where(), bt.capture_copy == literal_column("0"))
 
 
 @_write
