@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 NAME_CHUNK = 400  # names looked up per statement
 _LIST = re.compile(r"__\[POSTCOMPILE_(\w+)\]")  # an expanding IN list of the compiled text
 CAPTURE_KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")
+_PLAIN = frozenset({str, int, bytes, type(None)})  # bound as they are by both drivers
 
 
 def _utc(value: datetime) -> datetime:
@@ -94,10 +95,11 @@ class Writer:
     def many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        sql = self._sql[name]
+        value = self._value
         cur = self.conn.cursor()
-        try:
-            cur.executemany(sql, [{k: self._value(v) for k, v in r.items()} for r in rows])
+        try:  # (names and ids, nearly always: bound as they are)
+            cur.executemany(self._sql[name], [r if all(type(v) in _PLAIN for v in r.values())
+                                              else {k: value(v) for k, v in r.items()} for r in rows])
         finally:
             cur.close()
 
