@@ -197,8 +197,8 @@ def test_the_driver_writes_the_rows_sqlalchemy_writes(two_new_urls, small_export
     assert _rows(direct_url) == _rows(engine_url)
     assert _rows(direct_url)["op_name"], "the exports carry ops: their ids and blob are compared too"
     # what the snapshot answers equals what the store reads back
-    from kbase.store.reader import EngineReader
     from kbase.store.models import Baseline
+    from kbase.store.reader import EngineReader
     from kbase.store.records import BASELINE_FIELDS, BaselineRecord
 
     # written (or found: the copy) on the driver
