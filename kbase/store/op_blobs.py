@@ -91,7 +91,8 @@ def _mark_rests(kind: np.ndarray, row: np.ndarray, count: np.ndarray, total: np.
     kernel's, and whose samples sum to its samples (float32, as stored): it is read back as the remainder."""
     import numpy as np
 
-    rows = np.unique(row[kind == 1])
+    rows = np.sort(row[kind == 1])
+    rows = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # (np.unique would import numpy.ma)
     by_row = np.argsort(row, kind="stable")  # each kernel's pairs as a slice (not a scan of every pair per kernel)
     starts = np.searchsorted(row[by_row], rows, side="left").tolist()
     ends = np.searchsorted(row[by_row], rows, side="right").tolist()
