@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.ops import OpColumns
     from kbase.analysis.window import Window
-    from kbase.gitrepo import CommitInfo, CommitNote
+    from kbase.gitrepo import CommitNote
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.store.engine import Store
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 
 from kbase.api.common import Progress, _fast_read, _store, warm_imports
+from kbase.api.storing import SnapshotResult, _save, _save_direct, read_before_store
 
 # ------------------------------------------------------------------------------------------ stages
 
@@ -162,23 +163,6 @@ def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
     return settings.profile
 
 
-@dataclass
-class SnapshotResult:
-    baseline: AnyBaseline  # a ``Baseline``; its record when the snapshot was written on the driver
-    leaderboard: Leaderboard
-    created: bool  # False: an identical baseline (same file, window and commit) already existed
-
-    def __repr__(self) -> str:
-        from kbase.render.notebook import stored_line
-
-        return stored_line("SnapshotResult", self.baseline, self.leaderboard, self.created)
-
-    def _repr_html_(self) -> str:
-        from kbase.render.notebook import stored_html
-
-        return stored_html("SnapshotResult", self.baseline, self.leaderboard, self.created)
-
-
 def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None,
@@ -241,77 +225,6 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
     source = hashing.result()
     unchanged_since(path, ident)  # what was read, hashed and identified is one state of the file
     return lb, source
-
-
-def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
-          tags: list[str] | None, note: str, force: bool, kind: str = "snapshot") -> SnapshotResult:
-    """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
-    from kbase.store.queries import load_leaderboard, save_leaderboard
-    from kbase.store.reader import EngineReader
-
-    dup = None if force else EngineReader(st.engine).find_duplicate(settings.workload, commit.hash, source.sha256,
-                                                                     wkey)
-    if dup is not None and dup.id is not None:
-        return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-    saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
-                             window_spec=wkey, tags=tags, note=note, url=st.url, force=force, kind=kind)
-    if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
-        lb = load_leaderboard(st.engine, saved.baseline.id)
-    return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
-
-
-def _save_direct(settings: Settings, lb: Leaderboard, source: SourceInfo, commit: CommitInfo, wkey: str,
-                 tags: list[str] | None, note: str, force: bool, kind: str) -> SnapshotResult:
-    """``_save`` on the driver (``store.create``, ``store.writer``: no SQLAlchemy, SQLModel or Alembic), the store
-    created if new; a store that path does not open (another schema revision: Alembic upgrades it) through
-    ``_save``. A capture stored already answers with its stored leaderboard."""
-    from kbase.store.codec import baseline_values
-    from kbase.store.create import open_direct
-    from kbase.store.writer import written_record
-
-    direct = open_direct(settings)
-    if direct is None:
-        with _store(settings, None) as st:
-            return _save(st, lb, source, settings, commit, wkey, tags, note, force, kind)
-    values = baseline_values(lb, workload=settings.workload, commit=commit, source=source, window_spec=wkey,
-                             tags=tags, note=note, kind=kind)
-    with direct:
-        written = direct.save(lb, values, force=force)
-    baseline = written_record(values, written)
-    if written.created:
-        return SnapshotResult(baseline=baseline, leaderboard=lb, created=True)
-    from kbase.store.queries import load_leaderboard
-
-    with _store(settings, None) as st:
-        return SnapshotResult(baseline=baseline, leaderboard=load_leaderboard(st.engine, written.id), created=False)
-
-
-def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str, *,
-                      force: bool = False) -> bool:
-    """Whether ``snapshot`` may read the profile before it opens the store: a store not created yet (no SQLite
-    file; a PostgreSQL database without tables), or one at the head schema (read by one query on the driver, no
-    SQLAlchemy) that holds no baseline of this very file (``readers.source`` identity; an unsure one finds none)
-    at ``commit`` with this window (``force``: whatever it holds).
-    False (another schema, a foreign database, a server that cannot be reached, a likely match): the store is
-    asked first, as usual."""
-    from kbase.store.guard import check_store_location
-    from kbase.store.identity import sqlite_identity_lookup
-    from kbase.store_urls import sqlite_path
-    from kbase.version import __version__
-
-    url = settings.store_url()
-    key = (commit, ident.probe, ident.size, ident.mtime_ns, window_spec, __version__)
-    db_file = sqlite_path(url)
-    if db_file is None:
-        from kbase.store.create import pg_identity_lookup
-
-        decided, found = pg_identity_lookup(url, key, settings.busy_timeout_s)
-        return decided and (force or found is None)
-    check_store_location(db_file)  # a store that can never be created: said before the profile is read
-    if not db_file.exists():
-        return True
-    decided, found = sqlite_identity_lookup(db_file, key)
-    return decided and (force or found is None)
 
 
 class Baselines(list):  # of Baseline models or BaselineRecords, as read

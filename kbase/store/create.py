@@ -235,10 +235,10 @@ def _connect(url: str, busy_timeout_s: float | None, create: bool) -> DirectStor
     except ImportError:
         return None  # the SQLAlchemy path says what is missing
     try:
-        conn = psycopg.connect(conninfo, connect_timeout=10, autocommit=True)
+        pg = psycopg.connect(conninfo, connect_timeout=10, autocommit=True)
     except psycopg.Error as exc:
         raise store_error(url, exc) from None
-    return DirectStore(conn, "postgresql", url)
+    return DirectStore(pg, "postgresql", url)
 
 
 def pg_conninfo(url: str) -> str | None:
