@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import KbaseError, StoreError
-from kbase.store.schema_names import OWN_TABLES, SQLITE_INTERNAL_TABLES, head_revision
+from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, SQLITE_INTERNAL_TABLES, head_revision
 from kbase.store.write_sql import DDL, REVISION
 from kbase.store.writer import Writer, Written, save_baseline
 from kbase.store_urls import sqlite_path
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from kbase.settings import Settings
 
 SWITCH = "KBASE_NO_DIRECT_WRITE"  # 1: every write through SQLAlchemy (engine.open_store), as before
-SCHEMA_LOCK = 7164812  # PostgreSQL's advisory lock of the migrations (engine._schema_lock)
 _STAMP = "INSERT INTO alembic_version (version_num) VALUES ({})"
 _PG_TABLES = ("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
               "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')")  # (SQLAlchemy's get_table_names)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbase.errors import StoreError
 from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_store_location
-from kbase.store.schema_names import OWN_TABLES, head_revision, migrations_dir
+from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, head_revision, migrations_dir
 from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
@@ -143,11 +143,11 @@ def _schema_lock(engine, url: str):
     from sqlalchemy import text
 
     with engine.connect() as conn:
-        conn.execute(text("SELECT pg_advisory_lock(7164812)"))
+        conn.execute(text(f"SELECT pg_advisory_lock({SCHEMA_LOCK})"))
         try:
             yield None
         finally:
-            conn.execute(text("SELECT pg_advisory_unlock(7164812)"))
+            conn.execute(text(f"SELECT pg_advisory_unlock({SCHEMA_LOCK})"))
             conn.commit()
 
 
