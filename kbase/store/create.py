@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from kbase.settings import Settings
 
 SWITCH = "KBASE_NO_DIRECT_WRITE"  # 1: every write through SQLAlchemy (engine.open_store), as before
-_STAMP = "INSERT INTO alembic_version (version_num) VALUES ({})"
+_STAMP = {"sqlite": "INSERT INTO alembic_version (version_num) VALUES (?)",
+          "postgresql": "INSERT INTO alembic_version (version_num) VALUES (%s)"}
 _PG_TABLES = ("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
               "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')")  # (SQLAlchemy's get_table_names)
 
@@ -124,13 +125,12 @@ class DirectStore:
         when the compiled DDL is not of this installation's head revision."""
         if REVISION != head_revision():
             return False
-        mark = "?" if self.dialect == "sqlite" else "%s"
         with self.transaction():
             cur = self.conn.cursor()
             try:
                 for ddl in DDL[self.dialect]:
                     cur.execute(ddl)
-                cur.execute(_STAMP.format(mark), (REVISION,))
+                cur.execute(_STAMP[self.dialect], (REVISION,))
             finally:
                 cur.close()
         return True
@@ -183,11 +183,11 @@ def _ready(store: DirectStore, url: str, create: bool) -> bool:
 def _creation_lock(store: DirectStore, url: str) -> Iterator[None]:
     """The lock the migrations take (``engine._schema_lock``)."""
     if store.dialect == "postgresql":
-        store.rows(f"SELECT pg_advisory_lock({SCHEMA_LOCK})")
+        store.rows("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
         try:
             yield
         finally:
-            store.rows(f"SELECT pg_advisory_unlock({SCHEMA_LOCK})")
+            store.rows("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
         return
     from kbase.store.guard import _file_lock
 

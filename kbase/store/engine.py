@@ -143,11 +143,11 @@ def _schema_lock(engine, url: str):
     from sqlalchemy import text
 
     with engine.connect() as conn:
-        conn.execute(text(f"SELECT pg_advisory_lock({SCHEMA_LOCK})"))
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK})
         try:
             yield None
         finally:
-            conn.execute(text(f"SELECT pg_advisory_unlock({SCHEMA_LOCK})"))
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK})
             conn.commit()
 
 
