@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbase.analysis.iterations import AUTO_MARKERS
-from kbase.readers.profile import RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP, Profile, RangeColumns
+from kbase.analysis.nesting import ThreadRanges
+from kbase.readers.profile import RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP, Profile
 
 if TYPE_CHECKING:
     from kbase.analysis.sparse import SparseRows
@@ -50,7 +51,6 @@ _BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 _STEP = re.compile("|".join(f"(?:{p})" for _, p in AUTO_MARKERS), re.IGNORECASE)
 _STEP_INITIALS = frozenset("PpSsIiTt")  # what a name must start with to match _STEP (a cheap test first)
 _SCOPE_PREFIXES = (_MODULE_PREFIX, "autograd::engine::evaluate_function: ")
-_WALK_BACK = 16  # ranges looked back past when the ranges of a scope do not nest (overlapping NVTX ranges)
 CHUNK = 1 << 20  # launches attributed at once
 
 
@@ -128,157 +128,69 @@ def attribute_ops(profile: Profile, mask: np.ndarray | None = None, marker: str 
         return None
     scoped = [np.flatnonzero(x & (scope_of[name_idx] >= 0))  # modules last: they win where both hold a launch
               for x in (closed & (kind == RANGE_OP) & backward_of[name_idx], closed & (kind == RANGE_MODULE))]
-    searches = [ThreadRanges(r, rows) for rows in (op_rows, *scoped) if len(rows)]
+    # each search answers a value per launch: the op of the innermost op range, then the scope of the innermost
+    # scope range (-1: none)
+    searches = [ThreadRanges(r, rows, values[name_idx[rows]])
+                for rows, values in ((op_rows, op_of), *((x, scope_of) for x in scoped)) if len(rows)]
     n_op = len(op_texts)
     bound = (len(scope_texts) + 1) * n_op
     pair_of: np.ndarray = np.full(len(k), -1, dtype=np.int32 if bound < 1 << 31 else np.int64)
     for lo in range(0, len(k), CHUNK):  # in chunks: no launch-long temporaries at a 10M-launch snapshot's peak
-        part = lo + np.flatnonzero(wanted[lo : lo + CHUNK])
-        t, tid = k.launch_start[part], k.launch_tid[part]
-        found = searches[0].find(t, tid)
-        has = found >= 0
-        if not has.any():
-            continue
-        pair = op_of[name_idx[found[has]]]  # (scope + 1) * n_op + op: no scope until a scope range holds the launch
-        for search in searches[1:]:
-            got = search.find(t[has], tid[has])
-            pair = np.where(got >= 0, (scope_of[name_idx[np.maximum(got, 0)]] + 1) * n_op + pair % n_op, pair)
-        pair_of[part[has]] = pair
-    launched_op = pair_of >= 0
-    if not launched_op.any():
+        sl = slice(lo, lo + CHUNK)
+        t, tid = k.launch_start[sl], k.launch_tid[sl]
+        pair = searches[0].find(t, tid, wanted[sl])  # (scope + 1) * n_op + op: no scope until a scope range holds it
+        if len(searches) > 1:
+            has = np.flatnonzero(pair >= 0)
+            got_pair = pair[has].astype(pair_of.dtype)
+            for search in searches[1:]:
+                got = search.find(t[has], tid[has])
+                got_pair = np.where(got >= 0, (got + 1) * n_op + got_pair % n_op, got_pair)
+            pair[has] = got_pair
+        pair_of[sl] = pair
+    present = _present(pair_of, bound)
+    if not len(present):
         return None
-    present, inverse = factorize(pair_of[launched_op], bound)
     op_list, scope_list = list(op_texts), list(scope_texts)
     keys = [op_list[p % len(op_texts)] if p < len(op_texts) else
             f"{scope_list[p // len(op_texts) - 1]}{SCOPE_SEP}{op_list[p % len(op_texts)]}" for p in present.tolist()]
     by_name = np.argsort(np.array(keys, dtype=object), kind="stable")
     rank = np.empty(len(keys), dtype=np.int32)
     rank[by_name] = np.arange(len(keys), dtype=np.int32)
-    code = np.full(len(k), NO_OP, dtype=np.int32)
-    code[launched_op] = rank[inverse]
     bare = [op_list[p % len(op_texts)] for p in present.tolist()]
-    return OpColumns(code=code, names=np.array(keys, dtype=object)[by_name],
+    return OpColumns(code=_coded(pair_of, present, rank, bound), names=np.array(keys, dtype=object)[by_name],
                      bare=np.array(bare, dtype=object)[by_name])
 
 
-def factorize(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(values, return_inverse=True)`` of non-negative integers under ``bound``: by a table of
-    ``bound`` entries when it is small (no sort of a million values), else by ``np.unique``."""
-    if bound > 1 << 24 or bound > 16 * len(values) + 1024:
-        present, inverse = np.unique(values, return_inverse=True)
-        return present, inverse.ravel()
-    seen = np.zeros(bound, dtype=bool)
-    seen[values] = True
-    present = np.flatnonzero(seen)
-    rank = np.zeros(bound, dtype=np.int64)
-    rank[present] = np.arange(len(present))
-    return present, rank[values]
+def _small(bound: int, n: int) -> bool:
+    """Whether a table over ``bound`` pair codes beats sorting ``n`` launches' codes."""
+    return bound <= 1 << 24 and bound <= 16 * n + 1024
 
 
-class ThreadRanges:
-    """Some ranges of a profile, ready to find the innermost one around launches: on the launching thread, else
-    (process-wide NVTX start/end ranges) in its process."""
-
-    def __init__(self, r: RangeColumns, rows: np.ndarray) -> None:
-        self.rows = rows
-        threaded = r.tid[rows] >= 0
-        self.thread_rows, self.process_rows = rows[threaded], rows[~threaded]
-        self.threads = Nesting(r.start[self.thread_rows], r.end[self.thread_rows], r.tid[self.thread_rows])
-        self.processes = Nesting(r.start[self.process_rows], r.end[self.process_rows], r.pid[self.process_rows])
-
-    def find(self, t: np.ndarray, tid: np.ndarray) -> np.ndarray:
-        """Per launch (time ``t`` on thread ``tid``): the row of the innermost range holding it, -1 where none."""
-        out = np.full(len(t), -1, dtype=np.int64)
-        got = self.threads.find(t, tid)
-        out[got >= 0] = self.thread_rows[got[got >= 0]]
-        todo = np.flatnonzero(out < 0)
-        if len(self.process_rows) and len(todo):
-            got = self.processes.find(t[todo], tid[todo] >> 24)
-            out[todo[got >= 0]] = self.process_rows[got[got >= 0]]
-        return out
+def _present(pair_of: np.ndarray, bound: int) -> np.ndarray:
+    """The pair codes (under ``bound``) that launches have (-1: none), ascending."""
+    if not _small(bound, len(pair_of)):
+        return np.unique(pair_of[pair_of >= 0])
+    seen = np.zeros(bound + 1, dtype=bool)
+    for lo in range(0, len(pair_of), CHUNK):
+        seen[pair_of[lo : lo + CHUNK] + 1] = True  # (-1: slot 0)
+    return np.flatnonzero(seen[1:])
 
 
-class Nesting:
-    """Ranges ``[start, end)`` in scopes (threads or processes), sorted once, then asked for the innermost range
-    of a query's scope holding its time (``find``).
-
-    Ranges of one scope that nest (a thread's op calls, NVTX push/pop) form a tree: a range's depth is the
-    number of ranges of its scope open at its start, a query's the number open at its time (two sorted-array
-    counts), and its innermost range is the last one at depth (open - 1) starting at or before the time (one
-    search over (depth, position) keys). Ranges that never overlap within a scope take one search over their
-    alternating boundaries. Where ranges overlap without nesting the answer is checked and the query walks
-    back over the ``_WALK_BACK`` latest-starting ranges instead."""
-
-    def __init__(self, start: np.ndarray, end: np.ndarray, scope: np.ndarray) -> None:
-        m = self.m = len(start)
-        if not m:
-            return
-        self.scopes, code = np.unique(scope, return_inverse=True)
-        code = code.astype(np.int64)
-        self.order = np.lexsort((np.arange(m), -end, start, code))  # by scope, start, outer first
-        self.s, self.e, self.c = start[self.order], end[self.order], code[self.order]
-        self.t0 = int(self.s.min())
-        self.span = int(self.e.max()) - self.t0 + 1
-        self.ks = self.c * self.span + (self.s - self.t0)
-        ke_in_order = self.c * self.span + (self.e - self.t0)
-        self.disjoint = bool((ke_in_order[:-1] <= self.ks[1:]).all())  # NVTX phases, one range per call
-        if self.disjoint:  # the boundaries alternate start, end: a time inside a range has an odd number before
-            self.bounds = np.empty(2 * m, dtype=np.int64)
-            self.bounds[0::2], self.bounds[1::2] = self.ks, ke_in_order
-            return
-        self.ke = np.sort(ke_in_order)
-        starts = np.arange(len(self.scopes), dtype=np.int64) * self.span
-        self.first, self.ended_before = np.searchsorted(self.ks, starts), np.searchsorted(self.ke, starts)
-        pos = np.arange(m, dtype=np.int64)
-        depth = (pos - self.first[self.c]) - (np.searchsorted(self.ke, self.ks, side="right")
-                                              - self.ended_before[self.c])
-        self.dkey = np.sort(depth * m + pos)
-
-    def find(self, t: np.ndarray, t_scope: np.ndarray) -> np.ndarray:
-        """Per query (time ``t`` in scope ``t_scope``): the index of the innermost range of its scope holding
-        it, -1 where none."""
-        out = np.full(len(t), -1, dtype=np.int64)
-        if not self.m or not len(t):
-            return out
-        m, span, t0 = self.m, self.span, self.t0
-        where = np.minimum(np.searchsorted(self.scopes, t_scope), len(self.scopes) - 1)
-        q = np.flatnonzero((self.scopes[where] == t_scope) & (t >= t0) & (t - t0 < span))
-        qc = where[q].astype(np.int64)
-        qk = qc * span + (t[q] - t0)
-        if self.disjoint:
-            at = np.searchsorted(self.bounds, qk, side="right")
-            inside = (at & 1).astype(bool)
-            out[q[inside]] = self.order[at[inside] >> 1]
-            return out
-        s, e, c = self.s, self.e, self.c
-        after = np.searchsorted(self.ks, qk, side="right")  # ranges starting at or before t (this scope's and lower)
-        open_now = (after - self.first[qc]) - (np.searchsorted(self.ke, qk, side="right") - self.ended_before[qc])
-        inside = open_now > 0
-        q, qc, after, want = q[inside], qc[inside], after[inside], open_now[inside] - 1
-        at = np.searchsorted(self.dkey, want * m + after) - 1
-        key = self.dkey[np.maximum(at, 0)]
-        cand = np.where(at >= 0, key % m, 0)
-        tq = t[q]
-        good = (at >= 0) & (key // m == want) & (c[cand] == qc) & (s[cand] <= tq) & (tq < e[cand])
-        out[q[good]] = self.order[cand[good]]
-        # ranges that overlap without nesting: the latest-starting range holding t among the last few
-        q, qc, last = q[~good], qc[~good], after[~good] - 1
-        for _ in range(_WALK_BACK):
-            if not len(q):
-                break
-            live = last >= 0
-            q, qc, last = q[live], qc[live], last[live]
-            same = c[last] == qc
-            hit = same & (s[last] <= t[q]) & (t[q] < e[last])
-            out[q[hit]] = self.order[last[hit]]
-            more = same & ~hit
-            q, qc, last = q[more], qc[more], last[more] - 1
-        return out
-
-
-def innermost(start: np.ndarray, end: np.ndarray, scope: np.ndarray, t: np.ndarray, t_scope: np.ndarray) -> np.ndarray:
-    """``Nesting(start, end, scope).find(t, t_scope)``: the innermost range holding each query, -1 where none."""
-    return Nesting(start, end, scope).find(t, t_scope)
+def _coded(pair_of: np.ndarray, present: np.ndarray, rank: np.ndarray, bound: int) -> np.ndarray:
+    """Each launch's op code: ``rank`` of its pair among ``present`` (NO_OP for none), a chunk at a time."""
+    code = np.empty(len(pair_of), dtype=np.int32)
+    small = _small(bound, len(pair_of))
+    if small:
+        table = np.full(bound + 1, NO_OP, dtype=np.int32)
+        table[present + 1] = rank
+    for lo in range(0, len(pair_of), CHUNK):
+        chunk = pair_of[lo : lo + CHUNK]
+        if small:
+            code[lo : lo + CHUNK] = table[chunk + 1]
+        else:
+            pos = np.minimum(np.searchsorted(present, chunk), len(present) - 1)
+            code[lo : lo + CHUNK] = np.where(chunk >= 0, rank[pos], NO_OP)
+    return code
 
 
 @dataclass

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.analysis.ops import OpColumns
     from kbase.analysis.window import Window
-    from kbase.gitrepo import CommitInfo, CommitNote
+    from kbase.gitrepo import CommitNote
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.store.engine import Store
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 
 from kbase.api.common import Progress, _fast_read, _store, check_baseline_workload, unknown_workload, warm_imports
+from kbase.api.storing import SnapshotResult, _save, _save_direct, read_before_store
 
 # ------------------------------------------------------------------------------------------ stages
 
@@ -127,23 +128,6 @@ def _profile_path(profile: Path | str | None, settings: Settings) -> Path:
     return settings.profile
 
 
-@dataclass
-class SnapshotResult:
-    baseline: Baseline
-    leaderboard: Leaderboard
-    created: bool  # False: an identical baseline (same file, window and commit) already existed
-
-    def __repr__(self) -> str:
-        from kbase.render.notebook import stored_line
-
-        return stored_line("SnapshotResult", self.baseline, self.leaderboard, self.created)
-
-    def _repr_html_(self) -> str:
-        from kbase.render.notebook import stored_html
-
-        return stored_html("SnapshotResult", self.baseline, self.leaderboard, self.created)
-
-
 def snapshot(profile: Path | str | None = None, settings: Settings | None = None, *, tags: list[str] | None = None,
              note: str = "", rev: str | None = None, no_git: bool = False, require_clean: bool = False,
              force: bool = False, progress: Progress | None = None, store: Store | None = None,
@@ -154,6 +138,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
     from kbase.readers.source import describe_source, source_identity, unchanged_since
+    from kbase.store_urls import sqlite_path
 
     settings = settings or Settings.load()
     path = _profile_path(profile, settings)
@@ -169,12 +154,11 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     wkey = settings.window.key()
     ident = source_identity(path)
     if store is None and read_before_store(settings, commit.hash, ident, wkey, force=force):
-        # Read first, the store stack importing meanwhile (~0.45 s); the store is opened, or created, only
-        # once the profile has read cleanly.
-        warm_imports("kbase.store.engine", "kbase.store.queries")
+        # Read first, the driver's modules importing meanwhile; the store is opened, or created, only once the
+        # profile has read cleanly.
+        warm_imports("kbase.store.create", *(() if sqlite_path(settings.store_url()) else ("psycopg",)))
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
-        with _store(settings, None) as st:
-            return _save(st, lb, source, settings, commit, wkey, tags, note, force, kind)
+        return _save_direct(settings, lb, source, commit, wkey, tags, note, force, kind)
     from kbase.store.queries import load_leaderboard
     from kbase.store.reader import EngineReader
     from kbase.version import __version__
@@ -206,46 +190,6 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
     source = hashing.result()
     unchanged_since(path, ident)  # what was read, hashed and identified is one state of the file
     return lb, source
-
-
-def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
-          tags: list[str] | None, note: str, force: bool, kind: str = "snapshot") -> SnapshotResult:
-    """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
-    from kbase.store.queries import load_leaderboard, save_leaderboard
-    from kbase.store.reader import EngineReader
-
-    dup = None if force else EngineReader(st.engine).find_duplicate(settings.workload, commit.hash, source.sha256,
-                                                                     wkey)
-    if dup is not None and dup.id is not None:
-        return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
-    saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
-                             window_spec=wkey, tags=tags, note=note, url=st.url, force=force, kind=kind)
-    if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
-        lb = load_leaderboard(st.engine, saved.baseline.id)
-    return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
-
-
-def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str, *,
-                      force: bool = False) -> bool:
-    """Whether ``snapshot`` may read the profile before it opens the store: a SQLite store not created yet,
-    or one at the head schema (read by one read-only query, no SQLAlchemy) that holds no baseline of this
-    very file (``readers.source`` identity; an unsure one finds none) at ``commit`` with this window
-    (``force``: whatever it holds).
-    False (another schema, a foreign file, PostgreSQL, a likely match): the store is asked first, as usual."""
-    from kbase.store.guard import check_store_location
-    from kbase.store.identity import sqlite_identity_lookup
-    from kbase.store_urls import sqlite_path
-    from kbase.version import __version__
-
-    db_file = sqlite_path(settings.store_url())
-    if db_file is None:
-        return False
-    check_store_location(db_file)  # a store that can never be created: said before the profile is read
-    if not db_file.exists():
-        return True
-    decided, found = sqlite_identity_lookup(db_file, (commit, ident.probe, ident.size, ident.mtime_ns, window_spec,
-                                                      __version__))
-    return decided and (force or found is None)
 
 
 class Baselines(list):  # of Baseline models or BaselineRecords, as read

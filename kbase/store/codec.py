@@ -151,13 +151,26 @@ def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: 
                  tags: list[str] | None = None, note: str = "", kind: str = "snapshot") -> Baseline:
     """The ``Baseline`` row (not yet saved) of a leaderboard taken at ``commit``."""
     from kbase.store.models import Baseline  # here: reading a stored leaderboard needs no SQLModel
+
+    return Baseline(**baseline_values(lb, workload=workload, commit=commit, source=source, window_spec=window_spec,
+                                      tags=tags, note=note, kind=kind))
+
+
+def baseline_values(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
+                    tags: list[str] | None = None, note: str = "", kind: str = "snapshot") -> dict[str, Any]:
+    """The columns of ``baseline_row`` (all but ``id``) as a dict: what the driver writes (``writer``) without
+    SQLModel."""
+    from datetime import UTC, datetime
+
     from kbase.version import __version__
 
     s = lb.summary
     models = ",".join(s.gpu_models)
     keys = [int(k) for k in s.iteration_keys]
     step_ns, idle_ns = budget_columns(s.budget)
-    return Baseline(
+    return dict(
+        created_at=datetime.now(UTC),
+        capture_copy=0,
         workload=workload,
         kind=kind,
         commit=commit.hash,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbase.errors import StoreError
 from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_store_location
-from kbase.store.schema_names import OWN_TABLES, head_revision, migrations_dir
+from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, head_revision, migrations_dir
 from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
@@ -74,11 +74,7 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
     if path is not None:
         check_store_location(path)
         check_sqlite_file(path)
-        if not path.exists():
-            created = not path.parent.exists()
-            _make_parent(path)
-            if created and path.parent.name == ".kbase":  # kbase's own folder: never shows in `git status`
-                (path.parent / ".gitignore").write_text("# created by kbase\n*\n", encoding="utf-8")
+        prepare_store_folder(path)
         engine = create_engine(url, connect_args={"timeout": busy})
         event.listen(engine, "connect", _sqlite_pragmas(busy))
     else:
@@ -90,6 +86,15 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
                              f"{mask_url(str(exc), secret_of=url)})") from None
     _ENGINES.append(engine)
     return engine
+
+
+def prepare_store_folder(path: Path) -> None:
+    """The folder of a SQLite store not created yet (kbase's own ``.kbase``: with a ``.gitignore``)."""
+    if not path.exists():
+        created = not path.parent.exists()
+        _make_parent(path)
+        if created and path.parent.name == ".kbase":  # kbase's own folder: never shows in `git status`
+            (path.parent / ".gitignore").write_text("# created by kbase\n*\n", encoding="utf-8")
 
 
 def _make_parent(path: Path) -> None:
@@ -138,11 +143,11 @@ def _schema_lock(engine, url: str):
     from sqlalchemy import text
 
     with engine.connect() as conn:
-        conn.execute(text("SELECT pg_advisory_lock(7164812)"))
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK})
         try:
             yield None
         finally:
-            conn.execute(text("SELECT pg_advisory_unlock(7164812)"))
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK})
             conn.commit()
 
 

@@ -28,7 +28,7 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kbase.store.mantissa import mantissa_value
+from kbase.store.mantissa import mantissa_value, row_medians
 from kbase.store.packed import Packed, pack
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _divisor(num: np.ndarray, values: np.ndarray) -> float | None:
     ok = np.isfinite(values) & (values != 0) & (num != 0)
     if not ok.any():
         return None
-    d = float(np.median(num[ok] / values[ok]))
+    d = float(row_medians((num[ok] / values[ok])[None, :])[0])
     r = round(d)
     return float(r) if r and abs(d - r) <= 1e-9 * abs(d) else d
 

@@ -118,7 +118,9 @@ def _mark_rests(kind: np.ndarray, row: np.ndarray, count: np.ndarray, total: np.
     ``row``: sorted (a kernel's pairs are adjacent)."""
     import numpy as np
 
-    for r in np.unique(row[kind == 1]).tolist():
+    rows = row[kind == 1]  # (sorted, as ``row`` is; distinct by hand: np.unique would import numpy.ma)
+    rows = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows
+    for r in rows.tolist():
         lo, hi = np.searchsorted(row, [r, r + 1]).tolist()
         at = np.arange(lo, hi)
         if len(at) < 2 or count[at].sum() != k_count[at[0]] or total[at].sum() != k_total[at[0]]:

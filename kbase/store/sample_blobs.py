@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
-from kbase.store.mantissa import LOSSLESS_BITS, QUANTILE_BITS, SAMPLE_BITS, mantissa_codes, mantissa_values
+from kbase.store.mantissa import (
+    LOSSLESS_BITS,
+    QUANTILE_BITS,
+    SAMPLE_BITS,
+    mantissa_codes,
+    mantissa_values,
+    row_medians,
+)
 from kbase.store.packed import Packed, PackedError, pack
 
 if TYPE_CHECKING:
@@ -24,8 +31,7 @@ def _row_median(codes: np.ndarray, has: np.ndarray) -> np.ndarray:
     out = np.zeros(len(codes), dtype=np.int64)
     live = has.any(axis=1)
     if live.any():
-        masked = np.where(has[live], codes[live].astype(np.float64), np.nan)
-        out[live] = np.rint(np.nanmedian(masked, axis=1)).astype(np.int64)
+        out[live] = np.rint(row_medians(codes[live], has[live])).astype(np.int64)
     return out
 
 
@@ -40,7 +46,7 @@ def encode_samples(ns: np.ndarray, count: np.ndarray, bits: int = SAMPLE_BITS) -
 
     k, n = ns.shape
     c = np.rint(np.nan_to_num(count)).astype(np.int64)
-    c_med = np.rint(np.median(c, axis=1)).astype(np.int64) if n else np.zeros(k, dtype=np.int64)
+    c_med = np.rint(row_medians(c)).astype(np.int64) if n else np.zeros(k, dtype=np.int64)
     codes = mantissa_codes(ns, bits)
     has = c > 0
     med = _row_median(codes, has)

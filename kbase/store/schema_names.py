@@ -17,6 +17,9 @@ OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernels", "workload
 # ... and those of earlier revisions, which a store still to be migrated holds (0008's row per kernel)
 EARLIER_TABLES = frozenset({"baseline_kernel"})
 
+# PostgreSQL's advisory lock that serialises creating and migrating a store (``engine._schema_lock``, ``create``)
+SCHEMA_LOCK = 7164812
+
 # Upgrades through these revisions free most of a SQLite store's pages: ``engine.upgrade`` VACUUMs after them.
 RECLAIM_REVISIONS = ("0009",)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbase.analysis.ops import innermost, op_name, scope_name
+from kbase.analysis.nesting import innermost
+from kbase.analysis.ops import op_name, scope_name
 
 from helpers.cli import run_kbase
 from helpers.shared import KINETO_DIR, NSYS_DIR, SHARED_SKIP_REASON

@@ -28,7 +28,7 @@ from kbase.analysis.leaderboard import COLUMNS
 from kbase.errors import InputError, StoreError
 from kbase.readers import source
 from kbase.store import open_store as store_open
-from kbase.store import queries
+from kbase.store import queries, writer
 from kbase.store.reader import EngineReader
 from kbase.synth.generate import ExportSpec, generate_export
 
@@ -448,7 +448,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
     assert snap(exports["a"], name="w", db=store_url, repo=git_repo).created
     before = counts(store_url)
     names_before = scalar(store_url, "SELECT count(DISTINCT name_hash) FROM kernel_name")
-    real = queries.insert_kernels
+    real = writer.insert_kernels
     calls = []
 
     def failing(conn, workload, rows):
@@ -456,7 +456,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
         real(conn, workload, rows)  # the kernel table and the workload's new names are written ...
         raise RuntimeError("injected failure mid-write")  # ... then the write dies
 
-    monkeypatch.setattr(queries, "insert_kernels", failing)
+    monkeypatch.setattr(writer, "insert_kernels", failing)
     with pytest.raises(StoreError, match="injected failure"):
         snap(exports["c"], name="w", db=store_url, repo=git_repo, rev="HEAD~1")
     assert calls == [1]
@@ -471,7 +471,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
     assert counts(store_url) == before
 
     # once the fault is gone the same snapshot goes through
-    monkeypatch.setattr(queries, "insert_kernels", real)
+    monkeypatch.setattr(writer, "insert_kernels", real)
     res = snap(exports["c"], name="w", db=store_url, repo=git_repo)
     assert res.created
     after = counts(store_url)
