@@ -34,7 +34,10 @@ def test_bulk_baselines_compare_per_iteration_with_measured_noise(tmp_path):
     assert (quiet["before"] > 0).all() and not (quiet["class"] == "regressed").any()
 
     stepped = kbase.compare("@2", "@3", settings).result.rows
-    assert list(stepped.loc[stepped["class"] == "regressed", "name"]) == [hot]
+    # judged alone, only the slowed kernel regressed; the ops it shares with kernels split unevenly between them
+    # may be judged as units (class swapped), but the change is then gated through its op
+    assert list(stepped.loc[stepped["own_class"] == "regressed", "name"]) == [hot]
+    assert set(stepped.loc[stepped["class"] == "regressed", "name"]) <= {hot}
     row = stepped[stepped["name"] == hot].iloc[0]
     assert abs(row["delta_pct"] - 10.0) < 1.5, row["delta_pct"]
 
