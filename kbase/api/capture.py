@@ -97,14 +97,18 @@ def _ops(win: Window) -> OpColumns | None:
 
 
 def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: str | None = None,
-           per_gpu: bool = False, sketches: bool = False, ops: bool | None = None) -> Leaderboard:
-    """read -> window -> leaderboard of a file, for a caller that keeps only the leaderboard."""
+           per_gpu: bool = False, sketches: bool = False, ops: bool | None = None,
+           read_done: Callable[[], object] | None = None) -> Leaderboard:
+    """read -> window -> leaderboard of a file, for a caller that keeps only the leaderboard; ``read_done``:
+    called once the profile is read."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kbase.analysis.classify import kinds_of
     from kbase.analysis.leaderboard import budget_of
 
     profile = read(path, settings, progress=progress, fmt=fmt)
+    if read_done is not None:
+        read_done()
     # The names are classified (regular expressions, in Python) on a second thread while this one selects the
     # window (numpy, which releases the GIL): the leaderboard then finds them done.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -181,13 +185,17 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
 
 def _board_and_source(path: Path, settings: Settings, progress: Progress | None, fmt: str,
                       ident: SourceIdentity) -> tuple[Leaderboard, SourceInfo]:
-    """The leaderboard with sketches, and the file's description: its sha256 in a thread while the reader
-    parses (hashing a 1.4 GB export alone took 1.5-1.8 s)."""
+    """The leaderboard with sketches, and the file's description: its sha256 on a thread once the profile is
+    read, beside the window and the leaderboard (hashing a 1.4 GB export alone takes ~1.2 s of CPU). Not while
+    the pages are decoded: the decoder's threads and the hash then read the same bytes at once, and a 10M-launch
+    read took ~0.2 s more CPU than with the hash after it (where every core is busy, as on a CI runner, the
+    overlap saves no time either)."""
     from kbase.readers.source import BackgroundSource, unchanged_since
 
-    hashing = BackgroundSource(path, fmt, ident)
-    lb = _board(path, settings, progress, fmt=fmt, sketches=True)
-    source = hashing.result()
+    hashing: list[BackgroundSource] = []
+    lb = _board(path, settings, progress, fmt=fmt, sketches=True,
+                read_done=lambda: hashing.append(BackgroundSource(path, fmt, ident)))
+    source = hashing[0].result()
     unchanged_since(path, ident)  # what was read, hashed and identified is one state of the file
     return lb, source
 
