@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from kbase.errors import KbaseError, StoreError
 from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, SQLITE_INTERNAL_TABLES, head_revision
 from kbase.store.write_sql import DDL, REVISION
 from kbase.store.writer import Writer, Written, save_baseline
-from kbase.store_urls import sqlite_path
+from kbase.store_urls import pg_conninfo, sqlite_path
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
@@ -238,19 +237,6 @@ def _connect(url: str, busy_timeout_s: float | None, create: bool) -> DirectStor
     except psycopg.Error as exc:
         raise store_error(url, exc) from None
     return DirectStore(pg, "postgresql", url)
-
-
-def pg_conninfo(url: str) -> str | None:
-    """The libpq URI of a ``postgresql+psycopg://`` store URL, or None where libpq could read it otherwise than
-    SQLAlchemy: an '@' outside the host part or a second one (user information holding '/', '?', '#' or '@',
-    which the two split differently: this path never sends a password where the SQLAlchemy path would not)."""
-    if not url.startswith("postgresql+psycopg://"):
-        return None
-    rest = url.split("://", 1)[1]
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    if authority.count("@") > 1 or rest.count("@") != authority.count("@"):
-        return None
-    return "postgresql://" + rest
 
 
 def pg_identity_lookup(url: str, key: tuple, busy_timeout_s: float | None = None) -> tuple[bool, int | None]:

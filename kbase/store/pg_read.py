@@ -29,6 +29,7 @@ from kbase.store.fast_read import FastReader
 from kbase.store.read_sql import KINDS, SQL
 from kbase.store.records import Unreadable
 from kbase.store.schema_names import head_revision
+from kbase.store_urls import pg_conninfo as libpq_uri
 
 _TEXT = SQL["postgresql"]
 _PARAM = re.compile(r"%\((\w+)\)s|__\[POSTCOMPILE_(\w+)\]|%%")  # pyformat parameters and lists
@@ -89,19 +90,6 @@ def libpq() -> ctypes.CDLL | None:
             continue
         return lib
     return None
-
-
-def libpq_uri(url: str) -> str | None:
-    """The libpq URI of a store URL, or None where libpq could read it otherwise than SQLAlchemy: an '@'
-    outside the host part or a second one (user information holding '/', '?', '#' or '@', which the two
-    split differently: this path never sends a password where the SQLAlchemy path would not)."""
-    if not url.startswith("postgresql+psycopg://"):
-        return None
-    rest = url.split("://", 1)[1]
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    if authority.count("@") > 1 or rest.count("@") != authority.count("@"):
-        return None
-    return "postgresql://" + rest
 
 
 class PgConnection:
