@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, unquote
 
 from kbase.errors import StoreError
 from kbase.store.guard import check_sqlite_file, check_stamp, check_store_location
-from kbase.store.schema_names import head_revision
+from kbase.store.schema_names import SQLITE_INTERNAL_TABLES, head_revision
 
 # SQLAlchemy's own URL pattern (``sqlalchemy.engine.url._parse_url``): a URL means what it means to the write path
 _URL = re.compile(r"""
@@ -66,6 +66,17 @@ def driver_error(exc: Exception) -> bool:
 
     psycopg = sys.modules.get("psycopg")
     return isinstance(exc, sqlite3.Error) or (psycopg is not None and isinstance(exc, psycopg.Error))
+
+
+class NotAtHead(StoreError):
+    """A store at another schema revision than this kbase's head, not upgraded for a read that may not change it;
+    ``empty``: a database without any table yet (a store still to be created: nothing is stored)."""
+
+    def __init__(self, url: str, empty: bool) -> None:
+        from kbase.store_urls import mask_url
+
+        super().__init__(f"store {mask_url(url)}: not at schema revision {head_revision()} (not upgraded here)")
+        self.empty = empty
 
 
 class ConnectError(StoreError):
@@ -161,6 +172,9 @@ _PG_STAMP = ("SELECT version_num, (SELECT array_agg(tablename::text) FROM pg_cat
              "WHERE schemaname = current_schema()) FROM alembic_version")
 
 
+_PG_ANY_TABLE = "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() LIMIT 1"
+
+
 def pg_stamp(conn: Any) -> tuple[list[str] | None, set[str]]:
     """(the store's stamped revisions, None without a version table; the tables of its schema) in one round trip."""
     import psycopg
@@ -183,10 +197,10 @@ def sqlite_stamp(conn: sqlite3.Connection) -> list[str] | None:
         raise
 
 
-def open_read(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate: bool = True) -> Any | None:
+def open_read(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate: bool = True) -> Any:
     """A DB-API connection to the store at ``url`` (a SQLite file or PostgreSQL) at the head schema, opened for
-    reading: upgraded first when older (``migrate``; without it None). ``NoStoreError`` where a SQLite store
-    does not exist (nothing is created), a ``StoreError`` (one line) for everything that cannot be read."""
+    reading: upgraded first when older (``migrate``; without it ``NotAtHead``). ``NoStoreError`` where a SQLite
+    store does not exist (nothing is created), a ``StoreError`` (one line) for everything that cannot be read."""
     from kbase.store.engine import store_error
     from kbase.store_urls import sqlite_path
 
@@ -199,23 +213,28 @@ def open_read(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate
         raise store_error(url, exc) from None
 
 
-def _sqlite(url: str, path: Path, busy_timeout_s: float, migrate: bool) -> sqlite3.Connection | None:
+def _sqlite(url: str, path: Path, busy_timeout_s: float, migrate: bool) -> sqlite3.Connection:
     from kbase.store.engine import NoStoreError, upgrade_to_read
 
     check_store_location(path)
     if not path.exists():
         raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
-    conn, stamped = _sqlite_at_head(url, path, busy_timeout_s)
-    if conn is None and migrate:
-        upgrade_to_read(url, busy_timeout_s, stamped)
-        conn, _ = _sqlite_at_head(url, path, busy_timeout_s)
-        if conn is None:
-            raise StoreError(f"store {path}: not at schema revision {head_revision()} after upgrading it")
+    conn, stamped, tables = _sqlite_at_head(url, path, busy_timeout_s)
+    if conn is not None:
+        return conn
+    if not migrate:
+        raise NotAtHead(url, empty=not tables - SQLITE_INTERNAL_TABLES)
+    upgrade_to_read(url, busy_timeout_s, stamped)
+    conn, _, _ = _sqlite_at_head(url, path, busy_timeout_s)
+    if conn is None:
+        raise StoreError(f"store {path}: not at schema revision {head_revision()} after upgrading it")
     return conn
 
 
-def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float) -> tuple[sqlite3.Connection | None, list | None]:
-    """(a read-only connection to the SQLite store when it is at the head schema, else None; its stamp)."""
+def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float
+                    ) -> tuple[sqlite3.Connection | None, list | None, set[str]]:
+    """(a read-only connection to the SQLite store when it is at the head schema, else None; its stamp; its
+    tables)."""
     from kbase.store.readonly import connect_store
 
     tables = check_sqlite_file(path)  # (another application's file is refused before it is opened for reading)
@@ -227,12 +246,12 @@ def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float) -> tuple[sqlite
         conn.close()
         raise
     if stamped == [head_revision()]:
-        return conn, stamped
+        return conn, stamped, tables
     conn.close()
-    return None, stamped
+    return None, stamped, tables
 
 
-def _postgresql(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate: bool) -> Any | None:
+def _postgresql(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate: bool) -> Any:
     import psycopg
 
     from kbase.store.engine import store_error, upgrade_to_read
@@ -243,8 +262,7 @@ def _postgresql(url: str, busy_timeout_s: float, connect_timeout_s: float, migra
         check_stamp(url, stamped, lambda: tables)
         if stamped != [head_revision()]:
             if not migrate:
-                conn.close()
-                return None
+                raise NotAtHead(url, empty=stamped is None and not conn.execute(_PG_ANY_TABLE).fetchall())
             upgrade_to_read(url, busy_timeout_s, stamped, connect_timeout_s)
             if pg_stamp(conn)[0] != [head_revision()]:
                 raise StoreError(f"store: not at schema revision {head_revision()} after upgrading it")

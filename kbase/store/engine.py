@@ -306,9 +306,7 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True, re
         from kbase.store.connect import open_read
 
         conn = open_read(url, BUSY_TIMEOUT_S if busy is None else busy, CONNECT_TIMEOUT_S if connect is None
-                         else connect, migrate)
-        if conn is None:
-            raise StoreError(f"store {mask_url(url)}: not at schema revision {head_revision()} (not upgraded here)")
+                         else connect, migrate)  # (not at head without ``migrate``: ``connect.NotAtHead``)
         return Store(url, connection=conn, busy_timeout_s=busy, connect_timeout_s=connect)
     return Store(url, _open_engine(url, busy, connect, migrate), busy_timeout_s=busy, connect_timeout_s=connect)
 

@@ -79,12 +79,15 @@ def look_up(settings: Settings, key: IdentityKey | None, workload: str | None = 
     if is_memory(url):
         yield Lookup(False)
         return
-    from kbase.store.connect import ConnectError
+    from kbase.store.connect import ConnectError, NotAtHead
 
     try:
         opened = open_store(settings, migrate=False, readonly=True)
     except ConnectError as exc:
         yield Lookup(False, unreachable=exc)
+        return
+    except NotAtHead as exc:  # a database without tables is a store still to be created: nothing stored
+        yield Lookup(exc.empty)
         return
     except KbaseError:
         yield Lookup(False)

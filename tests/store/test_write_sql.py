@@ -127,16 +127,16 @@ def test_a_store_created_on_the_driver_is_the_one_alembic_makes(two_new_urls):
     assert set(a) == set(b)
     for table in a:
         assert a[table] == b[table], table
+    from kbase.store.connect import open_read
     from kbase.store.schema_names import head_revision
-    from kbase.store.sqlite_read import open_reader
 
     if created.startswith("sqlite"):
         con = sqlite3.connect(created[len("sqlite:///"):])
         assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(head_revision(),)]
         con.close()
-        reader = open_reader(created)  # the read-only path takes it as a store at the head schema
-        assert reader is not None
-        reader.close()
+    conn = open_read(created, 5.0, 5.0, migrate=False)  # the read connection takes it as a store at the head schema
+    assert conn is not None
+    conn.close()
 
 
 def test_alembic_check_is_clean_on_a_store_created_on_the_driver(two_new_urls):
