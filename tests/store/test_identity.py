@@ -197,6 +197,8 @@ def test_look_up_decides_only_what_it_can(tmp_path, repo):
 
     db = f"sqlite:///{tmp_path / 'kb.db'}"
     assert check(db) == (True, None) and not (tmp_path / "kb.db").exists()  # no store file
+    (tmp_path / "empty.db").write_bytes(b"")  # a store still to be created: nothing stored (the file is read first)
+    assert check(f"sqlite:///{tmp_path / 'empty.db'}") == (True, None) and (tmp_path / "empty.db").read_bytes() == b""
     b = snap(export, db=db, repo=repo).baseline
     assert check(db, commit=b.commit) == (True, b.id)
     assert check(db) == (True, None)  # another commit
