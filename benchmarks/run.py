@@ -140,8 +140,8 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
     diff = [*kbase_cmd(), "diff", "@1", "@2", "--db", url, "--format", "json"]
     got = timed_pairs(out, {
         "python -c pass": [*py, "-c", "pass"],
-        # what a stored diff/gate on a head-schema SQLite store imports (the read-only path: no SQLAlchemy)
-        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store.sqlite_read, kbase.store.codec, "
+        # what a stored diff/gate on a head-schema SQLite store imports (the one reader on sqlite3: no SQLAlchemy)
+        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store.reader, kbase.store.codec, "
                                      "kbase.comparison.diff, kbase.comparison.resolve, kbase.render.diff, "
                                      "kbase.comparison.gate")],
         "diff": diff,

@@ -18,10 +18,10 @@ Example::
     ignore = ["*memcpy*"]
 
 Environment: ``KBASE_DB`` (store URL or path), ``KBASE_NAME`` (the workload), ``KBASE_BUSY_TIMEOUT``
-(seconds SQLite waits for another writer), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost line),
-``KBASE_GPU_MODEL`` (the GPU of a capture that does not name it). Every
-value records where it came from (``origins``), so an error can name the flag, the ``pyproject.toml`` key or
-the variable that holds it.
+(seconds SQLite waits for another writer), ``KBASE_CONNECT_TIMEOUT`` (seconds a PostgreSQL connection may take
+to open, unless the URL's own ``connect_timeout`` says), ``KBASE_GPU_HOUR_COST`` and ``KBASE_GPUS`` (the cost
+line), ``KBASE_GPU_MODEL`` (the GPU of a capture that does not name it). Every value records where it came from
+(``origins``), so an error can name the flag, the ``pyproject.toml`` key or the variable that holds it.
 """
 
 from __future__ import annotations
@@ -41,12 +41,14 @@ from kbase.policy import Policy, load_policy
 
 DEFAULT_WORKLOAD = "default"
 DEFAULT_BUSY_TIMEOUT_S = 30.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0  # a PostgreSQL server that does not answer: the command fails after this
 WINDOW_KEYS: dict[str, type] = {"marker": str, "iteration_kernel": str, "iterations": str, "warmup": int,
                                 "gpu": int, "trim": list, "allow_missing_ranks": bool}
 TOP_KEYS: dict[str, type] = {"db": str, "profile": str, "name": str, "gate": dict, "gpu_hour_cost": float,
                              "gpus": int, "currency": str, "import_max_mb": int, "cache_max_mb": int,
                              "gpu_model": str, **WINDOW_KEYS}
 ENV_VARS = {"db": "KBASE_DB", "name": "KBASE_NAME", "busy_timeout_s": "KBASE_BUSY_TIMEOUT",
+            "connect_timeout_s": "KBASE_CONNECT_TIMEOUT",
             "nsys_timeout_s": "KBASE_NSYS_TIMEOUT", "gpu_hour_cost": "KBASE_GPU_HOUR_COST", "gpus": "KBASE_GPUS",
             "import_max_mb": "KBASE_IMPORT_MAX_MB", "cache_max_mb": "KBASE_CACHE_MAX_MB",
             "gpu_model": "KBASE_GPU_MODEL"}
@@ -79,6 +81,7 @@ class Settings:
     window: WindowSpec = field(default_factory=WindowSpec)
     policy: Policy = field(default_factory=Policy)
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     nsys_timeout_s: float = DEFAULT_NSYS_TIMEOUT_S
     pricing: Pricing | None = None  # gpu_hour_cost and gpus: the cost line of diff and gate (None: not stated)
     import_max_mb: int = DEFAULT_IMPORT_MAX_MB  # per export file, read and decoded (kbase import)
@@ -143,15 +146,18 @@ class Settings:
             raise
         timeout = pick("busy_timeout_s", None, env_var="KBASE_BUSY_TIMEOUT")
         busy = _positive_seconds(timeout, "busy_timeout_s") if timeout is not None else DEFAULT_BUSY_TIMEOUT_S
+        connect = pick("connect_timeout_s", None, env_var="KBASE_CONNECT_TIMEOUT")
+        connect_s = (_positive_seconds(connect, "connect_timeout_s", allow_zero=False) if connect is not None
+                     else DEFAULT_CONNECT_TIMEOUT_S)
         nsys = pick("nsys_timeout_s", None, env_var="KBASE_NSYS_TIMEOUT")
         nsys_s = (_positive_seconds(nsys, "nsys_timeout_s", allow_zero=False) if nsys is not None
                   else DEFAULT_NSYS_TIMEOUT_S)
         where = f"{pyproject} [tool.kbase.gate]" if pyproject else "[tool.kbase.gate]"
         gate_policy = load_policy(cfg.get("gate"), dict(policy or {}), where=where)
         return cls(root=root, repo=repo_path, pyproject=pyproject, db=db_value, workload=str(workload),
-                   profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, nsys_timeout_s=nsys_s,
-                   pricing=pricing, import_max_mb=import_mb, cache_max_mb=cache_mb, gpu_model=model,
-                   origins=origins)
+                   profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, connect_timeout_s=connect_s,
+                   nsys_timeout_s=nsys_s, pricing=pricing, import_max_mb=import_mb, cache_max_mb=cache_mb,
+                   gpu_model=model, origins=origins)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)

@@ -101,16 +101,3 @@ def sqlite_path(url: str) -> Path | None:
 
 def is_memory(url: str) -> bool:
     return url.startswith("sqlite") and sqlite_path(url) is None
-
-
-def pg_conninfo(url: str) -> str | None:
-    """The libpq URI of a ``postgresql+psycopg://`` store URL, or None where libpq could read it otherwise than
-    SQLAlchemy: an '@' outside the host part or a second one (user information holding '/', '?', '#' or '@',
-    which the two split differently: this path never sends a password where the SQLAlchemy path would not)."""
-    if not url.startswith("postgresql+psycopg://"):
-        return None
-    rest = url.split("://", 1)[1]
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    if authority.count("@") > 1 or rest.count("@") != authority.count("@"):
-        return None
-    return "postgresql://" + rest

@@ -1,6 +1,8 @@
-"""Each command imports only what it uses: the store's reading commands (list, show @ID, history) never
+"""Each command imports only what it uses: the store's reading commands (list, show, history) never
 load pandas, pyarrow or numpy (history's step detection is plain Python), nor SQLAlchemy/SQLModel on a
-store at the head schema (SQLite or PostgreSQL), a diff, gate or steps of stored baselines loads no pandas or pyarrow, ``--help`` loads neither the store stack nor the data stack, JSON / CSV /
+store at the head schema (SQLite or PostgreSQL: the store's one reader runs on sqlite3 or psycopg), a diff,
+gate or steps of stored baselines loads no pandas or pyarrow, ``--help`` loads neither the store stack nor the
+data stack, JSON / CSV /
 Markdown outputs never load the terminal stack (rich), and outside a git repository no command loads GitPython.
 
 Each case runs the real CLI entry point in a fresh interpreter (``kbase.cli.main``, as the ``kbase``
@@ -49,7 +51,7 @@ STORE_STACK = {"sqlalchemy", "sqlmodel", "alembic"}
     ("show", "@1", "--format", "github-benchmark"),
 ])
 def test_store_reading_commands_load_neither_the_store_nor_the_data_stack(small_store, args):
-    """On a SQLite store at the head schema, list / show @ID / history read through ``store.sqlite_read``:
+    """On a SQLite store at the head schema, list / show / history read through the store's one reader (sqlite3):
     SQLAlchemy, SQLModel and pandas (~1 s of imports together) are never loaded."""
     url, name, root = small_store
     argv = [a.format(name=name) for a in args]
@@ -58,9 +60,6 @@ def test_store_reading_commands_load_neither_the_store_nor_the_data_stack(small_
     assert not heavy & DATA_STACK, f"kbase {' '.join(args[:1])} loaded {sorted(heavy & DATA_STACK)}"
     assert not heavy & STORE_STACK, f"kbase {' '.join(args[:1])} loaded {sorted(heavy & STORE_STACK)}"
     assert "pydantic" not in heavy, "Typer >= 0.29 coerces parameters through pydantic (~0.09 s; pinned below it)"
-    # the same command on the SQLAlchemy path: the probe does see what a command imports
-    rc, slow = loaded(*argv, "--db", url, cwd=root, env={"KBASE_NO_FAST_READ": "1"})
-    assert rc == 0 and "sqlalchemy" in slow
 
 
 @pytest.mark.parametrize("args", [("db", "current"), ("db", "upgrade")])
@@ -78,8 +77,9 @@ def test_help_loads_neither_the_store_nor_the_data_stack(tmp_path):
     assert not heavy, f"kbase --help loaded {sorted(heavy)}"
 
 
-def test_old_schema_store_takes_the_sqlalchemy_path(small_store, tmp_path):
-    """A store one revision behind is migrated on use as before (Alembic): the fast path never reads it."""
+def test_old_schema_store_is_migrated_then_read(small_store, tmp_path):
+    """A store one revision behind is migrated on use as before (Alembic), then read by the one reader; at the
+    head, no store stack again (the probe does see what a command imports)."""
     url, _, _ = small_store
     old = old_schema_copy(url, tmp_path / "old.db")
     rc, heavy = loaded("list", "--db", old, cwd=tmp_path)
@@ -88,27 +88,25 @@ def test_old_schema_store_takes_the_sqlalchemy_path(small_store, tmp_path):
     assert rc == 0 and not heavy & STORE_STACK
 
 
-def test_show_of_a_revision_takes_the_sqlalchemy_path(small_store):
-    """Only ``show @ID`` has a fast path; a git revision is resolved as before."""
+def test_show_of_a_revision_reads_through_the_same_reader(small_store):
+    """``show REV`` is resolved by the same reader as ``show @ID`` (here: no repository, exit 2)."""
     url, _, root = small_store
     rc, heavy = loaded("show", "HEAD", "--db", url, cwd=root)
-    assert rc == 2 and "sqlalchemy" in heavy
+    assert rc == 2 and not heavy & (STORE_STACK | DATA_STACK), sorted(heavy)
 
 
 @pytest.mark.parametrize("args", [("diff", "@1", "@2"), ("diff", "@2", "@5", "--format", "json"), ("gate", "@1", "@2"),
                                   ("gate", "@4", "@5", "--format", "md")])
 def test_stored_diff_and_gate_load_no_store_stack(small_store, args):
-    """On a SQLite store at the head schema, ``diff`` / ``gate`` of stored baselines read through
-    ``store.sqlite_read``: SQLAlchemy, SQLModel and Alembic (~0.4 s) are never loaded, and the comparison
-    is numpy only: no pandas or pyarrow (~0.3 s)."""
+    """On a SQLite store at the head schema, ``diff`` / ``gate`` of stored baselines read through the store's
+    reader (sqlite3): SQLAlchemy, SQLModel and Alembic (~0.4 s) are never loaded, and the comparison is numpy
+    only: no pandas or pyarrow (~0.3 s)."""
     url, _, root = small_store
     rc, heavy = loaded(*args, "--db", url, "--name", "bulk", cwd=root)
     assert rc in (0, 1)
     assert not heavy & STORE_STACK, f"kbase {' '.join(args)} loaded {sorted(heavy & STORE_STACK)}"
     assert not heavy & {"pandas", "pyarrow", "pydantic"}, f"kbase {' '.join(args)} loaded {sorted(heavy)}"
     assert "git" not in heavy, "outside a git repository GitPython is not imported (history in creation order)"
-    rc, slow = loaded(*args, "--db", url, "--name", "bulk", cwd=root, env={"KBASE_NO_FAST_READ": "1"})
-    assert rc in (0, 1) and "sqlalchemy" in slow
 
 
 PG_READS = [("list",), ("show", "@1"), ("show", "@2", "--format", "json"), ("history", "{name}"),
@@ -125,23 +123,21 @@ def small_pg_store(small_store, pg_copy_of) -> tuple[str, str, Path]:
 
 @pytest.mark.parametrize("args", PG_READS)
 def test_postgresql_reads_load_neither_the_store_stack_nor_pandas(small_pg_store, args):
-    """On a PostgreSQL store at the head schema the same commands read through ``store.pg_read`` (libpq):
-    neither SQLAlchemy, SQLModel, Alembic nor psycopg (~0.6 s of imports together), and no pandas or pyarrow;
+    """On a PostgreSQL store at the head schema the same commands read through the store's one reader on
+    psycopg: neither SQLAlchemy, SQLModel nor Alembic (~0.45 s of imports together), and no pandas or pyarrow;
     list, show and history no numpy either."""
     url, name, root = small_pg_store
     argv = [a.format(name=name) for a in args]
     rc, heavy = loaded(*argv, "--db", url, cwd=root, watch=(*HEAVY, "psycopg"))
-    assert rc in (0, 1)
-    assert not heavy & (STORE_STACK | {"psycopg", "pandas", "pyarrow", "pydantic"}), f"kbase {args[0]}: {sorted(heavy)}"
+    assert rc in (0, 1) and "psycopg" in heavy
+    assert not heavy & (STORE_STACK | {"pandas", "pyarrow", "pydantic"}), f"kbase {args[0]}: {sorted(heavy)}"
     if args[0] in ("list", "show", "history"):
         assert not heavy & DATA_STACK, f"kbase {args[0]} loaded {sorted(heavy & DATA_STACK)}"
     assert "git" not in heavy
-    rc, slow = loaded(*argv, "--db", url, cwd=root, env={"KBASE_NO_FAST_READ": "1"}, watch=(*HEAVY, "psycopg"))
-    assert rc in (0, 1) and {"sqlalchemy", "psycopg"} <= slow
 
 
 def test_steps_on_sqlite_loads_no_store_stack(small_store):
-    """``kbase steps`` reads through the same read-only path (no SQLAlchemy), its detection in numpy."""
+    """``kbase steps`` reads through the same reader (no SQLAlchemy), its detection in numpy."""
     url, _, root = small_store
     rc, heavy = loaded("steps", "--name", "bulk", "--db", url, cwd=root)
     assert rc == 0 and not heavy & (STORE_STACK | {"pandas", "pyarrow"}), sorted(heavy)

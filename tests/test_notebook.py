@@ -37,7 +37,7 @@ def objects(tmp_path_factory):
         "Leaderboard": kbase.top(export, settings),
         "SnapshotResult": kbase.snapshot(export, settings, rev=h.commits[-1]),
         "StoredLeaderboard": kbase.baseline("@1", settings),
-        "LeaderboardRows": kbase.baseline("@1", settings, stored_rows=True).leaderboard,
+        "LeaderboardRows": kbase.baseline("@1", settings).leaderboard,
         "Comparison": kbase.compare(h.commits[2], h.commits[3], settings),
         "GateResult": kbase.gate(h.commits[2], h.commits[3], settings),
         "KernelHistory": kbase.history(EVIL_NAME, settings),

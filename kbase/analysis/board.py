@@ -1,9 +1,9 @@
 """A leaderboard as every renderer takes it: plain rows (dicts of Python scalars), the summary and the notes.
 
 A leaderboard computed from a profile (``analysis.leaderboard.Leaderboard``, numpy columns) is turned into
-rows here, at the renderers' boundary (``board_of``); a stored one is read as rows directly by the
-read-only path (``store.fast_read``), so ``kbase show`` renders without pandas. One renderer
-serves both.
+rows here, at the renderers' boundary (``board_of``); a stored one is read as rows directly — the one type
+every read of a stored leaderboard returns (``store.reader.StoreReader.leaderboard``) — so ``kbase show``
+renders without numpy or pandas. One renderer serves both.
 """
 
 from __future__ import annotations

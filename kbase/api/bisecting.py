@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kbase.comparison.bisect import MidpointVerdict, StepNoise, Target
     from kbase.comparison.result import Comparison
     from kbase.store.engine import Store
+    from kbase.store.records import BaselineRecord
 
 BISECT_KIND = "bisect"
 
@@ -122,7 +123,6 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
     from kbase.api.bisect_capture import check_command, command_for
     from kbase.comparison.bisect import conclude, default_target, next_probe, probes_needed, target_moved
     from kbase.gitrepo import describe_commits
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     check_command(run)
@@ -133,7 +133,7 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
     if store is None and not dry_run:
         _must_exist(settings)
     with _store(settings, store, readonly=dry_run) as st:
-        settings = with_workload(settings, EngineReader(st.engine))
+        settings = with_workload(settings, st.reader)
         if from_steps:
             if good is not None or bad is not None:
                 raise InputError("--from-steps takes GOOD and BAD from kbase steps: give neither, or drop it")
@@ -162,7 +162,7 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
         elif not target_moved(ends.result, target, step_noise):
             raise InputError(f"{target.describe()} did not change beyond its noise between {good} and {bad}: "
                              "nothing to bisect")
-        stored = EngineReader(st.engine).baselines_at(settings.workload, commits)
+        stored = st.reader.baselines_at(settings.workload, commits)
         notes = [f"step noise: {step_noise.rel_sd:.2%} per capture ({step_noise.source})"] if step_noise else []
         result = BisectResult(good=commits[0], bad=commits[n], target=target, workload=settings.workload,
                               commits=commits, midpoints=[], first_bad=None, range=None, runs=runs, repeats=repeats,
@@ -197,12 +197,13 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
 def _must_exist(settings: Settings) -> None:
     """A bisect needs stored GOOD and BAD: no store is ``NoStoreError`` (exit 2), and none is created."""
     from kbase.errors import KbaseError
+    from kbase.store.connect import ConnectError
     from kbase.store.engine import NoStoreError
 
     try:
         with _store(settings, None, readonly=True):
             pass
-    except NoStoreError:
+    except (NoStoreError, ConnectError):
         raise
     except KbaseError:  # anything else (an older schema): the writable open upgrades it or says why
         pass
@@ -290,14 +291,13 @@ def _step_noise(settings: Settings, st: Store, good: str) -> StepNoise:
 
     from kbase.comparison.bisect import StepNoise
     from kbase.gitrepo import first_parents, open_repo
-    from kbase.store.reader import EngineReader
 
     policy = settings.policy
-    reader = EngineReader(st.engine)
+    reader = st.reader
     line = first_parents(open_repo(settings.repo), good, policy.history_baselines)
     found = reader.baselines_at(settings.workload, line)
 
-    def step(b) -> float:  # noqa: ANN001 - a Baseline or BaselineRecord
+    def step(b: BaselineRecord) -> float:
         return b.step_wall_ns or (b.window_ns / b.iterations_used if b.iterations_used else math.nan)
 
     at_good = [v for v in map(step, found.get(good, [])) if math.isfinite(v) and v > 0]

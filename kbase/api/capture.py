@@ -25,18 +25,10 @@ if TYPE_CHECKING:
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.store.engine import Store
-    from kbase.store.fast_read import FastReader
-    from kbase.store.models import Baseline
-    from kbase.store.reader import StoreReader
     from kbase.store.records import BaselineRecord
 
-    AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only path's record of it
-    AnyLeaderboard = Leaderboard | LeaderboardRows  # computed, or stored rows (``analysis.board``)
-
-
-
-from kbase.api.common import Progress, _fast_read, _store, check_baseline_workload, unknown_workload, warm_imports
-from kbase.api.storing import SnapshotResult, _save, _save_direct, read_before_store
+from kbase.api.common import Progress, _store, check_baseline_workload, unknown_workload, warm_imports
+from kbase.api.storing import SnapshotResult, _save, _save_direct
 
 # ------------------------------------------------------------------------------------------ stages
 
@@ -138,10 +130,15 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
              branch: str | None = None, kind: str = "snapshot") -> SnapshotResult:
     """read -> window -> leaderboard -> store, at HEAD (or ``rev``) of the settings' repository. ``branch``: the
     branch to record (a CI checkout is detached, or on a merge commit: the pull request's branch), instead of
-    the checked-out one. ``kind``: why it is stored (``bisect``: a midpoint ``kbase bisect`` captured)."""
+    the checked-out one. ``kind``: why it is stored (``bisect``: a midpoint ``kbase bisect`` captured).
+
+    A file the store does not hold (``store.identity.look_up``; or any, with ``force``) is read before the store
+    is opened for writing, the driver's modules importing meanwhile; one it most likely holds is checked by its
+    sha256 first (no leaderboard is computed for a capture stored already)."""
     from kbase.gitrepo import commit_info
     from kbase.readers import detect_format
     from kbase.readers.source import describe_source, source_identity, unchanged_since
+    from kbase.store.identity import find_stored, identity_key, look_up
     from kbase.store_urls import sqlite_path
 
     settings = settings or Settings.load()
@@ -157,25 +154,26 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
     fmt = detect_format(path)
     wkey = settings.window.key()
     ident = source_identity(path)
-    if store is None and read_before_store(settings, commit.hash, ident, wkey, force=force):
+    key = identity_key(commit.hash, ident, wkey)
+    with look_up(settings, key, settings.workload, store) as got:
+        decided, seen = got.decided, got.found
+    if got.unreachable is not None:  # (not a second wait for a server that did not answer)
+        raise got.unreachable
+    if store is None and decided and (force or seen is None):
         # Read first, the driver's modules importing meanwhile; the store is opened, or created, only once the
-        # profile has read cleanly.
+        # profile has read cleanly. (Undecided — another schema, a foreign file: the store is opened first and
+        # says what is wrong before a long read.)
         warm_imports("kbase.store.create", *(() if sqlite_path(settings.store_url()) else ("psycopg",)))
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
         return _save_direct(settings, lb, source, commit, wkey, tags, note, force, kind)
-    from kbase.store.queries import load_leaderboard
-    from kbase.store.reader import EngineReader
-    from kbase.version import __version__
-
     with _store(settings, store) as st:
-        reader = EngineReader(st.engine)
-        seen = None if force or ident.probe is None else reader.find_by_identity(
-            commit.hash, ident.probe, ident.size, ident.mtime_ns, wkey, __version__, settings.workload)
-        if seen is not None:  # most likely stored already: the full sha256 decides before any reading
+        if not decided:
+            seen = find_stored(st.reader, key, settings.workload)
+        if seen is not None and not force:  # most likely stored already: the full sha256 decides before any reading
             source = describe_source(path, fmt, ident)
-            dup = reader.find_duplicate(settings.workload, commit.hash, source.sha256, wkey)
-            if dup is not None and dup.id is not None:
-                return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
+            dup = st.reader.find_duplicate(settings.workload, commit.hash, source.sha256, wkey)
+            if dup is not None:
+                return SnapshotResult(baseline=dup, leaderboard=st.reader.leaderboard(dup), created=False)
             lb = _board(path, settings, progress, fmt=fmt, sketches=True)
             unchanged_since(path, ident)
         else:
@@ -200,11 +198,11 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
     return lb, source
 
 
-class Baselines(list):  # of Baseline models or BaselineRecords, as read
+class Baselines(list):  # of BaselineRecords
     """Stored baselines, newest first: a list, plus each commit's subject and date (``commit_notes``, from git,
     read on first use) and ``table``, a DataFrame of what ``kbase list --format json`` states of each."""
 
-    def __init__(self, rows: list[Baseline] | list[BaselineRecord], repo: Path | None = None) -> None:
+    def __init__(self, rows: list[BaselineRecord], repo: Path | None = None) -> None:
         super().__init__(rows)
         self._repo = repo
         self._notes: dict[str, CommitNote] | None = None
@@ -250,39 +248,29 @@ class Baselines(list):  # of Baseline models or BaselineRecords, as read
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
               commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> Baselines:
     """Stored baselines, newest first, of ``workload`` (default: the settings' when the user named one, else
-    every workload): ``Baseline`` models, or (read from a store at the head schema without SQLAlchemy:
-    ``store.fast_read``) read-only ``BaselineRecord``s with the same fields, in a ``Baselines`` list (``.table``,
-    ``.commit_notes``)."""
+    every workload), as ``BaselineRecord``s in a ``Baselines`` list (``.table``, ``.commit_notes``)."""
     from kbase.errors import SettingsError
+    from kbase.store.engine import NoStoreError
 
     settings = settings or Settings.load()
     if limit is not None and not 0 <= limit <= 2**62:
         raise SettingsError("must be a count of baselines (0 or more)", field="limit", value=limit)
     if workload is None and settings.workload_given:
         workload = settings.workload
-
-    def listed(rd: StoreReader) -> list:
+    with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
         if workload is not None:  # a named workload the store does not hold: a typo, said as one (exit 2)
-            names = rd.workloads()
+            names = st.reader.workloads()
             if names and workload not in names:
                 raise unknown_workload(workload, names)
-        return rd.list_baselines(workload=workload, branch=branch, commit_prefix=commit, limit=limit)
-
-    fast = _fast_read(settings, store, listed)
-    if fast is not None:
-        return Baselines(fast, settings.repo)
-    from kbase.store.engine import NoStoreError
-    from kbase.store.reader import EngineReader
-
-    with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return Baselines(listed(EngineReader(st.engine)), settings.repo)
+        return Baselines(st.reader.list_baselines(workload=workload, branch=branch, commit_prefix=commit, limit=limit),
+                         settings.repo)
     return Baselines([], settings.repo)
 
 
 @dataclass
 class StoredLeaderboard:
-    baseline: AnyBaseline  # a ``Baseline``; its read-only record when read through the fast path
-    leaderboard: AnyLeaderboard  # a ``Leaderboard``; its rows when read through the fast path
+    baseline: BaselineRecord
+    leaderboard: LeaderboardRows  # as every read of a stored leaderboard returns it
 
     def __repr__(self) -> str:
         from kbase.render.notebook import stored_line
@@ -295,53 +283,31 @@ class StoredLeaderboard:
         return stored_html("StoredLeaderboard", self.baseline, self.leaderboard)
 
 
-def baseline(ref: str, settings: Settings | None = None, *, stored_rows: bool = False,
-             store: Store | None = None) -> StoredLeaderboard:
-    """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload).
-    ``stored_rows``: an ``@ID`` in a store at the head schema is read without SQLAlchemy or pandas
-    (``kbase show``), as a ``BaselineRecord`` and ``LeaderboardRows`` (what the renderers take); anything
-    else (a revision, a missing id, another store) as a ``Baseline`` and ``Leaderboard``."""
-    settings = settings or Settings.load()
-    token = ref[1:] if ref.startswith("@") else ""
-    if stored_rows and token.isdigit() and token.isascii() and len(token) <= 18:  # (< 2^63; any other: resolve says)
-
-        def read(rd: FastReader) -> StoredLeaderboard | None:
-            b = rd.get_baseline(int(token))
-            if b is not None:
-                check_baseline_workload(ref, b.workload, settings)
-            return None if b is None else StoredLeaderboard(baseline=b, leaderboard=rd.leaderboard_rows(b))
-
-        fast = _fast_read(settings, store, read)
-        if fast is not None:
-            return fast
+def baseline(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredLeaderboard:
+    """One stored leaderboard: ``@ID`` or a git revision (its newest baseline of the workload), read without
+    SQLAlchemy or pandas."""
     from kbase.api.common import workload_for
     from kbase.comparison.resolve import RefKind, parse_ref, resolve_baseline
-    from kbase.store.queries import load_leaderboard
-    from kbase.store.reader import EngineReader
 
+    settings = settings or Settings.load()
     parsed = parse_ref(ref, profiles=False)
     with _store(settings, store, readonly=True) as st:
-        workload = settings.workload if parsed.kind == RefKind.BASELINE else workload_for(settings,
-                                                                                           EngineReader(st.engine))
-        b = resolve_baseline(parsed, st.engine, workload=workload, repo=settings.repo)
-        assert b.id is not None
+        workload = settings.workload if parsed.kind == RefKind.BASELINE else workload_for(settings, st.reader)
+        b = resolve_baseline(parsed, st.reader, workload=workload, repo=settings.repo)
         if parsed.kind == RefKind.BASELINE:
             check_baseline_workload(ref, b.workload, settings)
-        return StoredLeaderboard(baseline=b, leaderboard=load_leaderboard(st.engine, b.id))
+        return StoredLeaderboard(baseline=b, leaderboard=st.reader.leaderboard(b))
 
 
 def remove(baseline_id: int, settings: Settings | None = None, *,
-           confirm: Callable[[Baseline], bool] | None = None, store: Store | None = None) -> Baseline | None:
+           confirm: Callable[[BaselineRecord], bool] | None = None,
+           store: Store | None = None) -> BaselineRecord | None:
     """Delete one baseline by id; ``confirm(baseline)`` may veto (then None is returned)."""
     from kbase.store.queries import delete_baseline
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:
-        b = EngineReader(st.engine).baseline(baseline_id)
+        b = st.reader.baseline(baseline_id)
         if confirm is not None and not confirm(b):
             return None
-        delete_baseline(st.engine, baseline_id, st.url)
-        return b
-
-
+        return delete_baseline(st, baseline_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from kbase.settings import Settings
 
@@ -14,10 +14,7 @@ if TYPE_CHECKING:
 
     from kbase.readers.profile import Profile
     from kbase.store.engine import Store
-    from kbase.store.fast_read import FastReader
     from kbase.store.reader import StoreReader
-
-T = TypeVar("T")
 
 Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a large export streams
 
@@ -38,8 +35,9 @@ def warm_imports(*modules: str) -> None:
 
 @contextlib.contextmanager
 def _store(settings: Settings, store: Store | None, readonly: bool = False) -> Iterator[Store]:
-    """The given store, or the settings' store opened for this call and closed after it (``readonly``:
-    a command that only reads never creates a store: ``NoStoreError`` instead)."""
+    """The given store, or the settings' store opened for this call and closed after it. ``readonly``: a
+    command that only reads opens it through its read connection alone (no SQLAlchemy for a store at the head
+    schema) and never creates a store (``NoStoreError`` instead). Every read goes through ``Store.reader``."""
     if store is not None:
         yield store
         return
@@ -50,20 +48,6 @@ def _store(settings: Settings, store: Store | None, readonly: bool = False) -> I
         yield opened
     finally:
         opened.close()
-
-
-
-
-def _fast_read(settings: Settings, store: Store | None, fn: Callable[[FastReader], T]) -> T | None:
-    """``fn`` on the read-only path (``store.fast_read``: no SQLAlchemy, no pandas) when no store
-    was given and that path applies to the settings' store; None otherwise — then the caller opens the
-    store as usual, which reports any problem in its own words (``read_only``: also off with
-    ``KBASE_NO_FAST_READ=1``)."""
-    if store is not None:
-        return None
-    from kbase.store.fast_read import read_only
-
-    return read_only(settings.store_url(), settings.busy_timeout_s, fn)
 
 
 def workload_for(settings: Settings, reader: StoreReader, workload: str | None = None) -> str:

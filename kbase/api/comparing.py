@@ -12,16 +12,14 @@ from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-
     from kbase.comparison.resolve import Resolved
     from kbase.store.engine import Store
-    from kbase.store.models import Acceptance
     from kbase.store.reader import StoreReader
     from kbase.store.records import AcceptanceRecord
 
 
 
-from kbase.api.common import _fast_read, _store, check_baseline_workload, with_workload, workload_for
+from kbase.api.common import _store, check_baseline_workload, with_workload, workload_for
 from kbase.api.kernels import find_kernel
 from kbase.api.top_answer import top
 
@@ -68,28 +66,20 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
 
 def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None,
              base_ref: str | None = None, history_ref: str | None = None) -> Comparison:
-    if store is None and _reads_store(a, b):
-        fast = _fast_read(settings, None,
-                          lambda rd: _compare_on(a, b, settings, notes, strict, lambda: rd, base_ref, history_ref))
-        if fast is not None:
-            return fast
-    from kbase.store.reader import as_reader
-
     with contextlib.ExitStack() as stack:
         opened: list[Store] = [store] if store is not None else []
 
-        def get_reader() -> StoreReader:
+        def get_reader() -> StoreReader:  # the store is opened when a side is stored, not before
             if not opened:
                 opened.append(stack.enter_context(_store(settings, None, readonly=True)))
-            return as_reader(opened[0].engine)
+            return opened[0].reader
 
         return _compare_on(a, b, settings, notes, strict, get_reader, base_ref, history_ref)
 
 
 def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool, reader: Callable[[], StoreReader],
                 base_ref: str | None, history_ref: str | None = None) -> Comparison:
-    """The comparison, reading the store (when a side is stored) through ``reader()``: the SQLAlchemy
-    queries or the read-only SQLite path, which answer alike."""
+    """The comparison, reading the store (when a side is stored) through ``reader()``."""
     from kbase.comparison.diff import compute_diff
     from kbase.comparison.history import noise_from_history
 
@@ -137,7 +127,7 @@ def _workload_of_ids(a: str, b: str, settings: Settings, reader: Callable[[], St
 
 
 def _reads_store(a: str, b: str) -> bool:
-    """Whether a side may be stored (not both profiles): only then is the read-only path worth opening. A
+    """Whether a side may be stored (not both profiles): only then is the workload the store's to choose. A
     malformed reference counts as stored: resolving it reports the error, in its usual order."""
     try:
         return not all(_is_profile(x) for x in (a, b))
@@ -165,14 +155,6 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
     """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range."""
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before="HEAD~1")
-    if store is None and not all(_is_profile(x) for x in (a, b)):
-        def on(rd: StoreReader) -> GateResult:
-            return _gate_on(a, b, settings, notes, strict, lambda: rd, base_ref, allow_incomparable, warn_only, today,
-                            history_ref)
-
-        fast = _fast_read(settings, None, on)
-        if fast is not None:
-            return fast
     with contextlib.ExitStack() as stack:
         st = store
         if st is None and not all(_is_profile(x) for x in (a, b)):
@@ -180,9 +162,7 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
         if st is None:  # two profiles: no store read
             comparison = _compare(a, b, settings, notes, strict, None, base_ref, history_ref)
             return _decide(comparison, [], allow_incomparable, warn_only)
-        from kbase.store.reader import as_reader
-
-        reader = as_reader(st.engine)
+        reader = st.reader
         return _gate_on(a, b, settings, notes, strict, lambda: reader, base_ref, allow_incomparable, warn_only, today,
                         history_ref)
 
@@ -193,7 +173,7 @@ def _gate_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
     from kbase.comparison.gate import active_acceptances
 
     comparison = _compare_on(a, b, settings, notes, strict, reader, base_ref, history_ref)
-    accepted: list[Acceptance | AcceptanceRecord] = []
+    accepted: list[AcceptanceRecord] = []
     if comparison.after.commit:
         stored = reader().list_acceptances(comparison.after.side.meta.workload)
         accepted = active_acceptances(stored, today=today,
@@ -201,7 +181,7 @@ def _gate_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
     return _decide(comparison, accepted, allow_incomparable, warn_only)
 
 
-def _decide(comparison: Comparison, accepted: list[Acceptance | AcceptanceRecord], allow_incomparable: bool,
+def _decide(comparison: Comparison, accepted: list[AcceptanceRecord], allow_incomparable: bool,
             warn_only: bool) -> GateResult:
     from kbase.comparison.gate import decide
 
@@ -252,16 +232,14 @@ def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store 
 
     if is_pattern(text):
         return text
-    from kbase.store.reader import EngineReader
-
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
-        workload = workload_for(settings, EngineReader(st.engine))
+        workload = workload_for(settings, st.reader)
         return exact_pattern(find_kernel(text, settings, workload=workload, store=st)[0])
 
 
 def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, settings: Settings | None = None,
-           store: Store | None = None) -> Acceptance:
+           store: Store | None = None) -> AcceptanceRecord:
     """Acknowledge a known regression: the gate lists matching regressions in ``(before, after]`` ranges
     containing ``rev`` as accepted, not failing, until ``expires``. ``pattern``: a glob, ``/regex/``, or
     a kernel name / ``#id`` (``kernel_pattern``)."""
@@ -274,11 +252,9 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
     check_pattern(pattern, "pattern")
     if not reason.strip():
         raise InputError("must not be empty", field="reason", value=reason)
-    from kbase.store.reader import EngineReader
-
     commit = resolve_commit(open_repo(settings.repo), rev).hexsha
     with _store(settings, store) as st:
-        settings = with_workload(settings, EngineReader(st.engine))
+        settings = with_workload(settings, st.reader)
         pattern = kernel_pattern(pattern, settings, store=st)
     row = Acceptance(workload=settings.workload, pattern=pattern, commit=commit, reason=reason,
                      author=author(settings.repo), expires=expires)
@@ -287,23 +263,23 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
 
 
 def acceptances(settings: Settings | None = None, *, all_workloads: bool = False, active_on: date | None = None,
-                store: Store | None = None) -> list[Acceptance]:
+                store: Store | None = None) -> list[AcceptanceRecord]:
     """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
     from kbase.store.engine import NoStoreError
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
-        return EngineReader(st.engine).list_acceptances(None if all_workloads else settings.workload, active_on)
+        return st.reader.list_acceptances(None if all_workloads else settings.workload, active_on)
     return []
 
 
-def revoke(acceptance_id: int, settings: Settings | None = None, *, store: Store | None = None) -> Acceptance:
+def revoke(acceptance_id: int, settings: Settings | None = None, *,
+           store: Store | None = None) -> AcceptanceRecord:
     """Remove one acceptance: the gate fails on its regressions again."""
     from kbase.store.queries import delete_acceptance
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:
-        return delete_acceptance(st.engine, acceptance_id, st.url)
+        return delete_acceptance(st, acceptance_id)
 
 

@@ -16,10 +16,7 @@ from kbase.settings import Settings
 if TYPE_CHECKING:
     from kbase.api.keep_rules import KeepRules
     from kbase.store.engine import Store
-    from kbase.store.models import Baseline
     from kbase.store.records import BaselineRecord
-
-    AnyBaseline = Baseline | BaselineRecord
 
 from kbase.api.common import _store
 
@@ -40,7 +37,7 @@ def parse_age(text: str) -> timedelta:
 class PruneItem:
     """One stored baseline and what prune does with it: ``keep`` and why, or delete and why."""
 
-    baseline: AnyBaseline
+    baseline: BaselineRecord
     keep: bool
     why: str
 
@@ -56,7 +53,7 @@ class PruneResult:
     tombstones: list[str] = field(default_factory=list)  # file names written into the export folder
 
     @property
-    def deleted(self) -> list[AnyBaseline]:
+    def deleted(self) -> list[BaselineRecord]:
         return [i.baseline for i in self.items if not i.keep]
 
     @property
@@ -87,7 +84,6 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
 
     from kbase.api.keep_rules import keep_rules
     from kbase.gitrepo import open_repo
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     if not keep_branches:
@@ -108,7 +104,7 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
             st = stack.enter_context(_store(settings, store, readonly=not yes))
         except NoStoreError:
             return PruneResult([], tips, age, applied=yes)
-        reader = EngineReader(st.engine)
+        reader = st.reader
         rows = sorted((b for b in reader.list_baselines(workload=workload) if kind is None or b.kind == kind),
                       key=lambda b: (b.created_at, b.id or 0))
         from kbase.api.keep_rules import Accepted
@@ -146,7 +142,7 @@ def newest_tip(repo, tips: list[str]) -> str:
     return tips[0]
 
 
-def _decide(b: AnyBaseline, rules: KeepRules, cutoff: datetime | None, older_than: str | None) -> PruneItem:
+def _decide(b: BaselineRecord, rules: KeepRules, cutoff: datetime | None, older_than: str | None) -> PruneItem:
     why = rules.why_kept(b.workload, b.commit, b.branch)
     if why:
         return PruneItem(b, True, why)

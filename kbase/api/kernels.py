@@ -15,9 +15,7 @@ if TYPE_CHECKING:
     from kbase.store.engine import Store
     from kbase.store.reader import StoreReader
 
-
-
-from kbase.api.common import _fast_read, _store, workload_for
+from kbase.api.common import _store, workload_for
 
 
 def find_kernel(query: str, settings: Settings | None = None, *, workload: str | None = None,
@@ -26,11 +24,10 @@ def find_kernel(query: str, settings: Settings | None = None, *, workload: str |
     regex (``analysis.lookup``): (full name, short name); ``KernelNotFound`` (with suggestions) or
     ``AmbiguousKernel`` (with the candidates) otherwise."""
     from kbase.analysis.lookup import find_kernel as lookup
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
-        names, shorts = EngineReader(st.engine).kernel_names(workload)
+        names, shorts = st.reader.kernel_names(workload)
     k = lookup(query, names, shorts)
     return k.name, k.short
 
@@ -43,7 +40,7 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
     repository has the commit, else the date stored with the baseline)."""
     settings = settings or Settings.load()
 
-    def read(rd: StoreReader) -> KernelHistory:  # either read path: the same queries
+    def read(rd: StoreReader) -> KernelHistory:
         from kbase.analysis.lookup import find_kernel as lookup
 
         chosen = None if all_workloads else workload_for(settings, rd, workload)
@@ -59,13 +56,8 @@ def history(kernel: str, settings: Settings | None = None, *, workload: str | No
         return KernelHistory(query=kernel, name=k.name, short_name=k.short, rows=rows, workload=chosen,
                              branch=branch)
 
-    fast = _fast_read(settings, store, read)
-    if fast is not None:
-        return fast
-    from kbase.store.reader import EngineReader
-
     with _store(settings, store, readonly=True) as st:
-        return read(EngineReader(st.engine))
+        return read(st.reader)
 
 
 # ``kbase history (step)`` / ``(idle)``: the GPU time budget's step time per iteration and idle per iteration per
@@ -94,7 +86,6 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
     """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
     first-parent line ending at ``rev``, largest effect on the iteration first."""
     from kbase.comparison.history import steps_report
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
 
@@ -105,11 +96,8 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
         found.commit_notes = commit_notes(settings.repo, {chosen: commits}, reader)
         return found
 
-    fast = _fast_read(settings, store, run)
-    if fast is not None:
-        return fast
     with _store(settings, store, readonly=True) as st:
-        return run(EngineReader(st.engine))
+        return run(st.reader)
 
 
 def commit_notes(repo: Path | None, commits: dict[str, set[str]], reader: StoreReader) -> dict[str, CommitNote]:

@@ -56,11 +56,10 @@ def report_data(settings: Settings | None = None, *, workload: str | None = None
     )
     from kbase.errors import InputError, KbaseError
     from kbase.render.report.model import ReportData
-    from kbase.store.reader import EngineReader
 
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
-        reader = EngineReader(st.engine)
+        reader = st.reader
         settings = with_workload(settings, reader, workload)  # the gate and steps judge this workload
         workload = settings.workload
         points = commit_points(reader, workload, branch, {}, last)

@@ -11,20 +11,18 @@ from kbase.api.common import _store
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
+    from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.gitrepo import CommitInfo
-    from kbase.readers.source import SourceIdentity, SourceInfo
+    from kbase.readers.source import SourceInfo
     from kbase.store.engine import Store
-    from kbase.store.models import Baseline
     from kbase.store.records import BaselineRecord
-
-    AnyBaseline = Baseline | BaselineRecord  # a model, or the read-only path's record of it
 
 
 @dataclass
 class SnapshotResult:
-    baseline: AnyBaseline  # a ``Baseline``; its record when the snapshot was written on the driver
-    leaderboard: Leaderboard
+    baseline: BaselineRecord  # the stored row, as every read returns it
+    leaderboard: LeaderboardRows  # what was stored (the computed leaderboard's rows, or the stored one's)
     created: bool  # False: an identical baseline (same file, window and commit) already existed
 
     def __repr__(self) -> str:
@@ -41,25 +39,26 @@ class SnapshotResult:
 def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,
           tags: list[str] | None, note: str, force: bool, kind: str = "snapshot") -> SnapshotResult:
     """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
-    from kbase.store.queries import load_leaderboard, save_leaderboard
-    from kbase.store.reader import EngineReader
+    from kbase.analysis.board import board_of
+    from kbase.store.queries import save_leaderboard
 
-    dup = None if force else EngineReader(st.engine).find_duplicate(settings.workload, commit.hash, source.sha256,
-                                                                     wkey)
-    if dup is not None and dup.id is not None:
-        return SnapshotResult(baseline=dup, leaderboard=load_leaderboard(st.engine, dup.id), created=False)
+    dup = None if force else st.reader.find_duplicate(settings.workload, commit.hash, source.sha256, wkey)
+    if dup is not None:
+        return SnapshotResult(baseline=dup, leaderboard=st.reader.leaderboard(dup), created=False)
     saved = save_leaderboard(st.engine, lb, workload=settings.workload, commit=commit, source=source,
                              window_spec=wkey, tags=tags, note=note, url=st.url, force=force, kind=kind)
-    if not saved.created and saved.baseline.id is not None:  # a concurrent snapshot stored it first
-        lb = load_leaderboard(st.engine, saved.baseline.id)
-    return SnapshotResult(baseline=saved.baseline, leaderboard=lb, created=saved.created)
+    if not saved.created:  # a concurrent snapshot stored it first
+        return SnapshotResult(baseline=saved.baseline, leaderboard=st.reader.leaderboard(saved.baseline),
+                              created=False)
+    return SnapshotResult(baseline=saved.baseline, leaderboard=board_of(lb), created=True)
 
 
 def _save_direct(settings: Settings, lb: Leaderboard, source: SourceInfo, commit: CommitInfo, wkey: str,
                  tags: list[str] | None, note: str, force: bool, kind: str) -> SnapshotResult:
     """``_save`` on the driver (``store.create``, ``store.writer``: no SQLAlchemy, SQLModel or Alembic), the store
     created if new; a store that path does not open (another schema revision: Alembic upgrades it) through
-    ``_save``. A capture stored already answers with its stored leaderboard."""
+    ``_save``. A capture stored already answers with its stored leaderboard, read on the same connection."""
+    from kbase.analysis.board import board_of
     from kbase.store.codec import baseline_values
     from kbase.store.create import open_direct
     from kbase.store.writer import written_record
@@ -72,38 +71,7 @@ def _save_direct(settings: Settings, lb: Leaderboard, source: SourceInfo, commit
                              tags=tags, note=note, kind=kind)
     with direct:
         written = direct.save(lb, values, force=force)
-    baseline = written_record(values, written)
-    if written.created:
-        return SnapshotResult(baseline=baseline, leaderboard=lb, created=True)
-    from kbase.store.queries import load_leaderboard
-
-    with _store(settings, None) as st:
-        return SnapshotResult(baseline=baseline, leaderboard=load_leaderboard(st.engine, written.id), created=False)
-
-
-def read_before_store(settings: Settings, commit: str, ident: SourceIdentity, window_spec: str, *,
-                      force: bool = False) -> bool:
-    """Whether ``snapshot`` may read the profile before it opens the store: a store not created yet (no SQLite
-    file; a PostgreSQL database without tables), or one at the head schema (read by one query on the driver, no
-    SQLAlchemy) that holds no baseline of this very file (``readers.source`` identity; an unsure one finds none)
-    at ``commit`` with this window (``force``: whatever it holds).
-    False (another schema, a foreign database, a server that cannot be reached, a likely match): the store is
-    asked first, as usual."""
-    from kbase.store.guard import check_store_location
-    from kbase.store.identity import sqlite_identity_lookup
-    from kbase.store_urls import sqlite_path
-    from kbase.version import __version__
-
-    url = settings.store_url()
-    key = (commit, ident.probe, ident.size, ident.mtime_ns, window_spec, __version__)
-    db_file = sqlite_path(url)
-    if db_file is None:
-        from kbase.store.create import pg_identity_lookup
-
-        decided, found = pg_identity_lookup(url, key, settings.busy_timeout_s)
-        return decided and (force or found is None)
-    check_store_location(db_file)  # a store that can never be created: said before the profile is read
-    if not db_file.exists():
-        return True
-    decided, found = sqlite_identity_lookup(db_file, key)
-    return decided and (force or found is None)
+        baseline = written_record(values, written)
+        if written.created:
+            return SnapshotResult(baseline=baseline, leaderboard=board_of(lb), created=True)
+        return SnapshotResult(baseline=baseline, leaderboard=direct.reader.leaderboard(baseline), created=False)

@@ -11,7 +11,7 @@ from kbase.api import capture
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-    from kbase.analysis.board import AnyLeaderboard
+    from kbase.analysis.board import AnyLeaderboard, LeaderboardRows
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.api.common import Progress
     from kbase.readers.source import SourceIdentity
@@ -58,7 +58,7 @@ def answer_at_once(profile: Path, settings: Settings, *, per_gpu: bool = False, 
     answers without reading the file (from the store, or the top cache), or None."""
     ident = _Identity(profile)
     if from_store and not per_gpu:
-        stored = _from_store(profile, settings, True, ident)
+        stored = _from_store(profile, settings, ident)
         if stored is not None:
             return stored
     if cache:
@@ -76,14 +76,14 @@ def answer_at_once(profile: Path, settings: Settings, *, per_gpu: bool = False, 
 
 @overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
-        progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
+        progress: Progress | None = None, sketches: bool = False, from_store: Literal[False] = False,
         stored_rows: Literal[False] = False, ops: bool | None = None, cache: bool = False) -> Leaderboard: ...
 
 
 @overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: Literal[True], ops: bool | None = None, cache: bool = False) -> AnyLeaderboard: ...
+        stored_rows: bool = False, ops: bool | None = None, cache: bool = False) -> AnyLeaderboard: ...
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
@@ -95,10 +95,9 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
 
     ``from_store``: when this very file was snapshotted at the current commit with the same window by this
     kbase version, its stored leaderboard instead (a cheap identity check finds it: size, mtime and a hash
-    of the first and last 64 KiB, no full read; nothing is created or migrated). ``stored_rows``: that
-    stored leaderboard may come back as the renderers take it (``analysis.board.LeaderboardRows``), read
-    from a SQLite store at the head schema without SQLAlchemy or pandas (``kbase top FILE`` of a stored
-    file answers at once); a computed one stays a ``Leaderboard``.
+    of the first and last 64 KiB, no full read; nothing is created or migrated), as every read of a stored
+    leaderboard returns it: the renderers' rows (``analysis.board.LeaderboardRows``), read without SQLAlchemy
+    or pandas (``kbase top FILE`` of a stored file answers at once). A computed one stays a ``Leaderboard``.
 
     ``cache``: keep a computed leaderboard in the top cache (``store.top_cache``, beside the store; capped
     by ``Settings.cache_max_mb``, 0: off), and with ``stored_rows`` answer from it when this very file was
@@ -108,7 +107,7 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
     path = capture._profile_path(profile, settings)
     ident = _Identity(path)
     if from_store and not per_gpu and not sketches and not ops:
-        stored = _from_store(path, settings, stored_rows, ident)
+        stored = _from_store(path, settings, ident)
         if stored is not None:
             return stored
     entry = None
@@ -129,12 +128,7 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
     return lb
 
 
-def _from_store(path: Path, settings: Settings, stored_rows: bool, ident: _Identity) -> AnyLeaderboard | None:
-    from kbase.store.identity import stored_leaderboard_of, stored_rows_of
+def _from_store(path: Path, settings: Settings, ident: _Identity) -> LeaderboardRows | None:
+    from kbase.store.identity import stored_leaderboard_of
 
-    decided = False
-    if stored_rows:
-        decided, rows = stored_rows_of(path, settings, ident.get)
-        if rows is not None:
-            return rows
-    return None if decided else stored_leaderboard_of(path, settings, ident.get)  # decided: looked already
+    return stored_leaderboard_of(path, settings, ident.get)

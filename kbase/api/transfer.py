@@ -81,7 +81,6 @@ def _kept_by(settings: Settings, keep_branches: list[str] | None, st: Store, fol
     from kbase.api.keep_rules import Accepted, default_branches, keep_rules
     from kbase.errors import KbaseError
     from kbase.gitrepo import open_repo
-    from kbase.store.reader import EngineReader
 
     try:
         repo = open_repo(settings.repo)
@@ -94,7 +93,7 @@ def _kept_by(settings: Settings, keep_branches: list[str] | None, st: Store, fol
             raise
         why = f"prune's keep rules could not be checked ({exc})"
         return lambda workload, commit, branch: why
-    reader = EngineReader(st.engine)
+    reader = st.reader
     stored = [(b.workload, b.commit) for b in reader.list_baselines()]
     stored += [(f.row["workload"], f.row["commit"]) for f in folder.baselines.values()]
     accepted = [Accepted(a.workload, a.commit, f"acceptance #{a.id}") for a in reader.list_acceptances()]

@@ -31,7 +31,8 @@ from kbase.render.report.model import (
 )
 
 if TYPE_CHECKING:
-    from kbase.store.reader import AnyBaseline, StoreReader
+    from kbase.store.reader import StoreReader
+    from kbase.store.records import BaselineRecord
 
 SAMPLE_COMMITS = 16
 TOP_KERNELS = 25
@@ -208,7 +209,7 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
                "share_kernel", "amdahl_ceiling", "fragmented", "count", "total_ns", "min_ns", "max_ns", "median_ns")
     rows = [dict(zip(columns, r)) for r in reader.leaderboard_view(baseline_id)]
     models = [m.strip() for m in str(b.gpu_models or "").split(",") if m.strip()]  # stored comma-separated
-    bounds = (lambda: reader.leaderboard_rows(b).bounds()) if b.aligned else None
+    bounds = (lambda: reader.leaderboard(b).bounds()) if b.aligned else None
     notes = annotate(rows, models, bounds, int(b.iterations_used))
     return LeaderboardView(
         baseline_id=baseline_id, ref=ref, gpus=gpus, gpu_models=b.gpu_models, iterations=int(b.iterations_used),
@@ -227,7 +228,7 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
         budget=budget_view(stored_summary(b)[0].budget))
 
 
-def op_view(reader: StoreReader, b: AnyBaseline, short_names: dict[str, str]) -> list[OpRow] | None:
+def op_view(reader: StoreReader, b: BaselineRecord, short_names: dict[str, str]) -> list[OpRow] | None:
     """Baseline ``b``'s leaderboard grouped by op (``analysis.ops.op_board``), None when it stores no ops."""
     import math
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kbase.comparison.gate import Verdict
     from kbase.comparison.result import Comparison
     from kbase.settings import Settings
-    from kbase.store.models import Acceptance
+    from kbase.store.records import AcceptanceRecord
 
 AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and within-noise kernels.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision has no baseline of its own.")]
@@ -319,7 +319,7 @@ def accept(
                                    + (f", expires {exp}" if exp else ""), highlight=False, markup=False)
 
 
-def _list_acceptances(rows: list[Acceptance], fmt: str, wide: bool = False) -> None:
+def _list_acceptances(rows: list[AcceptanceRecord], fmt: str, wide: bool = False) -> None:
     from kbase import jsonable
     from kbase.render.layout import Column, print_table
 

@@ -19,7 +19,8 @@ FLAGS = {
     "alpha": "--alpha", "total_increase_pct": "--total-increase-pct", "new_kernel": "--new-kernel",
     "ignore": "--ignore", "format": "--format", "reason": "--reason", "expires": "--expires", "pattern": "PATTERN",
     "ref": "REF", "acceptance": "--revoke", "allow_missing_ranks": "--allow-missing-ranks",
-    "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "junit": "--junit", "output": "--output", "comment_md": "--comment-md",
+    "busy_timeout_s": "KBASE_BUSY_TIMEOUT", "connect_timeout_s": "KBASE_CONNECT_TIMEOUT", "junit": "--junit",
+    "output": "--output", "comment_md": "--comment-md",
     "step_summary": "GITHUB_STEP_SUMMARY", "limit": "--limit", "if-no-baseline": "--if-no-baseline",
     "fpr": "--fpr", "history_ref": "--history-ref", "out": "--out", "dir": "--dir",
     "gpu_hour_cost": "--gpu-hour-cost", "gpus": "--fleet-gpus", "keep_branch": "--keep-branch", "branch": "--branch",
@@ -29,7 +30,7 @@ FLAGS = {
     "gpu_model": "--gpu-model",
 }
 ENV_VARS = {**SETTINGS_ENV, "step_summary": "GITHUB_STEP_SUMMARY"}
-ENV_ONLY = ("busy_timeout_s", "nsys_timeout_s", "step_summary")  # read from the environment only
+ENV_ONLY = ("busy_timeout_s", "connect_timeout_s", "nsys_timeout_s", "step_summary")  # read from the environment only
 
 
 def _value_text(value: Any) -> str:

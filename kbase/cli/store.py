@@ -31,7 +31,7 @@ from kbase.enums import HistoryFormat, LeaderboardFormat, ListFormat
 from kbase.errors import InputError
 
 if TYPE_CHECKING:
-    from kbase.store.models import Baseline
+    from kbase.store.records import BaselineRecord
 
 db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(db_app, name="db")
@@ -138,7 +138,7 @@ def show(
 
     fmt = check_choice(fmt, LeaderboardFormat)
     settings = make_settings(repo=repo, db=db, name=name)
-    stored = kbase.baseline(ref, settings, stored_rows=True)  # @ID on a SQLite store: no SQLAlchemy, no pandas
+    stored = kbase.baseline(ref, settings)  # read without SQLAlchemy or pandas
     b = stored.baseline
     from kbase.render.baselines import baseline_dict
 
@@ -161,7 +161,7 @@ def rm(
 
     settings = make_settings(repo=repo, db=db, name=name)
 
-    def confirm(b: Baseline) -> bool:
+    def confirm(b: BaselineRecord) -> bool:
         if yes:
             return True
         if not sys.stdin.isatty():
@@ -233,7 +233,7 @@ def db_upgrade(db: DbOpt = None, repo: RepoOpt = None) -> None:
 @db_app.command("current")
 def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Print the store's schema revision without changing anything."""
-    from kbase.store.engine import describe_schema
+    from kbase.store.readonly import describe_schema
 
     settings = make_settings(repo=repo, db=db)
     from kbase.render.safe import inert

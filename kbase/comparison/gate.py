@@ -22,11 +22,7 @@ from kbase.enums import Confidence, ExitCode, GateStatus, KernelClass, NewKernel
 from kbase.policy import name_matches
 
 if TYPE_CHECKING:
-    from kbase.store.models import Acceptance
     from kbase.store.records import AcceptanceRecord
-
-    # a stored acceptance: the SQLModel row, or its record from the read-only SQLite path (same fields)
-    AnyAcceptance = Acceptance | AcceptanceRecord
 
 PASS, REGRESSION, INCOMPARABLE = ExitCode.OK, ExitCode.REGRESSION, ExitCode.USAGE
 TOTAL_KERNEL_TIME = "(total kernel time per iteration)"
@@ -88,8 +84,8 @@ class Verdict:
     net_pct: float = float("nan")  # the change of total kernel time per unit (said beside a new-kernel failure)
 
 
-def active_acceptances(acceptances: Iterable[AnyAcceptance], today: date | None = None,
-                       in_range: Callable[[str], bool] | None = None) -> list[AnyAcceptance]:
+def active_acceptances(acceptances: Iterable[AcceptanceRecord], today: date | None = None,
+                       in_range: Callable[[str], bool] | None = None) -> list[AcceptanceRecord]:
     """Acceptances not expired whose commit lies in the compared range (``in_range(commit)``)."""
     today = today or date.today()
     return [a for a in acceptances
@@ -108,9 +104,9 @@ class AcceptanceIndex:
     one dictionary entry, the others are tried in order; ``first`` is the first acceptance in the given order
     whose pattern matches, as a scan of them all would give, in time independent of how many are exact."""
 
-    def __init__(self, acceptances: Sequence[AnyAcceptance]) -> None:
+    def __init__(self, acceptances: Sequence[AcceptanceRecord]) -> None:
         self.exact: dict[str, int] = {}
-        self.patterns: list[tuple[int, AnyAcceptance]] = []
+        self.patterns: list[tuple[int, AcceptanceRecord]] = []
         self.all = list(acceptances)
         for i, a in enumerate(self.all):
             if _is_literal(a.pattern):
@@ -118,7 +114,7 @@ class AcceptanceIndex:
             else:
                 self.patterns.append((i, a))
 
-    def first(self, names: tuple[str, ...]) -> AnyAcceptance | None:
+    def first(self, names: tuple[str, ...]) -> AcceptanceRecord | None:
         hits = [self.exact[n] for n in names if n in self.exact]
         best = min(hits) if hits else len(self.all)
         for i, a in self.patterns:
@@ -165,7 +161,7 @@ def _step(v: Verdict, result: DiffResult, acceptances: AcceptanceIndex) -> None:
         v.warnings.append(Finding(**{**vars(finding), "kind": kind}))
 
 
-def decide(result: DiffResult, acceptances: Sequence[AnyAcceptance] = (), allow_incomparable: bool = False,
+def decide(result: DiffResult, acceptances: Sequence[AcceptanceRecord] = (), allow_incomparable: bool = False,
            warn_only: bool = False) -> Verdict:
     v = Verdict(code=PASS, status=GateStatus.PASS, unit=result.totals.unit, net_pct=result.totals.kernel.delta_pct)
     # A candidate that measured nothing has nothing to pass with: --allow-incomparable does not apply.

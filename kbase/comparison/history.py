@@ -15,7 +15,6 @@ from kbase.comparison.setups import SetupChange, changes_note, setup_changes, se
 
 if TYPE_CHECKING:
     import pandas as pd
-    from sqlalchemy.engine import Engine
 
     from kbase.comparison.resolve import Resolved
     from kbase.gitrepo import CommitNote
@@ -49,17 +48,14 @@ class HistoryNoise:
     unit: str = "iteration"  # what one level is per (``side.Unit``): the diff uses ``sd`` in that unit alone
 
 
-def noise_from_history(source: Engine | StoreReader, policy: Policy, repo: Path | None, first: Resolved,
+def noise_from_history(reader: StoreReader, policy: Policy, repo: Path | None, first: Resolved,
                        second: Resolved, line_ref: str | None = None) -> tuple[HistoryNoise | None, list[str]]:
     """Per kernel run-to-run sd from the last ``history_baselines`` comparable baselines on the first-parent
     line of ``line_ref`` (the base branch: ``--base-ref`` or ``history_ref``) or else of the before side
     (the after side's own baselines left out), when at least ``min_history`` exist; ``HistoryNoise.df``: its
-    degrees of freedom (a MAD-based sd: about 40% of the levels'). ``source``: as ``resolve_stored``'s."""
-    from kbase.store.reader import as_reader
-
+    degrees of freedom (a MAD-based sd: about 40% of the levels')."""
     if not first.baseline_ids:
         return None, []
-    reader = as_reader(source)
     newest = reader.baseline(max(first.baseline_ids))
     notes: list[str] = []
     depth = 10 * policy.history_baselines
@@ -195,15 +191,12 @@ def _with_budget_series(bs: list, names: list[str], shorts: list[str], levels: n
     return names + [x for x, _ in extra], shorts + [x for x, _ in extra], rows
 
 
-def steps_report(source: Engine | StoreReader, workload: str, repo: Path | None, *, last: int,
+def steps_report(reader: StoreReader, workload: str, repo: Path | None, *, last: int,
                  rev: str) -> StepsReport:
     """Steps and creeps of every kernel over the last ``last`` baselines of ``workload`` on the
     first-parent line ending at ``rev`` (creation order without a repository), found within each setup
     (``comparison.setups``: GPU model/count and window), never across a change of it, which is listed
-    (``setup_changes``). ``source``: as ``noise_from_history``'s."""
-    from kbase.store.reader import as_reader
-
-    reader = as_reader(source)
+    (``setup_changes``)."""
     notes: list[str] = []
     commits = first_parent_line(repo, rev, 10 * last)
     if commits is None:

@@ -22,10 +22,7 @@ from kbase.errors import InputError, NoBaselineError
 from kbase.gitrepo import ANCESTRY_LIMIT
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from kbase.comparison.side import Side, SideMeta
-    from kbase.store.models import Baseline
     from kbase.store.reader import StoreReader
     from kbase.store.records import BaselineRecord
 
@@ -92,7 +89,7 @@ class Resolved:
     label: str = ""
 
 
-def side_meta(bs: Sequence[Baseline | BaselineRecord]) -> SideMeta:
+def side_meta(bs: Sequence[BaselineRecord]) -> SideMeta:
     from kbase.comparison.side import SideMeta
 
     b = bs[-1]
@@ -100,16 +97,16 @@ def side_meta(bs: Sequence[Baseline | BaselineRecord]) -> SideMeta:
                     commit=b.commit, baselines=tuple(x.id for x in bs if x.id is not None))
 
 
-def distinct_captures(bs: Sequence[Baseline | BaselineRecord]) -> list[Baseline | BaselineRecord]:
+def distinct_captures(bs: Sequence[BaselineRecord]) -> list[BaselineRecord]:
     """One baseline per capture: the same file (sha256) with the same window stored twice (``--force``)
     is one sample, not two. The newest copy is kept."""
-    seen: dict[tuple[str, str], Baseline | BaselineRecord] = {}
+    seen: dict[tuple[str, str], BaselineRecord] = {}
     for b in bs:
         seen[(b.source_sha256, b.window_spec)] = b
     return sorted(seen.values(), key=lambda b: b.id or 0)
 
 
-def _from_baselines(reader: StoreReader, bs: Sequence[Baseline | BaselineRecord], label: str,
+def _from_baselines(reader: StoreReader, bs: Sequence[BaselineRecord], label: str,
                     notes: list[str]) -> Resolved:
     from kbase.comparison.side import side_from_captures
     from kbase.store.reader import load_capture
@@ -149,13 +146,9 @@ def _line_of(text: str, repo: Path | None) -> tuple[str, list[str], InputError |
     return commit, first_parents(repo_obj, commit, ANCESTRY_LIMIT), None
 
 
-def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, repo: Path | None = None,
+def resolve_stored(ref: Ref, reader: StoreReader, *, workload: str, repo: Path | None = None,
                    strict: bool = False) -> Resolved:
-    """One side of a diff from the store (an Engine, or a ``StoreReader``: the read-only SQLite path): a
-    baseline id, or a git revision's baselines."""
-    from kbase.store.reader import as_reader
-
-    reader = as_reader(source)
+    """One side of a diff from the store: a baseline id, or a git revision's baselines."""
     if ref.kind == RefKind.BASELINE:
         assert ref.baseline_id is not None
         b = reader.baseline(ref.baseline_id)
@@ -179,12 +172,9 @@ def resolve_stored(ref: Ref, source: Engine | StoreReader, *, workload: str, rep
                      f"{len(chain) - 1} first-parent ancestor(s); run kbase snapshot there first")
 
 
-def resolve_baseline(ref: Ref, source: Engine | StoreReader, *, workload: str,
-                     repo: Path | None = None) -> Baseline | BaselineRecord:
+def resolve_baseline(ref: Ref, reader: StoreReader, *, workload: str,
+                     repo: Path | None = None) -> BaselineRecord:
     """A single stored baseline: ``@ID``, or the newest baseline of ``workload`` at a git revision."""
-    from kbase.store.reader import as_reader
-
-    reader = as_reader(source)
     if ref.kind == RefKind.BASELINE:
         assert ref.baseline_id is not None
         return reader.baseline(ref.baseline_id)

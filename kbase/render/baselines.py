@@ -12,20 +12,20 @@ from kbase.render.columns import Column
 if TYPE_CHECKING:
     from kbase.gitrepo import CommitNote
 
-AnyBaseline = Any  # a store.models.Baseline or a store.sqlite_read.BaselineRecord (render never imports the store)
+BaselineRecord = Any  # a kbase.store.records.BaselineRecord, as every read returns it (render never imports the store)
 
 LIST_SCHEMA = "kbase.list/1"
 SUBJECT_WIDTH = 72  # a subject longer than this is cut (with an ellipsis) in every output but JSON
 
 
-def kernel_per_iter(b: AnyBaseline) -> float | None:
+def kernel_per_iter(b: BaselineRecord) -> float | None:
     """Kernel time per iteration per GPU (the unit of ``diff``), or None for a window without iterations."""
     if not b.iterations_used or not b.gpu_count:
         return None
     return b.total_kernel_ns / (b.iterations_used * b.gpu_count)
 
 
-def baseline_dict(b: AnyBaseline, note: CommitNote | None = None) -> dict[str, Any]:
+def baseline_dict(b: BaselineRecord, note: CommitNote | None = None) -> dict[str, Any]:
     """One baseline as JSON states it; ``note``: its commit's subject (and date, when git knows the commit)."""
     date = (note.date if note is not None and note.date else None) or b.commit_date
     return {
@@ -46,7 +46,7 @@ LIST_FIELDS = ["id", "created_at", "workload", "commit", "commit_date", "subject
                "total_kernel_ns", "kernel_ns_per_iter", "window_gpu_ns", "tags", "note", "kbase_version", "kind"]
 
 
-def list_doc(rows: Sequence[AnyBaseline], notes: Mapping[str, CommitNote]) -> dict[str, Any]:
+def list_doc(rows: Sequence[BaselineRecord], notes: Mapping[str, CommitNote]) -> dict[str, Any]:
     return {"schema": LIST_SCHEMA, "baselines": [baseline_dict(b, notes.get(b.commit)) for b in rows]}
 
 
@@ -67,7 +67,7 @@ COLUMNS = [
 ]
 
 
-def list_cells(rows: Sequence[AnyBaseline], notes: Mapping[str, CommitNote]) -> list[dict[str, str]]:
+def list_cells(rows: Sequence[BaselineRecord], notes: Mapping[str, CommitNote]) -> list[dict[str, str]]:
     """The screen rows; kernel time per iteration in one unit for the column (``units.column_unit``)."""
     from kbase.units import column_unit
 
@@ -85,7 +85,8 @@ def list_cells(rows: Sequence[AnyBaseline], notes: Mapping[str, CommitNote]) -> 
     return out
 
 
-def print_list(rows: Sequence[AnyBaseline], notes: Mapping[str, CommitNote], console: Any, wide: bool = False) -> None:
+def print_list(rows: Sequence[BaselineRecord], notes: Mapping[str, CommitNote], console: Any,
+               wide: bool = False) -> None:
     from kbase.render.layout import print_table
 
     print_table(console, COLUMNS, list_cells(rows, notes), wide=wide, title=f"{len(rows)} baseline(s)")

@@ -1,7 +1,7 @@
 """The store's kernel tables (``baseline_kernels``' blobs, ``kernel_blobs``) shaped into what each read of
-``reader.StoreReader`` returns. The rows come from either executor (SQLAlchemy or sqlite3) alike; the
-history and leaderboard shapes decode without numpy (``kbase history`` and ``show`` load none), the bulk
-ones (kernel tables for a diff, the level matrix of ``steps``, the report's series) with it.
+``reader.StoreReader`` returns (its rows come from sqlite3 or psycopg alike). The history and leaderboard
+shapes decode without numpy (``kbase history`` and ``show`` load none), the bulk ones (kernel tables for a
+diff, the level matrix of ``steps``, the report's series) with it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,14 @@ from kbase.store.kernel_blobs import FORMAT, Blobs, LevelRows
 from kbase.store.packed import Packed, PackedError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     import numpy as np
 
+    from kbase.analysis.board import LeaderboardRows
+    from kbase.store.codec import Names
     from kbase.store.kernel_blobs import KernelTable
+    from kbase.store.records import BaselineRecord
 
 
 def _blob(value: Any) -> Any:
@@ -256,3 +261,56 @@ def run_levels(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray, 
         at = np.searchsorted(ids, names)
         totals[at, j], counts[at, j] = total, count
     return ids, totals, counts
+
+
+def stored_samples(baseline_id: Any, fmt: int, blob: Any, names: list[str],
+                   keys: list[int]) -> dict[str, dict[int, float]]:
+    """{name: {iteration: ns}} of the iterations with launches, from a ``samples`` blob (rows named ``names``)."""
+    from kbase.store.kernel_blobs import sample_rows
+
+    out: dict[str, dict[int, float]] = {}
+    packed(baseline_id, fmt, blob)
+    ns_m, cnt_m = sample_rows(bytes(blob))
+    for name, ns, cnt in zip(names, ns_m, cnt_m):
+        per = {keys[j]: ns[j] for j in range(min(len(keys), len(ns))) if cnt[j] > 0}
+        if per:
+            out.setdefault(name, {}).update(per)
+    return out
+
+
+def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[[Iterable[int]], Names]
+                     ) -> LeaderboardRows:
+    """Baseline ``b``'s leaderboard as rows (``StoreReader.leaderboard``) from its ``board_blobs`` row (format,
+    levels, board, samples; None: no kernel table) and ``names_of`` (name id -> its texts)."""
+    import json
+
+    from kbase.analysis.board import LeaderboardRows, bounds_from_samples
+    from kbase.analysis.summary import COLUMNS, LeaderboardSummary
+    from kbase.store.records import Unreadable
+
+    rows: list[dict[str, Any]] = []
+    lb = board(b.id, *found[:3]) if found else None
+    if lb is not None and lb.rows:
+        names = names_of(lb.column("name_id"))
+        cols = {c: lb.column(c) for c in COLUMNS if c not in ("name", "short_name", "family", "category", "tc")}
+        inf = float("inf")
+        cols["amdahl_ceiling"] = [inf if v != v else v for v in cols["amdahl_ceiling"]]
+        for i, n in enumerate(lb.column("name_id")):
+            name, short, category, tc, family = names[n]
+            values = {"name": name, "short_name": short, "family": family, "category": category, "tc": tc}
+            rows.append({c: values[c] if c in values else cols[c][i] for c in COLUMNS})
+    try:
+        summary: dict[str, Any] = json.loads(b.summary_json)
+        keys = [int(k) for k in json.loads(b.iteration_keys)]
+    except (ValueError, TypeError):
+        raise Unreadable("summary or iteration keys are not JSON") from None
+    notes = summary.pop("notes", [])
+    lb_summary = LeaderboardSummary.from_dict(summary)
+
+    def bounds() -> dict[str, tuple[float, float]]:  # (after the read: the samples' bytes are at hand)
+        if not found or found[3] is None:
+            return {}
+        return bounds_from_samples(stored_samples(b.id, found[0], found[3], [r["name"] for r in rows], keys),
+                                   lb_summary)
+
+    return LeaderboardRows(columns=list(COLUMNS), rows=rows, summary=lb_summary, notes=notes, bounds=bounds)

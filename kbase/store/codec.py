@@ -15,6 +15,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from kbase.jsonable import clean
+from kbase.store.records import BASELINE_FIELDS, BaselineRecord, baseline_record
 from kbase.store.schema_names import name_hash  # noqa: F401 - re-exported (its home before)
 
 if TYPE_CHECKING:
@@ -27,9 +28,7 @@ if TYPE_CHECKING:
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
     from kbase.store.kernel_blobs import KernelTable
-    from kbase.store.models import Baseline
     from kbase.store.op_blobs import StoredOps
-    from kbase.store.records import BaselineRecord
 
 
 def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str) -> str:
@@ -148,12 +147,11 @@ def _ops_blob(lb: Leaderboard, t: KernelTable, op_ids: dict[str, int]) -> bytes:
 
 
 def baseline_row(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
-                 tags: list[str] | None = None, note: str = "", kind: str = "snapshot") -> Baseline:
-    """The ``Baseline`` row (not yet saved) of a leaderboard taken at ``commit``."""
-    from kbase.store.models import Baseline  # here: reading a stored leaderboard needs no SQLModel
-
-    return Baseline(**baseline_values(lb, workload=workload, commit=commit, source=source, window_spec=window_spec,
-                                      tags=tags, note=note, kind=kind))
+                 tags: list[str] | None = None, note: str = "", kind: str = "snapshot") -> BaselineRecord:
+    """The ``baseline`` row (not yet saved: no id) of a leaderboard taken at ``commit``, as its record."""
+    values = baseline_values(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
+                             note=note, kind=kind)
+    return baseline_record(tuple(values.get(f) for f in BASELINE_FIELDS))
 
 
 def baseline_values(lb: Leaderboard, *, workload: str, commit: CommitInfo, source: SourceInfo, window_spec: str,
@@ -224,7 +222,7 @@ def budget_columns(budget: dict | None) -> tuple[float | None, float | None]:
     return (sum(steps) / len(steps) if steps else None), b.per_unit(b.total.idle_ns)
 
 
-def stored_summary(b: Baseline | BaselineRecord) -> tuple[LeaderboardSummary, list[str]]:
+def stored_summary(b: BaselineRecord) -> tuple[LeaderboardSummary, list[str]]:
     """Baseline ``b``'s leaderboard summary and notes, from its ``summary_json``."""
     from kbase.analysis.summary import LeaderboardSummary
 
@@ -268,30 +266,10 @@ def _samples(t: KernelTable, stored_keys: list[int]) -> tuple[np.ndarray, np.nda
     return t.iter_ns, t.iter_count
 
 
-def leaderboard_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Names) -> Leaderboard:
-    """The stored Leaderboard of baseline ``b`` (a model or its ``fast_read`` record: only its summary and
-    iteration keys are read) from its kernel table and the kernels' names."""
-    import numpy as np
-
-    from kbase.analysis.leaderboard import COLUMNS, SAMPLE_COLUMNS, Leaderboard
-
-    summary, notes = stored_summary(b)
-    text = _texts(t, names)
-    table = {c: text[c] if c in text else getattr(t, c) for c in COLUMNS}
-    table["amdahl_ceiling"] = np.where(np.isnan(t.amdahl_ceiling), np.inf, t.amdahl_ceiling)
-    keys = np.asarray(json.loads(b.iteration_keys), dtype=np.int64)
-    ns, cnt = _samples(t, keys.tolist())
-    row, col = np.nonzero(cnt > 0)  # row-major: row then key order
-    samples = {"name": text["name"][row], "iteration": keys[col], "count": cnt[row, col].astype(np.int64),
-               "total_ns": ns[row, col].astype(np.float64)}
-    return Leaderboard(table=table, summary=summary, samples={c: samples[c] for c in SAMPLE_COLUMNS}, notes=notes,
-                       sketches=stored_sketches(text["name"].tolist(), t))
-
-
-def capture_from_table(b: Baseline | BaselineRecord, t: KernelTable, names: Names,
+def capture_from_table(b: BaselineRecord, t: KernelTable, names: Names,
                        ops: OpPairs | None = None) -> Capture:
     """Baseline ``b``'s kernel table as the comparison's ``Capture``, without pandas: what
-    ``leaderboard_from_table`` then ``capture.capture_of_leaderboard`` give, straight from the columns."""
+    ``capture.capture_of_leaderboard`` gives of the leaderboard that was stored, straight from the columns."""
     import numpy as np
 
     from kbase.analysis.capture import CAPTURE_TEXT, Capture

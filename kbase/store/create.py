@@ -11,25 +11,30 @@ SQLModel or Alembic (~0.4 s of a 1M-launch snapshot), and a new store created th
 - Anything else — an older or newer stamp, a damaged one, another application's database, in-memory SQLite, a
   URL with options, another driver, ``KBASE_NO_DIRECT_WRITE=1`` — is ``None``: the caller opens the store through
   ``engine.open_store`` as before, which migrates, refuses or reports it in its own words.
+
+A PostgreSQL connection is opened as every read's (``connect.pg_connect``: the URL as SQLAlchemy reads it, the
+settings' connect timeout, psycopg's message with the password masked); the store's reads on it are the one
+reader's (``DirectStore.reader``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import KbaseError, StoreError
+from kbase.store.connect import PG_SCHEME, driver_error
 from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, SQLITE_INTERNAL_TABLES, head_revision
 from kbase.store.write_sql import DDL, REVISION
 from kbase.store.writer import Writer, Written, save_baseline
-from kbase.store_urls import pg_conninfo, sqlite_path
+from kbase.store_urls import sqlite_path
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.settings import Settings
+    from kbase.store.reader import StoreReader
 
 SWITCH = "KBASE_NO_DIRECT_WRITE"  # 1: every write through SQLAlchemy (engine.open_store), as before
 _STAMP = {"sqlite": "INSERT INTO alembic_version (version_num) VALUES (?)",
@@ -38,20 +43,19 @@ _PG_TABLES = ("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_na
               "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')")  # (SQLAlchemy's get_table_names)
 
 
-def is_driver_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is the database driver's (sqlite3's or psycopg's): ``engine.store_error`` words it."""
-    import sqlite3
-
-    psycopg = sys.modules.get("psycopg")
-    return isinstance(exc, sqlite3.Error) or (psycopg is not None and isinstance(exc, psycopg.Error))
-
-
 class DirectStore:
     """An open store on a DB-API connection (``dialect``: ``sqlite`` or ``postgresql``); close it when done."""
 
     def __init__(self, conn: Any, dialect: str, url: str) -> None:
         self.conn, self.dialect, self.url = conn, dialect, url
         self.writer = Writer(conn, dialect)
+
+    @property
+    def reader(self) -> StoreReader:
+        """The store's reads (``reader.StoreReader``) on this connection."""
+        from kbase.store.reader import StoreReader
+
+        return StoreReader(self.conn, self.dialect, self.url)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -82,7 +86,7 @@ class DirectStore:
                 raise
             self.conn.execute("COMMIT")
         except Exception as exc:
-            if is_driver_error(exc):
+            if driver_error(exc):
                 raise store_error(self.url, exc) from None
             raise
 
@@ -143,7 +147,7 @@ def open_direct(settings: Settings, *, create: bool = True) -> DirectStore | Non
     if os.environ.get(SWITCH, "").strip().lower() in ("1", "true", "yes", "on"):
         return None
     url = settings.store_url()
-    store = _connect(url, settings.busy_timeout_s, create)
+    store = _connect(url, settings.busy_timeout_s, settings.connect_timeout_s, create)
     if store is None:
         return None
     try:
@@ -151,7 +155,7 @@ def open_direct(settings: Settings, *, create: bool = True) -> DirectStore | Non
             return store
     except Exception as exc:
         store.close()
-        if is_driver_error(exc):
+        if driver_error(exc):
             from kbase.store.engine import store_error
 
             raise store_error(url, exc) from None
@@ -196,7 +200,7 @@ def _creation_lock(store: DirectStore, url: str) -> Iterator[None]:
         yield
 
 
-def _connect(url: str, busy_timeout_s: float | None, create: bool) -> DirectStore | None:
+def _connect(url: str, busy_timeout_s: float | None, connect_timeout_s: float, create: bool) -> DirectStore | None:
     path = sqlite_path(url)
     if path is not None:
         if not url.startswith("sqlite:///") or "?" in url:
@@ -223,46 +227,8 @@ def _connect(url: str, busy_timeout_s: float | None, create: bool) -> DirectStor
             store.close()
             raise store_error(url, exc) from None
         return store
-    conninfo = pg_conninfo(url)
-    if conninfo is None:
+    if not url.startswith(PG_SCHEME + "://"):
         return None
-    from kbase.store.engine import store_error
+    from kbase.store.connect import pg_connect
 
-    try:
-        import psycopg
-    except ImportError:
-        return None  # the SQLAlchemy path says what is missing
-    try:
-        pg = psycopg.connect(conninfo, connect_timeout=10, autocommit=True)
-    except psycopg.Error as exc:
-        raise store_error(url, exc) from None
-    return DirectStore(pg, "postgresql", url)
-
-
-def pg_identity_lookup(url: str, key: tuple, busy_timeout_s: float | None = None) -> tuple[bool, int | None]:
-    """(decided, id) for a PostgreSQL store: what ``identity.sqlite_identity_lookup`` answers for a SQLite one —
-    the id ``reader.find_by_identity`` finds (any workload) for ``key`` = (commit, probe, size, mtime_ns, window,
-    kbase version) in a store at the head schema; (True, None) for a database without tables (created once the
-    profile has read cleanly); ``decided`` False for anything else (the SQLAlchemy path judges it)."""
-    if os.environ.get(SWITCH, "").strip().lower() in ("1", "true", "yes", "on"):
-        return False, None
-    try:
-        store = _connect(url, busy_timeout_s, create=False)
-    except StoreError:
-        return False, None
-    if store is None:
-        return False, None
-    with store:
-        try:
-            state = store.state()
-            if state != "head":
-                return state == "empty", None
-            commit, probe, size, mtime_ns, window_spec, version = key
-            found = store.writer.rows("baseline_by_identity", {
-                "commit": commit, "probe": probe, "size": size, "mtime_ns": mtime_ns, "window_spec": window_spec,
-                "kbase_version": version, "any_workload": True, "workload": ""})
-        except Exception as exc:  # noqa: BLE001 - a driver error: the SQLAlchemy path reports it
-            if is_driver_error(exc):
-                return False, None
-            raise
-    return True, int(found[0][0]) if found else None
+    return DirectStore(pg_connect(url, connect_timeout_s), "postgresql", url)

@@ -2,9 +2,10 @@
 (``--db``, ``KBASE_DB``, ``[tool.kbase] db``, else ``.kbase/kbase.db`` at the git top level).
 A plain path means SQLite; ``postgresql://`` is read as ``postgresql+psycopg://``.
 
-SQLite runs in WAL mode with a busy timeout so parallel CI jobs can write at once. The schema is
-Alembic's: a new database is upgraded to head on first use, an older one is upgraded, and one from
-a newer kbase is refused untouched.
+An open ``Store`` reads through its one reader (``reader.StoreReader``: the generated statements on a DB-API
+connection, ``connect``) and writes and migrates through SQLAlchemy (``engine``). SQLite runs in WAL mode with
+a busy timeout so parallel CI jobs can write at once. The schema is Alembic's: a new database is upgraded to
+head on first use, an older one is upgraded, and one from a newer kbase is refused untouched.
 """
 
 from __future__ import annotations
@@ -16,18 +17,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbase.errors import StoreError
-from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_store_location
-from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, head_revision, migrations_dir
+from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_stamp, check_store_location
+from kbase.store.schema_names import SCHEMA_LOCK, head_revision, migrations_dir
 from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.settings import Settings
+    from kbase.store.reader import StoreReader
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
+CONNECT_TIMEOUT_S = 10.0  # default; Settings.connect_timeout_s (KBASE_CONNECT_TIMEOUT)
 
 
 def alembic_config(url: str):
@@ -66,7 +69,7 @@ def dispose_all() -> None:
         _ENGINES.pop().dispose()
 
 
-def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
+def make_engine(url: str, busy_timeout_s: float | None = None, connect_timeout_s: float | None = None) -> Engine:
     from sqlalchemy import create_engine, event
 
     busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
@@ -78,9 +81,9 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
         engine = create_engine(url, connect_args={"timeout": busy})
         event.listen(engine, "connect", _sqlite_pragmas(busy))
     else:
+        connect_args = _pg_timeout(url, connect_timeout_s)  # (a URL it cannot read: its own line)
         try:
-            engine = create_engine(url, pool_pre_ping=True,
-                                   connect_args={"connect_timeout": 10} if "postgresql" in url else {})
+            engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
         except Exception as exc:  # noqa: BLE001 - bad dialect / missing driver
             raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: "
                              f"{mask_url(str(exc), secret_of=url)})") from None
@@ -97,6 +100,16 @@ def prepare_store_folder(path: Path) -> None:
             (path.parent / ".gitignore").write_text("# created by kbase\n*\n", encoding="utf-8")
 
 
+def _pg_timeout(url: str, seconds: float | None) -> dict[str, Any]:
+    """The connect timeout of a PostgreSQL engine: the read connection's (``connect.connect_timeout``)."""
+    if "postgresql" not in url:
+        return {}
+    from kbase.store.connect import PG_SCHEME, connect_timeout, pg_connect_args
+
+    given = pg_connect_args(url) if url.startswith(PG_SCHEME + "://") else {}
+    return {"connect_timeout": connect_timeout(given, CONNECT_TIMEOUT_S if seconds is None else seconds)}
+
+
 def _make_parent(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,9 +117,10 @@ def _make_parent(path: Path) -> None:
         raise StoreError(f"store {path}: cannot create its directory {path.parent} ({exc.strerror})") from None
 
 
-def store_error(url: str, exc: Exception) -> StoreError:
-    """Turn a driver error into one line a user can act on."""
-    text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def store_error(url: str, exc: Exception, text: str | None = None) -> StoreError:
+    """Turn a driver error (or ``text`` about it) into one line a user can act on, the password masked."""
+    if text is None:
+        text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     where = mask_url(url)
     text = mask_url(text, secret_of=url)
     low = text.lower()
@@ -182,27 +196,6 @@ def _stamped_revision(engine) -> str | None:
     return stamped[0] if stamped and len(stamped) == 1 else None
 
 
-def check_stamp(engine, url: str, stamped: list | None) -> None:
-    """A store whose version table cannot be right: more than one revision in it (Alembic refuses to read
-    it), or the head revision with one of kbase's tables missing (a damaged or hand-edited store). One line,
-    nothing changed: migrating or writing it could only make things worse."""
-    from sqlalchemy import inspect
-
-    if stamped is None:
-        return
-    if len(stamped) > 1:
-        shown = ", ".join(repr(v) for v in stamped[:4]) + (", …" if len(stamped) > 4 else "")
-        raise StoreError(f"store {mask_url(url)}: its alembic_version table holds {len(stamped)} revisions "
-                         f"({shown}) where a kbase store has one: damaged or edited by hand; nothing was changed")
-    # (No row beside kbase's tables is not refused here: a store being created by another process looks so
-    # for a moment, since SQLite's driver runs the migrations' DDL outside a transaction.)
-    if stamped == [head_revision()]:  # (the stamp reaches head only after the last migration's tables exist)
-        missing = sorted(OWN_TABLES - set(inspect(engine).get_table_names()))
-        if missing:
-            raise StoreError(f"store {mask_url(url)}: stamped at revision {head_revision()} but table(s) "
-                             f"{', '.join(missing)} are missing: damaged or edited by hand; nothing was changed")
-
-
 def upgrade(engine, url: str, revision: str = "head") -> None:
     from alembic import command
 
@@ -236,19 +229,51 @@ def reclaim_space(engine, url: str, before: str | None, after: str | None) -> bo
 
 
 class Store:
-    """An open baseline store: its engine and URL (masked in every message). Close it when done
-    (``with open_store(...) as store:``) so no pooled connection outlives the command."""
+    """An open baseline store: its URL (masked in every message), its one reader (``reader``: the generated
+    statements on one DB-API connection) and, for writes and migrations, its SQLAlchemy engine (``engine``; a
+    store opened for reading makes one only when written to). Close it when done (``with open_store(...) as
+    store:``) so no connection outlives the command."""
 
-    def __init__(self, engine: Engine, url: str) -> None:
-        self.engine = engine
+    def __init__(self, url: str, engine: Engine | None = None, connection: Any = None, *,
+                 busy_timeout_s: float | None = None, connect_timeout_s: float | None = None) -> None:
         self.url = url
+        self._engine = engine
+        self._connection = connection  # the reader's, opened for reading (``connect.open_read``)
+        self._raw: Any = None  # ... or one of the engine's, checked out for the reader
+        self._reader: StoreReader | None = None
+        self._timeouts = (busy_timeout_s, connect_timeout_s)
 
     @property
     def display_url(self) -> str:
         return mask_url(self.url)
 
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:  # a store opened for reading, now written to: the usual checks, migrated
+            self._engine = _open_engine(self.url, *self._timeouts, migrate=True)
+        return self._engine
+
+    @property
+    def reader(self) -> StoreReader:
+        """The store's reads (``reader.StoreReader``) on this store's one read connection."""
+        if self._reader is None:
+            from kbase.store.reader import StoreReader
+
+            conn, dialect = self._connection, "postgresql" if sqlite_path(self.url) is None else "sqlite"
+            if conn is None:  # (in-memory SQLite, another driver: a connection of the engine's own pool)
+                self._raw = self.engine.raw_connection()
+                conn, dialect = self._raw.driver_connection, self.engine.dialect.name
+            self._reader = StoreReader(conn, dialect, self.url)
+        return self._reader
+
     def close(self) -> None:
-        self.engine.dispose()
+        if self._raw is not None:
+            self._raw.close()
+        elif self._connection is not None:
+            self._connection.close()
+        self._raw = self._connection = self._reader = None
+        if self._engine is not None:
+            self._engine.dispose()
 
     def __enter__(self) -> Store:
         return self
@@ -263,58 +288,48 @@ class NoStoreError(StoreError):
 
 def open_store(target: Settings | str | None = None, *, migrate: bool = True, readonly: bool = False) -> Store:
     """The store of ``target`` (Settings, or a URL/path; None: the default settings), at the schema
-    head (migrated if needed). ``readonly``: for commands that only read — a SQLite store that does not
-    exist is not created (nor its directory): ``NoStoreError``."""
+    head (migrated if needed). ``readonly``: for commands that only read — opened through the read connection
+    alone (``connect.open_read``: no SQLAlchemy for a store at head), and a SQLite store that does not exist is
+    not created (nor its directory): ``NoStoreError``. ``migrate=False`` with ``readonly``: a store at another
+    schema is not opened (a ``StoreError``)."""
     from kbase.settings import Settings
 
     if isinstance(target, str):
-        url, busy = normalize_url(target), None
+        url, busy, connect = normalize_url(target), None, None
     else:
         settings = target or Settings.load()
-        url, busy = settings.store_url(), settings.busy_timeout_s
+        url, busy, connect = settings.store_url(), settings.busy_timeout_s, settings.connect_timeout_s
     path = sqlite_path(url)
     if path is not None:
         check_store_location(path)
-    if readonly and path is not None and not path.exists():
-        raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
-    if readonly and path is not None:
-        return Store(_open_readonly(url, path, busy, migrate), url)
-    return Store(_open_engine(url, busy, migrate), url)
+    if readonly and (path is not None or url.startswith("postgresql+psycopg://")):
+        from kbase.store.connect import open_read
+
+        conn = open_read(url, BUSY_TIMEOUT_S if busy is None else busy, CONNECT_TIMEOUT_S if connect is None
+                         else connect, migrate)  # (not at head without ``migrate``: ``connect.NotAtHead``)
+        return Store(url, connection=conn, busy_timeout_s=busy, connect_timeout_s=connect)
+    return Store(url, _open_engine(url, busy, connect, migrate), busy_timeout_s=busy, connect_timeout_s=connect)
 
 
-def _open_readonly(url: str, path: Path, busy_timeout_s: float | None, migrate: bool) -> Engine:
-    """A read command's engine on a SQLite store: read-only connections only (``readonly.connect_store``), so
-    a store on read-only media is read as it lies. A store at an older schema is first upgraded through a
-    writable engine, as by any command (one that cannot be written says so, naming its revision)."""
-    from kbase.store.readonly import readonly_engine
-
-    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
-    check_sqlite_file(path)
-
-    def opened() -> Engine:
-        engine = readonly_engine(url, path, busy)
-        _ENGINES.append(engine)
-        return engine
-
-    engine = opened()
-    stamped = _guarded(engine, url, lambda: _checked_stamp(engine, url))
-    if stamped == [head_revision()] or not migrate:
-        return engine
-    engine.dispose()
+def upgrade_to_read(url: str, busy_timeout_s: float | None, stamped: list[str] | None,
+                    connect_timeout_s: float | None = None) -> None:
+    """A store a read command found at another schema, upgraded through Alembic as by any command, or the usual
+    refusal (newer, foreign). One that cannot be written says so, naming its revision."""
     try:
-        _open_engine(url, busy, migrate=True).dispose()  # upgrade, or the usual refusal (newer, foreign)
+        _open_engine(url, busy_timeout_s, connect_timeout_s, migrate=True).dispose()
     except StoreError as exc:
         if "read-only" in exc.message and stamped:
             raise StoreError(f"store {mask_url(url)}: at schema revision {stamped[0]}, older than this kbase's "
                              f"{head_revision()}, and it cannot be upgraded here ({exc.message}); run kbase db "
                              "upgrade where it can be written, or read it with the kbase that wrote it") from None
         raise
-    return opened()
 
 
 def _checked_stamp(engine: Engine, url: str) -> list | None:
+    from sqlalchemy import inspect
+
     stamped = _stamped_revisions(engine)
-    check_stamp(engine, url, stamped)
+    check_stamp(url, stamped, lambda: set(inspect(engine).get_table_names()))
     return stamped
 
 
@@ -332,8 +347,8 @@ def _guarded(engine: Engine, url: str, work: Callable[[], T]) -> T:
         raise store_error(url, exc) from None
 
 
-def _open_engine(url: str, busy_timeout_s: float | None, migrate: bool) -> Engine:
-    engine = make_engine(url, busy_timeout_s)
+def _open_engine(url: str, busy_timeout_s: float | None, connect_timeout_s: float | None, migrate: bool) -> Engine:
+    engine = make_engine(url, busy_timeout_s, connect_timeout_s)
     return _guarded(engine, url, lambda: _migrated(engine, url, migrate))
 
 
@@ -378,34 +393,3 @@ def write_transaction(engine: Engine, url: str = "") -> Iterator[Connection]:
                     yield conn
     except SQLAlchemyError as exc:
         raise store_error(url or str(engine.url), exc) from None
-
-
-def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
-    """The store's schema revision against this kbase's head, without changing (or creating) anything."""
-    path = sqlite_path(url)
-    if path is not None:
-        check_store_location(path)
-    if path is not None and not path.exists():  # opening it would create the file (and its folder)
-        from alembic.script import ScriptDirectory
-
-        head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
-        return f"{mask_url(url)}: revision (empty), head {head}: needs upgrade (no store yet; created on first use)"
-    if path is not None:  # read-only connections: also a store on read-only media
-        from kbase.store.readonly import readonly_engine
-
-        check_sqlite_file(path)
-        engine = readonly_engine(url, path, BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s)
-    else:
-        engine = make_engine(url, busy_timeout_s)
-    try:
-        check_stamp(engine, url, _stamped_revisions(engine))
-        current, head, known = schema_state(engine, url)
-    except StoreError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise store_error(url, exc) from None
-    finally:
-        engine.dispose()
-    state = "up to date" if current == head else ("NEWER than this kbase" if current and current not in known
-                                                  else "needs upgrade")
-    return f"{mask_url(url)}: revision {current or '(empty)'}, head {head}: {state}"

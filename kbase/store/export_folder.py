@@ -94,9 +94,10 @@ def op_positions(ids: list[int]) -> tuple[list[int], list[int]]:
 
 
 def baseline_columns() -> tuple[str, ...]:
-    from kbase.store.models import BASELINE
+    """The ``baseline`` columns a file holds (every one but the id; ``records.BASELINE_FIELDS``: the model's)."""
+    from kbase.store.records import BASELINE_FIELDS
 
-    return tuple(c.name for c in BASELINE.columns if c.name != "id")
+    return tuple(c for c in BASELINE_FIELDS if c != "id")
 
 
 # Columns added after format 1 whose default a file leaves out: an ordinary baseline's file stays byte for byte

@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from kbase.errors import StoreError
-from kbase.store.schema_names import EARLIER_TABLES, OWN_TABLES, SQLITE_INTERNAL_TABLES
+from kbase.store.schema_names import EARLIER_TABLES, OWN_TABLES, SQLITE_INTERNAL_TABLES, head_revision
 from kbase.store_urls import mask_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -56,15 +56,15 @@ def _sqlite_tables(path: Path) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
-def check_sqlite_file(path: Path) -> None:
+def check_sqlite_file(path: Path) -> set[str]:
     """Refuse, untouched, an existing file that is not a kbase store: not SQLite at all (a profile trace,
     a text file), or a SQLite database with tables of its own (another application's, an nsys export).
-    An empty file or one without tables may become a store."""
+    An empty file or one without tables may become a store. Returns the file's tables (none: no file)."""
     import sqlite3
 
     try:
         if not path.exists() or path.stat().st_size == 0:
-            return
+            return set()
         with open(path, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except OSError as exc:
@@ -78,6 +78,7 @@ def check_sqlite_file(path: Path) -> None:
         raise StoreError(f"store {path}: cannot be read as a database ({exc}); the file was not changed",
                          path=path) from None
     _refuse_foreign(str(path), tables)
+    return tables
 
 
 def _own_tables() -> set[str]:
@@ -100,6 +101,25 @@ def check_server_database(engine: Any, url: str) -> None:
     from sqlalchemy import inspect
 
     _refuse_foreign(mask_url(url), set(inspect(engine).get_table_names()))
+
+
+def check_stamp(url: str, stamped: list[str] | None, tables: Callable[[], set[str]]) -> None:
+    """A store whose version table cannot be right: more than one revision in it (Alembic refuses to read
+    it), or the head revision with one of kbase's tables missing (``tables()``: the store's; a damaged or
+    hand-edited store). One line, nothing changed: migrating or writing it could only make things worse."""
+    if stamped is None:
+        return
+    if len(stamped) > 1:
+        shown = ", ".join(repr(v) for v in stamped[:4]) + (", …" if len(stamped) > 4 else "")
+        raise StoreError(f"store {mask_url(url)}: its alembic_version table holds {len(stamped)} revisions "
+                         f"({shown}) where a kbase store has one: damaged or edited by hand; nothing was changed")
+    # (No row beside kbase's tables is not refused here: a store being created by another process looks so
+    # for a moment, since SQLite's driver runs the migrations' DDL outside a transaction.)
+    if stamped == [head_revision()]:  # (the stamp reaches head only after the last migration's tables exist)
+        missing = sorted(OWN_TABLES - tables())
+        if missing:
+            raise StoreError(f"store {mask_url(url)}: stamped at revision {head_revision()} but table(s) "
+                             f"{', '.join(missing)} are missing: damaged or edited by hand; nothing was changed")
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
-"""Writing the store (SQLAlchemy Core over the SQLModel tables), and a stored leaderboard as the DataFrame
-``build_leaderboard`` made. Every read is ``reader.StoreReader``'s (the one read layer).
+"""Writing the store through SQLAlchemy transactions (the statements of ``writer`` on their driver connection;
+deletes and acceptances as SQLAlchemy Core). Every read is ``reader.StoreReader``'s (the one read layer); a write
+returns the record of the row it stored, as a read of it would (``records``).
 
 Writes are single transactions (``write_transaction``): a baseline and all its rows, or nothing.
 """
@@ -12,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete
 
 from kbase.errors import InputError, KbaseError, StoreError
-from kbase.store.codec import baseline_values, leaderboard_from_table
+from kbase.store.codec import baseline_values
 from kbase.store.engine import write_transaction
-from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, Acceptance, Baseline
-from kbase.store.reader import EngineReader
+from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, Acceptance
+from kbase.store.records import AcceptanceRecord, BaselineRecord, acceptance_of
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
+    from kbase.store.engine import Store
     from kbase.store.writer import Writer
 
 def _writer(conn: Connection) -> Writer:
@@ -58,7 +60,7 @@ CAPTURE_KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_co
 
 @dataclass(frozen=True)
 class Saved:
-    baseline: Baseline
+    baseline: BaselineRecord
     created: bool  # False: this capture was already stored at this commit (the stored row is returned)
 
 
@@ -69,9 +71,7 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
     key (workload, commit, sha256, window, copy) decides, so concurrent identical snapshots store one row.
     ``force`` stores another copy (the next copy number) of a capture already stored. The statements are
     ``writer``'s (what ``kbase snapshot`` runs on the driver), here in a SQLAlchemy transaction."""
-    from dataclasses import asdict
-
-    from kbase.store.writer import record_of, save_baseline
+    from kbase.store.writer import save_baseline, written_record
 
     values = baseline_values(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
                              note=note, kind=kind)
@@ -82,24 +82,16 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
         raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
-    if written.row is not None:
-        return Saved(Baseline(**asdict(record_of(written.row))), created=False)
-    return Saved(Baseline(**values, id=written.id), created=True)
+    return Saved(written_record(values, written), created=written.created)
 
 
-def load_leaderboard(engine: Engine, baseline_id: int) -> Leaderboard:
-    """The stored Leaderboard of a baseline, as ``build_leaderboard`` made it."""
-    reader = EngineReader(engine)
-    b = reader.baseline(baseline_id)
-    t = reader.kernel_table(baseline_id)
-    return leaderboard_from_table(b, t, reader.names(t.name_id.tolist()))
-
-
-def delete_baseline(engine: Engine, baseline_id: int, url: str = "") -> None:
-    EngineReader(engine).baseline(baseline_id)  # an InputError naming @ID when there is none
-    with write_transaction(engine, url) as conn:
+def delete_baseline(store: Store, baseline_id: int) -> BaselineRecord:
+    """Delete one baseline; returns what was removed (an ``InputError`` naming ``@ID`` when there is none)."""
+    found = store.reader.baseline(baseline_id)
+    with write_transaction(store.engine, store.url) as conn:
         conn.execute(delete(BASELINE_KERNELS).where(BASELINE_KERNELS.c.baseline_id == baseline_id))
         conn.execute(delete(BASELINE).where(BASELINE.c.id == baseline_id))
+    return found
 
 
 def delete_baselines(engine: Engine, baseline_ids: list[int], url: str = "") -> None:
@@ -111,20 +103,20 @@ def delete_baselines(engine: Engine, baseline_ids: list[int], url: str = "") -> 
             conn.execute(delete(BASELINE).where(BASELINE.c.id.in_(chunk)))
 
 
-def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> Acceptance:
-    """Store an acknowledged regression; returns it with its id."""
+def add_acceptance(engine: Engine, row: Acceptance, url: str = "") -> AcceptanceRecord:
+    """Store an acknowledged regression; returns its record, with its id."""
     with write_transaction(engine, url) as conn:
         row.id = conn.execute(ACCEPTANCE.insert().values(**row.model_dump(exclude={"id"}))
                               .returning(ACCEPTANCE.c.id)).scalar_one()
-    return row
+    return acceptance_of(row)
 
 
-def delete_acceptance(engine: Engine, acceptance_id: int, url: str = "") -> Acceptance:
+def delete_acceptance(store: Store, acceptance_id: int) -> AcceptanceRecord:
     """Revoke one acceptance; returns what was removed."""
-    found = EngineReader(engine).get_acceptance(acceptance_id)
+    found = store.reader.get_acceptance(acceptance_id)
     if found is None:
         raise InputError("no such acceptance in the store", field="acceptance", value=acceptance_id)
-    with write_transaction(engine, url) as conn:
+    with write_transaction(store.engine, store.url) as conn:
         conn.execute(delete(ACCEPTANCE).where(ACCEPTANCE.c.id == acceptance_id))
     return found
 

@@ -1,40 +1,40 @@
 """The one read layer of the store: every question a command asks of it, one method each, over the
-statements of ``statements`` (the one source of the read SQL).
+statements of ``statements`` (the one source of the read SQL), on one executor.
 
-Two executors answer them alike: ``EngineReader`` runs the statements through SQLAlchemy (any store),
-``fast_read.FastReader`` runs their compiled text on a plain read-only connection (a store at the head
-schema: Python's sqlite3 for SQLite, libpq for PostgreSQL; no SQLAlchemy or SQLModel, ~0.4 s of
-imports). The parameters, the chunking of long lists and the shaping of rows are this class's, so both
-paths return the same values: SQLModel rows or their plain records (same fields, same types), kernel
-tables decoded from their blobs (``blob_reads``; no pandas).
+``StoreReader`` runs each statement's compiled text for its dialect (``read_sql``) on one DB-API connection:
+Python's ``sqlite3`` for SQLite, psycopg for PostgreSQL (``connect``; the connection of the engine's own pool
+where there is no other: in-memory SQLite). No SQLAlchemy or SQLModel is imported (~0.4 s), and no pandas:
+every read returns plain records (``records``: one type per table), a stored leaderboard as the renderers'
+rows (``analysis.board.LeaderboardRows``), kernel tables decoded from their blobs (``blob_reads``). A driver
+error is one line (``engine.store_error``), never a traceback.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kbase.store.connect import bind, driver_error
+from kbase.store.records import (
+    AcceptanceRecord,
+    BaselineRecord,
+    acceptance_record,
+    baseline_record,
+    utc_datetime,
+)
 from kbase.store.schema_names import name_hash
 
 if TYPE_CHECKING:
     import numpy as np
-    from sqlalchemy.engine import Engine
 
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.capture import Capture
     from kbase.analysis.ops import OpPairs
     from kbase.store.codec import Names
     from kbase.store.kernel_blobs import KernelTable
-    from kbase.store.models import Acceptance, Baseline
-    from kbase.store.records import BaselineRecord
-
-    AnyBaseline = Baseline | BaselineRecord
 
 NO_LIMIT = 2**62  # the ``limit`` parameter's "all rows": one statement for both (SQLite refuses LIMIT NULL)
-B = TypeVar("B", bound="AnyBaseline")  # what a path reads a baseline row as: the SQLModel row or its plain record
-A = TypeVar("A")  # ... and an acceptance row
 LIST_CHUNK = 400  # values per expanding IN list: far under SQLite's 32766 variables, few round trips
 
 
@@ -55,23 +55,54 @@ class LinePoint(NamedTuple):
     window_spec: str = ""
 
 
-class StoreReader(Generic[B, A]):
-    """Every read of the store. Subclasses execute a named statement (``rows``) and build its baseline and
-    acceptance objects; everything else is shared."""
+class StoreReader:
+    """Every read of the store, on one DB-API connection (``conn``: sqlite3's or psycopg's) of ``dialect``
+    ("sqlite" or "postgresql"); ``url`` names the store in error messages."""
+
+    def __init__(self, conn: Any, dialect: str, url: str = "") -> None:
+        from kbase.store.read_sql import SQL
+
+        if dialect not in SQL:
+            from kbase.errors import StoreError
+            from kbase.store_urls import mask_url
+
+            raise StoreError(f"store {mask_url(url)}: kbase reads SQLite and PostgreSQL stores, not {dialect}")
+        self.conn, self.dialect, self.url = conn, dialect, url
+        self._text = SQL[dialect]
+        # a connection of SQLAlchemy's pool is not autocommit: each read ends its transaction (none left open)
+        self._end = dialect == "postgresql" and not getattr(conn, "autocommit", True)
 
     def rows(self, statement: str, params: Mapping[str, Any]) -> list[tuple]:
         """The rows of statement ``statement`` (``statements.STATEMENTS``) with ``params``, as tuples."""
-        raise NotImplementedError
+        sql, args = bind(self._text[statement], params, self.dialect)
+        try:
+            cur = self.conn.cursor()  # (DB-API: sqlite3's and psycopg's rows are tuples)
+            try:
+                cur.execute(sql, args)
+                return cur.fetchall()
+            finally:
+                cur.close()
+                if self._end:
+                    self.conn.rollback()
+        except Exception as exc:
+            if not driver_error(exc):
+                raise
+            from kbase.store.engine import store_error
 
-    def _baseline(self, row: tuple) -> B:
-        raise NotImplementedError
+            raise store_error(self.url, exc) from None
 
-    def _acceptance(self, row: tuple) -> A:
-        raise NotImplementedError
+    def close(self) -> None:
+        self.conn.close()
+
+    def _baseline(self, row: tuple) -> BaselineRecord:
+        return baseline_record(row)
+
+    def _acceptance(self, row: tuple) -> AcceptanceRecord:
+        return acceptance_record(row)
 
     def _when(self, value: Any) -> datetime | None:
-        """A stored datetime as the models return it (aware UTC)."""
-        return value
+        """A stored datetime as every record holds it (aware UTC)."""
+        return utc_datetime(value)
 
     def rows_in(self, statement: str, params: Mapping[str, Any], key: str, values: Iterable[Any]) -> list[tuple]:
         """``rows`` with the list parameter ``key`` = ``values``, ``LIST_CHUNK`` values per statement."""
@@ -83,11 +114,11 @@ class StoreReader(Generic[B, A]):
 
     # ------------------------------------------------------------------------------------------ baselines
 
-    def get_baseline(self, baseline_id: int) -> B | None:
+    def get_baseline(self, baseline_id: int) -> BaselineRecord | None:
         found = self.rows("baseline", {"id": baseline_id})
         return self._baseline(found[0]) if found else None
 
-    def baseline(self, baseline_id: int) -> B:
+    def baseline(self, baseline_id: int) -> BaselineRecord:
         """One baseline; an ``InputError`` naming ``@ID`` when there is none."""
         from kbase.errors import InputError
 
@@ -97,7 +128,7 @@ class StoreReader(Generic[B, A]):
         return found
 
     def list_baselines(self, workload: str | None = None, branch: str | None = None, commit_prefix: str | None = None,
-                       limit: int | None = None) -> list[B]:
+                       limit: int | None = None) -> list[BaselineRecord]:
         """Baselines, newest first, optionally filtered (``commit_prefix``: of the commit hash)."""
         escaped = (commit_prefix or "").lower().replace("/", "//").replace("%", "/%").replace("_", "/_")
         params = {"any_workload": not workload, "workload": workload or "", "any_branch": not branch,
@@ -114,22 +145,22 @@ class StoreReader(Generic[B, A]):
             "kbase_version": kbase_version, "any_workload": not workload, "workload": workload or ""})
         return int(found[0][0]) if found else None
 
-    def find_duplicate(self, workload: str, commit: str, sha256: str, window_spec: str) -> B | None:
+    def find_duplicate(self, workload: str, commit: str, sha256: str, window_spec: str) -> BaselineRecord | None:
         """A baseline of the same bytes on the same window at ``commit``: a snapshot stored already."""
         found = self.rows("duplicate_baseline", {"workload": workload, "commit": commit, "sha256": sha256,
                                                  "window_spec": window_spec})
         return self._baseline(found[0]) if found else None
 
-    def baselines_at(self, workload: str, commits: list[str]) -> dict[str, list[B]]:
+    def baselines_at(self, workload: str, commits: list[str]) -> dict[str, list[BaselineRecord]]:
         """Baselines of ``workload`` at each of ``commits`` (full hashes), oldest first per commit."""
         found = [self._baseline(r) for r in self.rows_in("baselines_at", {"workload": workload}, "commits", commits)]
-        out: dict[str, list[B]] = {}
+        out: dict[str, list[BaselineRecord]] = {}
         for b in sorted(found, key=lambda b: b.id or 0):
             out.setdefault(b.commit, []).append(b)
         return out
 
     def line_baselines(self, workload: str, *, fingerprint: str | None = None, commits: list[str] | None = None,
-                       before_id: int | None = None, limit: int = 20) -> list[B]:
+                       before_id: int | None = None, limit: int = 20) -> list[BaselineRecord]:
         """The newest ``limit`` baselines of ``workload`` (with ``fingerprint``, at ``commits`` — a branch's
         first-parent line — and no newer than baseline ``before_id`` when given), oldest first by line
         position (commits given nearest first), then by creation."""
@@ -155,6 +186,26 @@ class StoreReader(Generic[B, A]):
         found = [make(r) for r in self.rows_in(statements[1], params, "commits", commits)]
         found.sort(key=lambda b: (-pos[b.commit], b.created_at, b.id or 0))
         return found[-limit:] if limit else found
+
+    # ------------------------------------------------------------------------------------------ export and import
+
+    def baseline_ids(self, workload: str | None = None) -> list[int]:
+        """Every baseline's id (of ``workload`` when given), in id order."""
+        return [r[0] for r in self.rows("baseline_ids", {"any_workload": not workload, "workload": workload or ""})]
+
+    def baselines_by_id(self, baseline_ids: list[int]) -> list[BaselineRecord]:
+        """The given baselines (those that exist), in no particular order."""
+        return [self._baseline(r) for r in self.rows_in("baselines_by_id", {}, "ids", baseline_ids)]
+
+    def kernel_rows(self, baseline_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """baseline id -> its whole ``baseline_kernels`` row (``records.KERNEL_ROW_FIELDS``; blobs as bytes)."""
+        from kbase.store.records import KERNEL_ROW_FIELDS
+
+        return {r[0]: dict(zip(KERNEL_ROW_FIELDS, r)) for r in self.rows_in("kernel_rows", {}, "ids", baseline_ids)}
+
+    def capture_keys(self, commits: list[str]) -> list[tuple]:
+        """(id, workload, commit, source sha256, window, copy) of every baseline at ``commits``."""
+        return self.rows_in("capture_keys", {}, "commits", sorted(set(commits)))
 
     # ------------------------------------------------------------------------------------------ kernel tables
 
@@ -236,51 +287,25 @@ class StoreReader(Generic[B, A]):
         return history_rows(self.rows("kernel_history", params) if found else [], found[0] if found else None,
                             self._when)
 
-    def leaderboard_rows(self, b: AnyBaseline) -> LeaderboardRows:
-        """Baseline ``b``'s stored leaderboard as rows, each value as the DataFrame path's records hold it
-        (NULL per-iteration figures NaN, a NULL Amdahl ceiling infinite)."""
-        from kbase.analysis.board import LeaderboardRows, bounds_from_samples
-        from kbase.analysis.summary import COLUMNS, LeaderboardSummary
-        from kbase.store.blob_reads import board
-        from kbase.store.records import Unreadable
+    def leaderboard(self, b: BaselineRecord) -> LeaderboardRows:
+        """Baseline ``b``'s stored leaderboard, as every read of one returns it: the renderers' rows, each value
+        as a computed leaderboard's records hold it (NULL per-iteration figures NaN, a NULL Amdahl ceiling
+        infinite); no numpy."""
+        from kbase.store.blob_reads import leaderboard_rows
 
+        assert b.id is not None
         found = self.rows("board_blobs", {"id": b.id})
-        rows: list[dict[str, Any]] = []
-        lb = board(b.id, *found[0][:3]) if found else None
-        if lb is not None and lb.rows:
-            names = self.names(lb.column("name_id"))
-            cols = {c: lb.column(c) for c in COLUMNS if c not in ("name", "short_name", "family", "category", "tc")}
-            inf = float("inf")
-            cols["amdahl_ceiling"] = [inf if v != v else v for v in cols["amdahl_ceiling"]]
-            text = [names[i] for i in lb.column("name_id")]
-            for i, (name, short, category, tc, family) in enumerate(text):
-                values = {"name": name, "short_name": short, "family": family, "category": category, "tc": tc}
-                rows.append({c: values[c] if c in values else cols[c][i] for c in COLUMNS})
-        try:
-            summary: dict[str, Any] = json.loads(b.summary_json)
-            keys = [int(k) for k in json.loads(b.iteration_keys)]
-        except (ValueError, TypeError):
-            raise Unreadable("summary or iteration keys are not JSON") from None
-        notes = summary.pop("notes", [])
-        lb_summary = LeaderboardSummary.from_dict(summary)
-
-        def bounds() -> dict[str, tuple[float, float]]:  # (after the read: the samples' bytes are at hand)
-            if not found or found[0][3] is None:
-                return {}
-            return bounds_from_samples(stored_samples(b.id, found[0][0], found[0][3], [r["name"] for r in rows],
-                                                      keys), lb_summary)
-
-        return LeaderboardRows(columns=list(COLUMNS), rows=rows, summary=lb_summary, notes=notes, bounds=bounds)
+        return leaderboard_rows(b, found[0] if found else None, self.names)
 
     # ------------------------------------------------------------------------------------------ acceptances
 
-    def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[A]:
+    def list_acceptances(self, workload: str | None = None, active_on: date | None = None) -> list[AcceptanceRecord]:
         """Acceptances, oldest first; of one workload, and only those unexpired on ``active_on``, when given."""
         params = {"any_workload": not workload, "workload": workload or "", "any_day": active_on is None,
                   "day": active_on or date.min}
         return [self._acceptance(r) for r in self.rows("acceptances", params)]
 
-    def get_acceptance(self, acceptance_id: int) -> A | None:
+    def get_acceptance(self, acceptance_id: int) -> AcceptanceRecord | None:
         found = self.rows("acceptance", {"id": acceptance_id})
         return self._acceptance(found[0]) if found else None
 
@@ -353,56 +378,7 @@ class StoreReader(Generic[B, A]):
                  median[i]) for i, n in enumerate(lb.column("name_id"))]
 
 
-def stored_samples(baseline_id: Any, fmt: int, blob: Any, names: list[str],
-                   keys: list[int]) -> dict[str, dict[int, float]]:
-    """{name: {iteration: ns}} of the iterations with launches, from a ``samples`` blob (rows named ``names``)."""
-    from kbase.store.blob_reads import packed
-    from kbase.store.kernel_blobs import sample_rows
-
-    out: dict[str, dict[int, float]] = {}
-    packed(baseline_id, fmt, blob)
-    ns_m, cnt_m = sample_rows(bytes(blob))
-    for name, ns, cnt in zip(names, ns_m, cnt_m):
-        per = {keys[j]: ns[j] for j in range(min(len(keys), len(ns))) if cnt[j] > 0}
-        if per:
-            out.setdefault(name, {}).update(per)
-    return out
-
-
-class EngineReader(StoreReader["Baseline", "Acceptance"]):
-    """The statements through SQLAlchemy: any store it opens (SQLite, PostgreSQL, any schema kbase migrated)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def rows(self, statement: str, params: Mapping[str, Any]) -> list[tuple]:
-        from kbase.store.statements import statement as built
-
-        with self.engine.connect() as conn:
-            # plain tuples: pandas probes each Row object for ``_fields`` etc. (~2x slower)
-            return [tuple(r) for r in conn.execute(built(statement), dict(params)).fetchall()]
-
-    def _baseline(self, row: tuple) -> Baseline:
-        from kbase.store.models import Baseline
-        from kbase.store.records import BASELINE_FIELDS
-
-        return Baseline(**dict(zip(BASELINE_FIELDS, row)))
-
-    def _acceptance(self, row: tuple) -> Acceptance:
-        from kbase.store.models import Acceptance
-        from kbase.store.records import ACCEPTANCE_FIELDS
-
-        return Acceptance(**dict(zip(ACCEPTANCE_FIELDS, row)))
-
-
-def as_reader(source: Engine | StoreReader[Any, Any]) -> StoreReader[Any, Any]:
-    """A reader of ``source``: a reader as it is, an Engine through SQLAlchemy."""
-    if isinstance(source, StoreReader):
-        return source
-    return EngineReader(source)
-
-
-def load_capture(reader: StoreReader[Any, Any], b: AnyBaseline) -> Capture:
+def load_capture(reader: StoreReader, b: BaselineRecord) -> Capture:
     """Baseline ``b`` as the comparison pools it (``analysis.capture.Capture``), without pandas."""
     from kbase.store.codec import capture_from_table
 

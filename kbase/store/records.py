@@ -1,6 +1,8 @@
-"""Stored rows as plain, read-only records: what the read-only path (``fast_read``) returns in
-place of the SQLModel classes (``kbase.store.models``), so a reading command never imports SQLAlchemy or
-SQLModel (~0.4 s). Field names and value types equal the models'; tests keep them so."""
+"""Stored rows as plain, read-only records: what every read of the store returns (``reader.StoreReader``) and
+what a write returns of the row it stored. The SQLModel classes (``kbase.store.models``) define the tables
+and the migrations; a reading command never imports them (SQLAlchemy and SQLModel: ~0.4 s). Field names
+equal the models' columns; tests keep them so. One record type per table read: ``BaselineRecord``,
+``AcceptanceRecord``."""
 
 from __future__ import annotations
 
@@ -8,9 +10,14 @@ from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime
 from typing import Any
 
+from kbase.errors import StoreError
 
-class Unreadable(Exception):
-    """A stored value this path does not read as SQLAlchemy would: the caller falls back to that path."""
+
+class Unreadable(StoreError):
+    """A stored value that does not read as its column's type (a damaged or hand-edited row): one line, exit 2."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"store: a stored value does not read ({what})")
 
 
 @dataclass(frozen=True)
@@ -80,22 +87,37 @@ class AcceptanceRecord:
 
 
 ACCEPTANCE_FIELDS = tuple(f.name for f in fields(AcceptanceRecord))
+# the columns of a ``baseline_kernels`` row, in the table's order (a test keeps them the model's)
+KERNEL_ROW_FIELDS = ("baseline_id", "format", "kernels", "levels", "board", "samples", "sketches", "ops")
 _DATETIMES = ("created_at", "commit_date")
 _BOOLS = ("detached", "dirty", "aligned")
 
 
 def utc_datetime(value: Any) -> datetime | None:
-    """A stored datetime as SQLAlchemy's SQLite DATETIME (``fromisoformat``) and SQLModel's ``UTCDateTime``
-    (naive means UTC) return it."""
+    """A stored datetime, aware in UTC (SQLModel's ``UTCDateTime``: naive means UTC): SQLite's ISO text, or
+    the datetime psycopg returns (``timestamptz``, in the session's time zone)."""
     if value is None:
         return None
-    if not isinstance(value, str):
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value)
+        except ValueError:
+            raise Unreadable(f"datetime {value!r}") from None
+    else:
         raise Unreadable(f"datetime stored as {type(value).__name__}")
-    try:
-        dt = datetime.fromisoformat(value)
-    except ValueError:
-        raise Unreadable(f"datetime {value!r}") from None
     return dt.replace(tzinfo=UTC) if dt.utcoffset() is None else dt.astimezone(UTC)
+
+
+def _date(value: Any) -> date | None:
+    """A stored date: SQLite's 'YYYY-MM-DD' (SQLAlchemy's SQLite DATE), or psycopg's ``date``."""
+    if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
+        return value
+    try:
+        return date.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise Unreadable(f"date {value!r}") from None
 
 
 def baseline_record(row: tuple) -> BaselineRecord:
@@ -110,10 +132,16 @@ def baseline_record(row: tuple) -> BaselineRecord:
 def acceptance_record(row: tuple) -> AcceptanceRecord:
     values = dict(zip(ACCEPTANCE_FIELDS, row))
     values["created_at"] = utc_datetime(values["created_at"])
-    expires = values["expires"]
-    if expires is not None:  # SQLAlchemy's SQLite DATE: 'YYYY-MM-DD'
-        try:
-            values["expires"] = date.fromisoformat(expires)
-        except (TypeError, ValueError):
-            raise Unreadable(f"date {expires!r}") from None
+    values["expires"] = _date(values["expires"])
     return AcceptanceRecord(**values)
+
+
+def baseline_of(row: Any) -> BaselineRecord:
+    """The record of a baseline row a write holds (a ``models.Baseline``, a SQLAlchemy row): what reading it
+    back returns."""
+    return baseline_record(tuple(getattr(row, f) for f in BASELINE_FIELDS))
+
+
+def acceptance_of(row: Any) -> AcceptanceRecord:
+    """The record of an acceptance row a write holds (``models.Acceptance``), as ``baseline_of``."""
+    return acceptance_record(tuple(getattr(row, f) for f in ACCEPTANCE_FIELDS))

@@ -1,5 +1,5 @@
 """The store's schema as names only: where the migrations are, their head revision, and the table names.
-Kept free of SQLAlchemy and Alembic so the read-only path (``fast_read``), the foreign-database
+Kept free of SQLAlchemy and Alembic so the read connection (``connect``), the foreign-database
 guard and a store already at head can use them without importing the store stack (~0.4 s); tests keep
 them equal to Alembic's own head and ``SQLModel.metadata``."""
 
@@ -46,7 +46,7 @@ _DOWN = re.compile(r"""^down_revision\s*(?::[^=]*)?=\s*(.*)$""", re.M)
 def head_revision() -> str:
     """The newest revision of the migration scripts, read from their ``revision`` / ``down_revision``
     lines (the one revision no other script revises): a store already at it is opened without importing
-    Alembic (~0.3 s of every command), and only such a store is read through ``fast_read``. One linear
+    Alembic (~0.3 s of every command); an older one is upgraded first (``engine.upgrade_to_read``). One linear
     history is assumed; tests hold this equal to Alembic's ``ScriptDirectory.get_current_head()``."""
     revisions: set[str] = set()
     revised: set[str] = set()

@@ -1,10 +1,9 @@
 """Every read of the store as one SQLAlchemy Core statement: the one source of the store's read SQL.
 
-Both read paths run these statements with the same parameters (``reader.StoreReader`` builds them):
-SQLAlchemy executes them on any store (``reader.EngineReader``), and the read-only path (``fast_read``,
-which must not import SQLAlchemy: ~0.4 s) runs their SQLite text (``sqlite_read``) or PostgreSQL text
-(``pg_read``), compiled once into ``read_sql.py`` by ``python -m kbase.store.statements``; a test compiles
-every statement again and holds that file equal, so the paths cannot drift apart.
+The store's one reader (``reader.StoreReader``) runs them on a DB-API connection — Python's ``sqlite3`` for
+SQLite, psycopg for PostgreSQL — as their text for that dialect, compiled once into ``read_sql.py`` by
+``python -m kbase.store.statements`` (reading imports no SQLAlchemy: ~0.4 s); a test compiles every statement
+again and holds that file equal, so the text cannot drift from the models.
 
 Each statement has one shape whatever the caller asks: an optional filter is ``(:any_x OR column = :x)``
 and a list is an expanding ``IN`` parameter, so one compiled text serves every call.
@@ -125,6 +124,34 @@ def line_points_newest() -> Select:
     return _first(_point().where(*_line_where()).order_by(bt.created_at.desc(), bt.id.desc()), bindparam("limit"))
 
 
+# ------------------------------------------------------------------------------------------ export and import
+# ``kbase export`` writes every column of a baseline's rows; ``kbase import`` finds stored captures by key.
+
+
+@_statement
+def baseline_ids() -> Select:
+    """The ids of every baseline (of one workload), in id order."""
+    return select(bt.id).where(_unless("any_workload", bt.workload == bindparam("workload"))).order_by(bt.id)
+
+
+@_statement
+def baselines_by_id() -> Select:
+    return select(BASELINE).where(bt.id.in_(_in("ids")))
+
+
+@_statement
+def kernel_rows() -> Select:
+    """Whole ``baseline_kernels`` rows of some baselines."""
+    return select(BASELINE_KERNELS).where(bk.baseline_id.in_(_in("ids")))
+
+
+@_statement
+def capture_keys() -> Select:
+    """(id, workload, commit, sha256, window, copy): the capture key of each baseline at some commits."""
+    return (select(bt.id, bt.workload, bt.commit, bt.source_sha256, bt.window_spec, bt.capture_copy)
+            .where(bt.commit.in_(_in("commits"))))
+
+
 # ------------------------------------------------------------------------------------------ kernel tables
 # One ``baseline_kernels`` row per baseline: four packed-column blobs (``kernel_blobs``). A history read
 # takes ``levels`` alone (the row's first blob: the rest of the row is not read).
@@ -220,8 +247,6 @@ def acceptance() -> Select:
 
 @_statement
 def workloads() -> Select:
-    # GROUP BY, not DISTINCT: the PostgreSQL text selects each row as one JSON array, and PostgreSQL orders
-    # a DISTINCT only by what it selects
     return select(bt.workload).group_by(bt.workload).order_by(bt.workload)
 
 
@@ -253,55 +278,31 @@ def kernel_series() -> Select:
 
 def sqlite_text(name: str) -> str:
     """The statement's SQLite text with named parameters (``:name``; an expanding list stays the
-    ``__[POSTCOMPILE_name]`` marker, which ``sqlite_read`` expands per call)."""
+    ``__[POSTCOMPILE_name]`` marker, which ``reader.bind`` expands per call)."""
     from sqlalchemy.dialects import sqlite
 
     return str(statement(name).compile(dialect=sqlite.dialect(paramstyle="named")))
 
 
-MAX_PG_ARGS = 100  # PostgreSQL's limit on a function's arguments (json_build_array's columns)
-
-
 def postgresql_text(name: str) -> str:
-    """The statement's PostgreSQL text for ``pg_read``: the same FROM, WHERE, ORDER and LIMIT, each row
-    selected as one JSON array of the statement's columns (``json_build_array``: one value per row to
-    fetch, decoded in C), with pyformat parameters (``%(name)s``; lists stay ``__[POSTCOMPILE_name]``)."""
-    from sqlalchemy import func
+    """The statement's PostgreSQL text with pyformat parameters (``%(name)s``, as psycopg takes them; an
+    expanding list stays the ``__[POSTCOMPILE_name]`` marker)."""
     from sqlalchemy.dialects import postgresql
 
-    query = statement(name)
-    columns = list(query.selected_columns)
-    if len(columns) > MAX_PG_ARGS or query._distinct:
-        raise ValueError(f"statement {name}: over {MAX_PG_ARGS} columns or DISTINCT: not one JSON array a row")
-    rows = query.with_only_columns(func.json_build_array(*columns), maintain_column_froms=True)
-    return str(rows.compile(dialect=postgresql.dialect(paramstyle="pyformat")))
-
-
-def result_kinds(name: str) -> str:
-    """One letter per column of the statement's rows, for ``pg_read``'s decoding of its JSON arrays:
-    ``f`` a float (JSON writes 1.0 as 1), ``x`` bytes (bytea's hex text), ``-`` a value JSON gives as read."""
-    from sqlalchemy import Float, LargeBinary
-
-    def kind(column) -> str:
-        t = column.type
-        return "f" if isinstance(t, Float) else "x" if isinstance(t, LargeBinary) else "-"
-
-    return "".join(kind(c) for c in statement(name).selected_columns)
+    return str(statement(name).compile(dialect=postgresql.dialect(paramstyle="pyformat")))
 
 
 def read_sql_module() -> str:
     """The text of ``read_sql.py``: every statement compiled for SQLite and for PostgreSQL."""
     names = sorted(STATEMENTS)
-    lines = ['"""The SQL text of every read statement (``statements``) for the read-only paths (``sqlite_read``,',
-             "``pg_read``), which must not import SQLAlchemy, and the column kinds ``pg_read`` decodes. GENERATED",
-             "by ``python -m kbase.store.statements``: do not edit; tests/store/test_read_sql.py holds it equal to",
-             'the statements."""', "", "SQL = {", '    "sqlite": {']
+    lines = ['"""The SQL text of every read statement (``statements``) for each dialect, as the store\'s reader',
+             "(``reader.StoreReader``) runs it without importing SQLAlchemy. GENERATED by ``python -m",
+             "kbase.store.statements``: do not edit; tests/store/test_read_sql.py holds it equal to the statements.",
+             '"""', "", "SQL = {", '    "sqlite": {']
     lines += [f"        {name!r}: {sqlite_text(name)!r}," for name in names]
     lines += ["    },", '    "postgresql": {']
     lines += [f"        {name!r}: {postgresql_text(name)!r}," for name in names]
-    lines += ["    },", "}", "", "KINDS = {"]
-    lines += [f"    {name!r}: {result_kinds(name)!r}," for name in names]
-    lines += ["}", ""]
+    lines += ["    },", "}", ""]
     return "\n".join(lines)
 
 

@@ -52,13 +52,13 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from kbase.store.engine import Store
+    from kbase.store.reader import StoreReader
 
 _CHUNK = 200  # baselines read at a time
 IMPORT_LOCK = 0x6B62_696D  # PostgreSQL advisory lock key of `kbase import` ("kbim")
 
 
 # ------------------------------------------------------------------------------------------ reading the store
-
 
 
 @dataclass
@@ -93,28 +93,23 @@ class Stored:
         return BaselineFile(header, blobs)
 
 
-def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
-    """The given baselines as ``Stored`` (kernel tables, names and content digests)."""
-    from sqlalchemy import select
+def read_stored(reader: StoreReader, ids: list[int]) -> dict[int, Stored]:
+    """The given baselines as ``Stored`` (kernel tables, names and content digests), read by the store's reader."""
+    import dataclasses
 
     from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
     from kbase.store.kernel_blobs import empty_table, encode
-    from kbase.store.models import BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME
 
     cols = baseline_columns()
     out: dict[int, Stored] = {}
     for i in range(0, len(ids), _CHUNK):
         chunk = ids[i : i + _CHUNK]
-        rows = {r.id: r._mapping for r in conn.execute(select(BASELINE).where(BASELINE.c.id.in_(chunk)))}
-        bk = BASELINE_KERNELS
-        tables = {r.baseline_id: r for r in conn.execute(select(bk).where(bk.c.baseline_id.in_(chunk)))}
-        used = sorted({n for t in tables.values() for n in level_name_ids(t.levels)})
-        kn = KERNEL_NAME
-        names = {r.id: (r.name, r.family, r.short_name, r.category, r.tc) for j in range(0, len(used), 500)
-                 for r in conn.execute(select(kn).where(kn.c.id.in_(used[j : j + 500])))}
-        used_ops = sorted({o for t in tables.values() for o in op_ids_of(t.ops)} - {0})
-        ops = {r.id: [r.key, r.op] for j in range(0, len(used_ops), 500)
-               for r in conn.execute(select(OP_NAME).where(OP_NAME.c.id.in_(used_ops[j : j + 500])))}
+        rows = {b.id: dataclasses.asdict(b) for b in reader.baselines_by_id(chunk)}
+        tables = reader.kernel_rows(chunk)
+        used = sorted({n for t in tables.values() for n in level_name_ids(t["levels"])})
+        names = {r[0]: (r[1], r[5], r[2], r[3], r[4]) for r in reader.names_by_id(used)}  # name, family, short, ...
+        used_ops = sorted({o for t in tables.values() for o in op_ids_of(t["ops"])} - {0})
+        ops = {i: [key, op] for i, (key, op) in reader.op_names(used_ops).items()}
         for bid in chunk:
             if bid not in rows:
                 continue
@@ -124,8 +119,8 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
             order: dict[int, int] = {}
             positions: list[int] = []
             if t is not None:
-                blobs = {b: (bytes(getattr(t, b)) if getattr(t, b) is not None else None) for b in BLOBS}
-                positions = [order.setdefault(n, len(order)) for n in level_name_ids(t.levels)]
+                blobs = {b: (bytes(t[b]) if t[b] is not None else None) for b in BLOBS}
+                positions = [order.setdefault(n, len(order)) for n in level_name_ids(t["levels"])]
             else:  # no kernel table stored: the empty one
                 e = encode(empty_table())
                 blobs = {"levels": e.levels, "board": e.board, "samples": e.samples, "sketches": e.sketches,
@@ -134,8 +129,8 @@ def read_stored(conn: Connection, ids: list[int]) -> dict[int, Stored]:
             listed = [names[n] for n in order]
             op_names = [ops[o] for o in op_order]
             out[bid] = Stored(bid, row, listed, positions, op_names, pair_ops, blobs,
-                              int(t.format) if t is not None else KERNELS_FORMAT,
-                              int(t.kernels) if t is not None else 0,
+                              int(t["format"]) if t is not None else KERNELS_FORMAT,
+                              int(t["kernels"]) if t is not None else 0,
                               _content(row, [n[0] for n in listed], blobs, op_names))
     return out
 
@@ -169,44 +164,35 @@ def export(st: Store, d: OutputDir, workload: str | None = None) -> ExportResult
     """Write into the folder each stored baseline (of ``workload``, else all) and acceptance it does not hold
     yet; a baseline whose key it holds with the same content, or a tombstone of, is left alone; with another
     content, refused (``conflict``) before anything is written. Nothing in the folder is ever rewritten."""
-    from sqlalchemy import select
-
-    from kbase.store.models import ACCEPTANCE, BASELINE
+    import dataclasses
 
     folder = read_folder(d, check_blobs=False)  # (what this export compares with: keys and contents)
     present = {f.key: (name, f.content) for name, f in sorted(folder.baselines.items(), reverse=True)}
     out = ExportResult(d.path)
     plan: list[tuple[str, bytes]] = []
-    with st.engine.connect() as conn:
-        q = select(BASELINE.c.id).order_by(BASELINE.c.id)
-        if workload:
-            q = q.where(BASELINE.c.workload == workload)
-        ids = [r[0] for r in conn.execute(q)]
-        for i in range(0, len(ids), _CHUNK):
-            for s in read_stored(conn, ids[i : i + _CHUNK]).values():
-                out.baselines += 1
-                if folder.deleted(s.key, s.content):
-                    out.tombstoned += 1
-                    continue
-                there = present.get(s.key)
-                if there is not None:
-                    if there[1] != s.content:
-                        raise conflict(str(d.path / there[0]), f"the store's @{s.id}", s.key)
-                    out.present += 1
-                    continue
-                data = s.file().to_bytes()
-                plan.append((file_name(data, BASELINE_SUFFIX), data))
-        q = select(ACCEPTANCE).order_by(ACCEPTANCE.c.id)
-        if workload:
-            q = q.where(ACCEPTANCE.c.workload == workload)
-        for r in conn.execute(q):
-            out.acceptances += 1
-            data = acceptance_bytes(dict(r._mapping))
-            name = file_name(data, ACCEPTANCE_SUFFIX)
-            if name in folder.acceptances:
+    ids = st.reader.baseline_ids(workload)
+    for i in range(0, len(ids), _CHUNK):
+        for s in read_stored(st.reader, ids[i : i + _CHUNK]).values():
+            out.baselines += 1
+            if folder.deleted(s.key, s.content):
+                out.tombstoned += 1
+                continue
+            there = present.get(s.key)
+            if there is not None:
+                if there[1] != s.content:
+                    raise conflict(str(d.path / there[0]), f"the store's @{s.id}", s.key)
                 out.present += 1
-            else:
-                plan.append((name, data))
+                continue
+            data = s.file().to_bytes()
+            plan.append((file_name(data, BASELINE_SUFFIX), data))
+    for a in st.reader.list_acceptances(workload):
+        out.acceptances += 1
+        data = acceptance_bytes(dataclasses.asdict(a))
+        name = file_name(data, ACCEPTANCE_SUFFIX)
+        if name in folder.acceptances:
+            out.present += 1
+        else:
+            plan.append((name, data))
     for name, data in plan:
         d.write(name, data)
         out.files.append(name)
@@ -274,7 +260,7 @@ def import_folder(st: Store, folder: Folder, kept_by: KeptBy) -> ImportResult:
             if conn.dialect.name == "postgresql":  # imports one at a time (SQLite: BEGIN IMMEDIATE does it): two
                 # at once both found a baseline missing and raced to insert it (a duplicate-key error)
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({IMPORT_LOCK})")
-            stored = _stored_by_key(conn, set(chosen) | set(folder.tombstones))
+            stored = _stored_by_key(st.reader, set(chosen) | set(folder.tombstones))
             doomed = [s.id for key, s in stored.items() if key not in chosen and tombstoned(key, s.content, s.row)]
             for key, (name, f) in chosen.items():
                 s = stored.get(key)
@@ -293,7 +279,7 @@ def import_folder(st: Store, folder: Folder, kept_by: KeptBy) -> ImportResult:
             if doomed:
                 _delete(conn, doomed)
             out.deleted = len(doomed)
-            out.acceptances_added = _insert_acceptances(conn, list(folder.acceptances.values()))
+            out.acceptances_added = _insert_acceptances(conn, st.reader, list(folder.acceptances.values()))
     except KbaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors become one line; the transaction rolled back
@@ -307,21 +293,12 @@ def _describe(key: tuple) -> str:
     return f"workload {workload!r}, commit {commit[:12]}, capture {sha[:12]}, window {window!r}, copy {copy}"
 
 
-def _stored_by_key(conn: Connection, keys: set[tuple]) -> dict[tuple, Stored]:
-    """The stored baselines of the given capture keys (read by commit, then matched)."""
-    from sqlalchemy import select
-
-    from kbase.store.models import BASELINE
-
-    commits = sorted({k[1] for k in keys})
-    ids: list[int] = []
-    for i in range(0, len(commits), 500):
-        q = select(BASELINE.c.id, *[BASELINE.c[k] for k in ("workload", "commit", "source_sha256", "window_spec",
-                                                               "capture_copy")])
-        for r in conn.execute(q.where(BASELINE.c.commit.in_(commits[i : i + 500]))):
-            if tuple(r[1:]) in keys:
-                ids.append(int(r[0]))
-    return {s.key: s for s in read_stored(conn, ids).values()}
+def _stored_by_key(reader: StoreReader, keys: set[tuple]) -> dict[tuple, Stored]:
+    """The stored baselines of the given capture keys (read by commit, then matched). Read by the store's reader,
+    outside the import's transaction: what was committed, which no other import changes while it holds the
+    import lock (SQLite's write lock, PostgreSQL's advisory one)."""
+    ids = [int(r[0]) for r in reader.capture_keys([k[1] for k in keys]) if tuple(r[1:]) in keys]
+    return {s.key: s for s in read_stored(reader, ids).values()}
 
 
 def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
@@ -349,12 +326,12 @@ def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
     return bid
 
 
-def _insert_acceptances(conn: Connection, rows: list[dict[str, Any]]) -> int:
-    from sqlalchemy import select
+def _insert_acceptances(conn: Connection, reader: StoreReader, rows: list[dict[str, Any]]) -> int:
+    import dataclasses
 
     from kbase.store.models import ACCEPTANCE
 
-    have = {acceptance_bytes(dict(r._mapping)) for r in conn.execute(select(ACCEPTANCE))}
+    have = {acceptance_bytes(dataclasses.asdict(a)) for a in reader.list_acceptances()}
     added = 0
     for row in sorted(rows, key=lambda r: (r["created_at"], r["workload"], r["pattern"])):
         data = acceptance_bytes(row)
@@ -385,8 +362,7 @@ def tombstone_baselines(st: Store, ids: list[int], path: Path, delete: Callable[
     per baseline, and the folder's files of those baselines removed. Returns the tombstones' names."""
     with OutputDir(path, "prune_export") as d:
         folder = read_folder(d, check_blobs=False)
-        with st.engine.connect() as conn:
-            gone = read_stored(conn, ids)
+        gone = read_stored(st.reader, ids)
         delete()
         names = []
         for s in gone.values():

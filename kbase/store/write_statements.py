@@ -54,12 +54,6 @@ def duplicate_baseline(_insert) -> Any:
 
 
 @_write
-def baseline_by_identity(_insert) -> Any:
-    """The read path's ``baseline_by_identity``: the snapshot's cheap look before it reads the file."""
-    return statement("baseline_by_identity")
-
-
-@_write
 def next_copy(_insert) -> Any:
     return select(func.max(bt.capture_copy)).where(*_capture_where())
 

@@ -56,22 +56,14 @@ def world(tmp_path_factory):
 
 def _tombstone_everything(db: str, folder: Path) -> None:
     """A tombstone for every stored baseline: what a hostile push (or a prune run with the wrong rules) leaves."""
-    from sqlalchemy import select
-
     from kbase.store.engine import open_store
     from kbase.store.export_files import TOMBSTONE_SUFFIX, file_name, tombstone_bytes
-    from kbase.store.models import BASELINE
     from kbase.store.transfer import read_stored
 
-    st = open_store(db)
-    try:
-        with st.engine.connect() as conn:
-            ids = [r[0] for r in conn.execute(select(BASELINE.c.id))]
-            for s in read_stored(conn, ids).values():
-                data = tombstone_bytes(s.key, s.content)
-                (folder / file_name(data, TOMBSTONE_SUFFIX)).write_bytes(data)
-    finally:
-        st.close()
+    with open_store(db, readonly=True) as st:
+        for s in read_stored(st.reader, st.reader.baseline_ids()).values():
+            data = tombstone_bytes(s.key, s.content)
+            (folder / file_name(data, TOMBSTONE_SUFFIX)).write_bytes(data)
 
 
 def _commits_left(db: Path) -> set[str]:

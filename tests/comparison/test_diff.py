@@ -271,9 +271,9 @@ def test_pooled_repeat_captures(ex, tmp_path):
     with open_store(settings) as st:
         head = parse_ref("HEAD")
         first = kbase.snapshot(ex.path("base"), settings, store=st)
-        single = resolve_stored(head, st.engine, workload="pool", repo=repo_dir)
+        single = resolve_stored(head, st.reader, workload="pool", repo=repo_dir)
         second = kbase.snapshot(ex.path("same"), settings, store=st)
-        pooled = resolve_stored(head, st.engine, workload="pool", repo=repo_dir)
+        pooled = resolve_stored(head, st.reader, workload="pool", repo=repo_dir)
         assert first.created and second.created
         assert single.baseline_ids == [first.baseline.id]
         assert pooled.baseline_ids == [first.baseline.id, second.baseline.id]

@@ -16,7 +16,7 @@ import kbase
 from kbase.comparison.diff import compute_diff
 from kbase.comparison.side import side_from_captures, side_from_leaderboards
 from kbase.store import open_store
-from kbase.store.reader import as_reader, load_capture
+from kbase.store.reader import load_capture
 from kbase.synth.generate import ExportSpec, default_kernel_mix, generate_export
 
 GEMM = default_kernel_mix()[0].name
@@ -55,8 +55,8 @@ def test_stored_and_live_diffs_decide_alike(both, pair):
     policy = settings.policy
     live = compute_diff(side_from_leaderboards([caps[pair[0]][0]], "a"), side_from_leaderboards([caps[pair[1]][0]], "b"),
                         policy)
-    with open_store(settings) as st:
-        reader = as_reader(st.engine)
+    with open_store(settings, readonly=True) as st:
+        reader = st.reader
         sides = [side_from_captures([load_capture(reader, reader.baseline(caps[k][1]))], k) for k in pair]
     stored = compute_diff(sides[0], sides[1], policy)
     a, b = live.rows.set_index("name"), stored.rows.set_index("name")

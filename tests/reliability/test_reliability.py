@@ -433,12 +433,8 @@ def test_detached_head_snapshot_works(store_url, world, tmp_path):
     [b] = json.loads(lst.stdout)["baselines"]
     assert b["detached"] is True and b["branch"] == "" and b["commit"] == world.head("HEAD~1")
     assert baseline_count(store_url) == n + 1
-    _st = store_open(store_url)
-    engine, url = _st.engine, _st.url
-    try:
-        queries.delete_baseline(engine, b["id"], url)  # the module's store keeps its two baselines
-    finally:
-        engine.dispose()
+    with store_open(store_url) as st:
+        queries.delete_baseline(st, b["id"])  # the module's store keeps its two baselines
     gc.collect()  # the commands' pooled connections: closed, the WAL checkpointed
 
 

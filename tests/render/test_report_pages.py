@@ -25,13 +25,13 @@ def small(tmp_path_factory):
     root = tmp_path_factory.mktemp("small")
     step = InjectedStep(3, _kernel("nvjet_hsh_256x128"), 1.3, "gemm: slower tiles")
     history = generate_history(root / "h", HistorySpec(commits=6, steps=[step], extra_kernels=[evil_kernel()]))
-    engine = open_store(history.db_url).engine
+    store = open_store(history.db_url, readonly=True)
     try:
         data = kbase.report_data(kbase.Settings.load(repo=history.repo, db=history.db_url), before=2, after=3)
         pages = build_report(data, root / "report")
-        yield history, engine, data, root / "report", pages
+        yield history, store, data, root / "report", pages
     finally:
-        engine.dispose()
+        store.close()
 
 
 def _figures(page: str) -> dict:
@@ -53,14 +53,12 @@ def test_escapers():
 
 
 def test_loader_matches_the_stored_leaderboards(small):
-    from kbase.store.queries import load_leaderboard
-
-    history, engine, data, _, _ = small
+    history, store, data, _, _ = small
     assert [p.ref.commit for p in data.commits] == history.commits
     assert [p.ref.subject for p in data.commits] == history.subjects
-    lb = load_leaderboard(engine, history.baseline_ids[4])
+    lb = store.reader.leaderboard(store.reader.baseline(history.baseline_ids[4]))
     top = data.kernels[0]
-    want = float(lb.table.set_index("name").loc[top.name, "per_iter_ns"])
+    want = float(next(r["per_iter_ns"] for r in lb.rows if r["name"] == top.name))
     assert top.per_iter_ns[4] == pytest.approx(want, rel=1e-9)
     assert top.band_low_ns[4] <= top.per_iter_ns[4] * 1.02 and top.band_high_ns[4] >= top.per_iter_ns[4] * 0.98
     assert data.commits[4].kernel_ns == pytest.approx(lb.summary.kernel_ns_per_iter, rel=1e-9)

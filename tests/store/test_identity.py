@@ -174,37 +174,46 @@ def test_snapshot_into_a_new_store_reads_first_and_creates_it_only_for_a_good_pr
     assert first.created and store.exists()
 
 
-def test_read_before_store_decides_only_what_it_can(tmp_path, repo):
-    """True only when the store surely lacks this very file at this commit and window (or ``force``, for a
-    store it can read): no store file, or a head-schema store without it. Stored, another application's
-    database, PostgreSQL: False (ask the store first)."""
+def test_look_up_decides_only_what_it_can(tmp_path, repo):
+    """"Is this file stored?" (``identity.look_up``): decided when the store surely holds it or not (no store
+    file: nothing stored; a head-schema store: its answer), undecided where it could only answer by being
+    changed (another application's database, an older schema) or not at all (no server): then the caller opens
+    the store as usual, or reads the file. Nothing is created, migrated or written."""
     import sqlite3
 
-    from kbase.api.capture import read_before_store
     from kbase.settings import Settings
+    from kbase.store.identity import identity_key, look_up
+
+    from helpers.library import old_schema_copy
+    from helpers.pg import free_port
 
     export = make_tiny_export(tmp_path / "tiny.sqlite")
     ident = source_identity(export)
 
-    def check(db: str, commit: str = "a" * 40, window: str | None = None, force: bool = False) -> bool:
+    def check(db: str, commit: str = "a" * 40, window: str | None = None) -> tuple[bool, int | None]:
         settings = Settings.load(repo=repo, db=db)
-        return read_before_store(settings, commit, ident, window or settings.window.key(), force=force)
+        with look_up(settings, identity_key(commit, ident, window or settings.window.key())) as got:
+            return got.decided, got.found
 
     db = f"sqlite:///{tmp_path / 'kb.db'}"
-    assert check(db)  # no store file
+    assert check(db) == (True, None) and not (tmp_path / "kb.db").exists()  # no store file
+    (tmp_path / "empty.db").write_bytes(b"")  # a store still to be created: nothing stored (the file is read first)
+    assert check(f"sqlite:///{tmp_path / 'empty.db'}") == (True, None) and (tmp_path / "empty.db").read_bytes() == b""
     b = snap(export, db=db, repo=repo).baseline
-    assert not check(db, commit=b.commit)  # stored: the store decides (identity, then sha256)
-    assert check(db, commit=b.commit, force=True)
-    assert check(db)  # another commit
-    assert check(db, commit=b.commit, window="other")
+    assert check(db, commit=b.commit) == (True, b.id)
+    assert check(db) == (True, None)  # another commit
+    assert check(db, commit=b.commit, window="other") == (True, None)
     foreign = tmp_path / "other.db"
     con = sqlite3.connect(foreign)
     con.execute("CREATE TABLE t (x)")
     con.close()
-    before = foreign.read_bytes()
-    assert not check(f"sqlite:///{foreign}") and not check(f"sqlite:///{foreign}", force=True)
-    assert foreign.read_bytes() == before
-    assert not check("postgresql://u@localhost/none") and not check("postgresql://u@localhost/none", force=True)
+    old_schema_copy(db, tmp_path / "old.db")
+    for path in (foreign, tmp_path / "old.db"):
+        before = path.read_bytes()
+        assert check(f"sqlite:///{path}", commit=b.commit) == (False, None)
+        assert path.read_bytes() == before
+    with look_up(Settings.load(repo=repo, db=f"postgresql://u@127.0.0.1:{free_port()}/none"), None) as got:
+        assert not got.decided and got.unreachable is not None and "cannot connect" in got.unreachable.message
 
 
 @pytest.mark.slow
@@ -218,28 +227,28 @@ def test_a_miss_costs_no_store_stack(tmp_path, repo):
     rc, heavy = loaded("top", str(other), "--db", db, "--repo", str(repo), cwd=tmp_path)
     assert rc == 0 and "sqlalchemy" not in heavy and "numpy" in heavy  # a miss reads the file: numpy, not pandas
     rc, heavy = loaded("top", str(stored), "--db", db, "--repo", str(repo), cwd=tmp_path)
-    # the hit reads the stored rows through Python's sqlite3 (store.sqlite_read): no store stack, no pandas
+    # the hit reads the stored rows through Python's sqlite3 (the store's one reader): no store stack, no pandas
     assert rc == 0 and not heavy & {"sqlalchemy", "sqlmodel", "pandas", "pyarrow"}, heavy
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "md", "bmf", "github-benchmark"])
-def test_top_from_the_store_is_the_same_on_both_read_paths(tmp_path, repo, fmt, monkeypatch):
+def test_top_from_the_store_is_the_same_on_both_backends(tmp_path, repo, fmt, pg_db_url):
     export = make_tiny_export(tmp_path / "tiny.sqlite")
     db = f"sqlite:///{tmp_path / 'kb.db'}"
-    snap(export, db=db, repo=repo)
-    args = ("top", str(export), "--db", db, "--repo", str(repo), "-f", fmt, "--wide")
-    fast = kb(*args)
-    monkeypatch.setenv("KBASE_NO_FAST_READ", "1")
-    slow = kb(*args)
-    assert fast.rc == slow.rc == 0, (fast, slow)
-    assert fast.stdout == slow.stdout
-    assert "from the store" in fast.stdout or fmt in ("csv", "bmf", "github-benchmark")
+    out = []
+    for url in (db, pg_db_url):
+        snap(export, db=url, repo=repo)
+        r = kb("top", str(export), "--db", url, "--repo", str(repo), "-f", fmt, "--wide")
+        assert r.rc == 0, r
+        out.append(r.stdout)
+    assert out[0] == out[1]
+    assert "from the store" in out[0] or fmt in ("csv", "bmf", "github-benchmark")
 
 
-def test_top_of_a_file_in_a_postgresql_store_answers_without_the_store_stack(tmp_path, repo, pg_db_url, monkeypatch):
-    """The same identity check on PostgreSQL (``store.pg_read``): a hit answers from the store and a miss
-    reads the file, neither loading SQLAlchemy or psycopg; the answer equals the SQLAlchemy path's."""
+def test_top_of_a_file_in_a_postgresql_store_answers_without_the_store_stack(tmp_path, repo, pg_db_url):
+    """The same identity check on PostgreSQL (psycopg: the store's one reader): a hit answers from the store and
+    a miss reads the file, neither loading SQLAlchemy, SQLModel or pandas."""
     from test_imports import loaded
 
     stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
@@ -247,9 +256,6 @@ def test_top_of_a_file_in_a_postgresql_store_answers_without_the_store_stack(tmp
     watch = ("sqlalchemy", "sqlmodel", "psycopg", "pandas", "pyarrow")
     for export in (stored, other):
         rc, heavy = loaded("top", str(export), "--db", pg_db_url, "--repo", str(repo), cwd=tmp_path, watch=watch)
-        assert rc == 0 and not heavy, heavy
-    args = ("top", str(stored), "--db", pg_db_url, "--repo", str(repo), "-f", "json")
-    fast = kb(*args)
-    monkeypatch.setenv("KBASE_NO_FAST_READ", "1")
-    slow = kb(*args)
-    assert fast.rc == slow.rc == 0 and fast.stdout == slow.stdout and "from the store" in fast.stdout
+        assert rc == 0 and heavy == {"psycopg"}, heavy
+    r = kb("top", str(stored), "--db", pg_db_url, "--repo", str(repo), "-f", "json")
+    assert r.rc == 0 and "from the store" in r.stdout

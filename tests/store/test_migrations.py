@@ -136,10 +136,11 @@ def test_store_made_at_first_revision_is_upgraded_with_every_row_kept(url, two_l
     with engine.connect() as conn:  # every row kept; the duplicate is copy 1 of the same capture
         copies = conn.execute(text("SELECT id, capture_copy FROM baseline ORDER BY id")).fetchall()
     assert [c for _, c in copies] == [0, 0, 1]
-    for bid, (_, lb) in zip(ids, two_leaderboards):
-        stored = queries.load_leaderboard(engine, bid)
-        assert list(stored.table["name"]) == list(lb.table["name"])
-        assert list(stored.table["total_ns"]) == list(lb.table["total_ns"])
+    with kdb.open_store(url, readonly=True) as st:
+        for bid, (_, lb) in zip(ids, two_leaderboards):
+            stored = st.reader.leaderboard(st.reader.baseline(bid))
+            assert [r["name"] for r in stored.rows] == list(lb.table["name"])
+            assert [r["total_ns"] for r in stored.rows] == list(lb.table["total_ns"])
     with engine.connect() as conn:  # the new table works
         assert conn.execute(text("SELECT count(*) FROM acceptance")).scalar_one() == 0
     engine.dispose()

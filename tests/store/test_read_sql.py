@@ -1,6 +1,5 @@
-"""One store read layer: the read-only paths (SQLite and PostgreSQL) run the text of the very SQLAlchemy
-statements the other path executes (``kbase.store.statements`` compiled for each dialect into
-``read_sql.py``), never SQL of their own.
+"""One store read layer: the one reader runs the text of the SQLAlchemy statements (``kbase.store.statements``
+compiled for each dialect into ``read_sql.py``) on its DB-API connection, never SQL of its own.
 
 ``KBASE_UPDATE_SQL=1 pytest tests/store/test_read_sql.py`` (or ``python -m kbase.store.statements``)
 writes ``read_sql.py`` again after a statement changed.
@@ -12,40 +11,53 @@ import ast
 import os
 from pathlib import Path
 
+import pytest
+
 from kbase.store import read_sql, statements
 
 READ_SQL = Path(read_sql.__file__)
 
 
-def test_the_fast_path_sql_is_the_statements_compiled():
+def test_the_read_sql_is_the_statements_compiled():
     want = statements.read_sql_module()
     if os.environ.get("KBASE_UPDATE_SQL") == "1":
         READ_SQL.write_text(want, encoding="utf-8")
     assert READ_SQL.read_text(encoding="utf-8") == want, (
         "kbase/store/read_sql.py is not the statements compiled: run python -m kbase.store.statements")
     assert set(read_sql.SQL) == {"sqlite", "postgresql"}
-    for texts in (*read_sql.SQL.values(), read_sql.KINDS):
+    for texts in read_sql.SQL.values():
         assert set(texts) == set(statements.STATEMENTS)
     for name in statements.STATEMENTS:
         assert read_sql.SQL["sqlite"][name] == statements.sqlite_text(name), name
         assert read_sql.SQL["postgresql"][name] == statements.postgresql_text(name), name
 
 
-def test_the_postgresql_text_is_the_statement_a_json_array_a_row():
-    """What ``pg_read`` runs differs from the statement only in its select list: each row is one JSON
-    array of the statement's columns, in order, and the kinds name each column's decoding."""
+def test_both_dialects_take_the_same_parameters():
+    """Each statement's SQLite and PostgreSQL text name the same parameters and lists (``connect.bind`` fills
+    both from one mapping), and select the same columns."""
     import re
 
-    from sqlalchemy.dialects import postgresql
-
     for name in statements.STATEMENTS:
-        query = statements.statement(name)
-        plain = str(query.compile(dialect=postgresql.dialect(paramstyle="pyformat")))
-        text = read_sql.SQL["postgresql"][name]
-        head, tail = re.match(r"SELECT json_build_array\((.*?)\) AS json_build_array_1 (\nFROM .*)", text, re.S).groups()
-        assert plain == f"SELECT {head} {tail}", name
-        assert len(read_sql.KINDS[name]) == len(query.selected_columns)
-    assert read_sql.KINDS["kernel_blobs"].count("x") == 4  # levels, board, samples, sketches: bytea
+        lite, pg = read_sql.SQL["sqlite"][name], read_sql.SQL["postgresql"][name]
+        lists = re.findall(r"__\[POSTCOMPILE_(\w+)\]", lite)
+        assert lists == re.findall(r"__\[POSTCOMPILE_(\w+)\]", pg), name
+        assert set(re.findall(r":(\w+)", lite)) == set(re.findall(r"%\((\w+)\)s", pg)), name
+        assert lite.split("FROM")[0].replace('"', "") == pg.split("FROM")[0], name
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_lists_expand_to_one_parameter_per_value(dialect):
+    from datetime import date
+
+    from kbase.store.connect import bind
+
+    mark = {"sqlite": ":{}", "postgresql": "%({})s"}[dialect].format
+    sql, args = bind("a = X(a) AND b IN (__[POSTCOMPILE_b]) AND c IN (__[POSTCOMPILE_c]) AND d >= X(d)".replace(
+        "X(a)", mark("a")).replace("X(d)", mark("d")), {"a": 7, "b": ["p", "q"], "c": [], "d": date(2026, 1, 5)},
+        dialect)
+    assert sql == f"a = {mark('a')} AND b IN ({mark('b_0')}, {mark('b_1')}) AND c IN (NULL) AND d >= {mark('d')}"
+    # SQLAlchemy's SQLite DATE is ISO text; psycopg sends a date
+    assert args == {"a": 7, "b_0": "p", "b_1": "q", "d": "2026-01-05" if dialect == "sqlite" else date(2026, 1, 5)}
 
 
 def test_no_other_module_writes_read_sql():

@@ -13,7 +13,7 @@ import pytest
 import kbase
 from kbase.comparison.diff import compute_diff
 from kbase.store import open_store
-from kbase.store.reader import EngineReader, load_capture
+from kbase.store.reader import load_capture
 
 from helpers.shared import REPO
 
@@ -41,7 +41,7 @@ def test_stored_pairs_split_every_kernel_exactly(stored):
 
     s, db, ids = stored
     with open_store(s) as st:
-        reader = EngineReader(st.engine)
+        reader = st.reader
         t, pairs = _pairs(reader, ids[0])
         by_kernel: dict[str, float] = {}
         for k, total in zip(pairs.kernel.tolist(), pairs.total_ns.tolist()):
@@ -76,25 +76,24 @@ def _same_pairs(got, want, label):
         np.testing.assert_allclose(g[2], ns, rtol=2.0**-10, atol=0.5, err_msg=f"{label} {key}")
 
 
-@pytest.mark.parametrize("path", ["sqlalchemy", "read-only"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_stored_ops_read_back_as_computed(stored, backend, path, request):
-    """The capture read from the store (SQLAlchemy and the read-only path, SQLite and PostgreSQL) holds the same
-    (op, kernel) pairs, launches and totals as the one computed from the file, and the per-iteration samples
-    within their codes' error."""
-    from kbase.store import fast_read
-
+def test_stored_ops_read_back_as_computed(stored, backend, request):
+    """The capture read from the store (SQLite and PostgreSQL) holds the same (op, kernel) pairs, launches and
+    totals as the one computed from the file, and the per-iteration samples within their codes' error."""
     s, db, ids = stored
     url = f"sqlite:///{db}" if backend == "sqlite" else request.getfixturevalue("pg_copy_of")(f"sqlite:///{db}")
     lb = kbase.leaderboard(kbase.window(kbase.read(JAN[0], s), s), sketches=True)
     want = _by_pair(lb.ops)
-    with open_store(url) as st:
-        reader = EngineReader(st.engine) if path == "sqlalchemy" else fast_read.open_reader(url)
-        assert reader is not None  # a store at the head schema holding only kbase's tables
-        cap = load_capture(reader, reader.baseline(ids[0]))
-        _same_pairs(_by_pair(cap.ops), want, f"{backend} {path}")
-        with open_store(s) as ref:  # history noise's op levels: the same on every path
-            assert sorted(reader.op_levels(ids)) == sorted(EngineReader(ref.engine).op_levels(ids))
+    with open_store(url, readonly=True) as st:
+        cap = load_capture(st.reader, st.reader.baseline(ids[0]))
+        _same_pairs(_by_pair(cap.ops), want, backend)
+        levels = st.reader.op_levels(ids)
+    con = sqlite3.connect(db)
+    with_ops = {r[0] for r in con.execute("SELECT baseline_id FROM baseline_kernels WHERE ops IS NOT NULL")}
+    con.close()
+    assert {b for b, _, _, _ in levels} == with_ops & set(ids) != set()
+    with open_store(s, readonly=True) as ref:  # history noise's op levels: the same on both backends
+        assert sorted(levels) == sorted(ref.reader.op_levels(ids))
 
 
 def test_a_stored_pair_is_judged_by_op_and_an_older_baseline_by_the_library_rule(stored, tmp_path):
@@ -143,9 +142,9 @@ def test_history_noise_per_op_comes_from_the_stored_ops(tmp_path):
         shas.append(repo.index.commit(f"c{i}", author=actor, committer=actor).hexsha)
         kbase.snapshot(path, s, rev=shas[-1])
     with open_store(s) as st:
-        first = resolve_stored(parse_ref(shas[-2]), st.engine, workload="resnet", repo=s.repo)
-        second = resolve_stored(parse_ref(shas[-1]), st.engine, workload="resnet", repo=s.repo)
-        noise, notes = noise_from_history(st.engine, s.policy, s.repo, first, second)
+        first = resolve_stored(parse_ref(shas[-2]), st.reader, workload="resnet", repo=s.repo)
+        second = resolve_stored(parse_ref(shas[-1]), st.reader, workload="resnet", repo=s.repo)
+        noise, notes = noise_from_history(st.reader, s.policy, s.repo, first, second)
     assert noise is not None and np.isfinite(noise.ops["aten::cudnn_convolution"])
     assert noise.op_groups["aten::cudnn_convolution"] == noise.ops["aten::cudnn_convolution"]
     result = compute_diff(first.side, second.side, s.policy, history=noise)
@@ -200,17 +199,16 @@ def test_a_0009_store_upgrades_to_0010_without_op_data_and_stores_ops_from_then_
     s2 = kbase.Settings.load(db=url, name="resnet")
     with open_store(s2) as st:  # opened by this kbase: upgraded to head
         assert kdb.schema_state(st.engine, url)[0] == kdb.head_revision()
-        reader = EngineReader(st.engine)
+        reader = st.reader
         assert all(_pairs(reader, bid)[1] is None for bid in ids)
     g = kbase.gate(f"@{ids[0]}", f"@{ids[1]}", s2)
     assert g.comparison.result.ops is None and g.verdict.code == 0
     new = kbase.snapshot(JAN[0], s2, rev="3" * 40, no_git=True).baseline.id
     with open_store(s2) as st:
-        assert _pairs(EngineReader(st.engine), new)[1] is not None
+        assert _pairs(st.reader, new)[1] is not None
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["sqlalchemy", "read-only"])
-def test_op_data_of_another_layout_is_refused_in_one_line(stored, tmp_path, monkeypatch, fast):
+def test_op_data_of_another_layout_is_refused_in_one_line(stored, tmp_path):
     from kbase.store.packed import Packed, pack
 
     from helpers.cli import run_kbase
@@ -226,6 +224,5 @@ def test_op_data_of_another_layout_is_refused_in_one_line(stored, tmp_path, monk
                 (pack(p.rows, columns, {**p.meta, "layout": 99}), ids[1]))
     con.commit()
     con.close()
-    monkeypatch.setenv("KBASE_NO_FAST_READ", "" if fast else "1")
     r = run_kbase("diff", f"@{ids[0]}", f"@{ids[1]}", "--db", f"sqlite:///{copy}", "--name", "resnet")
     assert r.rc == 2 and r.stderr.count("\n") == 1 and "op data of layout 99" in r.stderr, r

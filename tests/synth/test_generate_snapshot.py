@@ -3,14 +3,13 @@ store must equal the generator's known truth exactly (the benchmark runs the sam
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kbase.store import open_store as store_open
-from kbase.store import queries
-from kbase.store.reader import EngineReader
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 from helpers.cli import run_kbase
@@ -28,23 +27,25 @@ def generated(tmp_path_factory):
 
 
 def _snapshot(export: Path, db: str, *extra: str):
-    """``kbase snapshot`` into ``db``; the stored (Baseline, Leaderboard) read back through the API."""
+    """``kbase snapshot`` into ``db``; the stored (baseline, leaderboard, per-iteration samples {(name, key):
+    (launches, ns)}) read back through the API."""
     r = run_kbase("snapshot", export, "--db", db, "--no-git", "--rev", REV, "--force", "--format", "json",
                   *extra)
     assert r.rc == 0, r
-    _st = store_open(db)
-    engine, _ = _st.engine, _st.url
-    try:
-        (b,) = EngineReader(engine).list_baselines(limit=1)
-        return b, queries.load_leaderboard(engine, b.id)
-    finally:
-        engine.dispose()
+    with store_open(db, readonly=True) as st:
+        (b,) = st.reader.list_baselines(limit=1)
+        t = st.reader.kernel_table(b.id)
+        names = st.reader.names(t.name_id.tolist())
+        keys = json.loads(b.iteration_keys)
+        samples = {(names[n][0], keys[j]): (int(t.iter_count[i, j]), float(t.iter_ns[i, j]))
+                   for i, n in enumerate(t.name_id.tolist()) for j in range(len(keys)) if t.iter_count[i, j] > 0}
+        return b, st.reader.leaderboard(b), samples
 
 
 def test_whole_capture_counts_and_totals_equal_the_truth(generated):
     d, truth = generated
     assert len(truth.kernels) > 40 and truth.n_kernels > 500  # a real mix: names, every>1 kernels, repeats
-    b, lb = _snapshot(truth.path, f"sqlite:///{d / 'whole.db'}",
+    b, lb, samples = _snapshot(truth.path, f"sqlite:///{d / 'whole.db'}",
                       "--trim", "0", "1e9")  # every kernel starts in it
     assert b.commit == REV and not b.aligned
     got = {n: (c, t) for n, c, t in zip(lb.table["name"], lb.table["count"], lb.table["total_ns"])}
@@ -60,7 +61,7 @@ def test_whole_capture_counts_and_totals_equal_the_truth(generated):
 
 def test_default_window_per_kernel_and_per_iteration_equal_the_truth(generated):
     d, truth = generated
-    b, lb = _snapshot(truth.path, f"sqlite:///{d / 'window.db'}")
+    b, lb, samples = _snapshot(truth.path, f"sqlite:///{d / 'window.db'}")
     # default window: the warm-up step skipped, steps keyed by their ProfilerStep number (first_step 1)
     keys = [k + 1 for k in range(1, ITERATIONS)]
     assert b.aligned and lb.summary.iteration_keys == keys and b.gpu_count == N_GPUS
@@ -80,9 +81,7 @@ def test_default_window_per_kernel_and_per_iteration_equal_the_truth(generated):
     per_iter_t = truth.iter_total.sum(axis=0)
     want_s = {(truth.names[i], k + 1): (int(per_iter_c[k, i]), float(per_iter_t[k, i]))
               for k in range(1, ITERATIONS) for i in np.flatnonzero(per_iter_c[k])}
-    got_s = {(n, int(k)): (int(c), float(t))
-             for n, k, c, t in zip(lb.samples["name"], lb.samples["iteration"], lb.samples["count"],
-                                   lb.samples["total_ns"])}
+    got_s = samples
     assert got_s.keys() == want_s.keys()
     assert all(got_s[k][0] == want_s[k][0] for k in want_s)
     for key, (_, t) in want_s.items():

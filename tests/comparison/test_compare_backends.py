@@ -1,9 +1,8 @@
-"""Issue 15 (20 for PostgreSQL): ``kbase diff`` and ``kbase gate`` of stored baselines read a store at the
-head schema through ``kbase.store.fast_read`` (no SQLAlchemy or SQLModel). Their output must not change:
-every format, the files the gate writes, the exit codes and the messages are byte for byte those of the
-SQLAlchemy path (``KBASE_NO_FAST_READ=1``) — on the demo's store (a failing gate) and on a generated
-history (history noise in use; an acceptance turning the failure into a pass), on SQLite and on a
-PostgreSQL copy of each store.
+"""Issue 40: ``kbase diff`` and ``kbase gate`` of stored baselines read the store through its one reader (the
+generated statements on sqlite3 or psycopg). On SQLite and on a PostgreSQL copy of the same store every format,
+the files the gate writes, the exit codes and the messages are byte for byte the same — on the demo's store
+(a failing gate) and on a generated history (history noise in use; an acceptance turning the failure into a
+pass).
 """
 
 from __future__ import annotations
@@ -19,25 +18,18 @@ FORMATS = ("table", "json", "md", "csv", "bmf", "github-benchmark")
 GATE_FILES = ("junit.xml", "report.json", "comment.md")
 
 
-BACKENDS = ["sqlite", "postgresql"]
-
-
-def _on(request, url: str) -> str:
-    """``url``, or a PostgreSQL copy of its store for the postgresql parameter."""
-    return request.getfixturevalue("pg_copy_of")(url) if request.param == "postgresql" else url
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def demo(tmp_path_factory, request):
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, pg_copy_of):
+    """The demo's store on SQLite and its PostgreSQL copy: the arguments of each, ``{db}`` for the store."""
     root = tmp_path_factory.mktemp("demo")
     r = run_kbase("demo", "--dir", str(root), "--quiet")
     assert r.rc == 0, r
-    return ["--db", _on(request, f"sqlite:///{root / 'kbase.db'}"), "--repo", str(root / "repo"), "--name",
-            "demo-train"]
+    url = f"sqlite:///{root / 'kbase.db'}"
+    return (url, pg_copy_of(url)), ["--db", "{db}", "--repo", str(root / "repo"), "--name", "demo-train"]
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def hist(tmp_path_factory, request):
+@pytest.fixture(scope="module")
+def hist(tmp_path_factory, pg_copy_of):
     """14 commits, one GEMM 15% slower from commit 7; ``acc``: a copy of the store accepting that."""
     from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
 
@@ -50,36 +42,22 @@ def hist(tmp_path_factory, request):
     r = run_kbase("accept", "nvjet_hsh_256x128*", "--rev", h.commits[7], "--reason", "known tile change",
                   "--db", f"sqlite:///{acc}", *args)
     assert r.rc == 0, r
-    return {"commits": h.commits, "plain": ["--db", _on(request, h.db_url), *args],
-            "acc": ["--db", _on(request, f"sqlite:///{acc}"), *args]}
+    return {"commits": h.commits, "plain": (h.db_url, pg_copy_of(h.db_url)),
+            "acc": ((acc_url := f"sqlite:///{acc}"), pg_copy_of(acc_url)), "args": args}
 
 
-def _both(monkeypatch, tmp_path, args, files=()):
-    """(exit code, stdout, stderr, files written) of ``kbase ARGS`` with the fast path on, then off; the
-    fast run must never fall back to the SQLAlchemy reads."""
-    from kbase.store import reader
-
+def _both(monkeypatch, tmp_path, stores, args, files=()):
+    """(exit code, stdout, stderr, files written) of ``kbase ARGS`` on the SQLite store and on its PostgreSQL
+    copy (``stores``; ``{db}`` in ``args``): the same on both."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    slow_reads = []
-    init = reader.EngineReader.__init__
-
-    def counted(self, engine):
-        slow_reads.append(engine)
-        init(self, engine)
-
-    monkeypatch.setattr(reader.EngineReader, "__init__", counted)
     out = []
-    for flag in ("", "1"):
-        monkeypatch.setenv("KBASE_NO_FAST_READ", flag)
-        d = tmp_path / f"run{flag or 0}"
+    for i, url in enumerate(stores):
+        d = tmp_path / f"run{i}"
         d.mkdir(parents=True)
-        r = run_kbase(*[a.format(dir=d) for a in args])
+        r = run_kbase(*[a.format(dir=d, db=url) for a in args])
         written = {f: (d / f).read_bytes() for f in files if (d / f).exists()}
-        out.append((r.rc, r.stdout, r.stderr.replace(str(d), "DIR"), written))
-        if not flag:
-            assert not slow_reads, "the fast path fell back to SQLAlchemy"
-    assert slow_reads, "KBASE_NO_FAST_READ=1 did not take the SQLAlchemy path"
+        out.append((r.rc, r.stdout, r.stderr.replace(str(d), "DIR").replace(url, "DB"), written))
     assert out[0] == out[1]
     return out[0]
 
@@ -91,14 +69,14 @@ def _gate_files(*args):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("refs", [("HEAD~1", "HEAD"), ("@1", "@2")])
 def test_demo_diff_is_byte_identical(demo, monkeypatch, tmp_path, fmt, refs):
-    rc, out, _, _ = _both(monkeypatch, tmp_path, ["diff", *refs, *demo, "-f", fmt])
+    rc, out, _, _ = _both(monkeypatch, tmp_path, demo[0], ["diff", *refs, *demo[1], "-f", fmt])
     assert rc == 0 and out
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_demo_failing_gate_is_byte_identical(demo, monkeypatch, tmp_path, fmt):
-    rc, _, _, files = _both(monkeypatch, tmp_path, _gate_files("gate", "HEAD~1", "HEAD", *demo, "-f", fmt),
-                            GATE_FILES)
+    rc, _, _, files = _both(monkeypatch, tmp_path, demo[0],
+                            _gate_files("gate", "HEAD~1", "HEAD", *demo[1], "-f", fmt), GATE_FILES)
     assert rc == 1 and set(files) == set(GATE_FILES)
     assert json.loads(files["report.json"])["verdict"]["status"] == "fail"
 
@@ -109,13 +87,14 @@ def test_demo_failing_gate_is_byte_identical(demo, monkeypatch, tmp_path, fmt):
                                   ["diff", "@1", "@99"], ["diff", "@1", "@1"], ["gate", "@2", "HEAD"],
                                   ["diff", "no-such-rev", "HEAD"], ["gate", "HEAD", "@x"]])
 def test_demo_options_and_errors_are_byte_identical(demo, monkeypatch, tmp_path, args):
-    _both(monkeypatch, tmp_path, [*args, *demo])
+    _both(monkeypatch, tmp_path, demo[0], [*args, *demo[1]])
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_history_noise_diff_is_byte_identical(hist, monkeypatch, tmp_path, fmt):
     c = hist["commits"]
-    rc, out, _, _ = _both(monkeypatch, tmp_path, ["diff", c[6], c[7], *hist["plain"], "-f", fmt])
+    rc, out, _, _ = _both(monkeypatch, tmp_path, hist["plain"], ["diff", c[6], c[7], "--db", "{db}", *hist["args"],
+                                                                 "-f", fmt])
     assert rc == 0
     if fmt == "json":
         assert any(n.startswith("history noise: ") for n in json.loads(out)["notes"])
@@ -125,8 +104,8 @@ def test_history_noise_diff_is_byte_identical(hist, monkeypatch, tmp_path, fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_history_gate_with_and_without_acceptance_is_byte_identical(hist, monkeypatch, tmp_path, store, fmt):
     c = hist["commits"]
-    rc, _, _, files = _both(monkeypatch, tmp_path, _gate_files("gate", c[6], c[7], *hist[store], "-f", fmt),
-                            GATE_FILES)
+    rc, _, _, files = _both(monkeypatch, tmp_path, hist[store],
+                            _gate_files("gate", c[6], c[7], "--db", "{db}", *hist["args"], "-f", fmt), GATE_FILES)
     doc = json.loads(files["report.json"])
     assert any(n.startswith("history noise: ") for n in doc["notes"])
     if store == "plain":
@@ -141,4 +120,4 @@ def test_history_gate_with_and_without_acceptance_is_byte_identical(hist, monkey
                                   ["gate", "@6", "@9", "-q"], ["diff", "@8", "@7", "--strict"]])
 def test_history_revisions_and_ids_are_byte_identical(hist, monkeypatch, tmp_path, args):
     for store in ("plain", "acc"):
-        _both(monkeypatch, tmp_path / store, [*args, *hist[store]])
+        _both(monkeypatch, tmp_path / store, hist[store], [*args, "--db", "{db}", *hist["args"]])
