@@ -82,8 +82,10 @@ def strict_json(data: bytes | str, what: str = "JSON") -> Any:
 
 def blob_cost(blob: bytes) -> int:
     """Bytes that decoding every column of ``blob`` may allocate, read from its header (``Packed.decode_cost``)."""
-    from kbase.store.packed import Packed
+    from kbase.store.packed import ZSTD, Packed
 
+    if blob[3:4] == b"\x01" and blob[4:5] in (b"\x01", b"\x02"):  # format 1's deflate / LZMA2: the same header
+        blob = blob[:4] + bytes([ZSTD]) + blob[5:]
     return Packed(blob).decode_cost()
 
 
