@@ -299,7 +299,8 @@ def convert(levels: bytes, board: bytes, samples: bytes | None, sketches: bytes 
     position = {i: j + 1 for j, i in enumerate(order)}
     pairs = SimpleNamespace(count=stored.count, total_ns=stored.total_ns, iter_ns=stored.iter_ns)
     positions = np.array([position.get(i, 0) for i in stored.op_id.tolist()], dtype=np.int64)
-    return blobs, encode_ops(pairs, stored.row, positions, t.count, t.total_ns, t.iter_ns), t.name_id.tolist(), order
+    new_ops = encode_ops(pairs, stored.row, positions, t.count, t.total_ns, t.iter_ns)  # type: ignore[arg-type]
+    return blobs, new_ops, t.name_id.tolist(), order
 
 
 # ------------------------------------------------------------------------------------------ export files of format 1
@@ -346,7 +347,7 @@ def file_as_format2(f: Any, limit: int, *, check: bool) -> Any:
     check_budget(f.blobs, limit)
     blobs = {b: None if f.blobs[b] is None else recoded(f.blobs[b]) for b in BLOBS}
     try:
-        ids = Packed(blobs["levels"]).ints("name_id")
+        ids = Packed(blobs["levels"] or b"").ints("name_id")
         op_ids = Packed(blobs["ops"]).ints("op") if blobs["ops"] is not None else []
         if any(not 0 <= i < len(names) for i in ids) or len(ids) != f.header["kernels"]:
             raise ExportFileError("the levels' name ids do not match the names listed")

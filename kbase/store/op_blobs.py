@@ -301,7 +301,7 @@ def _op_ids(blob: object, positions: list[int]) -> list[int]:
     """Each op position's ``op_name`` id (0 stays 0) by the baseline's ``op_ids`` list."""
     from kbase.store.kernel_blobs import ids_of
 
-    ids = ids_of(bytes(blob) if blob is not None else None)  # type: ignore[arg-type]
+    ids = ids_of(bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else None)
     if any(not 0 <= i <= len(ids) for i in positions):
         raise ValueError("an op position past its op list")
     return [ids[i - 1] if i else 0 for i in positions]

@@ -218,8 +218,8 @@ def kernel_names() -> Select:
 
 @_statement
 def kernel_history() -> Select:
-    """Baselines (oldest first) with their ``kernel_ids`` and ``levels``, for one kernel's history (the commit's stored date
-    with them: history needs no second read of the baselines for it)."""
+    """Baselines (oldest first) with their ``kernel_ids`` and ``levels``, for one kernel's history (the commit's
+    stored date with them: history needs no second read of the baselines for it)."""
     return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bt.commit_date, bt.fingerprint,
                    bt.aligned, bt.gpu_models, bt.gpu_count, bt.window_spec, bk.format, bk.kernel_ids, bk.levels)
             .join(BASELINE_KERNELS, bk.baseline_id == bt.id)

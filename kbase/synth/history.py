@@ -287,7 +287,7 @@ def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np
     return pairs, np.array(rows, dtype=np.int64), np.array(ops, dtype=np.int64)
 
 
-def _bulk_kernels(naming: list[tuple[str, str, str, str, str]], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
+def _bulk_kernels(naming: Sequence[tuple[str, str, str, str, str]], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
                   sketches: np.ndarray, window_ns: int, gpus: int, iterations: int,
                   reuse: StoredTable | None = None, plan: list[list[tuple[str, str]]] | None = None,
                   rng: np.random.Generator | None = None) -> StoredTable:
