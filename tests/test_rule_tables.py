@@ -116,11 +116,15 @@ def _changed(value):
     return value + 1
 
 
-def _digest(row=None, names=None, ops=None, blob=b"levels-values") -> str:
-    from kbase.store.export_files import BLOBS, content_digest
+def _digest(row=None, names=None, ops=None, blob=(1, 2)) -> str:
+    import numpy as np
 
-    plains = {b: (blob if b == "levels" else None) for b in BLOBS}
-    return content_digest(row or _row(), names or ["gemm", "relu"], plains, ops or [["Linear/aten::mm", "aten::mm"]])
+    from kbase.store.export_files import BLOBS, content_digest
+    from kbase.store.packed import pack
+
+    levels = pack(2, {"count": (np.array(blob, dtype=np.int64), {})})
+    blobs = {b: (levels if b == "levels" else None) for b in BLOBS}
+    return content_digest(row or _row(), names or ["gemm", "relu"], blobs, ops or [["Linear/aten::mm", "aten::mm"]])
 
 
 @pytest.mark.parametrize("column", sorted(_row()))
@@ -134,7 +138,7 @@ def test_the_digest_covers_every_measurement_column_and_no_bookkeeping(column):
 def test_the_digest_covers_names_ops_and_values(part):
     changed = {"names": lambda: _digest(names=["gemm", "relu2"]), "name order": lambda: _digest(names=["relu", "gemm"]),
                "ops": lambda: _digest(ops=[["Linear/aten::addmm", "aten::addmm"]]),
-               "blob values": lambda: _digest(blob=b"levels-values2")}[part]()
+               "blob values": lambda: _digest(blob=(1, 3))}[part]()
     assert changed != _digest()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
-from kbase.store.kernel_blobs import FORMAT, Blobs, LevelRows
+from kbase.store.kernel_blobs import FORMAT, Blobs, LevelRows, ids_of, position_of
 from kbase.store.packed import Packed, PackedError
 
 if TYPE_CHECKING:
@@ -48,11 +48,11 @@ def kernel_tables(rows: list[tuple], *, samples: bool = True, sketches: bool = T
     from kbase.store.kernel_blobs import decode
 
     out = {}
-    for baseline_id, fmt, levels, board, sample_blob, sketch_blob in rows:
+    for baseline_id, fmt, kernel_ids, levels, board, sample_blob, sketch_blob in rows:
         packed(baseline_id, fmt, levels)
         try:
             out[baseline_id] = decode(Blobs(_blob(levels), _blob(board), _blob(sample_blob), _blob(sketch_blob)),
-                                      samples=samples, sketches=sketches)
+                                      ids_of(_blob(kernel_ids)), samples=samples, sketches=sketches)
         except (PackedError, KeyError, ValueError) as exc:
             raise _decode_error(baseline_id, exc) from None
     return out
@@ -71,13 +71,15 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
     out: list[dict[str, Any]] = []
     if name_id is None:
         return out
-    for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, levels \
-            in rows:
-        p = packed(bid, fmt, levels)
-        i = p.index("name_id", name_id)
+    for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, \
+            kernel_ids, levels in rows:
+        i = position_of(_blob(kernel_ids), name_id)
         if i is None:
             continue
-        count, total, avg, per_iter, share = LevelRows(p).history_row(i)
+        try:
+            count, total, avg, per_iter, share = LevelRows(packed(bid, fmt, levels)).history_row(i)
+        except (PackedError, IndexError) as exc:
+            raise _decode_error(bid, exc) from None
         out.append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
                     "branch": branch, "commit_date": when(commit_date) if commit_date is not None else None,
                     "count": count, "total_ns": total, "avg_ns": _none(avg),
@@ -94,9 +96,9 @@ def board(baseline_id: Any, fmt: int, levels: Any, board_blob: Any) -> LevelRows
 def level_pairs(rows: list[tuple]) -> list[tuple[int, float | None]]:
     """(name_id, per_iter_ns) of every kernel of ``level_blobs`` rows."""
     out: list[tuple[int, float | None]] = []
-    for bid, fmt, levels in rows:
+    for bid, fmt, kernel_ids, levels in rows:
         lv = LevelRows(packed(bid, fmt, levels))
-        out += [(n, _none(v)) for n, v in zip(lv.column("name_id"), lv.column("per_iter_ns"))]
+        out += [(n, _none(v)) for n, v in zip(ids_of(_blob(kernel_ids)), lv.column("per_iter_ns"))]
     return out
 
 
@@ -112,12 +114,12 @@ def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray
     always) are decoded by numpy at once, instead of a dozen small numpy calls per blob (~3 s at 50,000)."""
     import numpy as np
 
-    from kbase.store.kernel_blobs import level_arrays
+    from kbase.store.kernel_blobs import per_iter_array
 
     col = {b: j for j, b in enumerate(baseline_ids)}
     matrix = _LevelMatrix(len(baseline_ids))
     pending: dict[tuple[int, int, int], list[tuple[int, float, bytes, bytes]]] = {}
-    for bid, fmt, levels in rows:
+    for bid, fmt, kernel_ids, levels in rows:
         j = col.get(bid)
         if j is None:
             continue
@@ -125,11 +127,14 @@ def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray
         try:
             if not p.rows:
                 continue
-            if not p.is_zero("per_iter_ns"):  # a level that is not total / d_iter: this blob on its own
-                ids, per_iter = level_arrays(p)
-                matrix.put(np.array([j]), ids[None, :], per_iter[None, :])
+            ids_blob = _blob(kernel_ids)
+            if len(ids_blob) != 1 + ids_blob[0] * p.rows:
+                raise ValueError(f"{(len(ids_blob) - 1) // max(ids_blob[0], 1)} kernel ids for {p.rows} rows")
+            if "per_iter_ns" in p:  # a level that is not total / d_iter: this blob on its own
+                ids = np.asarray(ids_of(ids_blob), dtype=np.int64)
+                matrix.put(np.array([j]), ids[None, :], per_iter_array(p)[None, :])
                 continue
-            kn, _, names = p._planes("name_id")
+            kn, names = ids_blob[0], ids_blob[1:]
             kt, _, totals = p._planes("total_ns")
         except (PackedError, KeyError, ValueError) as exc:
             raise _decode_error(bid, exc) from None
@@ -158,8 +163,8 @@ class _LevelMatrix:
 
         kn, kt, k = key
         divisors = np.array([f[1] for f in found])
-        self.put(np.array([f[0] for f in found]), _batch(kn, k, [f[2] for f in found]),
-                 _batch(kt, k, [f[3] for f in found]) / divisors[:, None])
+        ids = np.frombuffer(b"".join(f[2] for f in found), dtype=f"<u{kn}").reshape(len(found), k).astype(np.int64)
+        self.put(np.array([f[0] for f in found]), ids, _batch(kt, k, [f[3] for f in found]) / divisors[:, None])
 
     def put(self, cols: np.ndarray, ids: np.ndarray, per_iter: np.ndarray) -> None:
         """Levels ``per_iter`` (m, k) of names ``ids`` (m, k) in matrix columns ``cols`` (m,)."""
@@ -215,10 +220,10 @@ def series_rows(rows: list[tuple], name_ids: list[int]) -> tuple[dict[str, np.nd
     wanted = np.asarray(sorted(set(name_ids)), dtype=np.int64)
     cols: dict[str, list] = {"baseline_id": [], "name_id": [], "count": [], "total_ns": [], "gpu_count": []}
     samples: list[np.ndarray | None] = []
-    for bid, gpu_count, fmt, levels, sample_blob in rows:
+    for bid, gpu_count, fmt, kernel_ids, levels, sample_blob in rows:
         p = packed(bid, fmt, levels)
         try:
-            ids = p.array("name_id")
+            ids = np.asarray(ids_of(_blob(kernel_ids)), dtype=np.int64)
             at = np.flatnonzero(np.isin(ids, wanted))
             if not len(at):
                 continue
@@ -245,14 +250,15 @@ def run_levels(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray, 
 
     col = {b: j for j, b in enumerate(baseline_ids)}
     parts = []
-    for bid, fmt, levels in rows:
+    for bid, fmt, kernel_ids, levels in rows:
         j = col.get(bid)
         if j is None:
             continue
         p = packed(bid, fmt, levels)
         try:
             if p.rows:
-                parts.append((j, p.array("name_id", p.rows), p.array("total_ns", p.rows), p.array("count", p.rows)))
+                parts.append((j, np.asarray(ids_of(_blob(kernel_ids)), dtype=np.int64), p.array("total_ns", p.rows),
+                              p.array("count", p.rows)))
         except (PackedError, KeyError, ValueError) as exc:
             raise _decode_error(bid, exc) from None
     ids = np.unique(np.concatenate([x[1] for x in parts])) if parts else np.zeros(0, dtype=np.int64)
@@ -281,7 +287,7 @@ def stored_samples(baseline_id: Any, fmt: int, blob: Any, names: list[str],
 def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[[Iterable[int]], Names]
                      ) -> LeaderboardRows:
     """Baseline ``b``'s leaderboard as rows (``StoreReader.leaderboard``) from its ``board_blobs`` row (format,
-    levels, board, samples; None: no kernel table) and ``names_of`` (name id -> its texts)."""
+    levels, board, samples, kernel_ids; None: no kernel table) and ``names_of`` (name id -> its texts)."""
     import json
 
     from kbase.analysis.board import LeaderboardRows, bounds_from_samples
@@ -291,11 +297,16 @@ def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[
     rows: list[dict[str, Any]] = []
     lb = board(b.id, *found[:3]) if found else None
     if lb is not None and lb.rows:
-        names = names_of(lb.column("name_id"))
+        assert found is not None
+        kernel_ids = ids_of(_blob(found[4]))
+        if len(kernel_ids) != lb.rows:
+            raise StoreError(f"store: baseline @{b.id}: kernel data unreadable ({len(kernel_ids)} kernel ids for "
+                             f"{lb.rows} rows)")
+        names = names_of(kernel_ids)
         cols = {c: lb.column(c) for c in COLUMNS if c not in ("name", "short_name", "family", "category", "tc")}
         inf = float("inf")
         cols["amdahl_ceiling"] = [inf if v != v else v for v in cols["amdahl_ceiling"]]
-        for i, n in enumerate(lb.column("name_id")):
+        for i, n in enumerate(kernel_ids):
             name, short, category, tc, family = names[n]
             values = {"name": name, "short_name": short, "family": family, "category": category, "tc": tc}
             rows.append({c: values[c] if c in values else cols[c][i] for c in COLUMNS})

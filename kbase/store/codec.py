@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
-    from kbase.store.kernel_blobs import KernelTable
+    from kbase.store.kernel_blobs import KernelTable, StoredTable
     from kbase.store.op_blobs import StoredOps
 
 
@@ -77,10 +77,10 @@ def kernel_naming(lb: Leaderboard) -> list[tuple[str, str, str, str, str]]:
     return list(zip(*(lb.column(c).tolist() for c in ("name", "family", "short_name", "category", "tc"))))
 
 
-def kernel_table(lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> KernelTable:
-    """The stored kernel table of a leaderboard, in leaderboard order (rank 1 = largest total): every column,
-    the samples in key order of ``keys`` (float32 first, as 0008 stored them: a capture stored then and
-    migrated, or stored now, gives the same blobs) and the launch sketches."""
+def kernel_table(lb: Leaderboard, keys: list[int]) -> KernelTable:
+    """The stored kernel table of a leaderboard, in leaderboard order (rank 1 = largest total; ``name_id``: the
+    row): every column, the samples in key order of ``keys`` (float32 first, as 0008 stored them: a capture
+    stored then and migrated, or stored now, gives the same blobs) and the launch sketches."""
     import numpy as np
 
     from kbase.analysis.sketch import CHUNKS, WIDTH
@@ -93,7 +93,7 @@ def kernel_table(lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> 
         return np.asarray(lb.column(c), dtype=dtype)
 
     amdahl = num("amdahl_ceiling")
-    t = KernelTable(name_id=np.array([name_ids[x] for x in names], dtype=np.int64), count=num("count", np.int64),
+    t = KernelTable(name_id=np.arange(n, dtype=np.int64), count=num("count", np.int64),
                     total_ns=num("total_ns", np.int64), avg_ns=num("avg_ns"), per_iter_ns=num("per_iter_ns"),
                     share_window=num("share_window"), gpus=num("gpus", np.int64), median_ns=num("median_ns"),
                     min_ns=num("min_ns", np.int64), max_ns=num("max_ns", np.int64), std_ns=num("std_ns"),
@@ -118,21 +118,22 @@ def kernel_table(lb: Leaderboard, name_ids: dict[str, int], keys: list[int]) -> 
     return t
 
 
-def kernels_row(baseline_id: int, lb: Leaderboard, name_ids: dict[str, int], keys: list[int],
-                op_ids: dict[str, int] | None = None) -> dict[str, Any]:
-    """The ``baseline_kernels`` row of a leaderboard; ``op_ids`` (``queries.op_ids`` of ``lb.ops``' keys): with its
-    kernels' time by op (``ops``, ``op_blobs``), None without op information."""
-    from kbase.store.kernel_blobs import FORMAT, encode
+def stored_table(lb: Leaderboard, keys: list[int]) -> StoredTable:
+    """A leaderboard's kernel data as the store and an export keep it (``kernel_blobs.StoredTable``): its
+    blobs, its kernels' names by row and its op list (the kernel time by op: ``ops``, None without)."""
+    from kbase.store.kernel_blobs import StoredTable, encode
 
-    t = kernel_table(lb, name_ids, keys)
-    blobs = encode(t)
-    return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(lb.column("name")), "levels": blobs.levels,
-            "board": blobs.board, "samples": blobs.samples, "sketches": blobs.sketches,
-            "ops": None if lb.ops is None or op_ids is None else _ops_blob(lb, t, op_ids)}
+    t = kernel_table(lb, keys)
+    ops, op_names = None, []
+    if lb.ops is not None:
+        op_names = sorted(set(zip(lb.ops.names.tolist(), lb.ops.bare.tolist())))
+        ops = _ops_blob(lb, t, {key: i + 1 for i, (key, _) in enumerate(op_names)})
+    return StoredTable(encode(t), ops, kernel_naming(lb), op_names)
 
 
-def _ops_blob(lb: Leaderboard, t: KernelTable, op_ids: dict[str, int]) -> bytes:
-    """The ``ops`` blob of ``lb.ops`` against its kernel table ``t`` (rows in leaderboard order)."""
+def _ops_blob(lb: Leaderboard, t: KernelTable, position: dict[str, int]) -> bytes:
+    """The ``ops`` blob of ``lb.ops`` against its kernel table ``t`` (rows in leaderboard order; ``position``:
+    op key -> its position in the op list)."""
     import numpy as np
 
     from kbase.store.op_blobs import encode_ops
@@ -142,7 +143,7 @@ def _ops_blob(lb: Leaderboard, t: KernelTable, op_ids: dict[str, int]) -> bytes:
     row_of = {x: i for i, x in enumerate(lb.column("name").tolist())}
     rows = np.array([row_of[k] for k in pairs.kernel.tolist()], dtype=np.int64)
     names = pairs.names.tolist()
-    ops = np.array([0 if c < 0 else op_ids[names[c]] for c in pairs.op.tolist()], dtype=np.int64)
+    ops = np.array([0 if c < 0 else position[names[c]] for c in pairs.op.tolist()], dtype=np.int64)
     return encode_ops(pairs, rows, ops, t.count, t.total_ns, t.iter_ns)
 
 

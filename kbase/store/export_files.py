@@ -4,18 +4,20 @@ same name with different bytes.
 
 A baseline file::
 
-    KBASE-BASELINE 1\\n
+    KBASE-BASELINE 2\\n
     {header: JSON, ASCII, sorted keys, one line}\\n
-    the levels, board, samples and sketches blobs (``kernel_blobs``: the bytes the store keeps), then the ops
-    blob when the baseline has one (``op_blobs``: its kernel time by op), back to back
+    the levels, board, samples and sketches blobs (``kernel_blobs``), then the ops blob when the baseline has
+    one (``op_blobs``: its kernel time by op), back to back: the very bytes the store keeps
 
-The header holds the baseline row (every column but its id), the kernel names (``names``: row i of the
-``levels`` blob names kernel ``names[name_id]``; the store's own ids are replaced by these positions), each
-blob's length, the op keys (``op_names``: [key, op] pairs; the ops blob's ``op`` column k > 0 names
-``op_names[k - 1]``, 0 no op), and ``content``: the digest of what was measured (``content_digest``: the
-kernel table, the op split and the measurement's columns, not when or by whom it was stored), which decides
-whether two files of one capture key (workload, commit, source sha256, window, copy) are the same baseline.
-Tombstones and acceptances are one JSON line each. Everything here is pure: bytes in, bytes out.
+The header holds the baseline row (every column but its id), the kernel of each row of the kernel table
+(``names``: [name, family, short name, category, tc], rank order), the op list (``op_names``: [key, op] by
+position: the ops blob's ``op`` column k > 0 names ``op_names[k - 1]``, 0 no op), each blob's length, and
+``content``: the digest of what was measured (``content_digest``: the measurement's columns, the names and the
+blobs' canonical bytes, not when or by whom it was stored), which decides whether two files of one capture key
+(workload, commit, source sha256, window, copy) are the same baseline. Nothing is rewritten between a store and
+a file: the blobs refer to kernels and ops by position. Files of format 1 (store ids rewritten as positions,
+another digest) are read and converted (``format1_file``). Tombstones and acceptances are one JSON line each.
+Everything here is pure: bytes in, bytes out.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-FORMAT = 1
-MAGIC = b"KBASE-BASELINE 1\n"
+from kbase.store.import_checks import ACCEPTANCE_FIELDS, KEY, ExportFileError, check_acceptance, check_key, strict_json
+
+FORMAT = 2
+MAGIC = b"KBASE-BASELINE 2\n"
+MAGIC_1 = b"KBASE-BASELINE 1\n"  # format 1: read and converted
 BASELINE_SUFFIX, TOMBSTONE_SUFFIX, ACCEPTANCE_SUFFIX = ".baseline", ".deleted", ".acceptance"
 TOMBSTONE_FORMAT, ACCEPTANCE_FORMAT = "kbase.tombstone/1", "kbase.acceptance/1"
 NAME_HEX = 40  # file names: the first 160 bits of the sha256 of the bytes, as git names its objects
 BLOBS = ("levels", "board", "samples", "sketches", "ops")  # "ops": absent (null) for a baseline without
-KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # the store's capture key
 # Columns that say when, where and by whom a baseline was stored, not what was measured: two stores that took
 # the same capture apart differ in them and still hold the same baseline.
 BOOKKEEPING = frozenset({"created_at", "branch", "detached", "dirty", "host", "tags", "note", "kbase_version",
@@ -42,10 +46,6 @@ BOOKKEEPING = frozenset({"created_at", "branch", "detached", "dirty", "host", "t
 DERIVED = frozenset({"step_ns", "idle_ns", "capture_span"})
 DATETIMES = ("created_at", "commit_date")
 MAX_HEADER = 64 << 20
-
-
-class ExportFileError(ValueError):
-    """A file that is not a valid export file (the message says why; the caller names the file)."""
 
 
 def _json(obj: Any) -> bytes:
@@ -86,19 +86,23 @@ def key_of(row: dict[str, Any]) -> tuple:
     return tuple(row[k] for k in KEY)
 
 
-def content_digest(row: dict[str, Any], names: list[str], plains: dict[str, bytes | None],
+def content_digest(row: dict[str, Any], names: list[str], blobs: dict[str, bytes | None],
                    op_names: list[list[str]] | None = None) -> str:
-    """What was measured: the baseline's measurement columns, its kernels' names in row order and the blobs'
-    columns (``packed.plain``, the name ids left out: the names say it), independent of the store's ids, of
-    the compressor's build and of who stored it when."""
+    """What was measured, as a hash of canonical bytes: the baseline's measurement columns, its kernels' names in
+    row order, its op keys by position and each blob's canonical bytes (``packed.canonical``: the bytes stored,
+    their payload uncompressed), independent of the store, of the compressor's build and of who stored it
+    when."""
+    from kbase.store.packed import canonical
+
     h = hashlib.sha256()
     skip = BOOKKEEPING | DERIVED | {"id"}
     h.update(_json({k: v for k, v in jsonable_row(row).items() if k not in skip}))
     h.update(_json(names))
     if op_names:
         h.update(_json(op_names))
-    for blob in BLOBS:
-        plain = plains.get(blob)
+    for name in BLOBS:
+        blob = blobs.get(name)
+        plain = None if blob is None else canonical(blob)
         h.update(b"-" if plain is None else b"+%d:" % len(plain) + plain)
     return h.hexdigest()
 
@@ -122,29 +126,33 @@ class BaselineFile:
     def content(self) -> str:
         return str(self.header["content"])
 
+    @property
+    def version(self) -> int:
+        return int(self.header["format"])
+
     def to_bytes(self) -> bytes:
         lengths = {b: (None if self.blobs.get(b) is None else len(self.blobs[b] or b"")) for b in BLOBS}
         head = _json({**self.header, "blobs": lengths})
-        return MAGIC + head + b"\n" + b"".join(self.blobs[b] or b"" for b in BLOBS)
+        magic = MAGIC if self.version == FORMAT else MAGIC_1
+        return magic + head + b"\n" + b"".join(self.blobs[b] or b"" for b in BLOBS)
 
 
 def parse_baseline(data: bytes) -> BaselineFile:
     """A baseline file's header and blobs; ``ExportFileError`` saying what is wrong."""
-    if not data.startswith(MAGIC):
+    version = FORMAT if data.startswith(MAGIC) else 1 if data.startswith(MAGIC_1) else None
+    if version is None:
         if data.startswith(b"KBASE-BASELINE "):
-            version = data[15:24].split(b"\n")[0].decode("ascii", "replace")
-            raise ExportFileError(f"format {version!r} is not one this kbase reads (it reads {FORMAT}; upgrade "
+            got = data[15:24].split(b"\n")[0].decode("ascii", "replace")
+            raise ExportFileError(f"format {got!r} is not one this kbase reads (it reads 1 and {FORMAT}; upgrade "
                                   "kbase)")
         raise ExportFileError("not a kbase baseline file (bad first line)")
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER)
     if end < 0:
         raise ExportFileError("truncated header")
-    from kbase.store.import_checks import check_key, strict_json
-
     header = strict_json(data[len(MAGIC) : end], "header")
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != version:
         raise ExportFileError(f"header format {header.get('format') if isinstance(header, dict) else '?'!r} is not "
-                              f"{FORMAT}")
+                              f"{version}")
     for field, kind in (("baseline", dict), ("names", list), ("blobs", dict), ("content", str),
                         ("kernels_format", int), ("kernels", int)):
         if not isinstance(header.get(field), kind) or (kind is int and isinstance(header[field], bool)):
@@ -183,8 +191,6 @@ def tombstone_bytes(key: tuple, content: str) -> bytes:
 
 
 def parse_tombstone(data: bytes) -> tuple[tuple, str]:
-    from kbase.store.import_checks import check_key
-
     doc = _small_json(data, TOMBSTONE_FORMAT)
     key, content = doc.get("key"), doc.get("content")
     if not isinstance(key, dict) or any(k not in key for k in KEY) or not isinstance(content, str):
@@ -194,17 +200,12 @@ def parse_tombstone(data: bytes) -> tuple[tuple, str]:
     return key_of(key), content
 
 
-ACCEPTANCE_FIELDS = ("workload", "pattern", "commit", "reason", "author", "created_at", "expires")
-
-
 def acceptance_bytes(row: dict[str, Any]) -> bytes:
     values = jsonable_row({k: row[k] for k in ACCEPTANCE_FIELDS})
     return _json({"format": ACCEPTANCE_FORMAT, **values}) + b"\n"
 
 
 def parse_acceptance(data: bytes) -> dict[str, Any]:
-    from kbase.store.import_checks import check_acceptance
-
     doc = _small_json(data, ACCEPTANCE_FORMAT)
     check_acceptance(doc)
     try:
@@ -216,8 +217,6 @@ def parse_acceptance(data: bytes) -> dict[str, Any]:
 def _small_json(data: bytes, fmt: str) -> dict[str, Any]:
     if len(data) > 1 << 20:
         raise ExportFileError("too large for a small JSON file")
-    from kbase.store.import_checks import strict_json
-
     doc = strict_json(data)
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise ExportFileError(f"format is not {fmt!r}")

@@ -1,12 +1,10 @@
 """The export folder's side of ``kbase export`` / ``import``: reading and checking its files (each read inside
-the folder without following a link), and the packed-column helpers both sides use — a blob's meaning apart
-from its coding (``plain``, for the content digest) and its id columns swapped between store ids and file
-positions (``relabel``). The store's side is ``transfer``.
+the folder without following a link; a file of format 1 converted as it is read, ``format1.file_as_format2``).
+The store's side is ``transfer``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -18,7 +16,7 @@ from kbase.safe_write import OutputDir
 from kbase.store.export_files import (
     ACCEPTANCE_SUFFIX,
     BASELINE_SUFFIX,
-    BLOBS,
+    FORMAT,
     TOMBSTONE_SUFFIX,
     BaselineFile,
     ExportFileError,
@@ -29,68 +27,9 @@ from kbase.store.export_files import (
     parse_tombstone,
     row_values,
 )
+from kbase.store.import_checks import check_budget, check_names, check_row
 
 MAX_FILE = 1 << 30
-ID_COLUMNS = {"levels": ("name_id",), "ops": ("op",)}  # store ids: the names and op keys say what they mean
-
-
-# ------------------------------------------------------------------------------------------ packed columns
-
-
-def plain(blob: bytes | None, skip: tuple[str, ...] = ()) -> bytes | None:
-    """A packed blob's meaning, independent of how it was compressed or coded: its row count, header and each
-    column's values (int64 or float64 bits), ``skip``'s columns left out."""
-    if blob is None:
-        return None
-    from kbase.store.packed import Packed
-
-    p = Packed(blob)
-    parts = [b"%d|" % p.rows, json.dumps(p.meta, sort_keys=True).encode()]
-    for name in p.names:
-        if name in skip:
-            continue
-        if p.is_zero(name):
-            parts.append(b"|%s:0" % name.encode())
-            continue
-        values = p.array(name)
-        parts.append(b"|%s:%s%d:" % (name.encode(), values.dtype.char.encode(), len(values)))
-        parts.append(values.astype(values.dtype.newbyteorder("<")).tobytes())
-    return b"".join(parts)
-
-
-def relabel(blob: bytes, ids: list[int], column: str = "name_id") -> bytes:
-    """The blob with its id column replaced (row i: ``ids[i]``): the ``levels`` blob's kernel name ids, the
-    ``ops`` blob's op ids. Every other column keeps its values and its coding (delta, float)."""
-    import numpy as np
-
-    from kbase.store.packed import Packed, pack
-
-    p = Packed(blob)
-    columns: dict[str, Any] = {}
-    for name in p.names:
-        values = np.asarray(ids, dtype=np.int64) if name == column else p.array(name)
-        columns[name] = (values, p.options(name))
-    return pack(p.rows, columns, p.meta)
-
-
-def level_name_ids(levels: bytes) -> list[int]:
-    from kbase.store.packed import Packed
-
-    return Packed(levels).ints("name_id")
-
-
-def op_ids_of(ops: bytes | None) -> list[int]:
-    """The ``ops`` blob's op id of each (kernel, op) pair (0: launched by no op); none without the blob."""
-    from kbase.store.packed import Packed
-
-    return Packed(ops).ints("op") if ops is not None else []
-
-
-def op_positions(ids: list[int]) -> tuple[list[int], list[int]]:
-    """(the distinct op ids in first-use order, each pair's 1-based position in that list; 0 stays 0)."""
-    order: dict[int, int] = {}
-    positions = [0 if i == 0 else order.setdefault(i, len(order)) + 1 for i in ids]
-    return list(order), positions
 
 
 def baseline_columns() -> tuple[str, ...]:
@@ -181,6 +120,10 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True, limit: int = MAX_FILE
                 raise ExportFileError("its content does not match its name (edited or damaged)")
             if suffix == BASELINE_SUFFIX:
                 f = parse_baseline(data)
+                if f.version != FORMAT:  # (format 1: its own checks, then the same baseline in format 2)
+                    from kbase.store.format1 import file_as_format2
+
+                    f = file_as_format2(f, limit, check=check_blobs)
                 if check_blobs:
                     _check_baseline(f, limit)
                 folder.baselines[name] = f
@@ -196,48 +139,40 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True, limit: int = MAX_FILE
 
 
 def _check_baseline(f: BaselineFile, limit: int) -> None:
-    """The values have the store's types, the blobs decode within ``limit`` bytes, the names cover the levels'
-    ids, the kernel format is known, the digest holds."""
-    from kbase.store.import_checks import check_budget, check_names, check_row
+    """The values have the store's types, the blobs decode within ``limit`` bytes, the names and op names cover
+    the kernel table's rows and the ops blob's positions, the kernel format is this kbase's, the digest holds."""
     from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
-    from kbase.store.packed import PackedError
+    from kbase.store.packed import Packed, PackedError
 
-    if not 1 <= f.header["kernels_format"] <= KERNELS_FORMAT:
-        raise ExportFileError(f"kernel data of format {f.header['kernels_format']} (this kbase reads 1 to "
-                              f"{KERNELS_FORMAT}; upgrade kbase)")
+    if f.header["kernels_format"] != KERNELS_FORMAT:
+        raise ExportFileError(f"kernel data of format {f.header['kernels_format']} in a file of format {FORMAT} "
+                              f"(this kbase reads {KERNELS_FORMAT} in it; upgrade kbase)")
     unknown = [k for k in f.row if k not in baseline_columns()]
     missing = [k for k in baseline_columns() if k not in f.row and k not in DEFAULTED_COLUMNS]
     if unknown or missing:
         raise ExportFileError(f"baseline columns {'unknown: ' + ', '.join(unknown) if unknown else ''}"
                               f"{'missing: ' + ', '.join(missing) if missing else ''}")
     check_row(stored_row(f.row))
-    names = f.header["names"]
-    check_names(names, f.header.get("op_names", []))
+    names, op_names = f.header["names"], f.header.get("op_names", [])
+    check_names(names, op_names)
+    if len({n[0] for n in names}) != len(names) or len({k for k, _ in op_names}) != len(op_names):
+        raise ExportFileError("a kernel name or op key is listed twice")
     if not 0 <= f.header["kernels"] < 1 << 31:
         raise ExportFileError(f"kernels ({f.header['kernels']}) is out of range")
     check_budget(f.blobs, limit)  # before anything is decompressed
     try:
         row_values(f.row)
-        ids = level_name_ids(f.blobs["levels"] or b"")
-        plains = {b: plain(f.blobs[b], ID_COLUMNS.get(b, ())) for b in BLOBS}
-        op_ids = op_ids_of(f.blobs["ops"])
+        rows = Packed(f.blobs["levels"] or b"").rows
+        positions = Packed(f.blobs["ops"]).ints("op") if f.blobs["ops"] is not None else []
+        digest = content_digest(f.row, [n[0] for n in names], f.blobs, op_names)
     except (PackedError, ValueError, TypeError, KeyError) as exc:
         raise ExportFileError(f"kernel data unreadable ({exc})") from None
-    if any(not 0 <= i < len(names) for i in ids) or len(ids) != f.header["kernels"]:
-        raise ExportFileError("the levels' name ids do not match the names listed")
-    op_names = f.header.get("op_names", [])
-    if any(not 0 <= i <= len(op_names) for i in op_ids) or (op_names and f.blobs["ops"] is None):
-        raise ExportFileError("the ops blob's op ids do not match the op names listed")
-    if content_digest(f.row, [names[i][0] for i in first_use(ids)], plains,
-                      [op_names[i - 1] for i in first_use(op_ids) if i]) != f.content:
+    if rows != len(names) or rows != f.header["kernels"]:
+        raise ExportFileError(f"the kernel table's {rows} rows do not match the {len(names)} names listed")
+    if any(not 0 <= i <= len(op_names) for i in positions) or (op_names and f.blobs["ops"] is None):
+        raise ExportFileError("the ops blob's op positions do not match the op names listed")
+    if digest != f.content:
         raise ExportFileError("its content digest does not match its kernel data")
-
-
-def first_use(ids: list[int]) -> list[int]:
-    seen: dict[int, None] = {}
-    for i in ids:
-        seen.setdefault(i, None)
-    return list(seen)
 
 
 def conflict(first: str, second: str, key: tuple) -> InputError:

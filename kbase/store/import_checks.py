@@ -21,11 +21,15 @@ import json
 from datetime import date, datetime
 from typing import Any
 
-from kbase.store.export_files import ExportFileError
-
 MAX_DEPTH = 32  # the deepest nesting any kbase export file has is 4 (the header's names)
 MB = 1 << 20
 _INT32, _INT64 = (1 << 31) - 1, (1 << 63) - 1
+KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")  # the store's capture key
+ACCEPTANCE_FIELDS = ("workload", "pattern", "commit", "reason", "author", "created_at", "expires")
+
+
+class ExportFileError(ValueError):
+    """A file that is not a valid export file (the message says why; the caller names the file)."""
 
 
 # ------------------------------------------------------------------------------------------ JSON
@@ -78,8 +82,10 @@ def strict_json(data: bytes | str, what: str = "JSON") -> Any:
 
 def blob_cost(blob: bytes) -> int:
     """Bytes that decoding every column of ``blob`` may allocate, read from its header (``Packed.decode_cost``)."""
-    from kbase.store.packed import Packed
+    from kbase.store.packed import ZSTD, Packed
 
+    if blob[3:4] == b"\x01" and blob[4:5] in (b"\x01", b"\x02"):  # format 1's deflate / LZMA2: the same header
+        blob = blob[:4] + bytes([ZSTD]) + blob[5:]
     return Packed(blob).decode_cost()
 
 
@@ -309,7 +315,6 @@ def check_names(names: Any, op_names: Any) -> None:
 def check_key(key: dict[str, Any], what: str) -> None:
     """A capture key (a baseline's or a tombstone's): the baseline columns it names, typed as the store keeps
     them (so that it is hashable and compares as the store's does)."""
-    from kbase.store.export_files import KEY
     from kbase.store.models import BASELINE
 
     for k in KEY:
@@ -321,7 +326,6 @@ def check_acceptance(doc: dict[str, Any]) -> None:
     """An acceptance's fields, typed as the store keeps them, its pattern one ``kbase accept`` takes."""
     from kbase.errors import InputError
     from kbase.policy import check_pattern
-    from kbase.store.export_files import ACCEPTANCE_FIELDS
     from kbase.store.models import ACCEPTANCE
 
     for k in ACCEPTANCE_FIELDS:

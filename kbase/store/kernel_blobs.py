@@ -1,21 +1,19 @@
-"""One baseline's kernel table as the store keeps it: four packed-column blobs (``packed``) in one row of
-``baseline_kernels`` (docs/store-format.md says why each choice, with the figures).
+"""One baseline's kernel table as the store keeps it and an export carries it, byte for byte: four
+packed-column blobs (``packed``) in one row of ``baseline_kernels`` (docs/store-format.md says why each
+choice, with the figures). Row i is the kernel of rank i + 1; nothing in a blob refers to the store: which
+kernel name a row is (``kernel_ids``) and which op an ops pair's position is (``op_ids``) are held beside the
+blobs, so the same table gives the same bytes in every store and in every export file.
 
 - ``levels``: what history reads (``kbase history``, ``kbase steps``, history noise, the report's trend):
-  each kernel's name id, launches and total ns, in rank order, and its mean launch, time per iteration
-  per GPU and share of the window as float64 *residuals*: the XOR of the stored bits with a prediction
-  (total / count, total / the iteration x GPU count, total / the window's GPU time, the divisors in the
-  header), 0 whenever the prediction is exact (always, for a leaderboard kbase built): lossless.
-- ``board``: the other leaderboard columns, lossless (GPUs, median (2x, an integer) / min / max
-  launch ns as integers near the mean, std as float64, launches per iteration, share of kernel time
-  and Amdahl ceiling as residuals, the fragmented flag).
-- ``samples``: ns and launches per iteration key (the diff's per-iteration samples), launches exact, ns as
-  *mantissa codes* with ``SAMPLE_BITS`` significant bits (relative error <= 2^-(bits+1), exact
-  below 2^(bits+1) ns), coded against each kernel's median. None without iteration keys.
-- ``sketches``: the launch sketches (``analysis.sketch``): quantiles as mantissa codes of ``QUANTILE_BITS``
-  in the capture's timer unit (1000: every quantile a whole µs, as Kineto's; kept so), delta-coded along
-  each chunk; chunk counts as residuals of the even split of the kernel's launches; chunk totals as
-  codes of ``SAMPLE_BITS``. None when no kernel has one (baselines stored before 0005).
+  each kernel's launches and total ns, exact. The mean launch, time per iteration per GPU and share of the
+  window derive from them (total / count, total / the iteration x GPU count, total / the window's GPU
+  time; the divisors in the header) and are computed on read; a column whose values do not derive so (a
+  NULL, an older writer's rounding) is stored as float64 instead, whole: lossless.
+- ``board``: the other leaderboard columns: GPUs, the median launch (2x, an integer, against 2x the rounded
+  mean) and min / max (distances from the median), std as float64, the fragmented flag; launches per
+  iteration, share of kernel time and the Amdahl ceiling derive (count / the iteration x GPU count, total /
+  the kernel time, 1 / (1 - share of the window)), stored as float64 only where they do not.
+- ``samples`` and ``sketches``: ``sample_blobs`` (unchanged since format 1).
 
 NULL columns are NaN. Columns decode in Python without numpy (``LevelRows`` for history and ``show``);
 the samples and sketches, and the bulk level reads of ``steps``, decode with numpy.
@@ -24,26 +22,29 @@ the samples and sketches, and the bulk level reads of ``steps``, decode with num
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbase.store.mantissa import mantissa_value, row_medians
-from kbase.store.packed import Packed, pack
+from kbase.store.packed import Packed, PackedError, pack
 
 if TYPE_CHECKING:
     import numpy as np
 
-FORMAT = 1  # ``baseline_kernels.format``: this module's layout of the four blobs
+FORMAT = 2  # ``baseline_kernels.format``: this module's layout of the four blobs (1: ``format1``)
 LEVEL_COLUMNS = ("name_id", "count", "total_ns", "avg_ns", "per_iter_ns", "share_window")
 BOARD_COLUMNS = ("gpus", "median_ns", "min_ns", "max_ns", "std_ns", "count_per_iter", "share_kernel",
                  "amdahl_ceiling", "fragmented")
+DERIVED = ("avg_ns", "per_iter_ns", "share_window", "count_per_iter", "share_kernel", "amdahl_ceiling")
 NAN = float("nan")
 
 
 @dataclass
 class KernelTable:
-    """One baseline's kernels in rank order, as numpy columns (NaN for NULL); ``iter_ns``/``iter_count``:
+    """One baseline's kernels in rank order, as numpy columns (NaN for NULL); ``name_id``: each row's
+    ``kernel_name`` id in the store that read it (not in the blobs: ``kernel_ids``); ``iter_ns``/``iter_count``:
     (kernels, keys) or None; ``sketches``: (kernels, CHUNKS, WIDTH), NaN rows for kernels without one, or None."""
 
     name_id: np.ndarray
@@ -66,7 +67,7 @@ class KernelTable:
     sketches: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.name_id)
+        return len(self.count)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,65 @@ class Blobs:
     sketches: bytes | None
 
 
-# ------------------------------------------------------------------------------------------ predictions
+@dataclass(frozen=True)
+class StoredTable:
+    """One baseline's kernel data in store-independent terms, what the one writer (``writer.write_kernels``)
+    stores and an export file carries: the blobs, the ``ops`` blob (None: no op information), the kernel of
+    each row as (name, family, short name, category, tc) and the op list ((op key, op without scope) by
+    position, sorted by key)."""
+
+    blobs: Blobs
+    ops: bytes | None
+    names: list[tuple[str, str, str, str, str]]
+    op_names: list[tuple[str, str]]
+
+
+# ------------------------------------------------------------------------------------------ position -> id
+
+
+def id_list(ids: list[int]) -> bytes:
+    """The ``kernel_ids`` / ``op_ids`` column: store-local ids by position, little-endian unsigned of the width
+    the largest needs (one byte: 2 or 4), uncompressed: ``kbase history`` finds one id in thousands of them
+    with a byte search, nothing decoded."""
+    width = 2 if not ids or max(ids) < 1 << 16 else 4
+    a = array("H" if width == 2 else _UINT32, ids)
+    if sys.byteorder == "big":
+        a.byteswap()
+    return bytes([width]) + a.tobytes()
+
+
+_UINT32 = next(t for t in "ILQ" if array(t).itemsize == 4)
+
+
+def ids_of(blob: bytes | None) -> list[int]:
+    """``id_list`` read back (None: no list)."""
+    if not blob:
+        return []
+    width = blob[0]
+    if width not in (2, 4) or (len(blob) - 1) % width:
+        raise PackedError(f"an id list of width {width} and {len(blob) - 1} bytes")
+    a = array("H" if width == 2 else _UINT32)
+    a.frombytes(bytes(blob[1:]))
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a.tolist()
+
+
+def position_of(blob: bytes, wanted: int) -> int | None:
+    """The position of id ``wanted`` in an ``id_list`` blob, or None (a search of its bytes in C)."""
+    width = blob[0]
+    if wanted < 0 or wanted >> (8 * width):
+        return None
+    needle = wanted.to_bytes(width, "little")
+    at = blob.find(needle, 1)
+    while at >= 0:
+        if (at - 1) % width == 0:
+            return (at - 1) // width
+        at = blob.find(needle, at + 1)
+    return None
+
+
+# ------------------------------------------------------------------------------------------ what derives
 
 
 def _divisor(num: np.ndarray, values: np.ndarray) -> float | None:
@@ -100,7 +159,7 @@ def _ratio(num: list, d: float | None) -> list[float]:
 
 
 def _amdahl(shares: list[float]) -> list[float]:
-    """What the store holds as the Amdahl ceiling of each share: 1/(1-p) (``analysis.amdahl``), NULL (NaN)
+    """The Amdahl ceiling of each share as the store reads it: 1/(1-p) (``analysis.amdahl``), NULL (NaN)
     where infinite; a NULL share counts as 0."""
     out = []
     for p in shares:
@@ -109,24 +168,24 @@ def _amdahl(shares: list[float]) -> list[float]:
     return out
 
 
-def _bits(values: list[float]) -> list[int]:
-    """IEEE 754 bits of floats, NaN as the one quiet NaN (NULL)."""
-    a = array("d", [NAN if v != v else v for v in values])
-    return array("Q", a.tobytes()).tolist()
+def _mean(total: list[int], count: list[int]) -> list[float]:
+    return [t / c if c else NAN for t, c in zip(total, count)]
 
 
-def _residual(actual: np.ndarray, predicted: list[float]) -> np.ndarray:
+def _same(actual: np.ndarray, derived: list[float]) -> bool:
+    """Every value is what derives, bit for bit (NaN for NaN)."""
     import numpy as np
 
-    return np.array(_bits(actual.tolist()), dtype=np.uint64) ^ np.array(_bits(predicted), dtype=np.uint64)
+    a = np.asarray(actual, dtype=np.float64)
+    d = np.asarray(derived, dtype=np.float64)
+    return bool(np.array_equal(np.where(np.isnan(a), np.nan, a).view(np.uint64),
+                               np.where(np.isnan(d), np.nan, d).view(np.uint64)))
 
 
-def _apply(predicted: list[float], residual: list[int]) -> list[float]:
-    """The stored floats from their predictions and XOR residuals (a zero residual: the prediction)."""
-    if not any(residual):
-        return [NAN if v != v else v for v in predicted]
-    bits = [p ^ r for p, r in zip(_bits(predicted), residual)]
-    return array("d", array("Q", bits).tobytes()).tolist()
+def _floats(values: np.ndarray) -> tuple[np.ndarray, dict[str, bool]]:
+    import numpy as np
+
+    return np.where(np.isnan(values), np.nan, values).astype(np.float64), {"as_float": True}
 
 
 # ------------------------------------------------------------------------------------------ levels, board
@@ -136,18 +195,14 @@ def encode_levels(t: KernelTable) -> bytes:
     import numpy as np
 
     total = t.total_ns.astype(np.int64)
-    tl = total.tolist()
+    tl, cl = total.tolist(), t.count.astype(np.int64).tolist()
     d_iter, d_window = _divisor(total, t.per_iter_ns), _divisor(total, t.share_window)
-    columns: dict[str, tuple[np.ndarray, dict[str, bool]]] = {
-        "name_id": (t.name_id, {}),
-        "count": (t.count, {}),
-        "total_ns": (total, {}),  # plain: ``kbase history`` reads one value of each (delta coding saved ~5%)
-        "avg_ns": (_residual(t.avg_ns, [a / c if c else NAN for a, c in zip(tl, t.count.tolist())]), {}),
-        "per_iter_ns": (_residual(t.per_iter_ns, _ratio(tl, d_iter)), {}),
-        "share_window": (_residual(t.share_window, _ratio(tl, d_window)), {}),
-    }
-    return pack(len(t), {k: (v.view(np.int64), o) for k, (v, o) in columns.items()},
-                {"d_iter": d_iter, "d_window": d_window})
+    columns: dict[str, tuple[np.ndarray, dict[str, bool]]] = {"count": (t.count, {}), "total_ns": (total, {})}
+    for name, derived in (("avg_ns", _mean(tl, cl)), ("per_iter_ns", _ratio(tl, d_iter)),
+                          ("share_window", _ratio(tl, d_window))):
+        if not _same(getattr(t, name), derived):
+            columns[name] = _floats(getattr(t, name))
+    return pack(len(t), columns, {"d_iter": d_iter, "d_window": d_window})
 
 
 def _median2(median: np.ndarray) -> np.ndarray | None:
@@ -174,20 +229,18 @@ def encode_board(t: KernelTable, levels: LevelRows) -> bytes:
     else:
         columns["median2"] = (twice - avg2, {})
         mid = twice >> 1
-    columns |= {
-        "min_ns": (mid - t.min_ns.astype(np.int64), {}),
-        "max_ns": (t.max_ns.astype(np.int64) - mid, {}),
-        "std_ns": (t.std_ns, {"as_float": True}),
-        "count_per_iter": (_residual(t.count_per_iter, _ratio(count, d_iter)).view(np.int64), {}),
-        "share_kernel": (_residual(t.share_kernel, _ratio(total, d_kernel)).view(np.int64), {}),
-        "amdahl_ceiling": (_residual(t.amdahl_ceiling, _amdahl(levels.column("share_window"))).view(np.int64), {}),
-        "fragmented": (t.fragmented.astype(np.int64), {}),
-    }
+    columns |= {"min_ns": (mid - t.min_ns.astype(np.int64), {}), "max_ns": (t.max_ns.astype(np.int64) - mid, {}),
+                "std_ns": (t.std_ns, {"as_float": True}), "fragmented": (t.fragmented.astype(np.int64), {})}
+    for name, derived in (("count_per_iter", _ratio(count, d_iter)), ("share_kernel", _ratio(total, d_kernel)),
+                          ("amdahl_ceiling", _amdahl(levels.column("share_window")))):
+        if not _same(getattr(t, name), derived):
+            columns[name] = _floats(getattr(t, name))
     return pack(len(t), columns, {"d_kernel": d_kernel})
 
 
 class LevelRows:
-    """The ``levels`` blob (and the ``board`` blob, when given) decoded to Python lists, without numpy."""
+    """The ``levels`` blob (and the ``board`` blob, when given) decoded to Python lists, without numpy: what is
+    stored, and what derives from it computed."""
 
     def __init__(self, levels: Packed, board: Packed | None = None) -> None:
         self.meta = {**levels.meta, **(board.meta if board else {})}
@@ -202,30 +255,38 @@ class LevelRows:
 
     def history_row(self, i: int) -> tuple[int, int, float, float, float]:
         """(count, total_ns, avg_ns, per_iter_ns, share_window) of row ``i`` alone: ``kbase history`` reads
-        one kernel of each of thousands of baselines (the float columns decoded only when not predicted)."""
+        one kernel of each of thousands of baselines."""
         lv = self._levels
         count, total = lv.int_at("count", i), lv.int_at("total_ns", i)
         d_iter, d_window = self.meta.get("d_iter"), self.meta.get("d_window")
         out = [total / count if count else NAN, NAN if d_iter is None else total / d_iter,
                NAN if d_window is None else total / d_window]
         for j, name in enumerate(("avg_ns", "per_iter_ns", "share_window")):
-            if not lv.is_zero(name):  # not the prediction: the stored residual says how
-                out[j] = _apply([out[j]], [lv.int_at(name, i)])[0]
+            if name in lv:  # stored: not what derives
+                out[j] = lv.floats(name)[i]
         return count, total, out[0], out[1], out[2]
 
     def _decode(self, name: str) -> list:
         lv, bd = self._levels, self._board
-        if name in ("name_id", "count", "total_ns"):
+        if name in ("count", "total_ns"):
             return lv.ints(name)
-        if name == "avg_ns":
-            count = self.column("count")
-            return _apply([t / c if c else NAN for t, c in zip(self.column("total_ns"), count)], lv.ints(name))
-        if name == "per_iter_ns":
-            return _apply(_ratio(self.column("total_ns"), self.meta.get("d_iter")), lv.ints(name))
-        if name == "share_window":
-            return _apply(_ratio(self.column("total_ns"), self.meta.get("d_window")), lv.ints(name))
+        if name in ("avg_ns", "per_iter_ns", "share_window"):
+            if name in lv:
+                return lv.floats(name)
+            total = self.column("total_ns")
+            if name == "avg_ns":
+                return _mean(total, self.column("count"))
+            return _ratio(total, self.meta.get("d_iter" if name == "per_iter_ns" else "d_window"))
         if bd is None:
             raise KeyError(f"{name}: a board column, and the board was not read")
+        if name in ("count_per_iter", "share_kernel", "amdahl_ceiling") and name in bd:
+            return bd.floats(name)
+        if name == "count_per_iter":
+            return _ratio(self.column("count"), self.meta.get("d_iter"))
+        if name == "share_kernel":
+            return _ratio(self.column("total_ns"), self.meta.get("d_kernel"))
+        if name == "amdahl_ceiling":
+            return _amdahl(self.column("share_window"))
         if name in ("gpus",):
             return bd.ints(name)
         if name == "fragmented":
@@ -241,12 +302,6 @@ class LevelRows:
             return [m - o for m, o in zip(mid, off)] if name == "min_ns" else [m + o for m, o in zip(mid, off)]
         if name == "std_ns":
             return bd.floats(name)
-        if name == "count_per_iter":
-            return _apply(_ratio(self.column("count"), self.meta.get("d_iter")), bd.ints(name))
-        if name == "share_kernel":
-            return _apply(_ratio(self.column("total_ns"), self.meta.get("d_kernel")), bd.ints(name))
-        if name == "amdahl_ceiling":
-            return _apply(_amdahl(self.column("share_window")), bd.ints(name))
         raise KeyError(name)
 
     def _mid(self) -> list[int]:
@@ -274,16 +329,15 @@ def sample_rows(blob: bytes) -> tuple[list[list[float]], list[list[int]]]:
     return ns_rows, count_rows
 
 
-def level_arrays(p: Packed) -> tuple[np.ndarray, np.ndarray]:
-    """(name ids, time per iteration per GPU) of one ``levels`` blob, with numpy: ``steps`` reads thousands."""
+def per_iter_array(p: Packed) -> np.ndarray:
+    """Time per iteration per GPU of each row of one ``levels`` blob, with numpy: ``steps`` reads thousands."""
     import numpy as np
 
-    ids, total = p.array("name_id"), p.array("total_ns")
+    if "per_iter_ns" in p:
+        return p.array("per_iter_ns")
     d = p.meta.get("d_iter")
-    per_iter = total / d if d is not None else np.full(len(total), np.nan)
-    if not p.is_zero("per_iter_ns"):
-        per_iter = (per_iter.view(np.int64) ^ p.array("per_iter_ns")).view(np.float64)
-    return ids, per_iter
+    total = p.array("total_ns")
+    return total / d if d is not None else np.full(len(total), np.nan)
 
 
 # ------------------------------------------------------------------------------------------ a whole table
@@ -301,7 +355,8 @@ def empty_table() -> KernelTable:
 
 
 def encode(t: KernelTable) -> Blobs:
-    """The four blobs of a baseline's kernel table (deterministic: the same table, the same bytes)."""
+    """The four blobs of a baseline's kernel table (deterministic: the same table, the same bytes; its
+    ``name_id`` is not in them)."""
     from kbase.store.sample_blobs import encode_samples, encode_sketches
 
     levels = encode_levels(t)
@@ -311,15 +366,18 @@ def encode(t: KernelTable) -> Blobs:
     return Blobs(levels, board, samples, sketches)
 
 
-def decode(blobs: Blobs, *, samples: bool = True, sketches: bool = True) -> KernelTable:
-    """A baseline's kernel table from its blobs (numpy columns; samples and sketches when asked and stored)."""
+def decode(blobs: Blobs, name_ids: list[int], *, samples: bool = True, sketches: bool = True) -> KernelTable:
+    """A baseline's kernel table from its blobs and its rows' name ids (numpy columns; samples and sketches when
+    asked and stored)."""
     import numpy as np
 
     from kbase.store.sample_blobs import decode_samples, decode_sketches
 
     rows = LevelRows(Packed(blobs.levels), Packed(blobs.board))
-    cols: dict[str, Any] = {}
-    for c in (*LEVEL_COLUMNS, *BOARD_COLUMNS):
+    if len(name_ids) != rows.rows:
+        raise ValueError(f"{len(name_ids)} kernel ids for {rows.rows} rows")
+    cols: dict[str, Any] = {"name_id": np.asarray(name_ids, dtype=np.int64)}
+    for c in (*LEVEL_COLUMNS[1:], *BOARD_COLUMNS):
         values = rows.column(c)
         cols[c] = np.array(values, dtype=np.int64 if c in INT_COLUMNS else bool if c == "fragmented" else np.float64)
     t = KernelTable(**cols)

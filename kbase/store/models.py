@@ -112,8 +112,8 @@ class KernelName(SQLModel, table=True):
 
 class BaselineKernels(SQLModel, table=True):
     """One baseline's kernel table (0009): its leaderboard rows, per-iteration samples and launch sketches as
-    four packed-column blobs (``kernel_blobs``; docs/store-format.md), ~80-120 bytes per kernel. ``levels``
-    first: a history read (``kbase steps``, ``history``) reads that column alone, ahead of the rest of the row."""
+    four packed-column blobs (``kernel_blobs``; docs/store-format.md), ~80-120 bytes per kernel. ``kernel_ids``
+    and ``levels`` first: a history read (``kbase steps``, ``history``) reads them alone, ahead of the rest."""
 
     __tablename__ = "baseline_kernels"
 
@@ -122,13 +122,17 @@ class BaselineKernels(SQLModel, table=True):
     )
     format: int  # kernel_blobs.FORMAT of the four blobs
     kernels: int  # rows (kernels) of the table
-    levels: bytes = Field(sa_type=LargeBinary)  # name ids, launches, total ns and what derives from them
+    # this store's ``kernel_name`` id of each row (``kernel_blobs.id_list``), outside the blobs (0014): the blobs
+    # are the same bytes in every store and export; ahead of ``levels``, which history reads with it
+    kernel_ids: bytes = Field(sa_type=LargeBinary)
+    levels: bytes = Field(sa_type=LargeBinary)  # launches, total ns (what derives from them: computed on read)
     board: bytes = Field(sa_type=LargeBinary)  # the other leaderboard columns
     samples: bytes | None = Field(default=None, sa_type=LargeBinary)  # per iteration key; NULL without keys
     sketches: bytes | None = Field(default=None, sa_type=LargeBinary)  # NULL: none stored (before 0005)
     # each kernel's launches and time by the op that launched it (``op_blobs``); NULL: no op information (a
     # profile without op ranges, or stored before 0010)
     ops: bytes | None = Field(default=None, sa_type=LargeBinary)
+    op_ids: bytes | None = Field(default=None, sa_type=LargeBinary)  # ``op_name`` id of each op position of ``ops``
 
 
 class WorkloadKernel(SQLModel, table=True):

@@ -10,7 +10,10 @@ codes of ``SAMPLE_BITS`` like the kernel table's (``kernel_blobs``).
 Columns, one row per pair in (kernel row, op) order:
 
 - ``row``: the kernel's row in the kernel table (rank order), delta-coded;
-- ``op``: the op's ``op_name.id`` (0: launched by no op);
+- ``op``: the op's position in the baseline's op list, from 1 (0: launched by no op). The list is the
+  baseline's distinct op keys in sorted order: an export file carries it (``op_names``), the store keeps each
+  position's ``op_name`` id beside the blob (``baseline_kernels.op_ids``), so the blob is the same bytes in
+  every store (format 2; format 1 held store ids here);
 - ``explicit``: 0 when the pair's numbers are its kernel's (its only pair), 1 when they are stored below, 2
   when they are its kernel's less its other pairs' (the largest pair of a kernel whose pairs sum to it: one
   pair a kernel fewer to store);
@@ -56,7 +59,8 @@ if TYPE_CHECKING:
 @dataclass
 class StoredOps:
     """A baseline's (kernel, op) pairs as stored: the kernel's row in the kernel table, the op's ``op_name`` id
-    (0: no op), launches, total ns and (pairs, keys) ns per iteration key (sparse: ``analysis.sparse``)."""
+    (0: no op; as decoded, its position in the op list), launches, total ns and (pairs, keys) ns per iteration
+    key (sparse: ``analysis.sparse``)."""
 
     row: np.ndarray
     op_id: np.ndarray
@@ -67,7 +71,7 @@ class StoredOps:
 
 def encode_ops(pairs: OpPairs, rows: np.ndarray, op_ids: np.ndarray, count: np.ndarray, total_ns: np.ndarray,
                iter_ns: np.ndarray | None) -> bytes:
-    """The ``ops`` blob of ``pairs``: ``rows``, ``op_ids`` per pair (the kernel's row, the op's id, 0 for none);
+    """The ``ops`` blob of ``pairs``: ``rows``, ``op_ids`` per pair (the kernel's row, the op's position, 0 for none);
     ``count``, ``total_ns``, ``iter_ns``: the kernel table's columns (by row), which a kernel's only pair
     shares. Memory: the pairs' stored cells, and dense rows only of what the kernel table holds dense."""
     import numpy as np
@@ -258,7 +262,7 @@ def _explicit_samples(p: Packed, layout: object, e: int, keys: int, bits: int) -
 
 
 def op_totals(blob: bytes | Packed, kernel_total: list[int]) -> list[tuple[int, int]]:
-    """(op id, total ns) of each pair of an ``ops`` blob, without numpy (history noise reads one per baseline):
+    """(op position, total ns) of each pair of an ``ops`` blob, without numpy (history noise reads one per baseline):
     an implicit pair's total is its kernel's (``kernel_total``, the levels' ``total_ns`` by row)."""
     p = blob if isinstance(blob, Packed) else Packed(blob)
     rows, ops, kind = p.ints("row"), p.ints("op"), p.ints("explicit")
@@ -275,31 +279,48 @@ def op_totals(blob: bytes | Packed, kernel_total: list[int]) -> list[tuple[int, 
 # ------------------------------------------------------------------------------------------ the reads
 
 
-def stored_ops(baseline_id: int, fmt: int, blob: object, table: KernelTable) -> StoredOps:
-    """An ``op_blobs`` row (baseline id, format, ops) decoded against the baseline's kernel table: a format this
-    kbase reads, an intact blob, or one line naming the baseline (``StoreError``)."""
+def stored_ops(baseline_id: int, fmt: int, blob: object, op_ids: object, table: KernelTable) -> StoredOps:
+    """An ``op_blobs`` row (baseline id, format, op ids, ops) decoded against the baseline's kernel table, each
+    pair's op as its ``op_name`` id: a format this kbase reads, an intact blob, or one line naming the baseline
+    (``StoreError``)."""
+    import numpy as np
+
     from kbase.store.blob_reads import packed
 
     p = packed(baseline_id, fmt, blob)
     _check_layout(baseline_id, p)
     try:
-        return decode_ops(p, table)
+        stored = decode_ops(p, table)
+        stored.op_id = np.asarray(_op_ids(op_ids, stored.op_id.tolist()), dtype=np.int64)
+        return stored
     except (KeyError, ValueError, IndexError) as exc:
         raise _unreadable(baseline_id, exc) from None
 
 
+def _op_ids(blob: object, positions: list[int]) -> list[int]:
+    """Each op position's ``op_name`` id (0 stays 0) by the baseline's ``op_ids`` list."""
+    from kbase.store.kernel_blobs import ids_of
+
+    ids = ids_of(bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else None)
+    if any(not 0 <= i <= len(ids) for i in positions):
+        raise ValueError("an op position past its op list")
+    return [ids[i - 1] if i else 0 for i in positions]
+
+
 def op_level_rows(rows: list[tuple]) -> list[tuple[int, int, int]]:
     """(baseline_id, op id, total ns) of each pair with an op, from ``op_level_blobs`` rows (baseline_id, format,
-    levels, ops), without numpy."""
+    levels, op ids, ops), without numpy."""
     from kbase.store.blob_reads import packed
 
     out = []
-    for bid, fmt, levels, blob in rows:
+    for bid, fmt, levels, op_ids, blob in rows:
         totals = packed(bid, fmt, levels).ints("total_ns")
         p = packed(bid, fmt, blob)
         _check_layout(bid, p)
         try:
-            out += [(bid, op, total) for op, total in op_totals(p, totals) if op]
+            pairs = op_totals(p, totals)
+            ids = _op_ids(op_ids, [op for op, _ in pairs])
+            out += [(bid, op, total) for op, (_, total) in zip(ids, pairs) if op]
         except (KeyError, ValueError, IndexError) as exc:
             raise _unreadable(bid, exc) from None
     return out

@@ -11,10 +11,10 @@ Layout (little-endian; ``varint``: unsigned LEB128)::
 bit 4 zigzag (signed values), bit 5 delta (the values are the running sums of those stored), bit 6 float
 (8-byte IEEE 754 bits). A column's bytes are its values' bytes *shuffled* (every value's first byte, then
 every second byte, ...: the high bytes of small numbers form long runs of zeros). The payload is compressed
-with the blob's codec (3 Zstandard, level 15; 1 raw deflate and 2 raw LZMA2 are read too) as one stream:
+with Zstandard (codec 3, level 15; codecs 1 and 2, deflate and LZMA2, only ``format1`` reads) as one stream:
 reading any column decompresses the blob once (what each read wants: ``kbase history`` reads three of
 the levels' columns of every baseline; one stream measured the same size as a stream per column). Same
-columns in, same bytes out (for a given zlib/liblzma).
+columns in, same bytes out (for a given Zstandard build).
 
 Decoding needs no numpy (``Packed.ints``/``floats``: ``kbase show`` and ``history`` load none); the
 numpy readers (``Packed.array``) serve the bulk decoders. Encoding is numpy.
@@ -23,10 +23,8 @@ numpy readers (``Packed.array``) serve the bulk decoders. Encoding is numpy.
 from __future__ import annotations
 
 import json
-import lzma
 import sys
 import threading
-import zlib
 from array import array
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -36,12 +34,9 @@ if TYPE_CHECKING:
 
 MAGIC = b"KBP"
 VERSION = 1
-ZLIB, LZMA, ZSTD = 1, 2, 3
-_CODECS = frozenset({ZLIB, LZMA, ZSTD})
+ZSTD = 3  # the payload's codec byte (1 and 2: ``format1``)
 ZSTD_LEVEL = 15  # the sketches' size of LZMA2 preset 6 (+-1%) in half its time; decoding ~15x faster than zlib
 WIDTH_MASK, ZIGZAG, DELTA, FLOAT = 0x0F, 0x10, 0x20, 0x40
-# (read, not written: preset 6 with a 1 MiB window, what the format's first drafts measured against zstd)
-_LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 6, "dict_size": 1 << 20}]
 _TYPECODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 for _w, _t in list(_TYPECODES.items()):  # 'I' and 'L' differ between platforms: take the one of that width
     if array(_t).itemsize != _w:
@@ -96,37 +91,24 @@ def _zstd(kind: str) -> Any:
     return coder
 
 
-def _compress(raw: bytes, codec: int) -> bytes:
-    if codec == ZSTD:
-        return _zstd("compressor").compress(raw)
-    if codec == LZMA:
-        return lzma.compress(raw, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
-    z = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: no zlib header and checksum
-    return z.compress(raw) + z.flush()
+def _compress(raw: bytes) -> bytes:
+    return _zstd("compressor").compress(raw)
 
 
-def _decompress(payload: bytes, codec: int, size: int) -> bytes:
+def _decompress(payload: bytes, size: int) -> bytes:
     """The payload decompressed, never past ``size`` bytes (the header's sum of column lengths): a payload that
     decodes to more is refused as soon as it passes ``size``, so that a small blob cannot allocate gigabytes
     (a decompression bomb) whatever its header or its frame claims."""
-    try:
-        if codec == ZSTD:
-            import zstandard
+    import zstandard
 
-            declared = zstandard.frame_content_size(payload)
-            if declared > size:  # decompress() trusts the frame's stated size and would allocate it whole
-                raise PackedError(f"packed columns: payload of {declared} bytes, the header says {size}")
-            return _zstd("decompressor").decompress(payload, max_output_size=size, allow_extra_data=False)
-        z: Any = (lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS) if codec == LZMA
-                  else zlib.decompressobj(-15))
-        out = z.decompress(payload, size + 1)
-        if len(out) > size or not z.eof:
-            raise PackedError(f"packed columns: payload of more than {size} bytes, or truncated (the header says "
-                              f"{size})")
-        return out
+    try:
+        declared = zstandard.frame_content_size(payload)
+        if declared > size:  # decompress() trusts the frame's stated size and would allocate it whole
+            raise PackedError(f"packed columns: payload of {declared} bytes, the header says {size}")
+        return _zstd("decompressor").decompress(payload, max_output_size=size, allow_extra_data=False)
     except PackedError:
         raise
-    except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError, lzma.LZMAError, zlib.error: a corrupt blob
+    except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError: a corrupt blob
         raise PackedError(f"packed columns: corrupt payload ({type(exc).__name__}: {exc})") from None
 
 
@@ -157,12 +139,12 @@ def _column(values: np.ndarray, *, delta: bool = False, as_float: bool = False) 
     return kind | width, narrow.view(np.uint8).reshape(-1, width).T.tobytes()
 
 
-def pack(n: int, columns: dict[str, tuple[np.ndarray, dict[str, bool]]], meta: dict[str, Any] | None = None,
-         codec: int = ZSTD) -> bytes:
+def pack(n: int, columns: dict[str, tuple[np.ndarray, dict[str, bool]]], meta: dict[str, Any] | None = None
+         ) -> bytes:
     """The blob of ``n`` rows: ``columns`` maps a name to (values, options: ``delta`` / ``as_float``), each of
     ``n`` values (an array of another length is a column of that many: per-row matrices flattened)."""
     head = json.dumps(meta or {}, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-    out = [MAGIC, bytes([VERSION, codec]), _varint(n), _varint(len(head)), head, _varint(len(columns))]
+    out = [MAGIC, bytes([VERSION, ZSTD]), _varint(n), _varint(len(head)), head, _varint(len(columns))]
     raws = []
     for name, (values, options) in columns.items():
         kind, raw = _column(values, **options)
@@ -170,7 +152,7 @@ def pack(n: int, columns: dict[str, tuple[np.ndarray, dict[str, bool]]], meta: d
         out += [_varint(len(label)), label, bytes([kind]), _varint(len(raw))]
         raws.append(raw)
     body = b"".join(raws)
-    out.append(_compress(body, codec) if body else b"")
+    out.append(_compress(body) if body else b"")
     return b"".join(out)
 
 
@@ -185,7 +167,7 @@ class Packed:
             blob = bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else b""
         if blob[:3] != MAGIC:
             raise PackedError("not packed columns (bad magic)")
-        if len(blob) < 5 or blob[3] != VERSION or blob[4] not in _CODECS:
+        if len(blob) < 5 or blob[3] != VERSION or blob[4] != ZSTD:
             raise PackedError(f"packed columns: version {blob[3] if len(blob) > 3 else '?'} is not one this "
                               "kbase reads (upgrade kbase)")
         self._blob = blob
@@ -265,7 +247,7 @@ class Packed:
             return kind, 0, b""
         if self._body is None:
             size = self._body_size
-            self._body = _decompress(self._blob[self._payload_at :], self.codec, size) if size else b""
+            self._body = _decompress(self._blob[self._payload_at :], size) if size else b""
             if len(self._body) != self._body_size:
                 raise PackedError(f"packed columns: {len(self._body)} bytes, the header says {self._body_size}")
         if (end - start) % width:
@@ -390,3 +372,13 @@ class Packed:
         if kind & DELTA:
             v = np.cumsum(v)
         return v
+
+
+def canonical(blob: bytes) -> bytes:
+    """The blob's canonical bytes: its header and its columns' bytes uncompressed. Encoding is deterministic, so
+    one table has one canonical form whatever Zstandard build compressed it (an export's content digest
+    hashes these)."""
+    p = Packed(blob)
+    if p._body_size:
+        p._planes(next(n for n in p.names if not p.is_zero(n)))  # decompress the payload once
+    return p._blob[: p._payload_at] + (p._body or b"")

@@ -8,7 +8,7 @@ Writes are single transactions (``write_transaction``): a baseline and all its r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
     from kbase.store.engine import Store
+    from kbase.store.kernel_blobs import StoredTable
     from kbase.store.writer import Writer
 
 def _writer(conn: Connection) -> Writer:
@@ -48,11 +49,11 @@ def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
     return writer.op_ids(_writer(conn), ops)
 
 
-def insert_kernels(conn: Connection, workload: str, rows: list[dict[str, Any]]) -> None:
-    """``writer.insert_kernels`` in ``conn``'s transaction: kernel tables and the workload's new kernel names."""
+def write_kernels(conn: Connection, workload: str, tables: list[tuple[int, StoredTable]]) -> None:
+    """``writer.write_kernels`` (the one writer of kernel tables) in ``conn``'s transaction."""
     from kbase.store import writer
 
-    writer.insert_kernels(_writer(conn), workload, rows)
+    writer.write_kernels(_writer(conn), workload, tables)
 
 
 CAPTURE_KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")

@@ -234,8 +234,8 @@ class StoreReader:
         found = self.rows_in("op_blobs", {}, "ids", [baseline_id])
         if not found:
             return None
-        bid, fmt, blob = found[0]
-        stored = stored_ops(bid, fmt, blob, t)
+        bid, fmt, op_ids, blob = found[0]
+        stored = stored_ops(bid, fmt, blob, op_ids, t)
         return op_pairs_of(stored, kernel_names, self.op_names(stored.op_id.tolist()))
 
     def op_levels(self, baseline_ids: list[int]) -> list[tuple[int, str, str, float]]:
@@ -368,14 +368,17 @@ class StoreReader:
         found = self.rows("board_blobs", {"id": baseline_id})
         if not found:
             return []
+        from kbase.store.kernel_blobs import ids_of
+
         lb = board(baseline_id, *found[0][:3])
-        names = self.names(lb.column("name_id"))
+        kernel_ids = ids_of(bytes(found[0][4]))
+        names = self.names(kernel_ids)
         cols = [[None if v != v else v for v in lb.column(c)] for c in
                 ("per_iter_ns", "count_per_iter", "avg_ns", "share_window", "share_kernel", "amdahl_ceiling")]
         tail = [lb.column(c) for c in ("count", "total_ns", "min_ns", "max_ns")]
         median = [None if v != v else v for v in lb.column("median_ns")]
         return [(*names[n][:4], *(c[i] for c in cols), bool(lb.column("fragmented")[i]), *(c[i] for c in tail),
-                 median[i]) for i, n in enumerate(lb.column("name_id"))]
+                 median[i]) for i, n in enumerate(kernel_ids)]
 
 
 def load_capture(reader: StoreReader, b: BaselineRecord) -> Capture:

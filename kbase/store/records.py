@@ -88,7 +88,8 @@ class AcceptanceRecord:
 
 ACCEPTANCE_FIELDS = tuple(f.name for f in fields(AcceptanceRecord))
 # the columns of a ``baseline_kernels`` row, in the table's order (a test keeps them the model's)
-KERNEL_ROW_FIELDS = ("baseline_id", "format", "kernels", "levels", "board", "samples", "sketches", "ops")
+KERNEL_ROW_FIELDS = ("baseline_id", "format", "kernels", "kernel_ids", "levels", "board", "samples", "sketches", "ops",
+                     "op_ids")
 _DATETIMES = ("created_at", "commit_date")
 _BOOLS = ("detached", "dirty", "aligned")
 

@@ -153,33 +153,35 @@ def capture_keys() -> Select:
 
 
 # ------------------------------------------------------------------------------------------ kernel tables
-# One ``baseline_kernels`` row per baseline: four packed-column blobs (``kernel_blobs``). A history read
-# takes ``levels`` alone (the row's first blob: the rest of the row is not read).
+# One ``baseline_kernels`` row per baseline: four packed-column blobs (``kernel_blobs``) and the ids of its kernels
+# and ops by position. A history read takes ``kernel_ids`` and ``levels`` alone (the row's first two: the rest of
+# the row is not read).
 
 
 @_statement
 def kernel_blobs() -> Select:
     """Whole kernel tables of some baselines."""
-    return (select(bk.baseline_id, bk.format, bk.levels, bk.board, bk.samples, bk.sketches)
+    return (select(bk.baseline_id, bk.format, bk.kernel_ids, bk.levels, bk.board, bk.samples, bk.sketches)
             .where(bk.baseline_id.in_(_in("ids"))))
 
 
 @_statement
 def level_blobs() -> Select:
-    """The ``levels`` of some baselines: (baseline_id, format, levels)."""
-    return select(bk.baseline_id, bk.format, bk.levels).where(bk.baseline_id.in_(_in("ids")))
+    """The ``levels`` of some baselines: (baseline_id, format, kernel_ids, levels)."""
+    return select(bk.baseline_id, bk.format, bk.kernel_ids, bk.levels).where(bk.baseline_id.in_(_in("ids")))
 
 
 @_statement
 def board_blobs() -> Select:
-    """One baseline's leaderboard columns and samples: (format, levels, board, samples)."""
-    return select(bk.format, bk.levels, bk.board, bk.samples).where(bk.baseline_id == bindparam("id"))
+    """One baseline's leaderboard columns and samples: (format, levels, board, samples, kernel_ids)."""
+    return (select(bk.format, bk.levels, bk.board, bk.samples, bk.kernel_ids)
+            .where(bk.baseline_id == bindparam("id")))
 
 
 @_statement
 def op_blobs() -> Select:
-    """The kernel time by op of some baselines that store it: (baseline_id, format, ops) (``op_blobs``)."""
-    return (select(bk.baseline_id, bk.format, bk.ops)
+    """The kernel time by op of some baselines that store it: (baseline_id, format, op_ids, ops) (``op_blobs``)."""
+    return (select(bk.baseline_id, bk.format, bk.op_ids, bk.ops)
             .where(bk.baseline_id.in_(_in("ids")), bk.ops.is_not(None)))
 
 
@@ -187,7 +189,7 @@ def op_blobs() -> Select:
 def op_level_blobs() -> Select:
     """What each op's time in some baselines needs (history noise): (baseline_id, format, levels, ops) of those
     that store ops."""
-    return (select(bk.baseline_id, bk.format, bk.levels, bk.ops)
+    return (select(bk.baseline_id, bk.format, bk.levels, bk.op_ids, bk.ops)
             .where(bk.baseline_id.in_(_in("ids")), bk.ops.is_not(None)))
 
 
@@ -216,10 +218,10 @@ def kernel_names() -> Select:
 
 @_statement
 def kernel_history() -> Select:
-    """Baselines (oldest first) with their ``levels``, for one kernel's history (the commit's stored date
-    with them: history needs no second read of the baselines for it)."""
+    """Baselines (oldest first) with their ``kernel_ids`` and ``levels``, for one kernel's history (the commit's
+    stored date with them: history needs no second read of the baselines for it)."""
     return (select(bt.id, bt.commit, bt.created_at, bt.workload, bt.branch, bt.commit_date, bt.fingerprint,
-                   bt.aligned, bt.gpu_models, bt.gpu_count, bt.window_spec, bk.format, bk.levels)
+                   bt.aligned, bt.gpu_models, bt.gpu_count, bt.window_spec, bk.format, bk.kernel_ids, bk.levels)
             .join(BASELINE_KERNELS, bk.baseline_id == bt.id)
             .where(_unless("any_workload", bt.workload == bindparam("workload")),
                    _unless("any_branch", bt.branch == bindparam("branch")))
@@ -269,7 +271,7 @@ def budget_summaries() -> Select:
 @_statement
 def kernel_series() -> Select:
     """Some baselines with their ``levels`` and ``samples`` (the report's kernel series)."""
-    return (select(bk.baseline_id, bt.gpu_count, bk.format, bk.levels, bk.samples)
+    return (select(bk.baseline_id, bt.gpu_count, bk.format, bk.kernel_ids, bk.levels, bk.samples)
             .join(BASELINE, bt.id == bk.baseline_id).where(bk.baseline_id.in_(_in("ids"))))
 
 

@@ -33,20 +33,7 @@ from kbase.store.export_files import (
     row_values,
     tombstone_bytes,
 )
-from kbase.store.export_folder import (
-    ID_COLUMNS,
-    Folder,
-    baseline_columns,
-    conflict,
-    file_row,
-    level_name_ids,
-    op_ids_of,
-    op_positions,
-    plain,
-    read_folder,
-    relabel,
-    stored_row,
-)
+from kbase.store.export_folder import Folder, baseline_columns, conflict, file_row, read_folder, stored_row
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -63,16 +50,14 @@ IMPORT_LOCK = 0x6B62_696D  # PostgreSQL advisory lock key of `kbase import` ("kb
 
 @dataclass
 class Stored:
-    """One stored baseline in export terms: its row, its kernels' names in row order, its blobs, its digest."""
+    """One stored baseline in export terms: its row, its kernels' names by row, its op list, its blobs (the bytes
+    stored), its digest."""
 
     id: int
     row: dict[str, Any]
-    names: list[tuple[str, str, str, str, str]]  # (name, family, short name, category, tc) in first-use order
-    positions: list[int]  # row i -> its kernel's index in ``names``
-    op_names: list[list[str]]  # [key, op] of the ops blob's op ids in first-use order
-    op_positions: list[int]  # pair i -> its op's 1-based index in ``op_names`` (0: no op)
+    names: list[tuple[str, str, str, str, str]]  # (name, family, short name, category, tc) by row
+    op_names: list[list[str]]  # [key, op] by position in the ops blob
     blobs: dict[str, bytes | None]
-    kernels_format: int
     kernels: int
     content: str
 
@@ -81,24 +66,20 @@ class Stored:
         return key_of(self.row)
 
     def file(self) -> BaselineFile:
-        blobs = dict(self.blobs)
-        if blobs["levels"] is not None:
-            blobs["levels"] = relabel(blobs["levels"], self.positions)
-        if blobs["ops"] is not None:
-            blobs["ops"] = relabel(blobs["ops"], self.op_positions, "op")
+        from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
+
         header = {"format": FORMAT, "baseline": jsonable_row(self.row), "names": [list(n) for n in self.names],
-                  "kernels_format": self.kernels_format, "kernels": self.kernels, "content": self.content}
-        if blobs["ops"] is not None:
+                  "kernels_format": KERNELS_FORMAT, "kernels": self.kernels, "content": self.content}
+        if self.blobs["ops"] is not None:
             header["op_names"] = self.op_names
-        return BaselineFile(header, blobs)
+        return BaselineFile(header, dict(self.blobs))
 
 
 def read_stored(reader: StoreReader, ids: list[int]) -> dict[int, Stored]:
     """The given baselines as ``Stored`` (kernel tables, names and content digests), read by the store's reader."""
     import dataclasses
 
-    from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
-    from kbase.store.kernel_blobs import empty_table, encode
+    from kbase.store.kernel_blobs import empty_table, encode, ids_of
 
     cols = baseline_columns()
     out: dict[int, Stored] = {}
@@ -106,38 +87,28 @@ def read_stored(reader: StoreReader, ids: list[int]) -> dict[int, Stored]:
         chunk = ids[i : i + _CHUNK]
         rows = {b.id: dataclasses.asdict(b) for b in reader.baselines_by_id(chunk)}
         tables = reader.kernel_rows(chunk)
-        used = sorted({n for t in tables.values() for n in level_name_ids(t["levels"])})
+        kernel_ids = {bid: ids_of(t["kernel_ids"]) for bid, t in tables.items()}
+        op_ids = {bid: ids_of(t["op_ids"]) for bid, t in tables.items()}
+        used = sorted({n for v in kernel_ids.values() for n in v})
         names = {r[0]: (r[1], r[5], r[2], r[3], r[4]) for r in reader.names_by_id(used)}  # name, family, short, ...
-        used_ops = sorted({o for t in tables.values() for o in op_ids_of(t["ops"])} - {0})
+        used_ops = sorted({o for v in op_ids.values() for o in v})
         ops = {i: [key, op] for i, (key, op) in reader.op_names(used_ops).items()}
         for bid in chunk:
             if bid not in rows:
                 continue
             row = file_row({c: rows[bid][c] for c in cols})
             t = tables.get(bid)
-            blobs: dict[str, bytes | None] = {b: None for b in BLOBS}
-            order: dict[int, int] = {}
-            positions: list[int] = []
             if t is not None:
                 blobs = {b: (bytes(t[b]) if t[b] is not None else None) for b in BLOBS}
-                positions = [order.setdefault(n, len(order)) for n in level_name_ids(t["levels"])]
             else:  # no kernel table stored: the empty one
                 e = encode(empty_table())
                 blobs = {"levels": e.levels, "board": e.board, "samples": e.samples, "sketches": e.sketches,
                          "ops": None}
-            op_order, pair_ops = op_positions(op_ids_of(blobs["ops"]))
-            listed = [names[n] for n in order]
-            op_names = [ops[o] for o in op_order]
-            out[bid] = Stored(bid, row, listed, positions, op_names, pair_ops, blobs,
-                              int(t["format"]) if t is not None else KERNELS_FORMAT,
-                              int(t["kernels"]) if t is not None else 0,
-                              _content(row, [n[0] for n in listed], blobs, op_names))
+            listed = [names[n] for n in kernel_ids.get(bid, [])]
+            op_names = [ops[o] for o in op_ids.get(bid, [])]
+            out[bid] = Stored(bid, row, listed, op_names, blobs, len(listed),
+                              content_digest(row, [n[0] for n in listed], blobs, op_names))
     return out
-
-
-def _content(row: dict[str, Any], names: list[str], blobs: dict[str, bytes | None],
-             op_names: list[list[str]]) -> str:
-    return content_digest(row, names, {b: plain(blobs[b], ID_COLUMNS.get(b, ())) for b in BLOBS}, op_names)
 
 
 # ------------------------------------------------------------------------------------------ export
@@ -302,27 +273,19 @@ def _stored_by_key(reader: StoreReader, keys: set[tuple]) -> dict[tuple, Stored]
 
 
 def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
+    """The file's baseline row, and its kernel table by the one writer: the blobs as they are in the file."""
+    from kbase.store.kernel_blobs import Blobs, StoredTable
     from kbase.store.models import BASELINE
-    from kbase.store.queries import insert_kernels, name_ids
+    from kbase.store.queries import write_kernels
 
     values = row_values(stored_row(f.row))
     bid = int(conn.execute(BASELINE.insert().values(**values).returning(BASELINE.c.id)).scalar_one())
-    names: list[tuple[str, str, str, str, str]] = [(n[0], n[1], n[2], n[3], n[4]) for n in f.header["names"]]
-    local = name_ids(conn, names)
-    levels = f.blobs["levels"]
-    assert levels is not None
-    ids = [local[names[i][0]] for i in level_name_ids(levels)]
-    ops = f.blobs["ops"]
-    if ops is not None:
-        from kbase.store.queries import op_ids
-
-        op_names = [(str(k), str(o)) for k, o in f.header.get("op_names", [])]
-        known = op_ids(conn, op_names)
-        ops = relabel(ops, [known[op_names[i - 1][0]] if i else 0 for i in op_ids_of(ops)], "op")
-    insert_kernels(conn, values["workload"], [{
-        "baseline_id": bid, "format": f.header["kernels_format"], "kernels": f.header["kernels"],
-        "levels": relabel(levels, ids), "board": f.blobs["board"], "samples": f.blobs["samples"],
-        "sketches": f.blobs["sketches"], "ops": ops}])
+    b = f.blobs
+    assert b["levels"] is not None and b["board"] is not None
+    table = StoredTable(Blobs(b["levels"], b["board"], b["samples"], b["sketches"]), b["ops"],
+                        [(n[0], n[1], n[2], n[3], n[4]) for n in f.header["names"]],
+                        [(str(k), str(o)) for k, o in f.header.get("op_names", [])])
+    write_kernels(conn, values["workload"], [(bid, table)])
     return bid
 
 

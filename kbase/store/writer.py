@@ -22,6 +22,7 @@ from kbase.store.write_sql import BASELINE_COLUMNS, SQL
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
+    from kbase.store.kernel_blobs import StoredTable
     from kbase.store.records import BaselineRecord
 
 NAME_CHUNK = 400  # names looked up per statement
@@ -144,12 +145,22 @@ def _upsert_names(w: Writer, table: str, rows: list[dict[str, Any]], name: str) 
     return ids
 
 
-def insert_kernels(w: Writer, workload: str, rows: list[dict[str, Any]]) -> None:
-    """Kernel tables (``codec.kernels_row``) of baselines of ``workload``, and the workload's new kernel names."""
-    from kbase.store.packed import Packed
+def write_kernels(w: Writer, workload: str, tables: list[tuple[int, StoredTable]]) -> None:
+    """The one writer of kernel tables (a snapshot, an import, the synthetic bulk history, migration 0014):
+    each (baseline id, ``kernel_blobs.StoredTable``) as its ``baseline_kernels`` row, its blobs as they are, the
+    names and op keys it lists mapped to this store's ids (inserted when new) beside them (``kernel_ids``,
+    ``op_ids``), and the workload's new ``workload_kernel`` pairs."""
+    from kbase.store.kernel_blobs import FORMAT, id_list
 
+    ids = name_ids(w, [n for _, t in tables for n in t.names])
+    ops = op_ids(w, [o for _, t in tables for o in t.op_names])
+    rows = [{"baseline_id": bid, "format": FORMAT, "kernels": len(t.names),
+             "kernel_ids": id_list([ids[n[0]] for n in t.names]), "levels": t.blobs.levels, "board": t.blobs.board,
+             "samples": t.blobs.samples, "sketches": t.blobs.sketches,
+             "op_ids": None if t.ops is None else id_list([ops[k] for k, _ in t.op_names]), "ops": t.ops}
+            for bid, t in tables]
     w.many("insert_baseline_kernels", rows)
-    used = sorted({i for r in rows for i in Packed(r["levels"]).ints("name_id")})
+    used = sorted({ids[n[0]] for _, t in tables for n in t.names})
     if used:
         known = {r[0] for r in w.rows("workload_kernel_ids", {"workload": workload})}
         w.many("insert_workload_kernels", [{"workload": workload, "name_id": i} for i in used if i not in known])
@@ -175,7 +186,7 @@ def save_baseline(w: Writer, lb: Leaderboard, values: dict[str, Any], *, force: 
     per capture: the unique capture key decides, so concurrent identical snapshots store one row; ``force``:
     another copy (the next copy number). ``duplicate_first``: a baseline of the same bytes, window and commit
     (any copy) is answered first, as ``reader.find_duplicate`` (unless ``force``). In the caller's transaction."""
-    from kbase.store.codec import kernel_naming, kernels_row
+    from kbase.store.codec import stored_table
 
     if duplicate_first and not force:
         dup = w.rows("duplicate_baseline", {"workload": values["workload"], "commit": values["commit"],
@@ -195,9 +206,7 @@ def save_baseline(w: Writer, lb: Leaderboard, values: dict[str, Any], *, force: 
         if not existing or force:
             raise StoreError("store: the capture key is taken but its row cannot be read; try again")
         return Written(False, int(existing[0][0]), row=existing[0])
-    keys = [int(k) for k in lb.summary.iteration_keys]
-    ops = None if lb.ops is None else op_ids(w, list(zip(lb.ops.names.tolist(), lb.ops.bare.tolist())))
-    insert_kernels(w, values["workload"], [kernels_row(baseline_id, lb, name_ids(w, kernel_naming(lb)), keys, ops)])
+    write_kernels(w, values["workload"], [(baseline_id, stored_table(lb, [int(k) for k in lb.summary.iteration_keys]))])
     return Written(True, baseline_id, values["capture_copy"])
 
 

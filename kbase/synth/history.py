@@ -19,11 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kbase.synth.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
+
+if TYPE_CHECKING:
+    from kbase.store.kernel_blobs import StoredTable
 
 _T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -168,9 +171,10 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     """
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
-    from kbase.store.codec import fingerprint, name_hash
+    from kbase.store.codec import fingerprint
     from kbase.store.engine import write_transaction
-    from kbase.store.models import BASELINE, BASELINE_KERNELS, KERNEL_NAME, WORKLOAD_KERNEL, Baseline
+    from kbase.store.models import BASELINE, Baseline
+    from kbase.store.queries import write_kernels
     from kbase.version import __version__
 
     mix = _bulk_mix(n_kernels)
@@ -187,23 +191,16 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     fp = fingerprint(models, gpus, workload, wkey)
     keys = list(range(2, 2 + iterations))
     commits = [hashlib.sha1(f"{workload}-{seed}-{b}".encode()).hexdigest() for b in range(n_baselines)]
-    bt, bk, kn, wk = BASELINE, BASELINE_KERNELS, KERNEL_NAME, WORKLOAD_KERNEL
+    naming = [(n, classify.family_key(n), classify.short_name(n, k.short_name), c, classify.tensor_core_state(n)[0])
+              for n, k, c in zip(names, mix, cats)]
+    bt = BASELINE
     with write_transaction(engine) as conn:
         from sqlalchemy import select
 
-        known = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
-        new = [{"name_hash": name_hash(n), "name": n, "family_hash": name_hash(classify.family_key(n)),
-                "family": classify.family_key(n), "short_name": classify.short_name(n, k.short_name),
-                "category": c, "tc": classify.tensor_core_state(n)[0]}
-               for n, k, c in zip(names, mix, cats) if name_hash(n) not in known]
-        if new:
-            conn.execute(kn.insert(), new)
-        ids = dict(conn.execute(select(kn.c.name_hash, kn.c.id)).all())
-        name_ids = [ids[name_hash(n)] for n in names]
         first_id = (conn.execute(select(bt.c.id).order_by(bt.c.id.desc()).limit(1)).scalar() or 0) + 1
-        plan = _bulk_op_plan(conn, n_kernels, op_split)
+        plan = _bulk_op_plan(n_kernels, op_split)
         op_rng = np.random.default_rng([seed, 27])  # its own stream: the baselines' numbers do not depend on it
-        pool: list[tuple[bytes | None, bytes | None, bytes | None]] = []
+        pool: list[StoredTable] = []
         for lo in range(0, n_baselines, chunk):
             hi = min(lo + chunk, n_baselines)
             base_rows, kernel_rows = [], []
@@ -230,16 +227,13 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
                     window_gpu_ns=window_ns * gpus, total_kernel_ns=int(kernel_ns), compute_ns=int(by_cat["compute"]),
                     communication_ns=int(by_cat["communication"]), memory_ns=int(by_cat["memory"]), fingerprint=fp,
                     summary_json=summary, kbase_version=__version__).model_dump())
-                row = _bulk_kernels(first_id + b, name_ids, total, per, cnt, sketches, window_ns, gpus, iterations,
-                                    pool[b % blob_pool] if blob_pool and b >= blob_pool else None, plan, op_rng)
+                table = _bulk_kernels(naming, total, per, cnt, sketches, window_ns, gpus, iterations,
+                                      pool[b % blob_pool] if blob_pool and b >= blob_pool else None, plan, op_rng)
                 if blob_pool and b < blob_pool:
-                    pool.append((row["samples"], row["sketches"], row["ops"]))
-                kernel_rows.append(row)
+                    pool.append(table)
+                kernel_rows.append((first_id + b, table))
             conn.execute(bt.insert(), base_rows)
-            conn.execute(bk.insert(), kernel_rows)
-        stored = {r[0] for r in conn.execute(select(wk.c.name_id).where(wk.c.workload == workload))}
-        if missing := [{"workload": workload, "name_id": i} for i in sorted(set(name_ids)) if i not in stored]:
-            conn.execute(wk.insert(), missing)
+            write_kernels(conn, workload, kernel_rows)
         if conn.dialect.name == "postgresql":  # the ids were given: the next snapshot's must come after them
             from sqlalchemy import text
 
@@ -247,23 +241,20 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     return commits
 
 
-def _bulk_op_plan(conn: Any, n_kernels: int, op_split: float) -> list[list[int]] | None:
-    """The op ids (``op_name``, inserted when new) launching each kernel of a bulk baseline; None: no ops."""
-    from kbase.store.queries import op_ids
-
+def _bulk_op_plan(n_kernels: int, op_split: float) -> list[list[tuple[str, str]]] | None:
+    """The ops ((key, op) each) launching each kernel of a bulk baseline; None: no ops."""
     if op_split < 0:
         return None
     n_ops = max(n_kernels // 5, 1)
     keys = [(f"Layer{i % 7}/aten::op{i}", f"aten::op{i}") for i in range(n_ops)]
-    ids = op_ids(conn, keys)
     every = round(1 / op_split) if op_split > 0 else 0
-    return [[ids[keys[(k + j * 7) % n_ops][0]] for j in range(2 + k % 2 if every and k % every == 0 else 1)]
+    return [[keys[(k + j * 7) % n_ops] for j in range(2 + k % 2 if every and k % every == 0 else 1)]
             for k in range(n_kernels)]
 
 
 def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np.ndarray,
               rng: np.random.Generator) -> tuple[Any, np.ndarray, np.ndarray]:
-    """(pairs, kernel rows, op ids) of one bulk baseline's kernel time by op: a kernel launched by several ops
+    """(pairs, kernel rows, op positions) of one bulk baseline's kernel time by op: a kernel launched by several ops
     has its launches and per-iteration ns split unevenly between them (whole launches and ns, summing to the
     kernel's)."""
     from types import SimpleNamespace
@@ -296,16 +287,15 @@ def _bulk_ops(plan: list[list[int]], order: np.ndarray, per: np.ndarray, cnt: np
     return pairs, np.array(rows, dtype=np.int64), np.array(ops, dtype=np.int64)
 
 
-def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
+def _bulk_kernels(naming: Sequence[tuple[str, str, str, str, str]], total: np.ndarray, per: np.ndarray, cnt: np.ndarray,
                   sketches: np.ndarray, window_ns: int, gpus: int, iterations: int,
-                  reuse: tuple[bytes | None, bytes | None, bytes | None] | None = None,
-                  plan: list[list[int]] | None = None,
-                  rng: np.random.Generator | None = None) -> dict[str, Any]:
-    """One bulk baseline's ``baseline_kernels`` row: its columns derived as ``build_leaderboard`` derives
-    them (whole-ns totals and medians, shares of the window's GPU time), in rank order, encoded;
-    ``reuse``: (samples, sketches, ops) blobs to store instead of encoding this baseline's own; ``plan``: the op
-    ids of each kernel (``_bulk_op_plan``), for its ``ops`` blob."""
-    from kbase.store.kernel_blobs import FORMAT, KernelTable, encode
+                  reuse: StoredTable | None = None, plan: list[list[tuple[str, str]]] | None = None,
+                  rng: np.random.Generator | None = None) -> StoredTable:
+    """One bulk baseline's kernel data (what the one writer stores): its columns derived as
+    ``build_leaderboard`` derives them (whole-ns totals and medians, shares of the window's GPU time), in rank
+    order, encoded; ``reuse``: a table whose samples, sketches and ops to store instead of encoding this
+    baseline's own; ``plan``: the ops of each kernel (``_bulk_op_plan``), for its ``ops`` blob."""
+    from kbase.store.kernel_blobs import Blobs, KernelTable, StoredTable, encode
     from kbase.store.op_blobs import encode_ops
 
     order = np.argsort(-total, kind="stable")
@@ -316,7 +306,7 @@ def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per:
     share = tot / (window_ns * gpus)
     with np.errstate(divide="ignore"):
         amdahl = np.where(share < 1, 1.0 / (1.0 - share + 0.0), np.nan)
-    t = KernelTable(name_id=np.asarray(name_ids, dtype=np.int64)[order], count=count, total_ns=tot, avg_ns=avg,
+    t = KernelTable(name_id=order.astype(np.int64), count=count, total_ns=tot, avg_ns=avg,
                     per_iter_ns=tot / units, share_window=share, gpus=np.full(len(tot), gpus, dtype=np.int64),
                     median_ns=np.rint(avg), min_ns=(avg * 0.9).astype(np.int64), max_ns=(avg * 1.1).astype(np.int64),
                     std_ns=avg * 0.02, count_per_iter=count / units, share_kernel=tot / int(tot.sum()),
@@ -324,13 +314,18 @@ def _bulk_kernels(baseline_id: int, name_ids: list[int], total: np.ndarray, per:
     if reuse is None:
         t.iter_ns, t.iter_count, t.sketches = per[order], cnt[order].astype(np.float64), sketches[order]
     blobs = encode(t)
-    samples, sketch_blob = reuse[:2] if reuse is not None else (blobs.samples, blobs.sketches)
-    ops = reuse[2] if reuse is not None else None
-    if plan is not None and reuse is None:
-        pairs, rows, op_ids = _bulk_ops(plan, order, per, cnt, rng or np.random.default_rng(baseline_id))
-        ops = encode_ops(pairs, rows, op_ids, t.count, t.total_ns, per[order].astype(np.float32).astype(np.float64))
-    return {"baseline_id": baseline_id, "format": FORMAT, "kernels": len(tot), "levels": blobs.levels,
-            "board": blobs.board, "samples": samples, "sketches": sketch_blob, "ops": ops}
+    names = [naming[k] for k in order.tolist()]
+    if reuse is not None:
+        return StoredTable(Blobs(blobs.levels, blobs.board, reuse.blobs.samples, reuse.blobs.sketches), reuse.ops,
+                           names, reuse.op_names)
+    ops, op_names = None, []
+    if plan is not None:
+        op_names = sorted({o for ops_of in plan for o in ops_of})
+        at = {key: i + 1 for i, (key, _) in enumerate(op_names)}
+        positions = [[at[key] for key, _ in ops_of] for ops_of in plan]
+        pairs, rows, op_pos = _bulk_ops(positions, order, per, cnt, rng or np.random.default_rng(len(tot)))
+        ops = encode_ops(pairs, rows, op_pos, t.count, t.total_ns, per[order].astype(np.float32).astype(np.float64))
+    return StoredTable(blobs, ops, names, op_names)
 
 
 def _bulk_summary(total: np.ndarray, by_cat: dict[str, float], window_ns: int, gpus: int, models: str,

@@ -117,7 +117,7 @@ def _streamed(conn, statement):
 
 
 def upgrade() -> None:
-    from kbase.store.kernel_blobs import FORMAT, encode
+    from kbase.store.format1 import FORMAT, encode
 
     _new_tables()
     conn = op.get_bind()
@@ -145,7 +145,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     import numpy as np
 
-    from kbase.store.kernel_blobs import FORMAT, Blobs, decode
+    from kbase.store.format1 import FORMAT, decode
+    from kbase.store.kernel_blobs import Blobs
 
     op.create_table(
         "baseline_kernel",

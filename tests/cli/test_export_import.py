@@ -205,8 +205,8 @@ def test_a_bad_file_is_exit_2_naming_it_store_unchanged(world, damage, backend, 
         path.unlink()
         os.symlink(world["a"], path)
     elif damage in ("version", "junk-header"):
-        bad = data.replace(b"KBASE-BASELINE 1\n", b"KBASE-BASELINE 2\n", 1) if damage == "version" else \
-            data.replace(b'"format":1', b'"format":"x"', 1)
+        bad = data.replace(b"KBASE-BASELINE 2\n", b"KBASE-BASELINE 3\n", 1) if damage == "version" else \
+            data.replace(b'"format":2', b'"format":"x"', 1)
         path.unlink()
         target = out / (hashlib.sha256(bad).hexdigest()[:40] + ".baseline")
         target.write_bytes(bad)

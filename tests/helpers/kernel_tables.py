@@ -14,7 +14,8 @@ import numpy as np
 from sqlalchemy import inspect, text
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
-from kbase.store.kernel_blobs import Blobs, KernelTable, decode, encode
+from kbase.store import format1
+from kbase.store.kernel_blobs import Blobs, KernelTable, decode, encode, id_list, ids_of
 from kbase.store.mantissa import QUANTILE_BITS, SAMPLE_BITS
 
 LEADERBOARD = ("name_id", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns",
@@ -25,13 +26,14 @@ def edit_kernels(path: str, baseline_id: int, edit: Callable[[KernelTable], None
     conn = sqlite3.connect(path)
     try:
         with conn:
-            row = conn.execute("SELECT levels, board, samples, sketches FROM baseline_kernels WHERE baseline_id = ?",
-                               (baseline_id,)).fetchone()
-            t = decode(Blobs(*row))
+            row = conn.execute("SELECT levels, board, samples, sketches, kernel_ids FROM baseline_kernels "
+                               "WHERE baseline_id = ?", (baseline_id,)).fetchone()
+            t = decode(Blobs(*row[:4]), ids_of(row[4]))
             edit(t)
             b = encode(t)
-            conn.execute("UPDATE baseline_kernels SET levels = ?, board = ?, samples = ?, sketches = ?, kernels = ? "
-                         "WHERE baseline_id = ?", (b.levels, b.board, b.samples, b.sketches, len(t), baseline_id))
+            conn.execute("UPDATE baseline_kernels SET levels = ?, board = ?, samples = ?, sketches = ?, kernels = ?, "
+                         "kernel_ids = ? WHERE baseline_id = ?", (b.levels, b.board, b.samples, b.sketches, len(t),
+                                                                  id_list(t.name_id.tolist()), baseline_id))
     finally:
         conn.close()
     return t
@@ -53,10 +55,12 @@ def dump_kernels(engine) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     with engine.connect() as conn:
         keys = {b: len(json.loads(k)) for b, k in conn.execute(text("SELECT id, iteration_keys FROM baseline"))}
-        if "baseline_kernels" in tables:
-            for bid, *blobs in conn.execute(text("SELECT baseline_id, levels, board, samples, sketches "
-                                                 "FROM baseline_kernels")):
-                t = decode(Blobs(*(None if b is None else bytes(b) for b in blobs)))
+        if "baseline_kernels" in tables:  # (format 1 before 0014: the name ids in the levels blob)
+            v2 = "kernel_ids" in {c["name"] for c in inspect(engine).get_columns("baseline_kernels")}
+            for bid, ids, *blobs in conn.execute(text(f"SELECT baseline_id, {'kernel_ids' if v2 else 'NULL'}, levels, "
+                                                      "board, samples, sketches FROM baseline_kernels")):
+                b = Blobs(*(None if x is None else bytes(x) for x in blobs))
+                t = decode(b, ids_of(bytes(ids))) if v2 else format1.decode(b)
                 out[bid] = {"rows": [tuple(_value(getattr(t, c)[i]) for c in LEADERBOARD) for i in range(len(t))],
                             "ns": t.iter_ns, "count": t.iter_count, "sketches": t.sketches}
             return out

@@ -76,7 +76,9 @@ def test_round_trip_keeps_every_value_within_its_stated_error(seed):
         t.median_ns[3] = 1234.25
     blobs = encode(t)
     assert encode(t) == blobs  # same table, same bytes
-    d = decode(blobs)
+    t2 = KernelTable(**{**t.__dict__, "name_id": t.name_id[::-1].copy()})
+    assert encode(t2) == blobs  # the store's ids are not in the blobs
+    d = decode(blobs, t.name_id.tolist())
     for c in (*LEVEL_COLUMNS, *BOARD_COLUMNS):
         assert getattr(d, c).dtype == getattr(t, c).dtype or c == "fragmented", c
         np.testing.assert_array_equal(_bits(getattr(d, c)), _bits(getattr(t, c)), err_msg=c)
@@ -97,7 +99,7 @@ def test_round_trip_keeps_every_value_within_its_stated_error(seed):
     assert (np.abs(tot1 - tot0) <= tot0 * 2.0 ** -(SAMPLE_BITS + 1) + 0.5).all()
     # the plain-Python readers (kbase show / history) give the very same values
     rows = LevelRows(Packed(blobs.levels), Packed(blobs.board))
-    for c in (*LEVEL_COLUMNS, *BOARD_COLUMNS):
+    for c in (*LEVEL_COLUMNS[1:], *BOARD_COLUMNS):
         np.testing.assert_array_equal(_bits(np.array(rows.column(c), dtype=getattr(d, c).dtype)), _bits(getattr(d, c)))
     for i in (0, 5, 9, len(t) - 1):
         count, total, avg, per_iter, share = rows.history_row(i)
@@ -132,7 +134,7 @@ def test_nanosecond_quantiles_never_turn_into_microseconds():
     takes a baseline whose quantiles are all whole µs for a µs timer (``side._resolution``)."""
     t = _table(np.random.default_rng(4), k=3)
     t.sketches[:, :, :QUANTILES] = 1_024_000 + np.arange(QUANTILES)  # rounded to 8 bits: 1,024,000 each
-    d = decode(encode(t))
+    d = decode(encode(t), t.name_id.tolist())
     q = d.sketches[:, :, :QUANTILES]
     np.testing.assert_array_equal(q[np.isfinite(q)], t.sketches[:, :, :QUANTILES][np.isfinite(q)])
 
@@ -142,10 +144,10 @@ def test_a_table_without_samples_or_sketches():
     t.iter_ns = t.iter_count = t.sketches = None
     b = encode(t)
     assert b.samples is None and b.sketches is None
-    d = decode(b)
+    d = decode(b, t.name_id.tolist())
     assert d.iter_ns is None and d.sketches is None and d.total_ns.tolist() == t.total_ns.tolist()
     empty = _table(np.random.default_rng(6), k=0)
-    assert len(decode(encode(empty))) == 0
+    assert len(decode(encode(empty), [])) == 0
 
 
 def test_level_matrix_of_many_blobs_equals_each_decoded():
@@ -153,7 +155,7 @@ def test_level_matrix_of_many_blobs_equals_each_decoded():
     the matrix equals one built from each blob decoded on its own, whatever mix of kernel counts, NULL levels
     and levels that are not total / d_iter (stored in a residual) the baselines hold."""
     from kbase.store.blob_reads import level_matrix
-    from kbase.store.kernel_blobs import FORMAT
+    from kbase.store.kernel_blobs import FORMAT, id_list
 
     rng = np.random.default_rng(9)
     rows, tables = [], {}
@@ -165,7 +167,7 @@ def test_level_matrix_of_many_blobs_equals_each_decoded():
         if bid % 11 == 0:
             t.per_iter_ns[0] *= 1 + 1e-12  # not total / d_iter: kept in the residual
         tables[bid] = t
-        rows.append((bid, FORMAT, encode(t).levels))
+        rows.append((bid, FORMAT, id_list(t.name_id.tolist()), encode(t).levels))
     want_ids = sorted({int(i) for t in tables.values() for i in t.name_id})
     ids = list(range(3, 41)) + [99]  # some baselines asked for, one that has no blob
     got_ids, got = level_matrix(rows, ids)
@@ -175,7 +177,7 @@ def test_level_matrix_of_many_blobs_equals_each_decoded():
     want = np.full(got.shape, np.nan)
     for j, bid in enumerate(ids):
         if bid in tables:
-            t = decode(encode(tables[bid]), samples=False, sketches=False)
+            t = decode(encode(tables[bid]), tables[bid].name_id.tolist(), samples=False, sketches=False)
             want[np.searchsorted(got_ids, t.name_id), j] = np.nan_to_num(t.per_iter_ns, nan=0.0)
     np.testing.assert_array_equal(got, want)
 
@@ -197,3 +199,38 @@ def test_row_medians_are_numpys_to_the_bit():
         assert (row_medians(v, has) == np.nanmedian(np.where(has, v, np.nan), axis=1)).all()
         c = rng.integers(0, 50, (k, n))
         assert (row_medians(c) == np.median(c, axis=1)).all()
+
+
+def test_derivable_columns_are_not_stored_unless_they_do_not_derive():
+    """A leaderboard kbase built stores launches and totals only: the mean, time per iteration and the shares
+    are computed on read; a column that does not derive (a NULL, another writer's rounding) is stored whole."""
+    t = _table(np.random.default_rng(7), k=50)
+    blobs = encode(t)
+    assert Packed(blobs.levels).names == ["count", "total_ns"]
+    assert not {"count_per_iter", "share_kernel", "amdahl_ceiling"} & set(Packed(blobs.board).names)
+    t.share_window[3] = np.nan
+    odd = encode(t)
+    assert Packed(odd.levels).names == ["count", "total_ns", "share_window"]
+    assert "amdahl_ceiling" in Packed(odd.board).names  # (its share is NULL: the ceiling no longer derives)
+    d = decode(odd, t.name_id.tolist())
+    np.testing.assert_array_equal(_bits(d.share_window), _bits(t.share_window))
+    np.testing.assert_array_equal(_bits(d.amdahl_ceiling), _bits(t.amdahl_ceiling))
+
+
+def test_format_1_tables_convert_to_format_2_with_every_value():
+    """Migration 0014 and old export files: a format-1 table (name ids and residuals in the blobs) converts to
+    format 2 with every column, sample and sketch reading back as before, and the ids by row beside it."""
+    from kbase.store import format1
+
+    for seed in (1, 2, 3):
+        t = _table(np.random.default_rng(seed), us=seed == 3)
+        t.per_iter_ns[5] = t.avg_ns[9] = np.nan
+        old = format1.encode(t)
+        assert "name_id" in Packed(old.levels).names
+        new, ops, ids, op_order = format1.convert(old.levels, old.board, old.samples, old.sketches, None, {})
+        assert ids == t.name_id.tolist() and ops is None and op_order == []
+        assert new.samples == old.samples and new.sketches == old.sketches
+        a, b = format1.decode(old), decode(new, ids)
+        for c in (*LEVEL_COLUMNS, *BOARD_COLUMNS):
+            np.testing.assert_array_equal(_bits(getattr(a, c)), _bits(getattr(b, c)), err_msg=c)
+        assert new == encode(b)  # what a snapshot of the same table writes

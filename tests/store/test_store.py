@@ -444,7 +444,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
     assert snap(exports["a"], name="w", db=store_url, repo=git_repo).created
     before = counts(store_url)
     names_before = scalar(store_url, "SELECT count(DISTINCT name_hash) FROM kernel_name")
-    real = writer.insert_kernels
+    real = writer.write_kernels
     calls = []
 
     def failing(conn, workload, rows):
@@ -452,7 +452,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
         real(conn, workload, rows)  # the kernel table and the workload's new names are written ...
         raise RuntimeError("injected failure mid-write")  # ... then the write dies
 
-    monkeypatch.setattr(writer, "insert_kernels", failing)
+    monkeypatch.setattr(writer, "write_kernels", failing)
     with pytest.raises(StoreError, match="injected failure"):
         snap(exports["c"], name="w", db=store_url, repo=git_repo, rev="HEAD~1")
     assert calls == [1]
@@ -467,7 +467,7 @@ def test_failed_write_rolls_back(store_url, exports, git_repo, monkeypatch):
     assert counts(store_url) == before
 
     # once the fault is gone the same snapshot goes through
-    monkeypatch.setattr(writer, "insert_kernels", real)
+    monkeypatch.setattr(writer, "write_kernels", real)
     res = snap(exports["c"], name="w", db=store_url, repo=git_repo)
     assert res.created
     after = counts(store_url)

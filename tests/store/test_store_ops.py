@@ -37,6 +37,7 @@ def _pairs(reader, baseline_id):
 
 
 def test_stored_pairs_split_every_kernel_exactly(stored):
+    from kbase.store.kernel_blobs import ids_of
     from kbase.store.packed import Packed
 
     s, db, ids = stored
@@ -51,7 +52,7 @@ def test_stored_pairs_split_every_kernel_exactly(stored):
         assert "aten::cudnn_convolution_backward_input" in pairs.names.tolist()
         used = set()
         for bid in ids:
-            used |= {int(i) for i in Packed(reader.rows_in("op_blobs", {}, "ids", [bid])[0][2]).ints("op") if i}
+            used |= set(ids_of(reader.rows_in("op_blobs", {}, "ids", [bid])[0][2]))
     con = sqlite3.connect(db)
     # op names are stored once each, shared by both baselines
     assert con.execute("SELECT COUNT(*) FROM op_name").fetchone()[0] == len(used)
