@@ -34,7 +34,10 @@ FORMAT = 2
 MAGIC = b"KBASE-BASELINE 2\n"
 MAGIC_1 = b"KBASE-BASELINE 1\n"  # format 1: read and converted
 BASELINE_SUFFIX, TOMBSTONE_SUFFIX, ACCEPTANCE_SUFFIX = ".baseline", ".deleted", ".acceptance"
-TOMBSTONE_FORMAT, ACCEPTANCE_FORMAT = "kbase.tombstone/1", "kbase.acceptance/1"
+TOMBSTONE_FORMAT, ACCEPTANCE_FORMAT = "kbase.tombstone/2", "kbase.acceptance/1"
+# A tombstone written before kernel-table format 2 names a format-1 content digest, which no format-2 baseline
+# carries: it deletes whatever content its key holds (a key names one capture of one source file).
+LEGACY_TOMBSTONE_FORMAT, ANY_CONTENT = "kbase.tombstone/1", "*"
 NAME_HEX = 40  # file names: the first 160 bits of the sha256 of the bytes, as git names its objects
 BLOBS = ("levels", "board", "samples", "sketches", "ops")  # "ops": absent (null) for a baseline without
 # Columns that say when, where and by whom a baseline was stored, not what was measured: two stores that took
@@ -191,13 +194,15 @@ def tombstone_bytes(key: tuple, content: str) -> bytes:
 
 
 def parse_tombstone(data: bytes) -> tuple[tuple, str]:
-    doc = _small_json(data, TOMBSTONE_FORMAT)
+    """(key, content digest) of a tombstone; ``ANY_CONTENT`` for a format-1 one (see ``LEGACY_TOMBSTONE_FORMAT``)."""
+    doc = _small_json(data, TOMBSTONE_FORMAT, LEGACY_TOMBSTONE_FORMAT)
+    legacy = doc["format"] == LEGACY_TOMBSTONE_FORMAT
     key, content = doc.get("key"), doc.get("content")
     if not isinstance(key, dict) or any(k not in key for k in KEY) or not isinstance(content, str):
         raise ExportFileError("a tombstone needs key (workload, commit, source_sha256, window_spec, capture_copy) "
                               "and content")
     check_key(key, "tombstone")
-    return key_of(key), content
+    return key_of(key), ANY_CONTENT if legacy else content
 
 
 def acceptance_bytes(row: dict[str, Any]) -> bytes:
@@ -214,10 +219,10 @@ def parse_acceptance(data: bytes) -> dict[str, Any]:
         raise ExportFileError(f"acceptance: {exc}") from None
 
 
-def _small_json(data: bytes, fmt: str) -> dict[str, Any]:
+def _small_json(data: bytes, fmt: str, *also_read: str) -> dict[str, Any]:
     if len(data) > 1 << 20:
         raise ExportFileError("too large for a small JSON file")
     doc = strict_json(data)
-    if not isinstance(doc, dict) or doc.get("format") != fmt:
+    if not isinstance(doc, dict) or doc.get("format") not in (fmt, *also_read):
         raise ExportFileError(f"format is not {fmt!r}")
     return doc

@@ -15,6 +15,7 @@ from kbase.errors import InputError
 from kbase.safe_write import OutputDir
 from kbase.store.export_files import (
     ACCEPTANCE_SUFFIX,
+    ANY_CONTENT,
     BASELINE_SUFFIX,
     FORMAT,
     TOMBSTONE_SUFFIX,
@@ -75,7 +76,8 @@ class Folder:
         return out
 
     def deleted(self, key: tuple, content: str) -> bool:
-        return content in self.tombstones.get(key, ())
+        contents = self.tombstones.get(key, ())
+        return content in contents or ANY_CONTENT in contents
 
 
 def _read_entry(d: OutputDir, name: str, limit: int) -> bytes:

@@ -182,6 +182,29 @@ def test_prune_tombstones_travel(world):
     assert r.rc == 0 and "4 new baseline(s)" in r.stderr, r
 
 
+def test_a_format_1_tombstone_deletes_by_its_key(world):
+    """A tombstone written before kernel-table format 2 names a content digest no baseline carries now: its key
+    alone names the baseline it deleted."""
+    out = world["tmp"] / "data"
+    assert kb(world, "export", out).rc == 0
+    c = f"sqlite:///{world['tmp'] / 'c.db'}"
+    assert kb(world, "import", out, db=c).rc == 0
+    assert kb(world, "prune", "--keep-branch", "main", "--yes", "--export", out).rc == 0
+    (tomb,) = [out / n for n in _files(out) if n.endswith(".deleted")]
+    from kbase.store.export_files import file_name
+
+    doc = json.loads(tomb.read_bytes())
+    assert doc["format"] == "kbase.tombstone/2"
+    doc.update(format="kbase.tombstone/1", content="f" * 64)  # a format-1 digest: matches no format-2 content
+    data = (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    tomb.unlink()
+    (out / file_name(data, ".deleted")).write_bytes(data)
+    r = kb(world, "import", out, db=c)
+    assert r.rc == 0 and "1 deleted by tombstones" in r.stderr, r
+    listed = json.loads(kb(world, "list", "--format", "json", db=c).stdout)["baselines"]
+    assert len(listed) == 4 and all(b["branch"] != "feature" for b in listed)
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("damage", ["flip", "rename", "truncate", "link", "version", "junk-header", "not-a-dir"])
 def test_a_bad_file_is_exit_2_naming_it_store_unchanged(world, damage, backend, request):
