@@ -96,7 +96,6 @@ def subpackage_loops(edges) -> list[list[str]]:
     """Loops between the direct parts of one package (its modules and sub-packages, each sub-package standing for
     every module in it) that take in at least one sub-package: two sub-packages, or a sub-package and a module
     beside it, importing each other. (A loop of modules alone is a module-level cycle.)"""
-    modules = {m for pair in edges for m in pair}
     packages = {_module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
     out = []
 
@@ -106,7 +105,7 @@ def subpackage_loops(edges) -> list[list[str]]:
         return package + "." + module[len(package) + 1:].split(".")[0]
 
     for package in sorted(packages):
-        pairs = [(part(package, a), part(package, b)) for a, b in edges if {a, b} <= modules]
+        pairs = [(part(package, a), part(package, b)) for a, b in edges]
         collapsed = {(a, b): [] for a, b in pairs if a and b and a != b}
         subs = {p for p in packages if p.startswith(package + ".") and p.count(".") == package.count(".") + 1}
         out += [c for c in _cycles(collapsed) if set(c) & subs]
