@@ -1,13 +1,15 @@
 """Names are data, wherever they are shown: the escapers every layer may use (``inert``, ``html_text``; the
 output formats' other escapers build on them in ``render.safe``), and the small HTML table kbase's objects show
-in a notebook (``html_table``). A leaf module: the objects that show themselves live in every layer.
+in a notebook (``html_table``), and how a result shows itself there (``Shown``, ``show_by_name``). A leaf module:
+the objects that show themselves live in every layer, their formatters above them all (``render.notebook``).
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # C0, DEL, C1; bidi marks, embeddings, overrides and isolates; line/paragraph separators; BOM; surrogates.
@@ -84,3 +86,46 @@ def html_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, capt
     tail = "".join(f"<p><small>{html_text(n)}</small></p>" for n in notes)
     return (f'<div class="kbase-repr">{top}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
             f"{tail}</div>")
+
+
+# ------------------------------------------------------------------------------------------ notebook display
+
+ShowLine = Callable[[Any], str]
+ShowHtml = Callable[[Any], str]
+_SHOWN: dict[str, tuple[ShowLine, ShowHtml]] = {}
+
+
+def show_by_name(dotted: str, line: ShowLine, html_: ShowHtml) -> None:
+    """Register how instances of the class ``dotted`` (``module.QualName``) show themselves: a one-line ``repr``
+    and a notebook's HTML. By name, as IPython's ``for_type_by_name``: the formatters sit above every object they
+    show (``render.notebook``), and registering them imports no object's module, so no import points up."""
+    _SHOWN[dotted] = (line, html_)
+
+
+def registered_names() -> list[str]:
+    """The classes a formatter is registered for (``module.QualName``)."""
+    return sorted(_SHOWN)
+
+
+def _formatters(obj: object) -> tuple[ShowLine, ShowHtml] | None:
+    for cls in type(obj).__mro__:
+        found = _SHOWN.get(f"{cls.__module__}.{cls.__qualname__}")
+        if found is not None:
+            return found
+    return None
+
+
+class Shown:
+    """A result that shows itself with the formatters registered for its class (``show_by_name``:
+    ``render.notebook`` registers them all, and ``kbase.api`` imports it, so every result the API returns shows
+    its line and table). With none registered: Python's default ``repr``, and no HTML."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        found = _formatters(self)
+        return found[0](self) if found is not None else object.__repr__(self)
+
+    def _repr_html_(self) -> str | None:
+        found = _formatters(self)
+        return found[1](self) if found is not None else None

@@ -159,6 +159,17 @@ class BudgetFormat(StrEnum):
     JSON = "json"
 
 
+class BisectFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+class StepsFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
 class HistoryFormat(StrEnum):
     TABLE = "table"
     JSON = "json"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from kbase.analysis.summary import LeaderboardSummary
+from kbase.display import Shown
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,8 +27,8 @@ def _no_bounds() -> Bounds:
     return {}
 
 
-@dataclass
-class LeaderboardRows:
+@dataclass(repr=False)
+class LeaderboardRows(Shown):  # shows itself with render.notebook's formatters
     columns: list[str]  # COLUMNS (plus "gpu" first in a per-GPU view)
     rows: list[dict[str, Any]]  # sorted by total_ns desc; NaN stays NaN (cells "-", JSON null)
     summary: LeaderboardSummary
@@ -35,16 +36,6 @@ class LeaderboardRows:
     # Per kernel: (lowest, highest) time per iteration per GPU over the window's iterations (BMF bounds);
     # a function, since only the interop formats need it and it costs a pass over the samples.
     bounds: Callable[[], Bounds] = field(default=_no_bounds, repr=False)
-
-    def __repr__(self) -> str:
-        from kbase.analysis.notebook import leaderboard_line
-
-        return leaderboard_line(self, "LeaderboardRows")
-
-    def _repr_html_(self) -> str:
-        from kbase.analysis.notebook import leaderboard_html
-
-        return leaderboard_html(self)
 
     @property
     def table(self) -> pd.DataFrame:

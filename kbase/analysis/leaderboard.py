@@ -19,6 +19,7 @@ from kbase.analysis import classify
 from kbase.analysis.amdahl import amdahl  # noqa: F401 - re-exported (its home before)
 from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
+from kbase.display import Shown
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,7 +40,7 @@ SAMPLE_COLUMNS = ["name", "iteration", "count", "total_ns"]
 Columns = dict[str, np.ndarray]  # equal-length columns, in table order
 
 
-class Leaderboard:
+class Leaderboard(Shown):
     """One row per kernel (``table``: COLUMNS, plus "gpu" first in a per-GPU view, sorted by total_ns
     desc), the summary, and per-iteration ``samples`` (name, iteration, count, total_ns summed over GPUs).
 
@@ -92,16 +93,6 @@ class Leaderboard:
             return self._samples[name]
         col = self._samples[name]
         return col.to_numpy(dtype=object) if name == "name" else col.to_numpy()
-
-    def __repr__(self) -> str:
-        from kbase.analysis.notebook import leaderboard_line
-
-        return leaderboard_line(self)
-
-    def _repr_html_(self) -> str:
-        from kbase.analysis.notebook import leaderboard_html
-
-        return leaderboard_html(self)
 
     def records(self) -> list[dict[str, Any]]:
         """Rows as dicts of Python scalars (NaN stays NaN)."""

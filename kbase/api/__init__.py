@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import kbase.render.notebook  # noqa: F401 - registers how every result shows itself in a notebook (light)
+
 if TYPE_CHECKING:
     from kbase.api.bisecting import BisectResult, bisect
     from kbase.api.budgeting import BudgetResult, budget

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbase.display import Shown
 from kbase.errors import InputError
 from kbase.settings import Settings
 
@@ -14,21 +15,11 @@ if TYPE_CHECKING:
     from kbase.api.common import Progress
 
 
-@dataclass
-class BudgetResult:
+@dataclass(repr=False)
+class BudgetResult(Shown):  # shows itself with render.notebook's formatters
     budget: Budget
     stored: bool  # from a stored baseline (per-iteration rows summed over GPUs) or computed from a profile
     source: dict[str, Any] = field(default_factory=dict)  # what it is of: file, or baseline id and commit
-
-    def __repr__(self) -> str:
-        from kbase.render.budget import blocks_line
-
-        return f"<BudgetResult {self.budget.unit} ({self.budget.window}): {blocks_line(self.budget)}>"
-
-    def _repr_html_(self) -> str:
-        from kbase.render.budget import budget_html
-
-        return budget_html(self.budget, self.source)
 
     def frame(self):
         """Per GPU and iteration (or per GPU for a stored or window budget), the blocks as a DataFrame."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kbase.display import Shown
 from kbase.errors import InputError
 from kbase.settings import Settings
 
@@ -198,7 +199,7 @@ def _board_and_source(path: Path, settings: Settings, progress: Progress | None,
     return lb, source
 
 
-class Baselines(list):  # of BaselineRecords
+class Baselines(Shown, list):  # of BaselineRecords; shows itself with render.notebook's formatters
     """Stored baselines, newest first: a list, plus each commit's subject and date (``commit_notes``, from git,
     read on first use) and ``table``, a DataFrame of what ``kbase list --format json`` states of each."""
 
@@ -234,16 +235,6 @@ class Baselines(list):  # of BaselineRecords
             df[col] = pd.to_datetime(df[col], utc=True, format="ISO8601")
         return df
 
-    def __repr__(self) -> str:
-        from kbase.render.notebook import baselines_line
-
-        return baselines_line(self)
-
-    def _repr_html_(self) -> str:
-        from kbase.render.notebook import baselines_html
-
-        return baselines_html(self, self.commit_notes)
-
 
 def baselines(settings: Settings | None = None, *, workload: str | None = None, branch: str | None = None,
               commit: str | None = None, limit: int | None = 50, store: Store | None = None) -> Baselines:
@@ -267,20 +258,10 @@ def baselines(settings: Settings | None = None, *, workload: str | None = None, 
     return Baselines([], settings.repo)
 
 
-@dataclass
-class StoredLeaderboard:
+@dataclass(repr=False)
+class StoredLeaderboard(Shown):  # shows itself with render.notebook's formatters
     baseline: BaselineRecord
     leaderboard: LeaderboardRows  # as every read of a stored leaderboard returns it
-
-    def __repr__(self) -> str:
-        from kbase.render.notebook import stored_line
-
-        return stored_line("StoredLeaderboard", self.baseline, self.leaderboard)
-
-    def _repr_html_(self) -> str:
-        from kbase.render.notebook import stored_html
-
-        return stored_html("StoredLeaderboard", self.baseline, self.leaderboard)
 
 
 def baseline(ref: str, settings: Settings | None = None, *, store: Store | None = None) -> StoredLeaderboard:

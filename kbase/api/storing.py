@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kbase.api.common import _store
+from kbase.display import Shown
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
@@ -19,21 +20,11 @@ if TYPE_CHECKING:
     from kbase.store.records import BaselineRecord
 
 
-@dataclass
-class SnapshotResult:
+@dataclass(repr=False)
+class SnapshotResult(Shown):  # shows itself with render.notebook's formatters
     baseline: BaselineRecord  # the stored row, as every read returns it
     leaderboard: LeaderboardRows  # what was stored (the computed leaderboard's rows, or the stored one's)
     created: bool  # False: an identical baseline (same file, window and commit) already existed
-
-    def __repr__(self) -> str:
-        from kbase.render.notebook import stored_line
-
-        return stored_line("SnapshotResult", self.baseline, self.leaderboard, self.created)
-
-    def _repr_html_(self) -> str:
-        from kbase.render.notebook import stored_html
-
-        return stored_html("SnapshotResult", self.baseline, self.leaderboard, self.created)
 
 
 def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, commit: CommitInfo, wkey: str,

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from kbase.cli.shared import DbOpt, NameOpt, RepoOpt, WideOpt, app, check_choice, console, make_settings, window_options
+from kbase.enums import BisectFormat
 from kbase.errors import InputError
-
-
-class BisectFormat(StrEnum):
-    TEXT = "text"
-    JSON = "json"
-    MARKDOWN = "markdown"
 
 
 @app.command()
@@ -86,18 +79,9 @@ def bisect(
         typer.echo(f"kbase bisect: interrupted; the midpoint's worktree is removed, the {stored} midpoint(s) "
                    "captured before are kept in the store (a new bisect reuses them)", err=True)
         raise typer.Exit(130) from None
-    if fmt == BisectFormat.JSON:
-        from kbase.render.bisect import bisect_json
+    from kbase.render.formats import BISECT, BisectJob, Sink
 
-        sys.stdout.write(bisect_json(result) + "\n")
-    elif fmt == BisectFormat.MARKDOWN:
-        from kbase.render.bisect import bisect_md
-
-        sys.stdout.write(bisect_md(result))
-    else:
-        from kbase.render.bisect import print_bisect
-
-        print_bisect(result, console(), wide=wide)
+    BISECT.render(fmt, BisectJob(result, wide=wide), Sink.stdout(console))
 
 
 def _pattern(kind: str, text: str, settings) -> str:  # noqa: ANN001 - Settings, imported lazily

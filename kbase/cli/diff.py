@@ -96,27 +96,10 @@ def _by_op(by: str, fmt: str) -> bool:
 
 def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None,
           wide: bool = False, full_names: bool = False, quiet: bool = False, by_op: bool = False) -> None:
-    from kbase.render import diff as render_diff
+    from kbase.render.formats import DIFF, DiffJob, Sink
 
-    if fmt == DiffFormat.JSON:
-        sys.stdout.write(render_diff.diff_json(doc) + "\n")
-    elif fmt == DiffFormat.MD:
-        sys.stdout.write(render_diff.diff_md(doc, show_all, verdict, full_names=full_names, by_op=by_op))
-    elif fmt == DiffFormat.CSV and by_op:
-        from kbase.render.ops import diff_op_csv
-
-        sys.stdout.write(diff_op_csv(doc))
-    elif fmt == DiffFormat.CSV:
-        sys.stdout.write(render_diff.diff_csv(comparison))
-    elif fmt in (DiffFormat.BMF, DiffFormat.GITHUB_BENCHMARK):
-        from kbase.render import interop
-
-        out = interop.bmf_from_diff(doc) if fmt == DiffFormat.BMF else interop.gab_from_diff(doc)
-        sys.stdout.write(interop.dumps_strict(out) + "\n")
-    elif quiet:
-        console().print(render_diff.quiet_line(doc, verdict), highlight=False, markup=False, soft_wrap=True)
-    else:
-        render_diff.print_diff(doc, console(), show_all, verdict, wide=wide, full_names=full_names, by_op=by_op)
+    job = DiffJob(doc, comparison, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet, by_op=by_op)
+    DIFF.render(fmt, job, Sink.stdout(console))
 
 
 @app.command()

@@ -10,8 +10,6 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kbase.enums import LeaderboardFormat
-
 if TYPE_CHECKING:
     from kbase.analysis.board import AnyLeaderboard
 
@@ -82,60 +80,18 @@ def reading_progress(label: str, quiet: bool = False) -> Iterator[Callable[[int,
 
 def emit_op_leaderboard(lb: Any, fmt: str, limit: int | None, wide: bool = False, full_names: bool = False,
                         quiet: bool = False) -> None:
-    from kbase.render import ops as render
+    """The op leaderboard as ``fmt``, by ``render.formats.OP_LEADERBOARD``."""
+    from kbase.render.formats import OP_LEADERBOARD, LeaderboardJob, Sink
 
-    if fmt == LeaderboardFormat.JSON:
-        sys.stdout.write(render.op_leaderboard_json(lb, limit) + "\n")
-    elif fmt == LeaderboardFormat.CSV:
-        sys.stdout.write(render.op_leaderboard_csv(lb, limit))
-    elif fmt == LeaderboardFormat.MD:
-        sys.stdout.write(render.op_leaderboard_md(lb, limit, full_names=full_names))
-    elif quiet:
-        rows = render.op_rows(lb)
-        top = f"; top op: {rows[0]['op'] or render.NO_OP_LABEL}" if rows else ""
-        console().print(f"{len(rows)} ops{top}" if lb.ops is not None else render.no_ops_note("table", lb.notes),
-                        highlight=False, markup=False, soft_wrap=True)
-    else:
-        render.print_op_leaderboard(lb, console(), limit, wide=wide, full_names=full_names)
-
-
-def quiet_line(lb: AnyLeaderboard) -> str:
-    """The leaderboard in one line: kernel time per iteration per GPU and the top kernel."""
-    from kbase.analysis.board import board_of
-    from kbase.render.safe import inert
-    from kbase.units import fmt_ns, fmt_pct
-
-    board = board_of(lb)
-    s, rows = board.summary, board.rows
-    top = rows[0] if rows else None
-    per_iter = fmt_ns(s.kernel_ns_per_iter) + " kernel time per iteration per GPU" if s.kernel_ns_per_iter is not None \
-        else f"{fmt_ns(float(sum(r['total_ns'] for r in rows)))} kernel time in the window"
-    head = f"{len(rows)} kernels, {per_iter}"
-    if top is not None:
-        head += f"; top: {inert(str(top['short_name']))} {fmt_pct(top['share_kernel'])}"
-    return head
+    job = LeaderboardJob(lb, limit, wide=wide, full_names=full_names, quiet=quiet)
+    OP_LEADERBOARD.render(fmt, job, Sink.stdout(console))
 
 
 def emit_leaderboard(lb: AnyLeaderboard, fmt: str, limit: int | None, title: str = "Kernel leaderboard",
                      extra: dict[str, Any] | None = None, wide: bool = False, full_names: bool = False,
                      quiet: bool = False) -> None:
-    from kbase.render import leaderboard as render
+    """The leaderboard as ``fmt``, by ``render.formats.LEADERBOARD``."""
+    from kbase.render.formats import LEADERBOARD, LeaderboardJob, Sink
 
-    if fmt == LeaderboardFormat.JSON:
-        sys.stdout.write(render.leaderboard_json(lb, limit, extra) + "\n")
-    elif fmt == LeaderboardFormat.CSV:
-        sys.stdout.write(render.leaderboard_csv(lb, limit))
-    elif fmt == LeaderboardFormat.MD:
-        sys.stdout.write(render.leaderboard_md(lb, limit, full_names=full_names))
-    elif fmt in (LeaderboardFormat.BMF, LeaderboardFormat.GITHUB_BENCHMARK):
-        from kbase.render import interop
-
-        meta = extra or {}
-        workload = str(meta.get("workload") or (meta.get("baseline") or {}).get("workload") or "kbase")
-        doc = (interop.bmf_from_leaderboard(lb, workload, limit or 0) if fmt == LeaderboardFormat.BMF
-               else interop.gab_from_leaderboard(lb, workload, limit or 0))
-        sys.stdout.write(interop.dumps_strict(doc) + "\n")
-    elif quiet:
-        console().print(quiet_line(lb), highlight=False, markup=False, soft_wrap=True)
-    else:
-        render.print_leaderboard(lb, console(), limit, title, wide=wide, full_names=full_names)
+    job = LeaderboardJob(lb, limit, title, extra, wide=wide, full_names=full_names, quiet=quiet)
+    LEADERBOARD.render(fmt, job, Sink.stdout(console))

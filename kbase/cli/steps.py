@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from kbase.cli.shared import DbOpt, NameOpt, RepoOpt, WideOpt, app, check_choice, console, make_settings
-
-
-class StepsFormat(StrEnum):
-    TABLE = "table"
-    JSON = "json"
+from kbase.enums import StepsFormat
 
 
 @app.command()

@@ -200,23 +200,15 @@ def history(
     """One kernel across the stored baselines of a workload, oldest first: change vs the previous one, a sparkline,
     each commit's subject and date."""
     import kbase
-    from kbase.render import history as render
+    from kbase.render.formats import HISTORY, HistoryJob, Sink
 
     fmt = check_choice(fmt, HistoryFormat)
     settings = make_settings(repo=repo, db=db, name=name)
     h = kbase.history(kernel, settings, workload=name, branch=branch, all_workloads=all_workloads)
     quiet_table = quiet and fmt not in (HistoryFormat.JSON, HistoryFormat.CSV)
     found = None if quiet_table else kbase.history_steps(h)  # the one-line answer shows no steps
-    if fmt == HistoryFormat.JSON:
-        sys.stdout.write(render.history_json(h, h.workload, branch, found, default_limit(fmt, limit)) + "\n")
-    elif fmt == HistoryFormat.CSV:
-        sys.stdout.write(render.history_csv(h, found, default_limit(fmt, limit)))
-    else:
-        render.print_history(h, console(), wide=wide, quiet=quiet, limit=default_limit(fmt, limit))
-        if not quiet:
-            from kbase.render.steps import print_kernel_steps
-
-            print_kernel_steps(found, console())
+    job = HistoryJob(h, found, branch, default_limit(fmt, limit), wide=wide, quiet=quiet)
+    HISTORY.render(fmt, job, Sink.stdout(console))
 
 
 @db_app.command("upgrade")

@@ -3,6 +3,7 @@ a branch's first-parent line, and the step changes of every kernel along that li
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ import numpy as np
 from kbase.comparison.changepoints import KernelStep, kernel_steps
 from kbase.comparison.noise import history_noise
 from kbase.comparison.setups import SetupChange, changes_note, setup_changes, setup_groups
+from kbase.display import Shown
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,8 +146,8 @@ def _op_noise(reader: StoreReader, past: list, min_history: int) -> tuple[dict[s
     return out[0], out[1]
 
 
-@dataclass
-class StepsReport:
+@dataclass(repr=False)
+class StepsReport(Shown):  # shows itself with render.notebook's formatters
     workload: str
     commits: list[str]  # the line's commits with baselines, oldest first
     baselines: int
@@ -157,19 +159,18 @@ class StepsReport:
     @property
     def table(self) -> pd.DataFrame:
         """The steps as a DataFrame, largest effect first (pandas is imported here, on first use)."""
-        from kbase.comparison.notebook import steps_table
+        import pandas as pd
 
-        return steps_table(self)
+        rows = []
+        for s in self.steps:
+            note = self.commit_notes.get(s.first_commit)
+            rows.append({**dataclasses.asdict(s), "subject": note.subject if note else "",
+                         "commit_date": note.date if note else None})
+        return pd.DataFrame(rows, columns=[*STEP_FIELDS, "subject", "commit_date"])
 
-    def __repr__(self) -> str:
-        from kbase.comparison.notebook import steps_line
 
-        return steps_line(self)
-
-    def _repr_html_(self) -> str:
-        from kbase.comparison.notebook import steps_html
-
-        return steps_html(self)
+STEP_FIELDS = ["name", "short_name", "kind", "from_commit", "first_commit", "to_commit", "before_ns", "after_ns",
+               "rel", "effect", "steps", "z"]  # a KernelStep's fields, in the order StepsReport.table lists them
 
 
 STEP_SERIES = "(step time per iteration)"

@@ -5,9 +5,12 @@ call computed. (Plain dataclasses, no numpy: ``kbase history`` stays light.)"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kbase.display import Shown
+from kbase.enums import KernelClass
 from kbase.units import fmt_delta_pct
 
 if TYPE_CHECKING:
@@ -18,9 +21,13 @@ if TYPE_CHECKING:
     from kbase.comparison.gate import Verdict
     from kbase.comparison.resolve import Resolved
 
+CHANGED = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
+           KernelClass.GONE)  # the changes the diff flags (a swap's kernels net out: not among them)
 
-@dataclass
-class Comparison:
+
+# Comparison, GateResult, KernelHistory show themselves in a notebook with render.notebook's formatters (Shown).
+@dataclass(repr=False)
+class Comparison(Shown):
     result: DiffResult
     before: Resolved
     after: Resolved
@@ -39,7 +46,6 @@ class Comparison:
         if self.pricing is None:
             return None
         from kbase.analysis.cost import change_cost
-        from kbase.comparison.notebook import flagged_effects
 
         t = self.result.totals
         b = self.result.budget
@@ -48,35 +54,15 @@ class Comparison:
         return change_cost(self.pricing, flagged_effects(self), t.kernel.delta_ns, t.iteration_wall.before,
                            t.kernel.regressed, step_effect)
 
-    def __repr__(self) -> str:
-        from kbase.comparison.notebook import comparison_line
 
-        return comparison_line(self)
-
-    def _repr_html_(self) -> str:
-        from kbase.comparison.notebook import comparison_html
-
-        return comparison_html(self)
-
-
-@dataclass
-class GateResult:
+@dataclass(repr=False)
+class GateResult(Shown):
     comparison: Comparison
     verdict: Verdict
 
-    def __repr__(self) -> str:
-        from kbase.comparison.notebook import gate_line
 
-        return gate_line(self)
-
-    def _repr_html_(self) -> str:
-        from kbase.comparison.notebook import gate_html
-
-        return gate_html(self)
-
-
-@dataclass
-class KernelHistory:
+@dataclass(repr=False)
+class KernelHistory(Shown):
     """One stored kernel across the baselines that hold it (``kbase.history``)."""
 
     query: str  # what was asked for
@@ -89,19 +75,33 @@ class KernelHistory:
     @property
     def table(self) -> pd.DataFrame:
         """The rows as a DataFrame, one baseline a row (pandas is imported here, on first use)."""
-        from kbase.comparison.notebook import history_table
+        import pandas as pd
 
-        return history_table(self)
+        columns = list(dict.fromkeys(k for r in self.rows for k in r)) or ["id", "commit", "created_at", "workload"]
+        df = pd.DataFrame(self.rows, columns=columns)
+        df["change_pct"] = history_changes(self.rows)
+        return df
 
-    def __repr__(self) -> str:
-        from kbase.comparison.notebook import history_line
 
-        return history_line(self)
+def flagged_effects(c: Comparison) -> list[float]:
+    """The effects on the iteration of the kernels the diff flags (an algorithm swap's rows net out)."""
+    t = c.result.table
+    flagged = {k.value for k in CHANGED}
+    return [float(e) for cls, e, swap in zip(t["class"].tolist(), t["effect"].tolist(), t["swap"].tolist())
+            if cls in flagged and not swap and isinstance(e, (int, float)) and not isinstance(e, bool)
+            and math.isfinite(e)]
 
-    def _repr_html_(self) -> str:
-        from kbase.comparison.notebook import history_html
 
-        return history_html(self)
+def history_changes(rows: list[dict[str, Any]]) -> list[float | None]:
+    """Per row of a kernel's history: per-iteration time against the previous row of the same workload, in
+    percent."""
+    prev: dict[str, float | None] = {}
+    out: list[float | None] = []
+    for r in rows:
+        before, now = prev.get(r["workload"]), r["per_iter_ns"]
+        out.append((now - before) / before * 100.0 if before and now is not None else None)
+        prev[r["workload"]] = now
+    return out
 
 
 def row_sides(r: dict[str, Any]) -> tuple[float | None, float | None]:

@@ -107,7 +107,8 @@ def test_an_unchanged_pair_says_no_change_at_the_iterations_scale(small):
     least 1% of the iteration on either side of the totals instead of zooming until its noise fills the chart."""
     import kbase
     from kbase.render.diff import diff_doc
-    from kbase.render.report.figures import diff_figure, time_unit
+    from kbase.render.report.diff_figure import diff_figure
+    from kbase.render.report.figures import time_unit
     from kbase.render.report.pages import diff_page
 
     history, _, _, _, _ = small

@@ -18,13 +18,13 @@ from typing import Any
 from kbase.render.report.figures import (
     CATEGORY_COLOR,
     MAX_POINTS,
-    _base_layout,
     _buckets,
     _hover_refs,
     _mean,
     _scaled,
     _setup_changes,
     _x,
+    base_layout,
     time_unit,
 )
 from kbase.render.report.labels import NARROW_PLOT_PX, commit_ticks
@@ -69,7 +69,7 @@ def budget_trend_figure(data: ReportData, max_points: int = MAX_POINTS) -> dict:
                    "line": {"color": STEP_COLOR, "width": 2}, "marker": {"size": 4},
                    "hovertemplate": "<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>"
                                     f"<b>step %{{y:.3f}} {label}</b><extra></extra>"})
-    layout = _base_layout(440)
+    layout = base_layout(440)
     layout.update({
         "barmode": "stack", "bargap": 0.15 if n <= 200 else 0.0, "hovermode": "x unified",
         "shapes": _setup_changes(commits),
@@ -107,7 +107,7 @@ def budget_iterations_figure(view: BudgetView) -> dict:
                        "line": {"color": STEP_COLOR, "width": 2}, "marker": {"size": 5},
                        "hovertemplate": f"iteration %{{x}}: step %{{y:.3f}} {label} ({src})<extra></extra>"})
     unit = "iteration" if view.unit == "iteration" else "window"
-    layout = _base_layout(380)
+    layout = base_layout(380)
     layout.update({
         "barmode": "stack", "bargap": 0.2, "hovermode": "closest",
         "legend": LEGEND,
@@ -149,7 +149,7 @@ def budget_diff_figure(budget: dict[str, Any]) -> dict:
                        "x": [None if v is None else v / div for v in steps],
                        "marker": {"color": STEP_COLOR, "symbol": "line-ns-open", "size": 26, "line": {"width": 3}},
                        "hovertemplate": f"%{{y}}: step %{{x:.3f}} {label}<extra></extra>"})
-    layout = _base_layout(270)
+    layout = base_layout(270)
     layout.update({
         "barmode": "stack", "bargap": 0.3, "hovermode": "closest",
         "legend": LEGEND,

@@ -12,7 +12,7 @@ from kbase.comparison.result import row_sides
 from kbase.display import clip_balanced
 from kbase.render.diff import cost_line, present
 from kbase.render.leaderboard import fix_lines
-from kbase.render.report import budget_pages
+from kbase.render.report import budget_pages, diff_figure
 from kbase.render.report import figures as fig
 from kbase.render.report.model import KernelSeries, LeaderboardView, ReportData, StepDiff
 from kbase.render.report.safe import clip, html_text
@@ -199,7 +199,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
     from kbase.comparison.result import row_delta_pct
     from kbase.enums import KernelClass, class_counts
 
-    rows, _ = fig.waterfall_rows(doc, limit=50)
+    rows, _ = diff_figure.waterfall_rows(doc, limit=50)
     krows = []
     labels = fig.distinct_labels([(r["name"], r["short_name"]) for r in rows], limit=80)
     times = column_unit(v for r in rows for v in row_sides(r))
@@ -242,7 +242,7 @@ def diff_page(doc: dict, step: StepDiff | None = None, others: list[StepDiff] | 
             + table(["", "before", "after", "Δ"], totals)
             + budget_html
             + "<h2>Changed kernels and what they are worth (Amdahl)</h2>" + table(head, krows) + links)
-    return body, {"fig-diff": fig.diff_figure(doc), **budget_figs}
+    return body, {"fig-diff": diff_figure.diff_figure(doc), **budget_figs}
 
 
 def _incomparable(doc: dict) -> list[str]:

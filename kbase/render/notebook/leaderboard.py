@@ -1,6 +1,6 @@
-"""How a leaderboard shows itself in a notebook: a one-line ``repr`` (what it is and its headline numbers) and a
-small HTML table of its top kernels (``_repr_html_``), every name escaped (``display.html_table``). Both
-format what the leaderboard holds; ``.table`` has every row and column."""
+"""How a leaderboard (``Leaderboard``, ``LeaderboardRows``) shows itself in a notebook: a one-line ``repr``
+(what it is and its headline numbers) and a small HTML table of its top kernels (``_repr_html_``), every name
+escaped (``display.html_table``). Both format what the leaderboard holds; ``.table`` has every row and column."""
 
 from __future__ import annotations
 

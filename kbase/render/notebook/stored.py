@@ -1,18 +1,22 @@
 """How the front door's own results show themselves in a notebook (``SnapshotResult``, ``StoredLeaderboard``,
-``Baselines``): a one-line ``repr`` and a small HTML table, every name escaped (``display.html_table``). The
-leaderboard's and the comparison's live with them (``analysis.notebook``, ``comparison.notebook``)."""
+``Baselines``, ``BudgetResult``): a one-line ``repr`` and a small HTML table, every name escaped
+(``display.html_table``). They take what the objects hold (a baseline record and its rows, the budget), so this
+layer needs no import of the API's types."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kbase.analysis.notebook import leaderboard_html, leaderboard_line
 from kbase.display import html_table, inert
 from kbase.render.baselines import kernel_per_iter, list_cells
+from kbase.render.budget import blocks_line
+from kbase.render.notebook.leaderboard import leaderboard_html, leaderboard_line
+from kbase.units import fmt_ns
 
 if TYPE_CHECKING:
     from kbase.analysis.board import AnyLeaderboard
+    from kbase.analysis.budget import Budget
     from kbase.gitrepo import CommitNote
 
 TOP = 10
@@ -38,8 +42,6 @@ def baselines_line(rows: Sequence[Any]) -> str:
     workloads = sorted({b.workload for b in rows})
     newest = rows[0]
     per = kernel_per_iter(newest)
-    from kbase.units import fmt_ns
-
     return inert(f"<Baselines: {len(rows)} of {len(workloads)} workload(s) ({', '.join(workloads[:5])}"
                  + (", …" if len(workloads) > 5 else "") + f"); newest {_where(newest)}"
                  + (f" {fmt_ns(per)} kernel time per iteration per GPU" if per is not None else "") + ">")
@@ -52,3 +54,8 @@ def baselines_html(rows: Sequence[Any], notes: Mapping[str, CommitNote]) -> str:
     return html_table(["id", "commit", "date", "subject", "workload", "branch", "GPUs", "kernel/iter/GPU"],
                       [[c[k] for k in keys] for c in cells], caption=baselines_line(rows)[1:-1], notes=extra,
                       numeric=(7,))
+
+
+def budget_result_line(budget: Budget) -> str:
+    return f"<BudgetResult {budget.unit} ({budget.window}): {blocks_line(budget)}>"
+
