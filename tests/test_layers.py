@@ -192,9 +192,6 @@ def test_the_walk_sees_every_kind_of_import():
 # engineer deletes an entry when the branch that breaks it merges; the test fails on any other cycle, and on an
 # entry that no longer is a cycle (so the list cannot go stale).
 KNOWN_CYCLES = [
-    # the store's import reuses the export's file checks and the export the import's (the kernel-table format's
-    # branch, issue 40 item 2, merges them)
-    ["kbase.store.export_files", "kbase.store.import_checks"],
     # the blob codec and the op and per-iteration blob readers (the same branch replaces the codec)
     ["kbase.store.blob_reads", "kbase.store.codec", "kbase.store.op_blobs"],
     # the connection, the Store and its guards (the store's subpackages, issue 40 item 3, split them)
