@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kbase.analysis.cost import ChangeCost, Pricing
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
-    from kbase.comparison.resolve import Resolved
+    from kbase.comparison.inputs import Resolved
 
 
 @dataclass
