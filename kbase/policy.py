@@ -114,10 +114,11 @@ class Policy:
 
 @dataclass(frozen=True)
 class ComparisonPolicy:
-    """All the comparison is told of the settings (``Settings.comparison_policy``): the gate's thresholds,
-    floors, noise fallbacks and patterns (``gate``), and the price of a GPU-hour on the fleet (``pricing``: every
-    output states a change's cost per month; None: not stated). Nothing else of ``Settings`` reaches
-    ``kbase.comparison``: the workload, the repository and the store are the reading side's (``api.comparing``)."""
+    """All the comparison is told of the settings (built once per command: ``comparison_policy``): the
+    gate's thresholds, floors, noise fallbacks and patterns (``gate``), and the price of a GPU-hour on the fleet
+    (``pricing``: every output states a change's cost per month; None: not stated). Nothing else of the settings
+    reaches ``kbase.comparison``: the workload, the repository and the store are the reading side's
+    (``api.comparing``)."""
 
     gate: Policy = field(default_factory=Policy)
     pricing: Pricing | None = None
