@@ -7,6 +7,9 @@
   twice) are used; when it has none, first-parent ancestry is walked (at most ``ANCESTRY_LIMIT``
   commits) to the nearest commit that has one, and the note says which commit and how many were
   skipped (``strict`` makes it an error).
+
+This module reads (git and the store): ``read_stored`` gives a side's captures as ``inputs.SideInputs``, which
+``compare.pool`` pools; ``resolve_stored`` does both, for a caller that wants one side alone.
 """
 
 from __future__ import annotations
