@@ -11,15 +11,15 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbase.comparison.history import StepsInputs, StepsReport
-from kbase.comparison.inputs import HistoryInputs, SideInputs
+from kbase.comparison.history import HistoryNoise, StepsInputs, StepsReport
+from kbase.comparison.inputs import HistoryInputs, Resolved, SideInputs
 from kbase.comparison.setups import setup_groups
 from kbase.errors import InputError
 
 if TYPE_CHECKING:
     from kbase.policy import Policy
     from kbase.store.reader import StoreReader
-    from kbase.store.records import AcceptanceRecord
+    from kbase.store.records import AcceptanceRecord, BaselineRecord
 
 
 def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list[str] | None:
@@ -42,6 +42,24 @@ def read_history(reader: StoreReader, policy: Policy, repo: Path | None, first: 
     if not first.baselines:
         return None
     newest = max(first.baselines, key=lambda b: b.id or 0)
+    return _history(reader, policy, repo, newest, first.commit, set(second.baseline_ids), line_ref)
+
+
+def noise_from_history(reader: StoreReader, policy: Policy, repo: Path | None, first: Resolved, second: Resolved,
+                       line_ref: str | None = None) -> tuple[HistoryNoise | None, list[str]]:
+    """``history.noise_of`` the history ``read_history`` reads, for two sides already pooled."""
+    from kbase.comparison.history import noise_of
+
+    if not first.baseline_ids:
+        return None, []
+    newest = reader.baseline(max(first.baseline_ids))
+    history = _history(reader, policy, repo, newest, first.commit, set(second.baseline_ids), line_ref)
+    return noise_of(history, first.side, policy)
+
+
+def _history(reader: StoreReader, policy: Policy, repo: Path | None, newest: BaselineRecord, line_start: str | None,
+             after_ids: set[int], line_ref: str | None) -> HistoryInputs:
+    """``read_history`` of the before side whose newest baseline is ``newest``, its line starting at ``line_start``."""
     notes: list[str] = []
     depth = 10 * policy.history_baselines
     commits = first_parent_line(repo, line_ref, depth) if line_ref else None
@@ -49,11 +67,10 @@ def read_history(reader: StoreReader, policy: Policy, repo: Path | None, first: 
     if line_ref and commits is None:
         notes.append(f"history noise: {line_ref} is not a revision of this repository; the before side's line instead")
     if commits is None:
-        commits = first_parent_line(repo, first.commit, depth)
+        commits = first_parent_line(repo, line_start, depth)
         where = "the before side's first-parent line" if commits is not None else "creation order (no repository)"
     # only baselines aligned as the newest is: one without iteration markers stores no per-iteration
     # level (NULL), which must not count as a level of 0 in an aligned kernel's spread
-    after_ids = set(second.baseline_ids)
     past = tuple(b for b in reader.line_baselines(newest.workload, fingerprint=newest.fingerprint, commits=commits,
                                                   before_id=None if commits else newest.id,
                                                   limit=policy.history_baselines)
