@@ -134,3 +134,16 @@ def test_history_noise_from_inputs_in_memory(traces_inputs):
     result = compare(ComparisonInputs(traces_inputs.before, traces_inputs.after, history), ComparisonPolicy())
     sources = {s for s in result.result.table["run_noise_source"].tolist() if s}
     assert sources == {"history"}
+
+
+def test_the_policy_is_built_from_the_settings_once_and_frozen(tmp_path):
+    import dataclasses
+
+    s = kbase.Settings.load(repo=tmp_path, environ={}, gpu_hour_cost=2.5, gpus=8, policy={"fpr": 0.01})
+    policy = s.comparison_policy()
+    assert policy.gate is s.policy and policy.gate.fpr == 0.01
+    assert policy.pricing is not None and (policy.pricing.gpu_hour_cost, policy.pricing.gpus) == (2.5, 8)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.gate.fpr = 0.5  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.pricing = None  # type: ignore[misc]
