@@ -74,7 +74,7 @@ MUTANTS = [
            "small = bool(passes and delta > 0 and effect == effect and upper < min_effect)", "small = False", GATE),
     Mutant("gate-abs-floor-strict", "gate policy", "kbase/comparison/noise.py",
            "abs(z) >= z_crit and abs(delta) >= abs_floor_ns", "abs(z) >= z_crit and abs(delta) > abs_floor_ns", GATE),
-    Mutant("gate-abs-floor-in-ns", "gate policy", "kbase/comparison/diff.py",
+    Mutant("gate-abs-floor-in-ns", "gate policy", "kbase/comparison/significance.py",
            'abs_floor_ns=th["abs_floor_us"][i] * 1e3', 'abs_floor_ns=th["abs_floor_us"][i]', GATE),
     Mutant("gate-no-share-floor", "gate policy", "kbase/comparison/noise.py",
            "(share >= share_floor or share != share)", "(True or share != share)", GATE),

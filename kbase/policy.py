@@ -35,6 +35,7 @@ from kbase.errors import InputError, SettingsError
 if TYPE_CHECKING:
     import numpy as np
 
+    from kbase.analysis.cost import Pricing
     from kbase.analysis.safe_regex import SafeRegex
 
 THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "total_increase_pct", "fpr", "run_noise",
@@ -42,7 +43,7 @@ THRESHOLD_KEYS = ("max_increase_pct", "abs_floor_us", "share_floor", "alpha", "t
 STEP_KEYS = ("step_run_noise", "step_max_mde_pct")  # the step rule's numbers (not per kernel)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Policy:
     max_increase_pct: float = 0.0  # relative floor (optional): the noise decides, not a fixed percentage
     abs_floor_us: float = 2.0
@@ -95,7 +96,6 @@ class Policy:
     def ignored(self, name: str, short: str = "") -> bool:
         return any(name_matches(p, name) or (short and name_matches(p, short)) for p in self.ignore)
 
-
     def matches(self, pattern: str, names: Iterable[str], shorts: Iterable[str] | None = None) -> np.ndarray:
         """Vectorised ``name_matches`` over a column of names (or their short names)."""
         hit = pattern_mask(pattern, names)
@@ -110,6 +110,18 @@ class Policy:
         for pattern in self.ignore:
             out |= self.matches(pattern, names, shorts)
         return out
+
+
+@dataclass(frozen=True)
+class ComparisonPolicy:
+    """All the comparison is told of the settings (built once per command: ``comparison_policy``): the
+    gate's thresholds, floors, noise fallbacks and patterns (``gate``), and the price of a GPU-hour on the fleet
+    (``pricing``: every output states a change's cost per month; None: not stated). Nothing else of the settings
+    reaches ``kbase.comparison``: the workload, the repository and the store are the reading side's
+    (``api.comparing``)."""
+
+    gate: Policy = field(default_factory=Policy)
+    pricing: Pricing | None = None
 
 
 def pattern_mask(pattern: str, names: Iterable[str]) -> np.ndarray:
@@ -193,7 +205,7 @@ def _choices(key: str) -> str:
 def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 where: str = "[tool.kbase.gate]") -> Policy:
     """Defaults, then ``[tool.kbase.gate]``, then command-line flags (None values ignored)."""
-    p = Policy()
+    p: dict = {"ignore": [], "kernels": {}}  # the values set, over the defaults: one frozen Policy at the end
     cfg = dict(settings or {})
     known = set(Policy.__dataclass_fields__)
     for key, value in cfg.items():
@@ -204,7 +216,7 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 raise InputError(f"{where}: ignore must be a list of patterns")
             for pat in value:
                 check_pattern(pat, f"{where} ignore")
-            p.ignore = list(value)
+            p["ignore"] = list(value)
         elif key == "kernels":
             if not isinstance(value, dict):
                 raise InputError(f"{where}: kernels must be a table of pattern = {{thresholds}}")
@@ -212,25 +224,25 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
                 check_pattern(pat, f"{where}.kernels")
                 if not isinstance(over, dict) or not set(over) <= set(THRESHOLD_KEYS):
                     raise InputError(f"{where}.kernels.{pat!r}: only {', '.join(THRESHOLD_KEYS)} may be overridden")
-                p.kernels[pat] = {k: _check_value(k, v, f"{where}.kernels") for k, v in over.items()}
+                p["kernels"][pat] = {k: _check_value(k, v, f"{where}.kernels") for k, v in over.items()}
         elif key in CHOICES:
             if value not in CHOICES[key]:
                 raise InputError(f"{where}: {key} must be one of {_choices(key)}, got {value!r}")
-            setattr(p, key, value)
+            p[key] = value
         elif key == "step_gate":
             if not isinstance(value, bool):
                 raise InputError(f"{where}: step_gate must be true or false, got {value!r}")
-            p.step_gate = value
+            p["step_gate"] = value
         elif key == "history_ref":
             if not isinstance(value, str):
                 raise InputError(f"{where}: history_ref must be a git revision (a string), got {value!r}")
-            p.history_ref = value.strip()
+            p["history_ref"] = value.strip()
         elif key in ("min_iterations", "min_launches", "min_history", "history_baselines"):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InputError(f"{where}: {key} must be a positive integer")
-            setattr(p, key, value)
+            p[key] = value
         else:
-            setattr(p, key, _check_value(key, value, where))
+            p[key] = _check_value(key, value, where)
     for key, value in (overrides or {}).items():
         if value is None:
             continue
@@ -240,17 +252,17 @@ def load_policy(settings: dict | None = None, overrides: dict | None = None,
                     check_pattern(pat, "pattern")
                 except InputError as exc:
                     raise SettingsError(exc.message.removeprefix("pattern: "), field="ignore", value=pat) from None
-            p.ignore = p.ignore + list(value)
+            p["ignore"] = p["ignore"] + list(value)
         elif key in CHOICES:
             if value not in CHOICES[key]:
                 raise SettingsError(f"must be one of {_choices(key)}", field=key, value=value)
-            setattr(p, key, value)
+            p[key] = value
         elif key == "history_ref":
-            p.history_ref = str(value).strip()
+            p["history_ref"] = str(value).strip()
         elif key == "step_gate":
-            p.step_gate = bool(value)
+            p["step_gate"] = bool(value)
         elif key not in THRESHOLD_KEYS + STEP_KEYS:
             raise SettingsError("not a policy setting", field=key, value=value)
         else:
-            setattr(p, key, _check_flag(key, value))
-    return p
+            p[key] = _check_flag(key, value)
+    return Policy(**p)

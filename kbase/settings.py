@@ -37,7 +37,7 @@ from typing import Any
 from kbase.analysis.cost import Pricing
 from kbase.analysis.spec import WindowSpec
 from kbase.errors import SettingsError
-from kbase.policy import Policy, load_policy
+from kbase.policy import ComparisonPolicy, Policy, load_policy
 
 DEFAULT_WORKLOAD = "default"
 DEFAULT_BUSY_TIMEOUT_S = 30.0
@@ -158,6 +158,10 @@ class Settings:
                    profile=prof_path, window=spec, policy=gate_policy, busy_timeout_s=busy, connect_timeout_s=connect_s,
                    nsys_timeout_s=nsys_s, pricing=pricing, import_max_mb=import_mb, cache_max_mb=cache_mb,
                    gpu_model=model, origins=origins)
+
+    def comparison_policy(self) -> ComparisonPolicy:
+        """The part of these settings the comparison uses (``kbase.comparison`` never sees ``Settings``)."""
+        return ComparisonPolicy(gate=self.policy, pricing=self.pricing)
 
     def with_window(self, spec: WindowSpec) -> Settings:
         return replace(self, window=spec)

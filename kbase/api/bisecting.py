@@ -284,30 +284,17 @@ def _top_level(settings: Settings) -> str:
 
 
 def _step_noise(settings: Settings, st: Store, good: str) -> StepNoise:
-    """The step time's run-to-run relative sd: from repeat captures at GOOD, else the spread of the stored
-    baselines along GOOD's first-parent line (consecutive relative changes, robust: median absolute / 0.6745,
-    over sqrt 2), never below the policy's ``run_noise``; the policy's ``run_noise`` alone without either."""
-    import statistics
-
-    from kbase.comparison.bisect import StepNoise
+    """The step time's run-to-run relative sd (``comparison.bisect.step_noise``) of the step times read first: the
+    stored baselines at GOOD and along its first-parent line."""
+    from kbase.comparison.bisect import step_noise
     from kbase.gitrepo import first_parents, open_repo
 
     policy = settings.policy
-    reader = st.reader
     line = first_parents(open_repo(settings.repo), good, policy.history_baselines)
-    found = reader.baselines_at(settings.workload, line)
+    found = st.reader.baselines_at(settings.workload, line)
 
     def step(b: BaselineRecord) -> float:
         return b.step_wall_ns or (b.window_ns / b.iterations_used if b.iterations_used else math.nan)
 
-    at_good = [v for v in map(step, found.get(good, [])) if math.isfinite(v) and v > 0]
-    if len(at_good) >= 2:
-        sd = statistics.stdev(at_good) / statistics.fmean(at_good)
-        return StepNoise(max(sd, policy.run_noise), f"{len(at_good)} repeat captures at GOOD")
-    levels = [statistics.fmean(vs) for c in reversed(line) if (vs := [v for v in map(step, found.get(c, []))
-                                                                     if math.isfinite(v) and v > 0])]
-    rel = [abs(b / a - 1.0) for a, b in zip(levels, levels[1:])]
-    if len(rel) + 1 >= policy.min_history:
-        sd = statistics.median(rel) / 0.6745 / math.sqrt(2.0)
-        return StepNoise(max(sd, policy.run_noise), f"history of {len(levels)} baselines")
-    return StepNoise(policy.run_noise, "policy run_noise (assumed: too little history)")
+    return step_noise([step(b) for b in found.get(good, [])], [[step(b) for b in found.get(c, [])]
+                                                               for c in reversed(line)], policy)

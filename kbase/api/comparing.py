@@ -1,4 +1,9 @@
-"""Front door, comparison side: compare (diff), gate, and the acceptances the gate honours."""
+"""Front door, comparison side: compare (diff), gate, and the acceptances the gate honours.
+
+A comparison reads, then computes: both sides resolved and their captures loaded (``comparison.resolve``), the
+history its noise model uses and the acceptances in force (``comparison.reads``), into ``comparison.inputs``
+values; then ``comparison.compare`` pools, diffs and decides on them with the settings' ``ComparisonPolicy``
+alone (``Settings.comparison_policy``)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from kbase.errors import InputError
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
-    from kbase.comparison.resolve import Resolved
+    from kbase.comparison.inputs import ComparisonInputs, SideInputs
     from kbase.store.engine import Store
     from kbase.store.reader import StoreReader
     from kbase.store.records import AcceptanceRecord
@@ -39,9 +44,12 @@ def _pair(before: str | None, after: str | None, settings: Settings, base_ref: s
     return before, after or "HEAD", []
 
 
-def _resolve(text: str, settings: Settings, st: Callable[[], StoreReader], strict: bool) -> Resolved:
-    from kbase.comparison.resolve import RefKind, Resolved, parse_ref, resolve_stored
-    from kbase.comparison.side import SideMeta, side_from_leaderboards
+def _read_side(text: str, settings: Settings, st: Callable[[], StoreReader], strict: bool) -> SideInputs:
+    """One side, read: a profile's leaderboard (computed, not stored) or the stored baselines it names."""
+    from kbase.analysis.capture import capture_of_leaderboard
+    from kbase.comparison.inputs import SideInputs
+    from kbase.comparison.resolve import RefKind, parse_ref, read_stored
+    from kbase.comparison.side import SideMeta
 
     ref = parse_ref(text)
     if ref.kind == RefKind.PROFILE:
@@ -49,8 +57,8 @@ def _resolve(text: str, settings: Settings, st: Callable[[], StoreReader], stric
         meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
                         gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
         label = f"{text} (profile, not stored)"
-        return Resolved(side=side_from_leaderboards([lb], label, meta), commit=None, label=label)
-    return resolve_stored(ref, st(), workload=settings.workload, repo=settings.repo, strict=strict)
+        return SideInputs(label=label, captures=(capture_of_leaderboard(lb),), meta=meta)
+    return read_stored(ref, st(), workload=settings.workload, repo=settings.repo, strict=strict)
 
 
 def compare(before: str | None = None, after: str | None = None, settings: Settings | None = None, *,
@@ -59,29 +67,35 @@ def compare(before: str | None = None, after: str | None = None, settings: Setti
     """resolve both sides (git revisions, ``@ID`` or profile files) -> diff per iteration. History noise
     comes from the first-parent line of ``history_ref`` (an unknown revision: an ``InputError``), else
     ``base_ref``, else the policy's ``history_ref`` (unknown: a note), else the before side."""
+    from kbase.comparison.compare import compare as compute
+
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before=before or "HEAD~1")
-    return _compare(a, b, settings, notes, strict, store, base_ref, history_ref)
-
-
-def _compare(a: str, b: str, settings: Settings, notes: list[str], strict: bool, store: Store | None,
-             base_ref: str | None = None, history_ref: str | None = None) -> Comparison:
     with contextlib.ExitStack() as stack:
-        opened: list[Store] = [store] if store is not None else []
-
-        def get_reader() -> StoreReader:  # the store is opened when a side is stored, not before
-            if not opened:
-                opened.append(stack.enter_context(_store(settings, None, readonly=True)))
-            return opened[0].reader
-
-        return _compare_on(a, b, settings, notes, strict, get_reader, base_ref, history_ref)
+        inputs, _ = _read_inputs(a, b, settings, notes, strict, _opener(settings, store, stack), base_ref,
+                                 history_ref)
+    return compute(inputs, settings.comparison_policy())
 
 
-def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool, reader: Callable[[], StoreReader],
-                base_ref: str | None, history_ref: str | None = None) -> Comparison:
-    """The comparison, reading the store (when a side is stored) through ``reader()``."""
-    from kbase.comparison.diff import compute_diff
-    from kbase.comparison.history import noise_from_history
+def _opener(settings: Settings, store: Store | None, stack: contextlib.ExitStack) -> Callable[[], StoreReader]:
+    """The store's reader, ``store`` or the settings' opened read-only on the first call (in ``stack``)."""
+    opened: list[Store] = [store] if store is not None else []
+
+    def get_reader() -> StoreReader:  # the store is opened when a side is stored, not before
+        if not opened:
+            opened.append(stack.enter_context(_store(settings, None, readonly=True)))
+        return opened[0].reader
+
+    return get_reader
+
+
+def _read_inputs(a: str, b: str, settings: Settings, notes: list[str], strict: bool,
+                 reader: Callable[[], StoreReader], base_ref: str | None,
+                 history_ref: str | None = None) -> tuple[ComparisonInputs, Settings]:
+    """Everything the comparison of ``a`` and ``b`` needs, read (the store through ``reader()``, when a side is
+    stored), and the settings of the workload they are of."""
+    from kbase.comparison.inputs import ComparisonInputs
+    from kbase.comparison.reads import read_history
 
     if history_ref:  # asked for by name: a revision that is not there is the caller's error, not a note
         from kbase.errors import UnknownRevisionError
@@ -94,18 +108,16 @@ def _compare_on(a: str, b: str, settings: Settings, notes: list[str], strict: bo
 
     if _reads_store(a, b):  # a stored side: of the workload the command means (``workload_for``)
         settings = with_workload(settings, reader(), _workload_of_ids(a, b, settings, reader))
-    first = _resolve(a, settings, reader, strict)
-    second = _resolve(b, settings, reader, strict)
+    first = _read_side(a, settings, reader, strict)
+    second = _read_side(b, settings, reader, strict)
     for text, side in ((a, first), (b, second)):
-        if text.startswith("@") and side.baseline_ids and side.side.meta.workload is not None:
-            check_baseline_workload(text, side.side.meta.workload, settings)
+        if text.startswith("@") and side.baseline_ids and side.meta.workload is not None:
+            check_baseline_workload(text, side.meta.workload, settings)
     _check_distinct(a, b, first, second)
     line_ref = history_ref or base_ref or settings.policy.history_ref or None  # the base branch's line
-    noise, why = noise_from_history(reader(), settings.policy, settings.repo, first, second,
-                                    line_ref) if first.baseline_ids else (None, [])
-    result = compute_diff(first.side, second.side, settings.policy, history=noise)
-    return Comparison(result=result, before=first, after=second, notes=notes + first.notes + second.notes + why,
-                      pricing=settings.pricing)
+    history = read_history(reader(), settings.policy, settings.repo, first, second, line_ref) if first.baselines \
+        else None
+    return ComparisonInputs(before=first, after=second, history=history, notes=tuple(notes)), settings
 
 
 def _workload_of_ids(a: str, b: str, settings: Settings, reader: Callable[[], StoreReader]) -> str | None:
@@ -135,7 +147,7 @@ def _reads_store(a: str, b: str) -> bool:
         return True
 
 
-def _check_distinct(a: str, b: str, first: Resolved, second: Resolved) -> None:
+def _check_distinct(a: str, b: str, first: SideInputs, second: SideInputs) -> None:
     """Both sides resolving to the same stored baseline (say a revision without a baseline falling back to
     its nearest ancestor) would compare a capture with itself: refused whatever the options."""
     from kbase.errors import IncomparableError
@@ -152,74 +164,36 @@ def gate(before: str | None = None, after: str | None = None, settings: Settings
          base_ref: str | None = None, strict: bool = False, allow_incomparable: bool = False,
          warn_only: bool = False, today: date | None = None, history_ref: str | None = None,
          store: Store | None = None) -> GateResult:
-    """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range."""
+    """compare (default ``HEAD~1`` vs ``HEAD``) -> decide, with the acceptances of the compared range: everything
+    read first (both sides, the history, the acceptances), then judged (``comparison.compare.gate``)."""
+    from kbase.comparison.compare import gate as judge
+    from kbase.comparison.inputs import GateInputs
+    from kbase.comparison.reads import read_acceptances
+
     settings = settings or Settings.load()
     a, b, notes = _pair(before, after, settings, base_ref, default_before="HEAD~1")
     with contextlib.ExitStack() as stack:
-        st = store
-        if st is None and not all(_is_profile(x) for x in (a, b)):
-            st = stack.enter_context(_store(settings, None, readonly=True))
-        if st is None:  # two profiles: no store read
-            comparison = _compare(a, b, settings, notes, strict, None, base_ref, history_ref)
-            return _decide(comparison, [], allow_incomparable, warn_only)
-        reader = st.reader
-        return _gate_on(a, b, settings, notes, strict, lambda: reader, base_ref, allow_incomparable, warn_only, today,
-                        history_ref)
-
-
-def _gate_on(a: str, b: str, settings: Settings, notes: list[str], strict: bool, reader: Callable[[], StoreReader],
-             base_ref: str | None, allow_incomparable: bool, warn_only: bool, today: date | None,
-             history_ref: str | None = None) -> GateResult:
-    from kbase.comparison.gate import active_acceptances
-
-    comparison = _compare_on(a, b, settings, notes, strict, reader, base_ref, history_ref)
-    accepted: list[AcceptanceRecord] = []
-    if comparison.after.commit:
-        stored = reader().list_acceptances(comparison.after.side.meta.workload)
-        accepted = active_acceptances(stored, today=today,
-                                      in_range=_range_check(settings, comparison, {a.commit for a in stored}))
-    return _decide(comparison, accepted, allow_incomparable, warn_only)
+        reader = _opener(settings, store, stack)
+        if not all(_is_profile(x) for x in (a, b)):
+            reader()  # opened first: a missing store is said before any revision is resolved
+        compared, chosen = _read_inputs(a, b, settings, notes, strict, reader, base_ref, history_ref)
+        accepted = read_acceptances(reader(), chosen.repo, compared.after.meta.workload, compared.before.commit,
+                                    compared.after.commit, today) if compared.after.commit else ()
+        inputs = GateInputs(compared, accepted)
+    return judge(inputs, settings.comparison_policy(), allow_incomparable=allow_incomparable, warn_only=warn_only)
 
 
 def _decide(comparison: Comparison, accepted: list[AcceptanceRecord], allow_incomparable: bool,
             warn_only: bool) -> GateResult:
-    from kbase.comparison.gate import decide
+    from kbase.comparison.compare import judged
 
-    verdict = decide(comparison.result, accepted, allow_incomparable=allow_incomparable, warn_only=warn_only)
-    return GateResult(comparison=comparison, verdict=verdict)
+    return judged(comparison, tuple(accepted), allow_incomparable=allow_incomparable, warn_only=warn_only)
 
 
 def _is_profile(text: str) -> bool:
     from kbase.comparison.resolve import RefKind, parse_ref
 
     return parse_ref(text).kind == RefKind.PROFILE
-
-
-def _range_check(settings: Settings, comparison: Comparison, commits: set[str]) -> Callable[[str], bool]:
-    """An acceptance applies when its commit lies in (before, after]: ``commits`` (the acceptances') placed
-    with one ``git rev-list``, else one commit at a time."""
-    from kbase.gitrepo import commits_in_range, open_repo
-
-    before_commit, after_commit = comparison.before.commit, comparison.after.commit
-    if not commits:
-        return lambda c: False
-    try:
-        r = open_repo(settings.repo)
-    except InputError:
-        return lambda c: c == after_commit
-    inside = commits_in_range(r, after_commit, before_commit, commits) if after_commit else None
-    if inside is not None:
-        return lambda c: c.lower() in inside or c == after_commit
-
-    def in_range(c: str) -> bool:
-        try:
-            if not r.is_ancestor(c, after_commit):
-                return False
-            return before_commit is None or not r.is_ancestor(c, before_commit)
-        except Exception:  # noqa: BLE001 - unknown commit in a shallow clone: exact match only
-            return c == after_commit
-
-    return in_range
 
 
 # ------------------------------------------------------------------------------------------ acceptances

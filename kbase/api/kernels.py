@@ -85,7 +85,7 @@ def steps(settings: Settings | None = None, *, workload: str | None = None, last
           store: Store | None = None) -> StepsReport:
     """Step changes (and creeps) of every kernel over the last ``last`` baselines of a workload on the
     first-parent line ending at ``rev``, largest effect on the iteration first."""
-    from kbase.comparison.history import steps_report
+    from kbase.comparison.reads import steps_report
 
     settings = settings or Settings.load()
 

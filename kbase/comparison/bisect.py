@@ -24,6 +24,7 @@ from kbase.policy import name_matches
 
 if TYPE_CHECKING:
     from kbase.comparison.diff import DiffResult
+    from kbase.policy import Policy
 
 
 class MidpointVerdict(StrEnum):
@@ -67,6 +68,25 @@ class StepNoise:
 
     rel_sd: float
     source: str
+
+
+def step_noise(at_good: list[float], line: list[list[float]], policy: Policy) -> StepNoise:
+    """The step time's run-to-run relative sd: from the repeat captures at GOOD (``at_good``: their step times),
+    else the spread of the baselines along GOOD's first-parent line (``line``: each commit's step times, oldest
+    first; consecutive relative changes, robust: median absolute / 0.6745, over sqrt 2), never below the policy's
+    ``run_noise``; the policy's ``run_noise`` alone without either."""
+    import statistics
+
+    good = [v for v in at_good if math.isfinite(v) and v > 0]
+    if len(good) >= 2:
+        sd = statistics.stdev(good) / statistics.fmean(good)
+        return StepNoise(max(sd, policy.run_noise), f"{len(good)} repeat captures at GOOD")
+    levels = [statistics.fmean(vs) for vs in ([v for v in c if math.isfinite(v) and v > 0] for c in line) if vs]
+    rel = [abs(b / a - 1.0) for a, b in zip(levels, levels[1:])]
+    if len(rel) + 1 >= policy.min_history:
+        sd = statistics.median(rel) / 0.6745 / math.sqrt(2.0)
+        return StepNoise(max(sd, policy.run_noise), f"history of {len(levels)} baselines")
+    return StepNoise(policy.run_noise, "policy run_noise (assumed: too little history)")
 
 
 def step_moved(result: DiffResult, noise: StepNoise, fpr: float) -> bool:

@@ -7,22 +7,26 @@
   twice) are used; when it has none, first-parent ancestry is walked (at most ``ANCESTRY_LIMIT``
   commits) to the nearest commit that has one, and the note says which commit and how many were
   skipped (``strict`` makes it an error).
+
+This module reads (git and the store): ``read_stored`` gives a side's captures as ``inputs.SideInputs``, which
+``compare.pool`` pools; ``resolve_stored`` does both, for a caller that wants one side alone.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kbase.comparison.inputs import Resolved, SideInputs
 from kbase.errors import InputError, NoBaselineError
 from kbase.gitrepo import ANCESTRY_LIMIT
 
 if TYPE_CHECKING:
-    from kbase.comparison.side import Side, SideMeta
+    from kbase.comparison.side import SideMeta
     from kbase.store.reader import StoreReader
     from kbase.store.records import BaselineRecord
 
@@ -80,15 +84,6 @@ def _written_as_path(text: str) -> bool:
     return "/" in text or text.startswith(".") or text.startswith("~")
 
 
-@dataclass
-class Resolved:
-    side: Side
-    commit: str | None
-    baseline_ids: list[int] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    label: str = ""
-
-
 def side_meta(bs: Sequence[BaselineRecord]) -> SideMeta:
     from kbase.comparison.side import SideMeta
 
@@ -107,8 +102,8 @@ def distinct_captures(bs: Sequence[BaselineRecord]) -> list[BaselineRecord]:
 
 
 def _from_baselines(reader: StoreReader, bs: Sequence[BaselineRecord], label: str,
-                    notes: list[str]) -> Resolved:
-    from kbase.comparison.side import side_from_captures
+                    notes: list[str]) -> SideInputs:
+    """The captures of ``bs`` to pool: the newest's GPU/window fingerprint only, each capture once."""
     from kbase.store.reader import load_capture
 
     newest = bs[-1]
@@ -121,9 +116,9 @@ def _from_baselines(reader: StoreReader, bs: Sequence[BaselineRecord], label: st
         notes.append(f"{label}: {len(same) - len(unique)} re-stored copy(ies) of the same capture not pooled twice")
     if len(unique) > 1:
         notes.append(f"{label}: pooled {len(unique)} repeat captures ({', '.join(f'@{b.id}' for b in unique)})")
-    side = side_from_captures([load_capture(reader, b) for b in unique if b.id is not None], label, side_meta(unique))
-    return Resolved(side=side, commit=newest.commit, baseline_ids=[b.id for b in unique if b.id is not None],
-                    notes=notes, label=label)
+    stored = tuple(b for b in unique if b.id is not None)
+    return SideInputs(label=label, captures=tuple(load_capture(reader, b) for b in stored), meta=side_meta(unique),
+                      commit=newest.commit, baselines=stored, notes=tuple(notes))
 
 
 FULL_HASH = re.compile(r"[0-9a-f]{40}")
@@ -148,7 +143,16 @@ def _line_of(text: str, repo: Path | None) -> tuple[str, list[str], InputError |
 
 def resolve_stored(ref: Ref, reader: StoreReader, *, workload: str, repo: Path | None = None,
                    strict: bool = False) -> Resolved:
-    """One side of a diff from the store: a baseline id, or a git revision's baselines."""
+    """One side of a diff from the store, pooled: ``read_stored``, then ``compare.pool``."""
+    from kbase.comparison.compare import pool
+
+    return pool(read_stored(ref, reader, workload=workload, repo=repo, strict=strict))
+
+
+def read_stored(ref: Ref, reader: StoreReader, *, workload: str, repo: Path | None = None,
+                strict: bool = False) -> SideInputs:
+    """One side of a diff from the store, read: a baseline id, or a git revision's baselines (the nearest
+    first-parent ancestor's when it has none, unless ``strict``)."""
     if ref.kind == RefKind.BASELINE:
         assert ref.baseline_id is not None
         b = reader.baseline(ref.baseline_id)

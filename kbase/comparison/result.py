@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kbase.analysis.cost import ChangeCost, Pricing
     from kbase.comparison.diff import DiffResult
     from kbase.comparison.gate import Verdict
-    from kbase.comparison.resolve import Resolved
+    from kbase.comparison.inputs import Resolved
 
 CHANGED = (KernelClass.REGRESSED, KernelClass.REGRESSED_BELOW_FLOOR, KernelClass.IMPROVED, KernelClass.NEW,
            KernelClass.GONE)  # the changes the diff flags (a swap's kernels net out: not among them)

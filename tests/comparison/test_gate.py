@@ -316,7 +316,7 @@ def test_exit_3_internal_error_in_process(monkeypatch, capsys, tmp_path):
 
     gc.collect()  # see _kbase: no stray ResourceWarning inside the captured stderr
     monkeypatch.delenv("KBASE_DEBUG", raising=False)
-    monkeypatch.setattr(kbase.comparison.resolve, "resolve_stored", boom)
+    monkeypatch.setattr(kbase.comparison.resolve, "read_stored", boom)
     from kbase.store.engine import open_store
 
     open_store(f"sqlite:///{tmp_path / 'x.db'}").close()  # read-only commands need an existing store

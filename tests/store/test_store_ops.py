@@ -130,7 +130,7 @@ def test_history_noise_per_op_comes_from_the_stored_ops(tmp_path):
     """Past baselines of the base line give each op its own run-to-run sd (``HistoryNoise.ops``)."""
     import git
 
-    from kbase.comparison.history import noise_from_history
+    from kbase.comparison.reads import noise_from_history
     from kbase.comparison.resolve import parse_ref, resolve_stored
 
     repo = git.Repo.init(tmp_path / "repo", initial_branch="main")
