@@ -222,9 +222,11 @@ def build_in_child(module: str, func: str, **kwargs) -> Path:
     return Path(proc.stdout.rsplit("BUILT ", 1)[1].strip())
 
 
-def timed_pairs(out: Path, cmds: dict[str, list[str]], runs: int, ok_codes=(0,)) -> dict[str, list[Run]]:
-    """One untimed warm-up each, then ``runs`` rounds, the commands alternating within a round."""
-    for cmd in cmds.values():
+def timed_pairs(out: Path, cmds: dict[str, list[str]], runs: int, ok_codes=(0,), warm_up: bool = True
+                ) -> dict[str, list[Run]]:
+    """One untimed warm-up each (unless not ``warm_up``), then ``runs`` rounds, the commands alternating within a
+    round."""
+    for cmd in cmds.values() if warm_up else ():
         run_child(cmd, out, ok_codes)
     got: dict[str, list[Run]] = {k: [] for k in cmds}
     for _ in range(runs):

@@ -175,13 +175,14 @@ def _texts(values: list[Any]) -> np.ndarray:
 
 def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.ndarray | None = None,
                       kinds: list[classify.KernelKind] | None = None, ops: OpColumns | None = None,
-                      budget: dict | None = None) -> Leaderboard:
+                      budget: dict | None = None, samples: bool = True) -> Leaderboard:
     """``sorted_keys``: the window's (name code << 40 | duration) keys in ascending order when already at
     hand (``analysis.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
     ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand. ``ops``: each launch's op
     (``analysis.ops.attribute_ops``): the leaderboard then also splits each kernel by op (``Leaderboard.ops``).
     ``budget``: the window's GPU time budget (``budget_of``) when computed already (before the launch columns,
-    which tell the idle gaps' causes, were dropped); computed here otherwise."""
+    which tell the idle gaps' causes, were dropped); computed here otherwise. ``samples``: False leaves the
+    per-iteration samples empty (``kbase top`` shows none and its cache keeps none: ~4% of its CPU at 1M)."""
     names = window.profile.columns.names
     codes = window.column("name")
     gpu = window.column("gpu")
@@ -190,6 +191,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     np.clip(dur, 0, (1 << 40) - 1, out=dur)  # (what group_stats does) before another thread reads dur
     profile = window.profile
     aggregate = functools.partial(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
+    sampled = _samples if samples else _no_samples
     classified: Callable[[], list[classify.KernelKind]]
     if kinds is not None and len(kinds) == len(names):  # (given for this profile's names)
         classified = functools.partial(list, kinds)
@@ -204,11 +206,11 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             aggregated = pool.submit(aggregate)
-            info, samples = classified(), _samples(codes, dur, window, names)
+            info, iteration_samples = classified(), sampled(codes, dur, window, names)
             t = aggregated.result()
     else:
         t = aggregate()
-        info, samples = classified(), _samples(codes, dur, window, names)
+        info, iteration_samples = classified(), sampled(codes, dur, window, names)
     row_info = [info[c] for c in t["code"].tolist()]
     n_it = window.n_iterations
     n_gpus = max(window.n_gpus, 1)
@@ -259,7 +261,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
                            total_kernel)
     if not per_gpu:
         summary.budget = budget if budget is not None else budget_of(window, info).to_stored()
-    lb = Leaderboard(table=table, summary=summary, samples=samples, notes=notes)
+    lb = Leaderboard(table=table, summary=summary, samples=iteration_samples, notes=notes)
     lb.ops = pairs
     return lb
 
@@ -291,6 +293,12 @@ def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarr
     return {"name": names[g // max(len(keys), 1)],
             "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),
             "count": count[g], "total_ns": np.rint(total[g]).astype(np.int64)}
+
+
+def _no_samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:
+    """``_samples``' columns, empty."""
+    return {"name": names[:0], "iteration": np.zeros(0, dtype=np.int64), "count": np.zeros(0, dtype=np.int64),
+            "total_ns": np.zeros(0, dtype=np.int64)}
 
 
 def _per_kernel(code: np.ndarray, category: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -69,11 +69,11 @@ def leaderboard(win: Window, *, per_gpu: bool = False, sketches: bool = False,
 
 
 def _leaderboard(win: Window, per_gpu: bool, sketches: bool, kinds: list[KernelKind] | None,
-                 op_columns: OpColumns | None, budget: dict | None = None) -> Leaderboard:
+                 op_columns: OpColumns | None, budget: dict | None = None, samples: bool = True) -> Leaderboard:
     from kbase.analysis.leaderboard import build_leaderboard
 
     if not sketches or per_gpu:
-        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds, ops=op_columns, budget=budget)
+        return build_leaderboard(win, per_gpu=per_gpu, kinds=kinds, ops=op_columns, budget=budget, samples=samples)
     from kbase.analysis.sketch import window_sketches_and_keys
 
     sk, keys = window_sketches_and_keys(win)  # its sort spares the leaderboard its own (0.7 s at 10M launches)
@@ -91,9 +91,10 @@ def _ops(win: Window) -> OpColumns | None:
 
 def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: str | None = None,
            per_gpu: bool = False, sketches: bool = False, ops: bool | None = None,
-           read_done: Callable[[], object] | None = None) -> Leaderboard:
+           read_done: Callable[[], object] | None = None, samples: bool = True) -> Leaderboard:
     """read -> window -> leaderboard of a file, for a caller that keeps only the leaderboard; ``read_done``:
-    called once the profile is read."""
+    called once the profile is read; ``samples``: False leaves the per-iteration samples empty (not with
+    ``sketches``: a stored leaderboard keeps them)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kbase.analysis.classify import kinds_of
@@ -114,7 +115,7 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
     # The launch columns served the window's iteration (and op) attribution only; the profile is ours alone
     # here, so they go before the leaderboard and sketches (16 bytes per launch off the peak: 153 MiB at 10M).
     win.profile.columns = dataclasses.replace(win.profile.columns, launch_tid=None, launch_start=None)
-    return _leaderboard(win, per_gpu, sketches, kinds, op_columns, budget)
+    return _leaderboard(win, per_gpu, sketches, kinds, op_columns, budget, samples or sketches)
 
 
 def _profile_path(profile: Path | str | None, settings: Settings) -> Path:

@@ -77,18 +77,21 @@ def answer_at_once(profile: Path, settings: Settings, *, per_gpu: bool = False, 
 @overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: Literal[False] = False,
-        stored_rows: Literal[False] = False, ops: bool | None = None, cache: bool = False) -> Leaderboard: ...
+        stored_rows: Literal[False] = False, ops: bool | None = None, cache: bool = False,
+        samples: bool = True) -> Leaderboard: ...
 
 
 @overload
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: bool = False, ops: bool | None = None, cache: bool = False) -> AnyLeaderboard: ...
+        stored_rows: bool = False, ops: bool | None = None, cache: bool = False,
+        samples: bool = True) -> AnyLeaderboard: ...
 
 
 def top(profile: Path | str | None = None, settings: Settings | None = None, *, per_gpu: bool = False,
         progress: Progress | None = None, sketches: bool = False, from_store: bool = False,
-        stored_rows: bool = False, ops: bool | None = None, cache: bool = False) -> AnyLeaderboard:
+        stored_rows: bool = False, ops: bool | None = None, cache: bool = False,
+        samples: bool = True) -> AnyLeaderboard:
     """read -> window -> leaderboard of a profile (default: the settings' ``profile``); ``ops``: with each
     kernel's split by the op that launched it (``Leaderboard.ops``; default: with ``sketches``), read from
     the file (a stored or cached leaderboard is not used then).
@@ -102,7 +105,10 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
     ``cache``: keep a computed leaderboard in the top cache (``store.top_cache``, beside the store; capped
     by ``Settings.cache_max_mb``, 0: off), and with ``stored_rows`` answer from it when this very file was
     computed before with the same window and view: the same rows, summary and notes as reading it, as
-    ``LeaderboardRows``, without importing numpy."""
+    ``LeaderboardRows``, without importing numpy.
+
+    ``samples``: False leaves a computed leaderboard's per-iteration samples empty (``Leaderboard.samples``:
+    what the diff and the store use; ``kbase top`` shows none and the top cache keeps none)."""
     settings = settings or Settings.load()
     path = capture._profile_path(profile, settings)
     ident = _Identity(path)
@@ -118,7 +124,7 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
         cached = entry.load() if entry is not None and stored_rows else None
         if cached is not None:
             return cached
-    lb = capture._board(path, settings, progress, per_gpu=per_gpu, sketches=sketches, ops=ops)
+    lb = capture._board(path, settings, progress, per_gpu=per_gpu, sketches=sketches, ops=ops, samples=samples)
     if entry is not None:
         from kbase.readers.source import unchanged_now
 

@@ -128,4 +128,4 @@ def _leaderboard(opts: dict[str, Any], settings: Any) -> Any:
     tuning.apply()
     with reading_progress(path.name, quiet=opts["quiet"]) as progress:  # (the store was asked just now)
         return top(path, settings, per_gpu=opts["per_gpu"], progress=progress, from_store=False, stored_rows=True,
-                   cache=cache)
+                   cache=cache, samples=False)  # (none shown: the per-iteration sums would be thrown away)

@@ -71,6 +71,7 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
     out: list[dict[str, Any]] = []
     if name_id is None:
         return out
+    append = out.append
     for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, \
             kernel_ids, levels in rows:
         i = position_of(_blob(kernel_ids), name_id)
@@ -80,11 +81,12 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
             count, total, avg, per_iter, share = LevelRows(packed(bid, fmt, levels)).history_row(i)
         except (PackedError, IndexError) as exc:
             raise _decode_error(bid, exc) from None
-        out.append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
-                    "branch": branch, "commit_date": when(commit_date) if commit_date is not None else None,
-                    "count": count, "total_ns": total, "avg_ns": _none(avg),
-                    "per_iter_ns": _none(per_iter), "share_window": _none(share), "fingerprint": fingerprint,
-                    "aligned": bool(aligned), "gpu_models": models, "gpu_count": gpus, "window_spec": spec})
+        append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
+                "branch": branch, "commit_date": None if commit_date is None else when(commit_date),
+                "count": count, "total_ns": total, "avg_ns": avg if avg == avg else None,  # (NaN as None)
+                "per_iter_ns": per_iter if per_iter == per_iter else None,
+                "share_window": share if share == share else None, "fingerprint": fingerprint,
+                "aligned": bool(aligned), "gpu_models": models, "gpu_count": gpus, "window_spec": spec})
     return out
 
 

@@ -66,6 +66,17 @@ def test_samples_sum_to_the_table(lb_and_truth):
     assert (per["total_ns"] == t.loc[per.index, "total_ns"]).all()
 
 
+def test_without_samples_the_same_board(lb_and_truth):
+    """``kbase top`` asks for no per-iteration samples (it shows none): the rows and summary are those of a
+    leaderboard with them, the samples empty."""
+    lb, truth, _ = lb_and_truth
+    bare = kbase.top(truth.path, kbase.Settings.load(window={"warmup": 0}), samples=False)
+    assert len(lb.samples) > 0 and len(bare.samples) == 0
+    assert list(bare.samples.columns) == list(lb.samples.columns)
+    assert bare.table.equals(lb.table)
+    assert bare.summary == lb.summary
+
+
 def test_per_gpu_view_sums_to_the_aggregate(lb_and_truth):
     _, truth, _ = lb_and_truth
     per = kbase.top(truth.path, kbase.Settings.load(window={"warmup": 0}), per_gpu=True).table
