@@ -36,7 +36,7 @@ def _table():
 
 
 def _columns(blob: bytes) -> dict[str, np.ndarray]:
-    from kbase.store.packed import Packed
+    from kbase.store.codec.packed import Packed
 
     p = Packed(blob)
     return {n: p.array(n) for n in p.names}
@@ -81,7 +81,7 @@ def main() -> None:
     import pyarrow as pa
     import zstandard
 
-    from kbase.store.packed import Packed
+    from kbase.store.codec.packed import Packed
 
     t = _table()
     blobs = {"levels": t.blobs.levels, "board": t.blobs.board, "samples": t.blobs.samples,

@@ -55,9 +55,9 @@ MUTANTS = [
     Mutant("tc-nvjet-not-tensor-cores", "tensor-core rules", "kbase/analysis/classify.py",
            'TcRule(_r(r"^nvjet"), TC_YES,', 'TcRule(_r(r"^nvjet"), TC_NA,', ("tests/test_rule_tables.py",)),
     # the export content digest (docs/export-format.md)
-    Mutant("digest-without-names", "export digest", "kbase/store/export_files.py",
+    Mutant("digest-without-names", "export digest", "kbase/store/transfer/export_files.py",
            "    h.update(_json(names))\n", "", ("tests/test_rule_tables.py",)),
-    Mutant("digest-without-gpu-count", "export digest", "kbase/store/export_files.py",
+    Mutant("digest-without-gpu-count", "export digest", "kbase/store/transfer/export_files.py",
            'BOOKKEEPING = frozenset({"created_at",', 'BOOKKEEPING = frozenset({"gpu_count", "created_at",',
            ("tests/test_rule_tables.py",)),
     # windowing and warm-up (docs/leaderboard.md)

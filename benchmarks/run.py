@@ -141,8 +141,10 @@ def s2_diff(out: Path, res: Results, log, runs: int = 7) -> None:
     got = timed_pairs(out, {
         "python -c pass": [*py, "-c", "pass"],
         # what a stored diff/gate on a head-schema SQLite store imports (the one reader on sqlite3: no SQLAlchemy)
-        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store.reader, kbase.store.codec, "
-                                     "kbase.comparison.diff, kbase.comparison.resolve, kbase.render.diff, "
+        "imports only": [*py, "-c", ("import kbase.cli, kbase.cli.diff, kbase.store.read.reader, "
+                                     "kbase.store.codec.codec, kbase.comparison.diff, kbase.comparison.resolve, "
+                                     "kbase.comparison.compare, kbase.comparison.inputs, kbase.comparison.reads, "
+                                     "kbase.comparison.significance, kbase.render.diff, "
                                      "kbase.comparison.gate")],
         "diff": diff,
         "gate": [*kbase_cmd(), "gate", "@1", "@2", "--db", url],

@@ -1,11 +1,11 @@
-"""Alembic environment: the target schema is SQLModel.metadata from kbase.store.models."""
+"""Alembic environment: the target schema is SQLModel.metadata from kbase.store.schema.models."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlmodel import SQLModel
 
-import kbase.store.models  # noqa: F401 - registers the tables on SQLModel.metadata
+import kbase.store.schema.models  # noqa: F401 - registers the tables on SQLModel.metadata
 
 config = context.config
 target_metadata = SQLModel.metadata

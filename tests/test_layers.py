@@ -31,7 +31,7 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 
 
 def _node(dotted: str) -> str:
-    """The layer node of a module: ``kbase.store.queries`` -> ``store``; the package itself -> ``kbase``."""
+    """The layer node of a module: ``kbase.store.write.queries`` -> ``store``; the package itself -> ``kbase``."""
     parts = dotted.split(".")
     return parts[1] if len(parts) > 1 else "kbase"
 
@@ -188,30 +188,16 @@ def test_the_walk_sees_every_kind_of_import():
     assert ("api", "store") in edges and ("cli", "kbase") in edges  # the walk reaches function-level imports
 
 
-# Module-level cycles still on main that another branch removes: each entry is the cycle's modules, sorted. The lead
-# engineer deletes an entry when the branch that breaks it merges; the test fails on any other cycle, and on an
-# entry that no longer is a cycle (so the list cannot go stale).
-KNOWN_CYCLES = [
-    # the blob codec and the op and per-iteration blob readers (the same branch replaces the codec)
-    ["kbase.store.blob_reads", "kbase.store.codec", "kbase.store.op_blobs"],
-    # the connection, the Store and its guards (the store's subpackages, issue 40 item 3, split them)
-    ["kbase.store.connect", "kbase.store.engine", "kbase.store.guard", "kbase.store.reader", "kbase.store.readonly"],
-]
-
-
 def test_no_module_level_import_cycle():
     edges = module_graph()
     assert len({m for pair in edges for m in pair}) > 100, "the walk found too few modules: it would pass vacuously"
     cycles = _cycles(edges)
-    unexpected = [c for c in cycles if c not in KNOWN_CYCLES]
-    detail = {tuple(c): [w for (a, b), ws in edges.items() if a in c and b in c for w in ws[:1]] for c in unexpected}
-    assert not unexpected, "module-level import cycles:\n" + "\n".join(f"{k}: {v}" for k, v in detail.items())
-    stale = [c for c in KNOWN_CYCLES if c not in cycles]
-    assert not stale, f"no longer cycles: take them off KNOWN_CYCLES: {stale}"
+    detail = {tuple(c): [w for (a, b), ws in edges.items() if a in c and b in c for w in ws[:1]] for c in cycles}
+    assert not cycles, "module-level import cycles:\n" + "\n".join(f"{k}: {v}" for k, v in detail.items())
 
 
 def test_no_subpackage_loop():
-    loops = [c for c in subpackage_loops(module_graph()) if not any(set(c) <= set(k) for k in KNOWN_CYCLES)]
+    loops = subpackage_loops(module_graph())
     assert not loops, f"sub-packages importing each other in a loop: {loops}"
 
 

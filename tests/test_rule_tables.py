@@ -104,7 +104,7 @@ DOCUMENTED_BOOKKEEPING = {"created_at", "branch", "detached", "dirty", "host", "
 
 
 def _row() -> dict:
-    from kbase.store.export_folder import baseline_columns
+    from kbase.store.transfer.export_folder import baseline_columns
 
     values = {"created_at": "2026-01-01T00:00:00+00:00", "commit_date": "2026-01-01T00:00:00+00:00"}
     return {c: values.get(c, 1) for c in baseline_columns()}
@@ -119,8 +119,8 @@ def _changed(value):
 def _digest(row=None, names=None, ops=None, blob=(1, 2)) -> str:
     import numpy as np
 
-    from kbase.store.export_files import BLOBS, content_digest
-    from kbase.store.packed import pack
+    from kbase.store.codec.packed import pack
+    from kbase.store.transfer.export_files import BLOBS, content_digest
 
     levels = pack(2, {"count": (np.array(blob, dtype=np.int64), {})})
     blobs = {b: (levels if b == "levels" else None) for b in BLOBS}

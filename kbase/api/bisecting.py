@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kbase.comparison.bisect import MidpointVerdict, StepNoise, Target
     from kbase.comparison.result import Comparison
     from kbase.store.engine import Store
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
 BISECT_KIND = "bisect"
 
@@ -197,8 +197,8 @@ def bisect(good: str | None, bad: str | None, settings: Settings | None = None, 
 def _must_exist(settings: Settings) -> None:
     """A bisect needs stored GOOD and BAD: no store is ``NoStoreError`` (exit 2), and none is created."""
     from kbase.errors import KbaseError
-    from kbase.store.connect import ConnectError
-    from kbase.store.engine import NoStoreError
+    from kbase.store.read.connect import ConnectError
+    from kbase.store.schema.errors import NoStoreError
 
     try:
         with _store(settings, None, readonly=True):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from kbase.readers.profile import Profile
     from kbase.readers.source import SourceIdentity, SourceInfo
     from kbase.store.engine import Store
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
 from kbase.api.common import Progress, _store, check_baseline_workload, unknown_workload, warm_imports
 from kbase.api.storing import SnapshotResult, _save, _save_direct
@@ -165,7 +165,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
         # Read first, the driver's modules importing meanwhile; the store is opened, or created, only once the
         # profile has read cleanly. (Undecided — another schema, a foreign file: the store is opened first and
         # says what is wrong before a long read.)
-        warm_imports("kbase.store.create", *(() if sqlite_path(settings.store_url()) else ("psycopg",)))
+        warm_imports("kbase.store.write.create", *(() if sqlite_path(settings.store_url()) else ("psycopg",)))
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
         return _save_direct(settings, lb, source, commit, wkey, tags, note, force, kind)
     with _store(settings, store) as st:
@@ -242,7 +242,7 @@ def baselines(settings: Settings | None = None, *, workload: str | None = None, 
     """Stored baselines, newest first, of ``workload`` (default: the settings' when the user named one, else
     every workload), as ``BaselineRecord``s in a ``Baselines`` list (``.table``, ``.commit_notes``)."""
     from kbase.errors import SettingsError
-    from kbase.store.engine import NoStoreError
+    from kbase.store.schema.errors import NoStoreError
 
     settings = settings or Settings.load()
     if limit is not None and not 0 <= limit <= 2**62:
@@ -285,7 +285,7 @@ def remove(baseline_id: int, settings: Settings | None = None, *,
            confirm: Callable[[BaselineRecord], bool] | None = None,
            store: Store | None = None) -> BaselineRecord | None:
     """Delete one baseline by id; ``confirm(baseline)`` may veto (then None is returned)."""
-    from kbase.store.queries import delete_baseline
+    from kbase.store.write.queries import delete_baseline
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:

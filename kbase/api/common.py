@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from kbase.readers.profile import Profile
     from kbase.store.engine import Store
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 Progress = Callable[[int, int], None]  # (rows read now, rows in all), as a large export streams
 

@@ -19,8 +19,8 @@ from kbase.settings import Settings
 if TYPE_CHECKING:
     from kbase.comparison.inputs import ComparisonInputs, SideInputs
     from kbase.store.engine import Store
-    from kbase.store.reader import StoreReader
-    from kbase.store.records import AcceptanceRecord
+    from kbase.store.read.reader import StoreReader
+    from kbase.store.schema.records import AcceptanceRecord
 
 
 
@@ -219,8 +219,8 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
     a kernel name / ``#id`` (``kernel_pattern``)."""
     from kbase.gitrepo import author, open_repo, resolve_commit
     from kbase.policy import check_pattern
-    from kbase.store.models import Acceptance
-    from kbase.store.queries import add_acceptance
+    from kbase.store.schema.models import Acceptance
+    from kbase.store.write.queries import add_acceptance
 
     settings = settings or Settings.load()
     check_pattern(pattern, "pattern")
@@ -239,7 +239,7 @@ def accept(pattern: str, *, rev: str, reason: str, expires: date | None = None, 
 def acceptances(settings: Settings | None = None, *, all_workloads: bool = False, active_on: date | None = None,
                 store: Store | None = None) -> list[AcceptanceRecord]:
     """Stored acceptances of the settings' workload (or all), optionally only those active on a date."""
-    from kbase.store.engine import NoStoreError
+    from kbase.store.schema.errors import NoStoreError
 
     settings = settings or Settings.load()
     with contextlib.suppress(NoStoreError), _store(settings, store, readonly=True) as st:
@@ -250,7 +250,7 @@ def acceptances(settings: Settings | None = None, *, all_workloads: bool = False
 def revoke(acceptance_id: int, settings: Settings | None = None, *,
            store: Store | None = None) -> AcceptanceRecord:
     """Remove one acceptance: the gate fails on its regressions again."""
-    from kbase.store.queries import delete_acceptance
+    from kbase.store.write.queries import delete_acceptance
 
     settings = settings or Settings.load()
     with _store(settings, store) as st:

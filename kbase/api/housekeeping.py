@@ -16,7 +16,7 @@ from kbase.settings import Settings
 if TYPE_CHECKING:
     from kbase.api.keep_rules import KeepRules
     from kbase.store.engine import Store
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
 from kbase.api.common import _store
 
@@ -97,7 +97,7 @@ def prune(settings: Settings | None = None, *, keep_branches: list[str], older_t
     rules = keep_rules(repo, keep_branches)
     tips = {name: newest_tip(repo, found) for name, found in rules.tips.items()}
     cutoff = _cutoff(now or datetime.now(UTC), age)
-    from kbase.store.engine import NoStoreError
+    from kbase.store.schema.errors import NoStoreError
 
     with contextlib.ExitStack() as stack:
         try:  # a dry run only reads (and creates no store)
@@ -158,11 +158,11 @@ def _delete(st: Store, ids: list[int], export_dir: Path | str | None) -> list[st
     """Delete ``ids``; with an export folder, remove their files there and write their tombstones (after the
     store's one transaction: a failure to write leaves the files, which the next import brings back — nothing
     is lost, only not yet pruned)."""
-    from kbase.store.queries import delete_baselines
+    from kbase.store.write.queries import delete_baselines
 
     if export_dir is None:
         delete_baselines(st.engine, ids, st.url)
         return []
-    from kbase.store.transfer import tombstone_baselines
+    from kbase.store.transfer.transfer import tombstone_baselines
 
     return tombstone_baselines(st, ids, Path(export_dir), lambda: delete_baselines(st.engine, ids, st.url))

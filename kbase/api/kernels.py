@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from kbase.comparison.history import StepsReport
     from kbase.gitrepo import CommitNote
     from kbase.store.engine import Store
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 from kbase.api.common import _store, workload_for
 

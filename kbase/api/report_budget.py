@@ -18,7 +18,7 @@ from kbase.render.report.model import BudgetBar, BudgetView
 if TYPE_CHECKING:
     from kbase.analysis.budget import Blocks, Budget
     from kbase.render.report.model import CommitPoint
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 
 def stored_budgets(reader: StoreReader, baseline_ids: list[int]) -> dict[int, dict[str, Any] | None]:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kbase.comparison.result import GateResult
     from kbase.render.report.model import CommitPoint, ReportData, StepDiff, StepMarker
     from kbase.store.engine import Store
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 from kbase.api.common import _store
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
     from kbase.store.engine import Store
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
 
 @dataclass(repr=False)
@@ -31,7 +31,7 @@ def _save(st: Store, lb: Leaderboard, source: SourceInfo, settings: Settings, co
           tags: list[str] | None, note: str, force: bool, kind: str = "snapshot") -> SnapshotResult:
     """Store ``lb`` unless the same bytes are stored at this commit and window already (another mtime)."""
     from kbase.analysis.board import board_of
-    from kbase.store.queries import save_leaderboard
+    from kbase.store.write.queries import save_leaderboard
 
     dup = None if force else st.reader.find_duplicate(settings.workload, commit.hash, source.sha256, wkey)
     if dup is not None:
@@ -50,9 +50,9 @@ def _save_direct(settings: Settings, lb: Leaderboard, source: SourceInfo, commit
     created if new; a store that path does not open (another schema revision: Alembic upgrades it) through
     ``_save``. A capture stored already answers with its stored leaderboard, read on the same connection."""
     from kbase.analysis.board import board_of
-    from kbase.store.codec import baseline_values
-    from kbase.store.create import open_direct
-    from kbase.store.writer import written_record
+    from kbase.store.codec.codec import baseline_values
+    from kbase.store.write.create import open_direct
+    from kbase.store.write.writer import written_record
 
     direct = open_direct(settings)
     if direct is None:

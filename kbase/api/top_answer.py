@@ -62,7 +62,7 @@ def answer_at_once(profile: Path, settings: Settings, *, per_gpu: bool = False, 
         if stored is not None:
             return stored
     if cache:
-        from kbase.store.top_cache import for_profile
+        from kbase.store.read.top_cache import for_profile
 
         entry = for_profile(profile, settings, ident.get(), per_gpu)
         cached = entry.load() if entry is not None else None
@@ -118,7 +118,7 @@ def top(profile: Path | str | None = None, settings: Settings | None = None, *, 
             return stored
     entry = None
     if cache and not sketches and not ops:
-        from kbase.store.top_cache import for_profile
+        from kbase.store.read.top_cache import for_profile
 
         entry = for_profile(path, settings, ident.get(), per_gpu)
         cached = entry.load() if entry is not None and stored_rows else None

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from kbase.errors import InputError
 from kbase.settings import Settings
-from kbase.store.transfer import ExportResult, ImportResult
+from kbase.store.transfer.transfer import ExportResult, ImportResult
 
 if TYPE_CHECKING:
     from kbase.store.engine import Store
-    from kbase.store.export_folder import Folder
+    from kbase.store.transfer.export_folder import Folder
 
 from kbase.api.common import _store
 
@@ -28,8 +28,8 @@ def export_baselines(folder: Path | str, settings: Settings | None = None, *, wo
     a link). A baseline whose capture key the folder holds with other content is refused (exit 2, naming
     both) before anything is written."""
     from kbase.safe_write import OutputDir
-    from kbase.store.engine import NoStoreError
-    from kbase.store.transfer import export
+    from kbase.store.schema.errors import NoStoreError
+    from kbase.store.transfer.transfer import export
 
     settings = settings or Settings.load()
     path = Path(folder)
@@ -55,8 +55,8 @@ def import_baselines(folder: Path | str, settings: Settings | None = None, *, ke
     needed by an acceptance is not applied, and listed (``ImportResult.refused_tombstones``); so is every
     tombstone when the rules cannot be checked (no repository, a shallow clone)."""
     from kbase.safe_write import OutputDir
-    from kbase.store.export_folder import read_folder
-    from kbase.store.transfer import import_folder
+    from kbase.store.transfer.export_folder import read_folder
+    from kbase.store.transfer.transfer import import_folder
 
     settings = settings or Settings.load()
     path = Path(folder)

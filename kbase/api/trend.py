@@ -31,8 +31,8 @@ from kbase.render.report.model import (
 )
 
 if TYPE_CHECKING:
-    from kbase.store.reader import StoreReader
-    from kbase.store.records import BaselineRecord
+    from kbase.store.read.reader import StoreReader
+    from kbase.store.schema.records import BaselineRecord
 
 SAMPLE_COMMITS = 16
 TOP_KERNELS = 25
@@ -198,7 +198,7 @@ def leaderboard_view(reader: StoreReader, ref: CommitRef) -> LeaderboardView:
     from the stored samples, read only if a row asks)."""
     from kbase.analysis.diagnosis import annotate
     from kbase.api.report_budget import budget_view
-    from kbase.store.codec import stored_summary
+    from kbase.store.codec.codec import stored_summary
 
     baseline_id = ref.baseline_ids[-1]
     b = reader.baseline(baseline_id)
@@ -233,7 +233,7 @@ def op_view(reader: StoreReader, b: BaselineRecord, short_names: dict[str, str])
     import math
 
     from kbase.analysis.ops import op_board
-    from kbase.store.codec import stored_summary
+    from kbase.store.codec.codec import stored_summary
 
     assert b.id is not None
     t = reader.kernel_table(b.id)

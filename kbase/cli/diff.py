@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kbase.comparison.gate import Verdict
     from kbase.comparison.result import Comparison
     from kbase.settings import Settings
-    from kbase.store.records import AcceptanceRecord
+    from kbase.store.schema.records import AcceptanceRecord
 
 AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and within-noise kernels.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Error when a revision has no baseline of its own.")]
@@ -188,7 +188,7 @@ def gate(
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if_no_baseline = check_choice(if_no_baseline, NoBaselinePolicy, flag="--if-no-baseline")
     from kbase.render.gate_files import GateFiles, check_gate_files, write_gate_files
-    from kbase.store.engine import NoStoreError
+    from kbase.store.schema.errors import NoStoreError
 
     files = GateFiles(output=output, comment_md=comment_md, junit=junit, step_summary=summary)
     check_gate_files(files)  # before any work: a bad path never follows a printed verdict

@@ -31,7 +31,7 @@ from kbase.enums import HistoryFormat, LeaderboardFormat, ListFormat
 from kbase.errors import InputError
 
 if TYPE_CHECKING:
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
 db_app = typer.Typer(help="Store schema: upgrade, current revision.", no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(db_app, name="db")
@@ -225,7 +225,7 @@ def db_upgrade(db: DbOpt = None, repo: RepoOpt = None) -> None:
 @db_app.command("current")
 def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     """Print the store's schema revision without changing anything."""
-    from kbase.store.readonly import describe_schema
+    from kbase.store.describe import describe_schema
 
     settings = make_settings(repo=repo, db=db)
     from kbase.render.safe import inert

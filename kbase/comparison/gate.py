@@ -22,7 +22,7 @@ from kbase.enums import Confidence, ExitCode, GateStatus, KernelClass, NewKernel
 from kbase.policy import name_matches
 
 if TYPE_CHECKING:
-    from kbase.store.records import AcceptanceRecord
+    from kbase.store.schema.records import AcceptanceRecord
 
 PASS, REGRESSION, INCOMPARABLE = ExitCode.OK, ExitCode.REGRESSION, ExitCode.USAGE
 TOTAL_KERNEL_TIME = "(total kernel time per iteration)"

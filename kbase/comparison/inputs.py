@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.capture import Capture
     from kbase.comparison.side import Side, SideMeta
-    from kbase.store.records import AcceptanceRecord, BaselineRecord
+    from kbase.store.schema.records import AcceptanceRecord, BaselineRecord
 
 
 @dataclass(frozen=True)

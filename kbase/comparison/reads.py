@@ -18,8 +18,8 @@ from kbase.errors import InputError
 
 if TYPE_CHECKING:
     from kbase.policy import Policy
-    from kbase.store.reader import StoreReader
-    from kbase.store.records import AcceptanceRecord, BaselineRecord
+    from kbase.store.read.reader import StoreReader
+    from kbase.store.schema.records import AcceptanceRecord, BaselineRecord
 
 
 def first_parent_line(repo: Path | None, commit: str | None, depth: int) -> list[str] | None:
@@ -80,7 +80,7 @@ def _history(reader: StoreReader, policy: Policy, repo: Path | None, newest: Bas
         return found
     ids = [b.id for b in past if b.id is not None]
     if not newest.aligned:
-        from kbase.store.blob_reads import run_levels
+        from kbase.store.read.blob_reads import run_levels
 
         name_ids, totals, counts = run_levels(reader.rows_in("level_blobs", {}, "ids", ids), ids)
         names = reader.names(name_ids.tolist())

@@ -27,8 +27,8 @@ from kbase.gitrepo import ANCESTRY_LIMIT
 
 if TYPE_CHECKING:
     from kbase.comparison.side import SideMeta
-    from kbase.store.reader import StoreReader
-    from kbase.store.records import BaselineRecord
+    from kbase.store.read.reader import StoreReader
+    from kbase.store.schema.records import BaselineRecord
 
 
 class RefKind(StrEnum):
@@ -104,7 +104,7 @@ def distinct_captures(bs: Sequence[BaselineRecord]) -> list[BaselineRecord]:
 def _from_baselines(reader: StoreReader, bs: Sequence[BaselineRecord], label: str,
                     notes: list[str]) -> SideInputs:
     """The captures of ``bs`` to pool: the newest's GPU/window fingerprint only, each capture once."""
-    from kbase.store.reader import load_capture
+    from kbase.store.read.reader import load_capture
 
     newest = bs[-1]
     same = [b for b in bs if b.fingerprint == newest.fingerprint]

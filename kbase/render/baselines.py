@@ -12,7 +12,7 @@ from kbase.render.columns import Column
 if TYPE_CHECKING:
     from kbase.gitrepo import CommitNote
 
-BaselineRecord = Any  # a kbase.store.records.BaselineRecord, as every read returns it (render never imports the store)
+BaselineRecord = Any  # a kbase.store.schema.records.BaselineRecord, as every read returns it (render: no store)
 
 LIST_SCHEMA = "kbase.list/1"
 SUBJECT_WIDTH = 72  # a subject longer than this is cut (with an ellipsis) in every output but JSON

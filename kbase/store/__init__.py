@@ -1,10 +1,17 @@
-"""Stage 4 — the baseline store: SQLModel tables (``models``), Alembic migrations (the top-level
-``migrations/``, ``schema_names.migrations_dir``), opening and guarding a database (``engine``), the
-leaderboard <-> store codec (``codec``) over each baseline's kernel table as packed-column blobs
-(``kernel_blobs``, ``sample_blobs``, ``packed``: docs/store-format.md), every read as one SQLAlchemy
-statement (``statements``; ``blob_reads`` shapes the blobs) asked through one reader (``reader.StoreReader``:
-the statements' compiled text on one DB-API connection, ``connect``: sqlite3 or psycopg), and the writes
-(``queries``, through SQLAlchemy).
+"""Stage 4 — the baseline store, in subpackages that say what they hold:
+
+- ``schema``: the SQLModel tables (``models``; Alembic's migrations are the top-level ``migrations/``), the
+  schema as names, the records every read returns, the store's errors and what it refuses to touch;
+- ``codec``: the kernel-table format (packed-column blobs, docs/store-format.md) and the leaderboard <-> store
+  mapping;
+- ``read``: the one connection (sqlite3 or psycopg), every read as one statement, one reader
+  (``read.reader.StoreReader``), the top cache;
+- ``write``: the one writer (snapshot, import, the synthetic history) and a new store created from the DDL;
+- ``transfer``: export and import (the data branch's files, checked as hostile input).
+
+Beside them: ``engine`` (opening, migrating and guarding a store: ``open_store``, ``Store``), ``identity``
+("is this file stored?", one lookup) and ``describe`` (``kbase db current``). Each subpackage imports only
+those listed before it; tests/test_layers.py holds that (no module cycle, no sub-package loop).
 
 Python: ``kbase.api`` is the front door (``kbase.snapshot``, ``kbase.baselines``, ``kbase.history``);
 this package is the layer under it::

@@ -11,21 +11,27 @@ head on first use, an older one is upgraded, and one from a newer kbase is refus
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbase.errors import StoreError
-from kbase.store.guard import _file_lock, check_server_database, check_sqlite_file, check_stamp, check_store_location
-from kbase.store.schema_names import SCHEMA_LOCK, head_revision, migrations_dir
+from kbase.store.schema.errors import store_error
+from kbase.store.schema.guard import (
+    _file_lock,
+    check_server_database,
+    check_sqlite_file,
+    check_stamp,
+    check_store_location,
+)
+from kbase.store.schema.schema_names import SCHEMA_LOCK, head_revision, migrations_dir
 from kbase.store_urls import is_memory, mask_url, normalize_url, sqlite_path
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
     from kbase.settings import Settings
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 T = TypeVar("T")
 
@@ -104,7 +110,7 @@ def _pg_timeout(url: str, seconds: float | None) -> dict[str, Any]:
     """The connect timeout of a PostgreSQL engine: the read connection's (``connect.connect_timeout``)."""
     if "postgresql" not in url:
         return {}
-    from kbase.store.connect import PG_SCHEME, connect_timeout, pg_connect_args
+    from kbase.store.read.connect import PG_SCHEME, connect_timeout, pg_connect_args
 
     given = pg_connect_args(url) if url.startswith(PG_SCHEME + "://") else {}
     return {"connect_timeout": connect_timeout(given, CONNECT_TIMEOUT_S if seconds is None else seconds)}
@@ -115,32 +121,6 @@ def _make_parent(path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"store {path}: cannot create its directory {path.parent} ({exc.strerror})") from None
-
-
-def store_error(url: str, exc: Exception, text: str | None = None) -> StoreError:
-    """Turn a driver error (or ``text`` about it) into one line a user can act on, the password masked."""
-    if text is None:
-        text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    where = mask_url(url)
-    text = mask_url(text, secret_of=url)
-    low = text.lower()
-    if "readonly" in low or "read-only" in low or "attempt to write" in low:
-        return StoreError(f"store {where}: database is read-only ({text})")
-    path = sqlite_path(url)
-    if path is not None and "unable to open" in low and path.is_file():
-        # SQLite cannot open a WAL database it may not write (nor create -wal/-shm beside): say why.
-        for p in (path, path.parent):
-            if not os.access(p, os.W_OK):
-                return StoreError(f"store {where}: database is read-only ({p} is not writable; {text})")
-    if "locked" in low or "busy" in low:
-        return StoreError(f"store {where}: database is locked by another writer (waited out the busy timeout)")
-    if "not a database" in low or "malformed" in low or "corrupt" in low:
-        return StoreError(f"store {where}: not a kbase database or corrupt ({text})")
-    if "unable to open" in low:
-        return StoreError(f"store {where}: cannot open the database file ({text})")
-    if "connection" in low or "could not connect" in low or "password" in low or "timeout" in low:
-        return StoreError(f"store {where}: cannot connect ({mask_url(text)})")
-    return StoreError(f"store {where}: {mask_url(text)}")
 
 
 @contextlib.contextmanager
@@ -214,7 +194,7 @@ def reclaim_space(engine, url: str, before: str | None, after: str | None) -> bo
     False when nothing was to do or the store is busy (the free pages are then reused by later snapshots)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from kbase.store.schema_names import RECLAIM_REVISIONS
+    from kbase.store.schema.schema_names import RECLAIM_REVISIONS
 
     if sqlite_path(url) is None or is_memory(url) or before is None or after is None:
         return False
@@ -257,7 +237,7 @@ class Store:
     def reader(self) -> StoreReader:
         """The store's reads (``reader.StoreReader``) on this store's one read connection."""
         if self._reader is None:
-            from kbase.store.reader import StoreReader
+            from kbase.store.read.reader import StoreReader
 
             conn, dialect = self._connection, "postgresql" if sqlite_path(self.url) is None else "sqlite"
             if conn is None:  # (in-memory SQLite, another driver: a connection of the engine's own pool)
@@ -282,10 +262,6 @@ class Store:
         self.close()
 
 
-class NoStoreError(StoreError):
-    """A read-only command found no store where one was looked for (nothing was created)."""
-
-
 def open_store(target: Settings | str | None = None, *, migrate: bool = True, readonly: bool = False) -> Store:
     """The store of ``target`` (Settings, or a URL/path; None: the default settings), at the schema
     head (migrated if needed). ``readonly``: for commands that only read — opened through the read connection
@@ -303,10 +279,15 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True, re
     if path is not None:
         check_store_location(path)
     if readonly and (path is not None or url.startswith("postgresql+psycopg://")):
-        from kbase.store.connect import open_read
+        from kbase.store.read.connect import open_read
 
-        conn = open_read(url, BUSY_TIMEOUT_S if busy is None else busy, CONNECT_TIMEOUT_S if connect is None
-                         else connect, migrate)  # (not at head without ``migrate``: ``connect.NotAtHead``)
+        busy_s = BUSY_TIMEOUT_S if busy is None else busy
+        connect_s = CONNECT_TIMEOUT_S if connect is None else connect
+
+        def upgrade(stamped: list[str] | None) -> None:
+            upgrade_to_read(url, busy_s, stamped, connect_s)
+
+        conn = open_read(url, busy_s, connect_s, upgrade if migrate else None)  # (None: ``connect.NotAtHead``)
         return Store(url, connection=conn, busy_timeout_s=busy, connect_timeout_s=connect)
     return Store(url, _open_engine(url, busy, connect, migrate), busy_timeout_s=busy, connect_timeout_s=connect)
 

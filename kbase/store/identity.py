@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kbase.errors import InputError, KbaseError
-from kbase.store.guard import check_store_location
+from kbase.store.schema.guard import check_store_location
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from kbase.readers.source import SourceIdentity
     from kbase.settings import Settings
     from kbase.store.engine import Store
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
     Identify = Callable[[], SourceIdentity | None]  # the profile's identity, taken once by the caller
 
@@ -79,7 +79,7 @@ def look_up(settings: Settings, key: IdentityKey | None, workload: str | None = 
     if is_memory(url):
         yield Lookup(False)
         return
-    from kbase.store.connect import ConnectError, NotAtHead
+    from kbase.store.read.connect import ConnectError, NotAtHead
 
     try:
         opened = open_store(settings, migrate=False, readonly=True)

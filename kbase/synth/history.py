@@ -26,7 +26,7 @@ import numpy as np
 from kbase.synth.generate import ExportSpec, KernelSpec, default_kernel_mix, generate_export
 
 if TYPE_CHECKING:
-    from kbase.store.kernel_blobs import StoredTable
+    from kbase.store.codec.kernel_blobs import StoredTable
 
 _T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -171,10 +171,10 @@ def write_bulk_history(engine, n_baselines: int, *, workload: str = "bulk", n_ke
     """
     from kbase.analysis import classify
     from kbase.analysis.window import WindowSpec
-    from kbase.store.codec import fingerprint
+    from kbase.store.codec.codec import fingerprint
     from kbase.store.engine import write_transaction
-    from kbase.store.models import BASELINE, Baseline
-    from kbase.store.queries import write_kernels
+    from kbase.store.schema.models import BASELINE, Baseline
+    from kbase.store.write.queries import write_kernels
     from kbase.version import __version__
 
     mix = _bulk_mix(n_kernels)
@@ -295,8 +295,8 @@ def _bulk_kernels(naming: Sequence[tuple[str, str, str, str, str]], total: np.nd
     ``build_leaderboard`` derives them (whole-ns totals and medians, shares of the window's GPU time), in rank
     order, encoded; ``reuse``: a table whose samples, sketches and ops to store instead of encoding this
     baseline's own; ``plan``: the ops of each kernel (``_bulk_op_plan``), for its ``ops`` blob."""
-    from kbase.store.kernel_blobs import Blobs, KernelTable, StoredTable, encode
-    from kbase.store.op_blobs import encode_ops
+    from kbase.store.codec.kernel_blobs import Blobs, KernelTable, StoredTable, encode
+    from kbase.store.codec.op_blobs import encode_ops
 
     order = np.argsort(-total, kind="stable")
     units = iterations * gpus

@@ -6,7 +6,7 @@ Create Date: 2026-12-05 09:00:00
 
 A 500-kernel x 50-iteration baseline took ~700 KiB as 500 ``baseline_kernel`` rows (launch sketches 576 B
 and samples 400 B a row as float32, the history index, free page space). Now its whole kernel table is one
-``baseline_kernels`` row of four packed-column blobs (``kbase.store.kernel_blobs``, docs/store-format.md):
+``baseline_kernels`` row of four packed-column blobs (``kbase.store.codec.kernel_blobs``, docs/store-format.md):
 ~40-60 KiB. Every leaderboard value is kept exactly; per-iteration ns and sketch quantiles become mantissa
 codes (relative error <= 2^-11 and 2^-9; launch counts exact). ``workload_kernel`` records which kernel
 names each workload holds (kernel lookup no longer joins a row per kernel).
@@ -88,7 +88,7 @@ def _table(rows: list[tuple], n_keys: int):
     import numpy as np
 
     from kbase.analysis.sketch import CHUNKS, WIDTH
-    from kbase.store.kernel_blobs import KernelTable
+    from kbase.store.codec.kernel_blobs import KernelTable
 
     col = {c: i for i, c in enumerate(_ROW)}
     values: dict = {c: np.array([r[col[c]] for r in rows], dtype=np.int64) for c in _INTS}
@@ -117,7 +117,7 @@ def _streamed(conn, statement):
 
 
 def upgrade() -> None:
-    from kbase.store.format1 import FORMAT, encode
+    from kbase.store.codec.format1 import FORMAT, encode
 
     _new_tables()
     conn = op.get_bind()
@@ -145,8 +145,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     import numpy as np
 
-    from kbase.store.format1 import FORMAT, decode
-    from kbase.store.kernel_blobs import Blobs
+    from kbase.store.codec.format1 import FORMAT, decode
+    from kbase.store.codec.kernel_blobs import Blobs
 
     op.create_table(
         "baseline_kernel",

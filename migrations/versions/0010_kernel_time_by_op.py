@@ -6,7 +6,7 @@ Create Date: 2026-12-05 01:00:00
 
 ``op_name`` holds each distinct op key once (``aten::mm``, ``Linear/aten::mm``) with its op without scope;
 ``baseline_kernels.ops`` holds a baseline's (kernel, op) pairs as one packed-columns blob
-(``kbase.store.op_blobs``): a kernel may serve several ops (elementwise kernels do), and a kernel that serves
+(``kbase.store.codec.op_blobs``): a kernel may serve several ops (elementwise kernels do), and a kernel that serves
 one op costs its row and its op id alone. Baselines stored before this revision have no op information
 (``ops`` NULL) and compare as before (the library-swap rule): nothing to convert. Downgrade drops both.
 """

@@ -39,9 +39,9 @@ def _ids(conn, fmt: int) -> list[int]:
 
 
 def upgrade() -> None:
-    from kbase.store.format1 import FORMAT as FORMAT_1
-    from kbase.store.format1 import convert
-    from kbase.store.kernel_blobs import FORMAT, id_list
+    from kbase.store.codec.format1 import FORMAT as FORMAT_1
+    from kbase.store.codec.format1 import convert
+    from kbase.store.codec.kernel_blobs import FORMAT, id_list
 
     op.add_column("baseline_kernels", sa.Column("kernel_ids", sa.LargeBinary(), nullable=True))
     op.add_column("baseline_kernels", sa.Column("op_ids", sa.LargeBinary(), nullable=True))
@@ -75,11 +75,11 @@ def upgrade() -> None:
 def downgrade() -> None:
     import numpy as np
 
-    from kbase.store.format1 import FORMAT as FORMAT_1
-    from kbase.store.format1 import encode, recoded
-    from kbase.store.kernel_blobs import Blobs, decode, ids_of
-    from kbase.store.op_blobs import decode_ops, encode_ops
-    from kbase.store.packed import Packed
+    from kbase.store.codec.format1 import FORMAT as FORMAT_1
+    from kbase.store.codec.format1 import encode, recoded
+    from kbase.store.codec.kernel_blobs import Blobs, decode, ids_of
+    from kbase.store.codec.op_blobs import decode_ops, encode_ops
+    from kbase.store.codec.packed import Packed
 
     conn = op.get_bind()
     ids = _ids(conn, 2)

@@ -121,9 +121,9 @@ def test_the_store_and_the_diff_hold_a_sparse_split_in_bounded_memory():
     that occur (layout 2), reads back the same pairs, and the diff by op pools and judges them with its
     statistics read a bounded block at a time; an unchanged capture against itself changes no op."""
     from kbase.comparison.side import _pooled_ops
-    from kbase.store.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
-    from kbase.store.op_blobs import decode_ops, encode_ops
-    from kbase.store.packed import Packed
+    from kbase.store.codec.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
+    from kbase.store.codec.op_blobs import decode_ops, encode_ops
+    from kbase.store.codec.packed import Packed
 
     n_ops, n_iters, n_kernels = 12_000, 5_000, 3
     launches, args = _pairs(n_ops, n_iters, per_op=2, n_kernels=n_kernels, seed=3)

@@ -288,7 +288,7 @@ def test_from_steps_bisects_the_step_kbase_steps_found(tmp_path):
 
 def test_the_kind_travels_in_export_files_and_a_snapshots_file_is_unchanged(world, tmp_path):
     import kbase
-    from kbase.store.export_files import MAGIC
+    from kbase.store.transfer.export_files import MAGIC
 
     line, db, _ = world
     settings = kbase.Settings.load(repo=line.repo, db=db, name="train")

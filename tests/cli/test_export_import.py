@@ -191,7 +191,7 @@ def test_a_format_1_tombstone_deletes_by_its_key(world):
     assert kb(world, "import", out, db=c).rc == 0
     assert kb(world, "prune", "--keep-branch", "main", "--yes", "--export", out).rc == 0
     (tomb,) = [out / n for n in _files(out) if n.endswith(".deleted")]
-    from kbase.store.export_files import file_name
+    from kbase.store.transfer.export_files import file_name
 
     doc = json.loads(tomb.read_bytes())
     assert doc["format"] == "kbase.tombstone/2"

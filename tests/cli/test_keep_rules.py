@@ -57,8 +57,8 @@ def world(tmp_path_factory):
 def _tombstone_everything(db: str, folder: Path) -> None:
     """A tombstone for every stored baseline: what a hostile push (or a prune run with the wrong rules) leaves."""
     from kbase.store.engine import open_store
-    from kbase.store.export_files import TOMBSTONE_SUFFIX, file_name, tombstone_bytes
-    from kbase.store.transfer import read_stored
+    from kbase.store.transfer.export_files import TOMBSTONE_SUFFIX, file_name, tombstone_bytes
+    from kbase.store.transfer.transfer import read_stored
 
     with open_store(db, readonly=True) as st:
         for s in read_stored(st.reader, st.reader.baseline_ids()).values():

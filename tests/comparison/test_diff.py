@@ -290,7 +290,7 @@ def test_pooled_repeat_captures(ex, tmp_path):
         assert _flagged(res) == [SLOW.short_name]
         # the stored and pooled per-iteration sums match the profile read directly, within the stored
         # mantissa's error (``mantissa.SAMPLE_BITS``)
-        from kbase.store.mantissa import SAMPLE_BITS
+        from kbase.store.codec.mantissa import SAMPLE_BITS
 
         base = ex.side("base")
         assert np.allclose(np.sort(pooled.side.samples[row, :7]),

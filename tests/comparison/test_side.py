@@ -11,7 +11,7 @@ import pytest
 import kbase
 from kbase.comparison.side import KERNEL_COLUMNS, side_from_captures, side_from_leaderboards
 from kbase.store import open_store
-from kbase.store.reader import load_capture
+from kbase.store.read.reader import load_capture
 from kbase.synth.generate import ExportSpec, generate_export
 
 

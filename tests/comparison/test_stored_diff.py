@@ -16,7 +16,7 @@ import kbase
 from kbase.comparison.diff import compute_diff
 from kbase.comparison.side import side_from_captures, side_from_leaderboards
 from kbase.store import open_store
-from kbase.store.reader import load_capture
+from kbase.store.read.reader import load_capture
 from kbase.synth.generate import ExportSpec, default_kernel_mix, generate_export
 
 GEMM = default_kernel_mix()[0].name

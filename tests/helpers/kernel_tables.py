@@ -14,9 +14,9 @@ import numpy as np
 from sqlalchemy import inspect, text
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
-from kbase.store import format1
-from kbase.store.kernel_blobs import Blobs, KernelTable, decode, encode, id_list, ids_of
-from kbase.store.mantissa import QUANTILE_BITS, SAMPLE_BITS
+from kbase.store.codec import format1
+from kbase.store.codec.kernel_blobs import Blobs, KernelTable, decode, encode, id_list, ids_of
+from kbase.store.codec.mantissa import QUANTILE_BITS, SAMPLE_BITS
 
 LEADERBOARD = ("name_id", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns",
                "per_iter_ns", "count_per_iter", "share_window", "share_kernel", "amdahl_ceiling", "fragmented")

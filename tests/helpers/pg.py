@@ -214,7 +214,7 @@ def copy_store(src_url: str, dst_url: str) -> None:
     from sqlalchemy import text
 
     from kbase.store import open_store
-    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME, WORKLOAD_KERNEL
+    from kbase.store.schema.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, KERNEL_NAME, OP_NAME, WORKLOAD_KERNEL
 
     src, dst = open_store(src_url), open_store(dst_url)
     try:

@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 from kbase.store import open_store as store_open
-from kbase.store import queries
+from kbase.store.write import queries
 
 from helpers import pg
 from helpers.cli import run_kbase

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import test_exit_contract as contract
 
-from kbase.store.schema_names import OWN_TABLES
+from kbase.store.schema.schema_names import OWN_TABLES
 
 from helpers.cli import kb
 
@@ -119,8 +119,8 @@ def test_a_store_whose_stamp_cannot_be_right_is_exit_2(world, tmp_path, damage, 
 
 def test_library_refuses_a_store_with_two_stamps(world, tmp_path):
     from kbase.errors import StoreError
+    from kbase.store.describe import describe_schema
     from kbase.store.engine import open_store
-    from kbase.store.readonly import describe_schema
 
     db = tmp_path / "k.db"
     db.write_bytes(world["S"].read_bytes())

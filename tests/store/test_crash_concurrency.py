@@ -34,7 +34,7 @@ import pytest
 
 from kbase.store import engine as engine_mod
 from kbase.store import open_store as store_open
-from kbase.store import queries
+from kbase.store.write import queries
 from kbase.synth.generate import ExportSpec, generate_export, scaled_kernel_mix
 
 from helpers import pg

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from kbase.errors import StoreError
-from kbase.store.engine import NoStoreError, open_store
-from kbase.store.guard import _file_lock
+from kbase.store.engine import open_store
+from kbase.store.schema.errors import NoStoreError
+from kbase.store.schema.guard import _file_lock
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.cli import kb

@@ -50,7 +50,7 @@ def exported(tmp_path_factory):
 
 def split(data: bytes) -> tuple[dict, list[bytes | None]]:
     """(header, blobs in order) of a baseline file."""
-    from kbase.store.export_files import BLOBS, parse_baseline
+    from kbase.store.transfer.export_files import BLOBS, parse_baseline
 
     f = parse_baseline(data)
     header = dict(f.header)
@@ -58,7 +58,7 @@ def split(data: bytes) -> tuple[dict, list[bytes | None]]:
 
 
 def join(header: dict, blobs: list[bytes | None]) -> bytes:
-    from kbase.store.export_files import BLOBS, MAGIC
+    from kbase.store.transfer.export_files import BLOBS, MAGIC
 
     lengths = {b: None if blob is None else len(blob) for b, blob in zip(BLOBS, blobs, strict=True)}
     head = json.dumps({**header, "blobs": lengths}, sort_keys=True, separators=(",", ":")).encode()
@@ -96,9 +96,9 @@ def refused(repo: Path, folder: Path, path: Path, *words: str, url: str):
 def _bomb_blob(codec: int, size: int, declared: int | None = None, streamed: bool = False) -> bytes:
     """A packed blob of one 8-byte column whose payload decompresses to ``size`` zero bytes, its header
     declaring ``declared`` (default: the truth); ``streamed``: a Zstandard frame that states no size."""
-    from kbase.store.format1 import DEFLATE as ZLIB
-    from kbase.store.format1 import LZMA2 as LZMA
-    from kbase.store.packed import MAGIC, VERSION, ZSTD, _varint
+    from kbase.store.codec.format1 import DEFLATE as ZLIB
+    from kbase.store.codec.format1 import LZMA2 as LZMA
+    from kbase.store.codec.packed import MAGIC, VERSION, ZSTD, _varint
 
     declared = size if declared is None else declared
     head = MAGIC + bytes([VERSION, codec]) + _varint(declared // 8) + _varint(2) + b"{}" + _varint(1)
@@ -109,7 +109,7 @@ def _bomb_blob(codec: int, size: int, declared: int | None = None, streamed: boo
         coder = zstandard.ZstdCompressor(level=3, write_content_size=not streamed)
         payload = coder.compress(b"\0" * size)
     elif codec == LZMA:
-        from kbase.store.format1 import _LZMA_FILTERS
+        from kbase.store.codec.format1 import _LZMA_FILTERS
 
         payload = lzma.compress(b"\0" * size, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
     else:
@@ -121,8 +121,8 @@ def _bomb_blob(codec: int, size: int, declared: int | None = None, streamed: boo
 
 @pytest.mark.parametrize("codec", [1, 2, 3], ids=["deflate", "lzma", "zstd"])
 def test_a_payload_larger_than_its_header_says_is_never_decoded_whole(codec):
-    from kbase.store.format1 import recoded
-    from kbase.store.packed import Packed, PackedError
+    from kbase.store.codec.format1 import recoded
+    from kbase.store.codec.packed import Packed, PackedError
 
     blob = _bomb_blob(codec, 64 << 20, declared=4096)  # 64 MiB of zeros, the header saying 4 KiB
     with pytest.raises(PackedError, match="payload"):  # (deflate and LZMA2: format 1's, read through ``recoded``)
@@ -132,7 +132,7 @@ def test_a_payload_larger_than_its_header_says_is_never_decoded_whole(codec):
 def test_a_zstd_frame_that_states_a_huge_size_is_refused_before_allocating():
     import zstandard
 
-    from kbase.store.packed import Packed, PackedError
+    from kbase.store.codec.packed import Packed, PackedError
 
     blob = _bomb_blob(3, 1 << 20, declared=4096)
     assert zstandard.frame_content_size(blob[blob.index(b"\x28\xb5\x2f\xfd"):]) == 1 << 20
@@ -205,7 +205,7 @@ def test_a_hostile_file_imports_in_bounded_memory(exported, tmp_path, codec, str
 def redigest(header: dict, blobs: list[bytes | None]) -> dict:
     """``header`` with the content digest its data gives (when it can be computed): a case is refused for its
     value, not for a stale digest."""
-    from kbase.store.export_files import BLOBS, content_digest
+    from kbase.store.transfer.export_files import BLOBS, content_digest
 
     try:
         by = dict(zip(BLOBS, blobs, strict=True))
@@ -413,7 +413,7 @@ def test_a_value_at_the_schemas_edge_is_taken_by_both_stores(exported, tmp_path,
     repo, data = exported
     folder = tmp_path / "data"
     if ACCEPT_CASES[case] is None:
-        from kbase.store.export_files import acceptance_bytes, row_values
+        from kbase.store.transfer.export_files import acceptance_bytes, row_values
 
         place(folder, acceptance_bytes(row_values(_EDGE_ACCEPTANCE, ("created_at",), ("expires",))), ".acceptance")
     else:

@@ -1,4 +1,4 @@
-"""``kbase.store.kernel_blobs``: a baseline's kernel table in four blobs. Every leaderboard value comes back
+"""``kbase.store.codec.kernel_blobs``: a baseline's kernel table in four blobs. Every leaderboard value comes back
 to the bit (NULL as NaN, odd values too: the predictions are only a compression, never a rounding); per-
 iteration ns and sketch quantiles within their stated mantissa error, launch counts exactly, microsecond
 quantiles (Kineto's) still whole microseconds and nanosecond ones never all whole microseconds (the
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL
-from kbase.store.kernel_blobs import (
+from kbase.store.codec.kernel_blobs import (
     BOARD_COLUMNS,
     LEVEL_COLUMNS,
     KernelTable,
@@ -20,7 +20,7 @@ from kbase.store.kernel_blobs import (
     encode,
     sample_rows,
 )
-from kbase.store.mantissa import (
+from kbase.store.codec.mantissa import (
     LOSSLESS_BITS,
     QUANTILE_BITS,
     SAMPLE_BITS,
@@ -28,7 +28,7 @@ from kbase.store.mantissa import (
     mantissa_value,
     mantissa_values,
 )
-from kbase.store.packed import Packed
+from kbase.store.codec.packed import Packed
 
 
 def _table(rng, k: int = 300, keys: int = 20, us: bool = False) -> KernelTable:
@@ -154,8 +154,8 @@ def test_level_matrix_of_many_blobs_equals_each_decoded():
     """``kbase steps`` decodes the levels of thousands of baselines in batches (blobs stored alike at once):
     the matrix equals one built from each blob decoded on its own, whatever mix of kernel counts, NULL levels
     and levels that are not total / d_iter (stored in a residual) the baselines hold."""
-    from kbase.store.blob_reads import level_matrix
-    from kbase.store.kernel_blobs import FORMAT, id_list
+    from kbase.store.codec.kernel_blobs import FORMAT, id_list
+    from kbase.store.read.blob_reads import level_matrix
 
     rng = np.random.default_rng(9)
     rows, tables = [], {}
@@ -187,7 +187,7 @@ def test_row_medians_are_numpys_to_the_bit():
     ``np.median`` / ``np.nanmedian`` exactly: the blobs a snapshot writes did not change."""
     import numpy as np
 
-    from kbase.store.mantissa import row_medians
+    from kbase.store.codec.mantissa import row_medians
 
     rng = np.random.default_rng(0)
     for _ in range(500):
@@ -220,7 +220,7 @@ def test_derivable_columns_are_not_stored_unless_they_do_not_derive():
 def test_format_1_tables_convert_to_format_2_with_every_value():
     """Migration 0014 and old export files: a format-1 table (name ids and residuals in the blobs) converts to
     format 2 with every column, sample and sketch reading back as before, and the ids by row beside it."""
-    from kbase.store import format1
+    from kbase.store.codec import format1
 
     for seed in (1, 2, 3):
         t = _table(np.random.default_rng(seed), us=seed == 3)

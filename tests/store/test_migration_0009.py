@@ -69,7 +69,7 @@ def _baseline_values(captures) -> list[tuple[dict[str, Any], Any]]:
     """One baseline row per capture (fixed creation times: both stores get the very same rows)."""
     from datetime import UTC, datetime, timedelta
 
-    from kbase.store.codec import baseline_row
+    from kbase.store.codec.codec import baseline_row
 
     out = []
     for i, (path, lb) in enumerate(captures):
@@ -87,9 +87,9 @@ def _write_0008(engine, captures) -> None:
     """The captures as 0008's kbase stored them: a ``baseline_kernel`` row per kernel, samples and launch
     sketches as little-endian float32 (its ``codec.kernel_rows``)."""
     from kbase.analysis import sketch
-    from kbase.store.codec import _sample_matrices, kernel_naming
-    from kbase.store.models import BASELINE
-    from kbase.store.queries import name_ids
+    from kbase.store.codec.codec import _sample_matrices, kernel_naming
+    from kbase.store.schema.models import BASELINE
+    from kbase.store.write.queries import name_ids
 
     cols = ("gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns", "per_iter_ns",
             "count_per_iter", "share_window", "share_kernel", "amdahl_ceiling", "fragmented")
@@ -128,9 +128,9 @@ def _write_head(engine, captures) -> None:
     """The same captures stored by this kbase (``save_leaderboard``'s kernel table)."""
     import dataclasses
 
-    from kbase.store.codec import stored_table
-    from kbase.store.models import BASELINE
-    from kbase.store.queries import write_kernels
+    from kbase.store.codec.codec import stored_table
+    from kbase.store.schema.models import BASELINE
+    from kbase.store.write.queries import write_kernels
 
     with engine.begin() as conn:
         for values, lb in _baseline_values(captures):

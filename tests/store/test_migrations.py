@@ -10,7 +10,7 @@ def test_head_revision_read_from_the_scripts_is_alembics_head():
     from alembic.script import ScriptDirectory
 
     from kbase.store.engine import alembic_config
-    from kbase.store.schema_names import head_revision, migrations_dir
+    from kbase.store.schema.schema_names import head_revision, migrations_dir
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == head_revision()
     repo = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def test_head_revision_follows_the_scripts(tmp_path, monkeypatch):
     """A new script is the new head with no constant to edit; two heads are refused, not guessed."""
     import shutil
 
-    from kbase.store import schema_names
+    from kbase.store.schema import schema_names
 
     fake = tmp_path / "migrations"
     shutil.copytree(schema_names.migrations_dir(), fake)
@@ -50,7 +50,7 @@ from kbase.gitrepo import CommitInfo
 from kbase.readers import source
 from kbase.store import engine as kdb
 from kbase.store import open_store as store_open
-from kbase.store import queries
+from kbase.store.write import queries
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.kernel_tables import assert_same_kernels, downgrade, dump_kernels

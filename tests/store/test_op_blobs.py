@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from kbase.analysis.sparse import SparseRows
-from kbase.store.mantissa import SAMPLE_BITS, mantissa_codes
-from kbase.store.op_blobs import decode_ops, encode_ops, op_totals
-from kbase.store.packed import Packed
+from kbase.store.codec.mantissa import SAMPLE_BITS, mantissa_codes
+from kbase.store.codec.op_blobs import decode_ops, encode_ops, op_totals
+from kbase.store.codec.packed import Packed
 
 
 def _case(seed: int = 0):
@@ -74,7 +74,7 @@ def test_the_sparse_layout_reads_back_what_the_dense_one_does(monkeypatch, seed)
     """Past ``DENSE_CELLS`` explicit cells the samples are stored for the iterations each pair ran in (layout
     2); the same pairs read back identically from either layout, and below the bound the blob is the dense
     layout an earlier kbase wrote (layout 1)."""
-    import kbase.store.op_blobs as op_blobs
+    import kbase.store.codec.op_blobs as op_blobs
 
     pairs, rows, ops, table = _case(seed)
     dense_ns = pairs.iter_ns.dense()
@@ -98,8 +98,8 @@ def test_a_sparse_blob_that_lies_is_unreadable_not_a_crash():
     """A sample column outside the iterations, cell counts that disagree with the cells, or a kernel's only
     pair named many times (its kernel-table row would be read, densely, once per naming): ``ValueError`` (the
     store read turns it into one line naming the baseline), never a decode that grows with the lie."""
-    import kbase.store.op_blobs as op_blobs
-    from kbase.store.packed import pack
+    import kbase.store.codec.op_blobs as op_blobs
+    from kbase.store.codec.packed import pack
 
     pairs, rows, ops, table = _case(0)
     old, op_blobs.DENSE_CELLS = op_blobs.DENSE_CELLS, 0

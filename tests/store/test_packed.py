@@ -1,4 +1,4 @@
-"""``kbase.store.packed``: named columns in one deterministic blob, read back exactly by both decoders (Python
+"""``kbase.store.codec.packed``: named columns in one deterministic blob, read back exactly by both decoders (Python
 lists without numpy, numpy arrays), one value or one search without decoding a column, and every damaged
 blob refused in one line (``PackedError``), never read as other numbers."""
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbase.store import packed
-from kbase.store.packed import Packed, PackedError, canonical, pack
+from kbase.store.codec import packed
+from kbase.store.codec.packed import Packed, PackedError, canonical, pack
 
 INT64 = st.integers(min_value=-(2**62), max_value=2**62)
 
@@ -38,7 +38,7 @@ def test_every_column_reads_back_exactly(table, codec, meta):
     blob = pack(n, cols, meta)
     assert pack(n, cols, meta) == blob  # deterministic
     if codec != "zstd":  # a blob of an early draft of 0009: read through ``format1.recoded`` (migration 0014)
-        from kbase.store.format1 import recoded
+        from kbase.store.codec.format1 import recoded
 
         legacy = _legacy(blob, codec)
         assert Packed(recoded(legacy)).names == list(cols) and canonical(recoded(legacy)) == canonical(blob)
@@ -89,7 +89,7 @@ def test_decoding_loads_no_numpy(tmp_path):
 
     blob = pack(3, {"a": (np.array([1, -2, 3]), {"delta": True}), "f": (np.array([0.5, 1, 2]), {"as_float": True})})
     (tmp_path / "b.bin").write_bytes(blob)
-    code = ("import sys; from kbase.store.packed import Packed; p = Packed(open(sys.argv[1], 'rb').read()); "
+    code = ("import sys; from kbase.store.codec.packed import Packed; p = Packed(open(sys.argv[1], 'rb').read()); "
             "assert p.ints('a') == [1, -2, 3] and p.floats('f') == [0.5, 1.0, 2.0]; "
             "assert 'numpy' not in sys.modules, 'numpy loaded'")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "b.bin")], check=True)

@@ -1,4 +1,4 @@
-"""Issue 40: reading a PostgreSQL store through psycopg (``kbase.store.connect``). What is PostgreSQL's alone:
+"""Issue 40: reading a PostgreSQL store through psycopg (``kbase.store.read.connect``). What is PostgreSQL's alone:
 the URL means what it means to SQLAlchemy (the write path), no read leaves a transaction open, a server that
 accepts TCP but never answers fails within the configured timeout in psycopg's words (one line, exit 2, the
 password masked), Ctrl-C stops a hung connect at once, and every store that is not at the head schema (old,
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from kbase.store.connect import pg_connect_args
+from kbase.store.read.connect import pg_connect_args
 
 from helpers.cli import run_kbase
 from helpers.library import downgraded

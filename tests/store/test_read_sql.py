@@ -1,7 +1,7 @@
-"""One store read layer: the one reader runs the text of the SQLAlchemy statements (``kbase.store.statements``
+"""One store read layer: the one reader runs the text of the SQLAlchemy statements (``kbase.store.read.statements``
 compiled for each dialect into ``read_sql.py``) on its DB-API connection, never SQL of its own.
 
-``KBASE_UPDATE_SQL=1 pytest tests/store/test_read_sql.py`` (or ``python -m kbase.store.statements``)
+``KBASE_UPDATE_SQL=1 pytest tests/store/test_read_sql.py`` (or ``python -m kbase.store.read.statements``)
 writes ``read_sql.py`` again after a statement changed.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbase.store import read_sql, statements
+from kbase.store.read import read_sql, statements
 
 READ_SQL = Path(read_sql.__file__)
 
@@ -23,7 +23,7 @@ def test_the_read_sql_is_the_statements_compiled():
     if os.environ.get("KBASE_UPDATE_SQL") == "1":
         READ_SQL.write_text(want, encoding="utf-8")
     assert READ_SQL.read_text(encoding="utf-8") == want, (
-        "kbase/store/read_sql.py is not the statements compiled: run python -m kbase.store.statements")
+        "kbase/store/read/read_sql.py is not the statements compiled: run python -m kbase.store.read.statements")
     assert set(read_sql.SQL) == {"sqlite", "postgresql"}
     for texts in read_sql.SQL.values():
         assert set(texts) == set(statements.STATEMENTS)
@@ -51,7 +51,7 @@ def test_lists_bind_per_dialect(dialect):
     array parameter (the list as psycopg adapts it; an empty array matches nothing too)."""
     from datetime import date
 
-    from kbase.store.connect import bind
+    from kbase.store.read.connect import bind
 
     mark = {"sqlite": ":{}", "postgresql": "%({})s"}[dialect].format
     sql, args = bind("a = X(a) AND b IN (__[POSTCOMPILE_b]) AND c IN (__[POSTCOMPILE_c]) AND d >= X(d)".replace(
@@ -86,7 +86,7 @@ def test_every_statement_is_read_by_the_reader():
     """Each compiled statement is one of ``StoreReader``'s questions (none is left over, none missing)."""
     import inspect
 
-    from kbase.store import reader
+    from kbase.store.read import reader
 
     source = inspect.getsource(reader)
     for name in statements.STATEMENTS:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import kbase
-from kbase.store.records import (
+from kbase.store.schema.records import (
     ACCEPTANCE_FIELDS,
     BASELINE_FIELDS,
     KERNEL_ROW_FIELDS,
@@ -36,8 +36,8 @@ def _fill(url: str) -> list[str]:
     """Two workloads of bulk baselines, then edits that put every odd value in: NULLs, booleans set,
     tags, a formula-like and quoted kernel name, a baseline without kernels, three acceptances."""
     from kbase.store import open_store
-    from kbase.store.models import Acceptance
-    from kbase.store.queries import add_acceptance
+    from kbase.store.schema.models import Acceptance
+    from kbase.store.write.queries import add_acceptance
     from kbase.synth.history import write_bulk_history
 
     with open_store(url) as st:
@@ -157,8 +157,8 @@ def _records_are_rows(url: str, records: list, table: str = "baseline") -> None:
 
 
 def test_record_fields_are_the_models_columns():
-    from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS
-    from kbase.store.read_sql import SQL
+    from kbase.store.read.read_sql import SQL
+    from kbase.store.schema.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS
 
     assert list(BASELINE_FIELDS) == [c.name for c in BASELINE.columns]
     assert list(ACCEPTANCE_FIELDS) == [c.name for c in ACCEPTANCE.columns]
@@ -175,8 +175,8 @@ def test_record_fields_are_the_models_columns():
 def test_schema_names_match_the_models():
     from sqlmodel import SQLModel
 
-    import kbase.store.models  # noqa: F401 - registers the tables
-    from kbase.store.schema_names import OWN_TABLES
+    import kbase.store.schema.models  # noqa: F401 - registers the tables
+    from kbase.store.schema.schema_names import OWN_TABLES
 
     assert set(SQLModel.metadata.tables) | {"alembic_version"} == set(OWN_TABLES)
 
@@ -438,8 +438,8 @@ def test_list_json_states_the_rows(sqlite_store):
 def test_history_reads_read_the_levels_blob_alone(sqlite_store):
     """``kbase history`` and ``steps`` read each baseline's ``levels`` blob (the first of its row) through the
     primary key, never the board, samples or sketches behind it (0009)."""
-    from kbase.store.connect import bind
-    from kbase.store.read_sql import SQL
+    from kbase.store.read.connect import bind
+    from kbase.store.read.read_sql import SQL
 
     conn = sqlite3.connect(sqlite_store[0].removeprefix("sqlite:///"))
     args = {"any_workload": False, "workload": "bulk", "any_branch": True, "branch": "", "ids": [1, 2]}
@@ -465,9 +465,9 @@ def test_the_read_connection_opens_only_head_schema_kbase_stores(sqlite_store, t
     ``migrate``: then ``NotAtHead``, the file unchanged); another application's file or a text file refused
     untouched; a missing store ``NoStoreError``, nothing created."""
     from kbase.errors import StoreError
-    from kbase.store.connect import NotAtHead, open_read, sqlite_stamp
-    from kbase.store.engine import NoStoreError
-    from kbase.store.schema_names import head_revision
+    from kbase.store.read.connect import NotAtHead, open_read, sqlite_stamp
+    from kbase.store.schema.errors import NoStoreError
+    from kbase.store.schema.schema_names import head_revision
 
     url, _, _ = sqlite_store
     open_read(url, 5.0, 5.0).close()
@@ -525,7 +525,7 @@ def test_stored_capture_of_a_record(store, reader, bid):
     row's ``summary_json`` holds."""
     import numpy as np
 
-    from kbase.store.reader import load_capture
+    from kbase.store.read.reader import load_capture
 
     url, _, _ = store
     c = load_capture(reader, reader.baseline(bid))

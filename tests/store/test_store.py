@@ -29,7 +29,7 @@ from kbase.analysis.leaderboard import COLUMNS
 from kbase.errors import InputError, StoreError
 from kbase.readers import source
 from kbase.store import open_store as store_open
-from kbase.store import writer
+from kbase.store.write import writer
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.cli import run_kbase
@@ -282,7 +282,7 @@ def test_api_snapshot_roundtrip_matches_top(store_url, exports, git_repo, top_a,
     assert (b.source_sha256 == source.file_sha256(exports["a"])
             and b.source_size == exports["a"].stat().st_size)
     # per-iteration samples survive the packing: counts exactly, times within the stored mantissa's error
-    from kbase.store.mantissa import SAMPLE_BITS
+    from kbase.store.codec.mantissa import SAMPLE_BITS
 
     keys = json.loads(b.iteration_keys)
     got = sorted((names[n][0], keys[j], int(t.iter_count[i, j]), float(t.iter_ns[i, j]))

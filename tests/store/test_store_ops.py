@@ -13,7 +13,7 @@ import pytest
 import kbase
 from kbase.comparison.diff import compute_diff
 from kbase.store import open_store
-from kbase.store.reader import load_capture
+from kbase.store.read.reader import load_capture
 
 from helpers.shared import REPO
 
@@ -37,8 +37,8 @@ def _pairs(reader, baseline_id):
 
 
 def test_stored_pairs_split_every_kernel_exactly(stored):
-    from kbase.store.kernel_blobs import ids_of
-    from kbase.store.packed import Packed
+    from kbase.store.codec.kernel_blobs import ids_of
+    from kbase.store.codec.packed import Packed
 
     s, db, ids = stored
     with open_store(s) as st:
@@ -210,7 +210,7 @@ def test_a_0009_store_upgrades_to_0010_without_op_data_and_stores_ops_from_then_
 
 
 def test_op_data_of_another_layout_is_refused_in_one_line(stored, tmp_path):
-    from kbase.store.packed import Packed, pack
+    from kbase.store.codec.packed import Packed, pack
 
     from helpers.cli import run_kbase
 

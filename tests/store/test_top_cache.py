@@ -19,7 +19,7 @@ import pytest
 
 import kbase
 from kbase.settings import Settings
-from kbase.store import top_cache
+from kbase.store.read import top_cache
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.cli import kb

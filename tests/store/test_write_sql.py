@@ -3,7 +3,7 @@ compiled (``write_statements`` -> ``write_sql.py``), a store it creates is the o
 makes, the rows it writes are the rows the SQLAlchemy path writes, and a snapshot into a new store or one at the
 head schema imports neither SQLAlchemy, SQLModel nor Alembic.
 
-``KBASE_UPDATE_SQL=1 pytest tests/store/test_write_sql.py`` (or ``python -m kbase.store.write_statements``)
+``KBASE_UPDATE_SQL=1 pytest tests/store/test_write_sql.py`` (or ``python -m kbase.store.write.write_statements``)
 writes ``write_sql.py`` again after a model or statement changed.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from kbase.settings import Settings
-from kbase.store import write_sql, write_statements
-from kbase.store.create import open_direct
 from kbase.store.engine import open_store
+from kbase.store.write import write_sql, write_statements
+from kbase.store.write.create import open_direct
 from kbase.synth.generate import ExportSpec, generate_export
 
 from helpers.imports import loaded
@@ -34,7 +34,7 @@ def test_the_write_path_sql_is_the_statements_compiled():
     if os.environ.get("KBASE_UPDATE_SQL") == "1":
         WRITE_SQL.write_text(want, encoding="utf-8")
     assert WRITE_SQL.read_text(encoding="utf-8") == want, (
-        "kbase/store/write_sql.py is not the write statements compiled: run python -m kbase.store.write_statements")
+        "kbase/store/write/write_sql.py is not the write statements compiled: run python -m kbase.store.write.write_statements")
     for dialect in write_statements.DIALECTS:
         assert set(write_sql.SQL[dialect]) == set(write_statements.WRITES)
         for name in write_statements.WRITES:
@@ -50,8 +50,8 @@ def test_the_write_path_sql_is_the_statements_compiled():
 
 
 def test_the_records_and_the_writer_agree_on_the_baseline_columns():
-    from kbase.store import writer
-    from kbase.store.records import BASELINE_FIELDS
+    from kbase.store.schema.records import BASELINE_FIELDS
+    from kbase.store.write import writer
 
     assert write_sql.BASELINE_COLUMNS == BASELINE_FIELDS
     assert writer.CAPTURE_KEY == write_statements.CAPTURE_KEY
@@ -127,8 +127,8 @@ def test_a_store_created_on_the_driver_is_the_one_alembic_makes(two_new_urls):
     assert set(a) == set(b)
     for table in a:
         assert a[table] == b[table], table
-    from kbase.store.connect import open_read
-    from kbase.store.schema_names import head_revision
+    from kbase.store.read.connect import open_read
+    from kbase.store.schema.schema_names import head_revision
 
     if created.startswith("sqlite"):
         con = sqlite3.connect(created[len("sqlite:///"):])
@@ -197,7 +197,7 @@ def test_the_driver_writes_the_rows_sqlalchemy_writes(two_new_urls, small_export
     assert _rows(direct_url) == _rows(engine_url)
     assert _rows(direct_url)["op_name"], "the exports carry ops: their ids and blob are compared too"
     # what the snapshot answers equals what the store reads back: records, on either write path
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
     assert all(type(r.baseline) is BaselineRecord for url in results for r in results[url])
     with open_store(direct_url, readonly=True) as st:
@@ -240,7 +240,7 @@ def test_a_taken_capture_key_answers_with_the_stored_row(store_url, small_export
     (``same_capture``), ``force`` takes the next copy number."""
     import kbase
     from kbase.readers.source import describe_source
-    from kbase.store import queries
+    from kbase.store.write import queries
 
     settings = Settings.load(db=store_url)
     lb = kbase.top(small_exports[0], settings, sketches=True)

@@ -75,7 +75,7 @@ def test_default_window_per_kernel_and_per_iteration_equal_the_truth(generated):
 
     # per-iteration samples (summed over GPUs): launches exact, ns within the stored mantissa's error
     # (``mantissa.SAMPLE_BITS`` significant bits: exact below 2^(bits+1) ns)
-    from kbase.store.mantissa import SAMPLE_BITS
+    from kbase.store.codec.mantissa import SAMPLE_BITS
 
     per_iter_c = truth.iter_count.sum(axis=0)  # [iteration, name]
     per_iter_t = truth.iter_total.sum(axis=0)

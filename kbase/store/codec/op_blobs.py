@@ -37,8 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kbase.store.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
-from kbase.store.packed import Packed, pack
+from kbase.store.codec.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
+from kbase.store.codec.packed import Packed, pack
 
 DENSE, SPARSE = 1, 2  # the ``ops`` blob's layouts: samples of every iteration, or of those a pair ran in
 LAYOUTS = (DENSE, SPARSE)
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.ops import OpPairs
     from kbase.analysis.sparse import SparseRows
-    from kbase.store.kernel_blobs import KernelTable
+    from kbase.store.codec.kernel_blobs import KernelTable
 
 
 @dataclass
@@ -285,7 +285,7 @@ def stored_ops(baseline_id: int, fmt: int, blob: object, op_ids: object, table: 
     (``StoreError``)."""
     import numpy as np
 
-    from kbase.store.blob_reads import packed
+    from kbase.store.codec.kernel_blobs import packed
 
     p = packed(baseline_id, fmt, blob)
     _check_layout(baseline_id, p)
@@ -299,7 +299,7 @@ def stored_ops(baseline_id: int, fmt: int, blob: object, op_ids: object, table: 
 
 def _op_ids(blob: object, positions: list[int]) -> list[int]:
     """Each op position's ``op_name`` id (0 stays 0) by the baseline's ``op_ids`` list."""
-    from kbase.store.kernel_blobs import ids_of
+    from kbase.store.codec.kernel_blobs import ids_of
 
     ids = ids_of(bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else None)
     if any(not 0 <= i <= len(ids) for i in positions):
@@ -310,7 +310,7 @@ def _op_ids(blob: object, positions: list[int]) -> list[int]:
 def op_level_rows(rows: list[tuple]) -> list[tuple[int, int, int]]:
     """(baseline_id, op id, total ns) of each pair with an op, from ``op_level_blobs`` rows (baseline_id, format,
     levels, op ids, ops), without numpy."""
-    from kbase.store.blob_reads import packed
+    from kbase.store.codec.kernel_blobs import packed
 
     out = []
     for bid, fmt, levels, op_ids, blob in rows:

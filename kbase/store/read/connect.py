@@ -11,7 +11,7 @@ PostgreSQL: the URL is read as SQLAlchemy reads it (``pg_connect_args``: the wri
 this one go to the same server, user and database), the connection is autocommit (no transaction is left
 open between reads) and waits ``connect_timeout`` seconds at most (``Settings.connect_timeout_s``, unless
 the URL names its own); psycopg's own message says what failed, with the password masked
-(``engine.store_error``). Connecting runs in Python's loop (psycopg waits on the socket in short slices), so
+(``errors.store_error``). Connecting runs in Python's loop (psycopg waits on the socket in short slices), so
 Ctrl-C stops a hung connect at once.
 """
 
@@ -20,15 +20,16 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from kbase.errors import StoreError
-from kbase.store.guard import check_sqlite_file, check_stamp, check_store_location
-from kbase.store.schema_names import SQLITE_INTERNAL_TABLES, head_revision
+from kbase.store.schema.errors import NoStoreError, store_error
+from kbase.store.schema.guard import check_sqlite_file, check_stamp, check_store_location
+from kbase.store.schema.schema_names import SQLITE_INTERNAL_TABLES, head_revision
 
 # SQLAlchemy's own URL pattern (``sqlalchemy.engine.url._parse_url``): a URL means what it means to the write path
 _URL = re.compile(r"""
@@ -156,7 +157,6 @@ def connect_timeout(args: dict[str, Any], seconds: float) -> int:
 def pg_connect(url: str, connect_timeout_s: float) -> Any:
     """An autocommit psycopg connection to the store at ``url``; a ``StoreError`` (psycopg's first line, the
     password masked) when it cannot be opened within the timeout."""
-    from kbase.store.engine import store_error
     from kbase.store_urls import mask_url
 
     try:
@@ -206,34 +206,34 @@ def sqlite_stamp(conn: sqlite3.Connection) -> list[str] | None:
         raise
 
 
-def open_read(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate: bool = True) -> Any:
+def open_read(url: str, busy_timeout_s: float, connect_timeout_s: float,
+              upgrade: Callable[[list[str] | None], None] | None = None) -> Any:
     """A DB-API connection to the store at ``url`` (a SQLite file or PostgreSQL) at the head schema, opened for
-    reading: upgraded first when older (``migrate``; without it ``NotAtHead``). ``NoStoreError`` where a SQLite
+    reading: upgraded first when older (``upgrade(stamped)``, the migrations' caller's; without it
+    ``NotAtHead``). ``NoStoreError`` where a SQLite
     store does not exist (nothing is created), a ``StoreError`` (one line) for everything that cannot be read."""
-    from kbase.store.engine import store_error
     from kbase.store_urls import sqlite_path
 
     path = sqlite_path(url)
     try:
         if path is not None:
-            return _sqlite(url, path, busy_timeout_s, migrate)
-        return _postgresql(url, busy_timeout_s, connect_timeout_s, migrate)
+            return _sqlite(url, path, busy_timeout_s, upgrade)
+        return _postgresql(url, connect_timeout_s, upgrade)
     except (sqlite3.Error, OSError) as exc:
         raise store_error(url, exc) from None
 
 
-def _sqlite(url: str, path: Path, busy_timeout_s: float, migrate: bool) -> sqlite3.Connection:
-    from kbase.store.engine import NoStoreError, upgrade_to_read
-
+def _sqlite(url: str, path: Path, busy_timeout_s: float, upgrade: Callable[[list[str] | None], None] | None
+            ) -> sqlite3.Connection:
     check_store_location(path)
     if not path.exists():
         raise NoStoreError(f"no store at {path} (nothing stored yet; a snapshot creates it)", path=path)
     conn, stamped, tables = _sqlite_at_head(url, path, busy_timeout_s)
     if conn is not None:
         return conn
-    if not migrate:
+    if upgrade is None:
         raise NotAtHead(url, empty=not tables - SQLITE_INTERNAL_TABLES)
-    upgrade_to_read(url, busy_timeout_s, stamped)
+    upgrade(stamped)
     conn, _, _ = _sqlite_at_head(url, path, busy_timeout_s)
     if conn is None:
         raise StoreError(f"store {path}: not at schema revision {head_revision()} after upgrading it")
@@ -244,7 +244,7 @@ def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float
                     ) -> tuple[sqlite3.Connection | None, list | None, set[str]]:
     """(a read-only connection to the SQLite store when it is at the head schema, else None; its stamp; its
     tables)."""
-    from kbase.store.readonly import connect_store
+    from kbase.store.schema.readonly import connect_store
 
     tables = check_sqlite_file(path)  # (another application's file is refused before it is opened for reading)
     conn = connect_store(path, busy_timeout_s)  # read-only, also on read-only media
@@ -260,19 +260,17 @@ def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float
     return None, stamped, tables
 
 
-def _postgresql(url: str, busy_timeout_s: float, connect_timeout_s: float, migrate: bool) -> Any:
+def _postgresql(url: str, connect_timeout_s: float, upgrade: Callable[[list[str] | None], None] | None) -> Any:
     import psycopg
-
-    from kbase.store.engine import store_error, upgrade_to_read
 
     conn = pg_connect(url, connect_timeout_s)
     try:
         stamped, tables = pg_stamp(conn)
         check_stamp(url, stamped, lambda: tables)
         if stamped != [head_revision()]:
-            if not migrate:
+            if upgrade is None:
                 raise NotAtHead(url, empty=stamped is None and not conn.execute(_PG_ANY_TABLE).fetchall())
-            upgrade_to_read(url, busy_timeout_s, stamped, connect_timeout_s)
+            upgrade(stamped)
             if pg_stamp(conn)[0] != [head_revision()]:
                 raise StoreError(f"store: not at schema revision {head_revision()} after upgrading it")
     except psycopg.Error as exc:

@@ -82,7 +82,7 @@ def strict_json(data: bytes | str, what: str = "JSON") -> Any:
 
 def blob_cost(blob: bytes) -> int:
     """Bytes that decoding every column of ``blob`` may allocate, read from its header (``Packed.decode_cost``)."""
-    from kbase.store.packed import ZSTD, Packed
+    from kbase.store.codec.packed import ZSTD, Packed
 
     if blob[3:4] == b"\x01" and blob[4:5] in (b"\x01", b"\x02"):  # format 1's deflate / LZMA2: the same header
         blob = blob[:4] + bytes([ZSTD]) + blob[5:]
@@ -91,7 +91,7 @@ def blob_cost(blob: bytes) -> int:
 
 def check_budget(blobs: dict[str, bytes | None], limit: int) -> None:
     """Refuse a baseline whose blobs would decode to more than ``limit`` bytes (one blob, or all together)."""
-    from kbase.store.packed import PackedError
+    from kbase.store.codec.packed import PackedError
 
     total = 0
     for name, blob in blobs.items():
@@ -255,7 +255,7 @@ JSON_COLUMNS = {
 
 def check_row(row: dict[str, Any]) -> None:
     """A baseline row (``jsonable_row``'s form) that the store takes and every reader reads back."""
-    from kbase.store.models import BASELINE
+    from kbase.store.schema.models import BASELINE
 
     for column in BASELINE.columns:
         if column.name == "id":
@@ -293,7 +293,7 @@ def _window_fits(value: str, what: str) -> None:
 
 def check_names(names: Any, op_names: Any) -> None:
     """The header's kernel names ([name, family, short name, category, tc]) and op names ([key, op])."""
-    from kbase.store.models import KERNEL_NAME, OP_NAME
+    from kbase.store.schema.models import KERNEL_NAME, OP_NAME
 
     if not isinstance(names, list):
         raise ExportFileError("names is not a list")
@@ -315,7 +315,7 @@ def check_names(names: Any, op_names: Any) -> None:
 def check_key(key: dict[str, Any], what: str) -> None:
     """A capture key (a baseline's or a tombstone's): the baseline columns it names, typed as the store keeps
     them (so that it is hashable and compares as the store's does)."""
-    from kbase.store.models import BASELINE
+    from kbase.store.schema.models import BASELINE
 
     for k in KEY:
         _column_check(BASELINE.c[k], key.get(k), f"{what} {k}")
@@ -326,7 +326,7 @@ def check_acceptance(doc: dict[str, Any]) -> None:
     """An acceptance's fields, typed as the store keeps them, its pattern one ``kbase accept`` takes."""
     from kbase.errors import InputError
     from kbase.policy import check_pattern
-    from kbase.store.models import ACCEPTANCE
+    from kbase.store.schema.models import ACCEPTANCE
 
     for k in ACCEPTANCE_FIELDS:
         _column_check(ACCEPTANCE.c[k], doc.get(k), f"acceptance {k}")

@@ -57,7 +57,7 @@ def cache_folder(settings: Settings) -> Path:
 def code_stamp() -> str:
     """The newest modification time and the count of the modules that read a profile and compute its
     leaderboard: a kbase edited in place (between version numbers) does not answer from an older entry."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     newest, count = 0, 0
     for folder in (root, root / "readers", root / "readers" / "sqlite_pages", root / "analysis", root / "api"):
         with contextlib.suppress(OSError), os.scandir(folder) as entries:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.errors import KbaseError, StoreError
 from kbase.safe_write import OutputDir
-from kbase.store.export_files import (
+from kbase.store.transfer.export_files import (
     ACCEPTANCE_SUFFIX,
     BASELINE_SUFFIX,
     BLOBS,
@@ -33,13 +33,13 @@ from kbase.store.export_files import (
     row_values,
     tombstone_bytes,
 )
-from kbase.store.export_folder import Folder, baseline_columns, conflict, file_row, read_folder, stored_row
+from kbase.store.transfer.export_folder import Folder, baseline_columns, conflict, file_row, read_folder, stored_row
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from kbase.store.engine import Store
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 _CHUNK = 200  # baselines read at a time
 IMPORT_LOCK = 0x6B62_696D  # PostgreSQL advisory lock key of `kbase import` ("kbim")
@@ -66,7 +66,7 @@ class Stored:
         return key_of(self.row)
 
     def file(self) -> BaselineFile:
-        from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
+        from kbase.store.codec.kernel_blobs import FORMAT as KERNELS_FORMAT
 
         header = {"format": FORMAT, "baseline": jsonable_row(self.row), "names": [list(n) for n in self.names],
                   "kernels_format": KERNELS_FORMAT, "kernels": self.kernels, "content": self.content}
@@ -79,7 +79,7 @@ def read_stored(reader: StoreReader, ids: list[int]) -> dict[int, Stored]:
     """The given baselines as ``Stored`` (kernel tables, names and content digests), read by the store's reader."""
     import dataclasses
 
-    from kbase.store.kernel_blobs import empty_table, encode, ids_of
+    from kbase.store.codec.kernel_blobs import empty_table, encode, ids_of
 
     cols = baseline_columns()
     out: dict[int, Stored] = {}
@@ -274,9 +274,9 @@ def _stored_by_key(reader: StoreReader, keys: set[tuple]) -> dict[tuple, Stored]
 
 def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
     """The file's baseline row, and its kernel table by the one writer: the blobs as they are in the file."""
-    from kbase.store.kernel_blobs import Blobs, StoredTable
-    from kbase.store.models import BASELINE
-    from kbase.store.queries import write_kernels
+    from kbase.store.codec.kernel_blobs import Blobs, StoredTable
+    from kbase.store.schema.models import BASELINE
+    from kbase.store.write.queries import write_kernels
 
     values = row_values(stored_row(f.row))
     bid = int(conn.execute(BASELINE.insert().values(**values).returning(BASELINE.c.id)).scalar_one())
@@ -292,7 +292,7 @@ def _insert_baseline(conn: Connection, f: BaselineFile) -> int:
 def _insert_acceptances(conn: Connection, reader: StoreReader, rows: list[dict[str, Any]]) -> int:
     import dataclasses
 
-    from kbase.store.models import ACCEPTANCE
+    from kbase.store.schema.models import ACCEPTANCE
 
     have = {acceptance_bytes(dataclasses.asdict(a)) for a in reader.list_acceptances()}
     added = 0
@@ -309,7 +309,7 @@ def _insert_acceptances(conn: Connection, reader: StoreReader, rows: list[dict[s
 def _delete(conn: Connection, ids: list[int]) -> None:
     from sqlalchemy import delete
 
-    from kbase.store.models import BASELINE, BASELINE_KERNELS
+    from kbase.store.schema.models import BASELINE, BASELINE_KERNELS
 
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]

@@ -1,5 +1,5 @@
 """The export folder's side of ``kbase export`` / ``import``: reading and checking its files (each read inside
-the folder without following a link; a file of format 1 converted as it is read, ``format1.file_as_format2``).
+the folder without following a link; a file of format 1 converted as it is read, ``format1_files.file_as_format2``).
 The store's side is ``transfer``.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from kbase.errors import InputError
 from kbase.safe_write import OutputDir
-from kbase.store.export_files import (
+from kbase.store.transfer.export_files import (
     ACCEPTANCE_SUFFIX,
     ANY_CONTENT,
     BASELINE_SUFFIX,
@@ -28,14 +28,14 @@ from kbase.store.export_files import (
     parse_tombstone,
     row_values,
 )
-from kbase.store.import_checks import check_budget, check_names, check_row
+from kbase.store.transfer.import_checks import check_budget, check_names, check_row
 
 MAX_FILE = 1 << 30
 
 
 def baseline_columns() -> tuple[str, ...]:
     """The ``baseline`` columns a file holds (every one but the id; ``records.BASELINE_FIELDS``: the model's)."""
-    from kbase.store.records import BASELINE_FIELDS
+    from kbase.store.schema.records import BASELINE_FIELDS
 
     return tuple(c for c in BASELINE_FIELDS if c != "id")
 
@@ -123,7 +123,7 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True, limit: int = MAX_FILE
             if suffix == BASELINE_SUFFIX:
                 f = parse_baseline(data)
                 if f.version != FORMAT:  # (format 1: its own checks, then the same baseline in format 2)
-                    from kbase.store.format1 import file_as_format2
+                    from kbase.store.transfer.format1_files import file_as_format2
 
                     f = file_as_format2(f, limit, check=check_blobs)
                 if check_blobs:
@@ -143,8 +143,8 @@ def read_folder(d: OutputDir, *, check_blobs: bool = True, limit: int = MAX_FILE
 def _check_baseline(f: BaselineFile, limit: int) -> None:
     """The values have the store's types, the blobs decode within ``limit`` bytes, the names and op names cover
     the kernel table's rows and the ops blob's positions, the kernel format is this kbase's, the digest holds."""
-    from kbase.store.kernel_blobs import FORMAT as KERNELS_FORMAT
-    from kbase.store.packed import Packed, PackedError
+    from kbase.store.codec.kernel_blobs import FORMAT as KERNELS_FORMAT
+    from kbase.store.codec.packed import Packed, PackedError
 
     if f.header["kernels_format"] != KERNELS_FORMAT:
         raise ExportFileError(f"kernel data of format {f.header['kernels_format']} in a file of format {FORMAT} "

@@ -17,13 +17,13 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
-from kbase.store.schema_names import name_hash
-from kbase.store.write_sql import BASELINE_COLUMNS, SQL
+from kbase.store.schema.schema_names import name_hash
+from kbase.store.write.write_sql import BASELINE_COLUMNS, SQL
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.store.kernel_blobs import StoredTable
-    from kbase.store.records import BaselineRecord
+    from kbase.store.codec.kernel_blobs import StoredTable
+    from kbase.store.schema.records import BaselineRecord
 
 NAME_CHUNK = 400  # names looked up per statement
 _LIST = re.compile(r"__\[POSTCOMPILE_(\w+)\]")  # an expanding IN list of the compiled text
@@ -150,7 +150,7 @@ def write_kernels(w: Writer, workload: str, tables: list[tuple[int, StoredTable]
     each (baseline id, ``kernel_blobs.StoredTable``) as its ``baseline_kernels`` row, its blobs as they are, the
     names and op keys it lists mapped to this store's ids (inserted when new) beside them (``kernel_ids``,
     ``op_ids``), and the workload's new ``workload_kernel`` pairs."""
-    from kbase.store.kernel_blobs import FORMAT, id_list
+    from kbase.store.codec.kernel_blobs import FORMAT, id_list
 
     ids = name_ids(w, [n for _, t in tables for n in t.names])
     ops = op_ids(w, [o for _, t in tables for o in t.op_names])
@@ -186,7 +186,7 @@ def save_baseline(w: Writer, lb: Leaderboard, values: dict[str, Any], *, force: 
     per capture: the unique capture key decides, so concurrent identical snapshots store one row; ``force``:
     another copy (the next copy number). ``duplicate_first``: a baseline of the same bytes, window and commit
     (any copy) is answered first, as ``reader.find_duplicate`` (unless ``force``). In the caller's transaction."""
-    from kbase.store.codec import stored_table
+    from kbase.store.codec.codec import stored_table
 
     if duplicate_first and not force:
         dup = w.rows("duplicate_baseline", {"workload": values["workload"], "commit": values["commit"],
@@ -217,7 +217,7 @@ def _next_copy(w: Writer, key: dict[str, Any]) -> int:
 
 def record_of(row: tuple) -> BaselineRecord:
     """A stored baseline row (``BASELINE_COLUMNS``, as the driver returns it) as a read-only record."""
-    from kbase.store.records import BaselineRecord, utc_datetime
+    from kbase.store.schema.records import BaselineRecord, utc_datetime
 
     values = dict(zip(BASELINE_COLUMNS, row))
     for k in ("created_at", "commit_date"):
@@ -230,7 +230,7 @@ def record_of(row: tuple) -> BaselineRecord:
 
 def written_record(values: dict[str, Any], written: Written) -> BaselineRecord:
     """The record of the baseline ``save_baseline`` stored (``written.created``) or found."""
-    from kbase.store.records import BaselineRecord
+    from kbase.store.schema.records import BaselineRecord
 
     if written.row is not None:
         return record_of(written.row)

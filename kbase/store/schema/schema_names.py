@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kbase.errors import StoreError
 
-# kbase's own tables at the head revision (``kbase.store.models``) and Alembic's version table.
+# kbase's own tables at the head revision (``kbase.store.schema.models``) and Alembic's version table.
 OWN_TABLES = frozenset({"baseline", "kernel_name", "baseline_kernels", "workload_kernel", "acceptance",
                         "alembic_version", "op_name"})
 # ... and those of earlier revisions, which a store still to be migrated holds (0008's row per kernel)
@@ -26,7 +26,7 @@ RECLAIM_REVISIONS = ("0009",)
 # Tables SQLite itself may add to any database (AUTOINCREMENT bookkeeping, ANALYZE statistics).
 SQLITE_INTERNAL_TABLES = frozenset({"sqlite_sequence", "sqlite_stat1"})
 
-_PACKAGE = Path(__file__).resolve().parent.parent  # the kbase package
+_PACKAGE = Path(__file__).resolve().parents[2]  # the kbase package
 
 
 def migrations_dir() -> Path:

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete
 
 from kbase.errors import InputError, KbaseError, StoreError
-from kbase.store.codec import baseline_values
+from kbase.store.codec.codec import baseline_values
 from kbase.store.engine import write_transaction
-from kbase.store.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, Acceptance
-from kbase.store.records import AcceptanceRecord, BaselineRecord, acceptance_of
+from kbase.store.schema.models import ACCEPTANCE, BASELINE, BASELINE_KERNELS, Acceptance
+from kbase.store.schema.records import AcceptanceRecord, BaselineRecord, acceptance_of
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -24,34 +24,34 @@ if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
+    from kbase.store.codec.kernel_blobs import StoredTable
     from kbase.store.engine import Store
-    from kbase.store.kernel_blobs import StoredTable
-    from kbase.store.writer import Writer
+    from kbase.store.write.writer import Writer
 
 def _writer(conn: Connection) -> Writer:
     """The write statements (``writer``) on the driver connection under ``conn``, in its transaction."""
-    from kbase.store.writer import Writer
+    from kbase.store.write.writer import Writer
 
     return Writer(conn.connection.driver_connection, conn.dialect.name)
 
 
 def name_ids(conn: Connection, kernels: list[tuple[str, str, str, str, str]]) -> dict[str, int]:
     """``writer.name_ids`` in ``conn``'s transaction: ids of the kernel names, inserting those not yet known."""
-    from kbase.store import writer
+    from kbase.store.write import writer
 
     return writer.name_ids(_writer(conn), kernels)
 
 
 def op_ids(conn: Connection, ops: list[tuple[str, str]]) -> dict[str, int]:
     """``writer.op_ids`` in ``conn``'s transaction: ids of the op keys, inserting those not yet known."""
-    from kbase.store import writer
+    from kbase.store.write import writer
 
     return writer.op_ids(_writer(conn), ops)
 
 
 def write_kernels(conn: Connection, workload: str, tables: list[tuple[int, StoredTable]]) -> None:
     """``writer.write_kernels`` (the one writer of kernel tables) in ``conn``'s transaction."""
-    from kbase.store import writer
+    from kbase.store.write import writer
 
     writer.write_kernels(_writer(conn), workload, tables)
 
@@ -72,7 +72,7 @@ def save_leaderboard(engine: Engine, lb: Leaderboard, *, workload: str, commit: 
     key (workload, commit, sha256, window, copy) decides, so concurrent identical snapshots store one row.
     ``force`` stores another copy (the next copy number) of a capture already stored. The statements are
     ``writer``'s (what ``kbase snapshot`` runs on the driver), here in a SQLAlchemy transaction."""
-    from kbase.store.writer import save_baseline, written_record
+    from kbase.store.write.writer import save_baseline, written_record
 
     values = baseline_values(lb, workload=workload, commit=commit, source=source, window_spec=window_spec, tags=tags,
                              note=note, kind=kind)

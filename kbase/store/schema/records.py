@@ -1,5 +1,5 @@
 """Stored rows as plain, read-only records: what every read of the store returns (``reader.StoreReader``) and
-what a write returns of the row it stored. The SQLModel classes (``kbase.store.models``) define the tables
+what a write returns of the row it stored. The SQLModel classes (``kbase.store.schema.models``) define the tables
 and the migrations; a reading command never imports them (SQLAlchemy and SQLModel: ~0.4 s). Field names
 equal the models' columns; tests keep them so. One record type per table read: ``BaselineRecord``,
 ``AcceptanceRecord``."""
@@ -22,7 +22,7 @@ class Unreadable(StoreError):
 
 @dataclass(frozen=True)
 class BaselineRecord:
-    """One ``baseline`` row, field for field as ``kbase.store.models.Baseline`` (a test keeps the names
+    """One ``baseline`` row, field for field as ``kbase.store.schema.models.Baseline`` (a test keeps the names
     equal), read-only. Datetimes are aware UTC, as ``UTCDateTime`` returns them."""
 
     id: int | None
@@ -74,7 +74,7 @@ BASELINE_FIELDS = tuple(f.name for f in fields(BaselineRecord))
 
 @dataclass(frozen=True)
 class AcceptanceRecord:
-    """One ``acceptance`` row, field for field as ``kbase.store.models.Acceptance``, read-only."""
+    """One ``acceptance`` row, field for field as ``kbase.store.schema.models.Acceptance``, read-only."""
 
     id: int | None
     workload: str

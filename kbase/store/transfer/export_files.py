@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from kbase.store.import_checks import ACCEPTANCE_FIELDS, KEY, ExportFileError, check_acceptance, check_key, strict_json
+from kbase.store.transfer.import_checks import (
+    ACCEPTANCE_FIELDS,
+    KEY,
+    ExportFileError,
+    check_acceptance,
+    check_key,
+    strict_json,
+)
 
 FORMAT = 2
 MAGIC = b"KBASE-BASELINE 2\n"
@@ -95,7 +102,7 @@ def content_digest(row: dict[str, Any], names: list[str], blobs: dict[str, bytes
     row order, its op keys by position and each blob's canonical bytes (``packed.canonical``: the bytes stored,
     their payload uncompressed), independent of the store, of the compressor's build and of who stored it
     when."""
-    from kbase.store.packed import canonical
+    from kbase.store.codec.packed import canonical
 
     h = hashlib.sha256()
     skip = BOOKKEEPING | DERIVED | {"id"}

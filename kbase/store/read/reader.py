@@ -6,7 +6,7 @@ Python's ``sqlite3`` for SQLite, psycopg for PostgreSQL (``connect``; the connec
 where there is no other: in-memory SQLite). No SQLAlchemy or SQLModel is imported (~0.4 s), and no pandas:
 every read returns plain records (``records``: one type per table), a stored leaderboard as the renderers'
 rows (``analysis.board.LeaderboardRows``), kernel tables decoded from their blobs (``blob_reads``). A driver
-error is one line (``engine.store_error``), never a traceback.
+error is one line (``errors.store_error``), never a traceback.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kbase.store.connect import bind, driver_error
-from kbase.store.records import (
+from kbase.store.read.connect import bind, driver_error
+from kbase.store.schema.records import (
     AcceptanceRecord,
     BaselineRecord,
     acceptance_record,
     baseline_record,
     utc_datetime,
 )
-from kbase.store.schema_names import name_hash
+from kbase.store.schema.schema_names import name_hash
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.capture import Capture
     from kbase.analysis.ops import OpPairs
-    from kbase.store.codec import Names
-    from kbase.store.kernel_blobs import KernelTable
+    from kbase.store.codec.codec import Names
+    from kbase.store.codec.kernel_blobs import KernelTable
 
 NO_LIMIT = 2**62  # the ``limit`` parameter's "all rows": one statement for both (SQLite refuses LIMIT NULL)
 LIST_CHUNK = 400  # values per expanding IN list: far under SQLite's 32766 variables, few round trips
@@ -60,7 +60,7 @@ class StoreReader:
     ("sqlite" or "postgresql"); ``url`` names the store in error messages."""
 
     def __init__(self, conn: Any, dialect: str, url: str = "") -> None:
-        from kbase.store.read_sql import SQL
+        from kbase.store.read.read_sql import SQL
 
         if dialect not in SQL:
             from kbase.errors import StoreError
@@ -87,7 +87,7 @@ class StoreReader:
         except Exception as exc:
             if not driver_error(exc):
                 raise
-            from kbase.store.engine import store_error
+            from kbase.store.schema.errors import store_error
 
             raise store_error(self.url, exc) from None
 
@@ -199,7 +199,7 @@ class StoreReader:
 
     def kernel_rows(self, baseline_ids: list[int]) -> dict[int, dict[str, Any]]:
         """baseline id -> its whole ``baseline_kernels`` row (``records.KERNEL_ROW_FIELDS``; blobs as bytes)."""
-        from kbase.store.records import KERNEL_ROW_FIELDS
+        from kbase.store.schema.records import KERNEL_ROW_FIELDS
 
         return {r[0]: dict(zip(KERNEL_ROW_FIELDS, r)) for r in self.rows_in("kernel_rows", {}, "ids", baseline_ids)}
 
@@ -213,14 +213,14 @@ class StoreReader:
                       sketches: bool = True) -> dict[int, KernelTable]:
         """baseline id -> its stored kernel table (``kernel_blobs.KernelTable``: numpy columns in rank order); a
         baseline stored without kernels has none (``kernel_table`` reads it as empty)."""
-        from kbase.store.blob_reads import kernel_tables
+        from kbase.store.read.blob_reads import kernel_tables
 
         rows = self.rows_in("kernel_blobs", {}, "ids", baseline_ids)
         return kernel_tables(rows, samples=samples, sketches=sketches)
 
     def kernel_table(self, baseline_id: int) -> KernelTable:
         """One baseline's kernel table (empty for a baseline without kernels)."""
-        from kbase.store.kernel_blobs import empty_table
+        from kbase.store.codec.kernel_blobs import empty_table
 
         return self.kernel_tables([baseline_id]).get(baseline_id) or empty_table()
 
@@ -228,8 +228,8 @@ class StoreReader:
         """Baseline ``baseline_id``'s kernel time by op (``analysis.ops.OpPairs``, samples in the stored key order)
         against its kernel table ``t`` (``kernel_names``: by row); None when it stores none (a profile without
         op ranges, or stored before 0010)."""
-        from kbase.store.codec import op_pairs_of
-        from kbase.store.op_blobs import stored_ops
+        from kbase.store.codec.codec import op_pairs_of
+        from kbase.store.codec.op_blobs import stored_ops
 
         found = self.rows_in("op_blobs", {}, "ids", [baseline_id])
         if not found:
@@ -241,7 +241,7 @@ class StoreReader:
     def op_levels(self, baseline_ids: list[int]) -> list[tuple[int, str, str, float]]:
         """(baseline_id, op key, op without scope, total_ns) of each (kernel, op) pair with an op of those of the
         given baselines that store ops (history noise sums them per op)."""
-        from kbase.store.op_blobs import op_level_rows
+        from kbase.store.codec.op_blobs import op_level_rows
 
         rows = op_level_rows(self.rows_in("op_level_blobs", {}, "ids", baseline_ids))
         names = self.op_names(r[1] for r in rows)
@@ -262,7 +262,7 @@ class StoreReader:
         without iteration markers: callers leave those out). Reads each baseline's ``levels`` blob alone."""
         import numpy as np
 
-        from kbase.store.blob_reads import level_matrix
+        from kbase.store.read.blob_reads import level_matrix
 
         ids, matrix = level_matrix(self.rows_in("level_blobs", {}, "ids", baseline_ids), baseline_ids)
         names = self.names(ids.tolist())
@@ -279,7 +279,7 @@ class StoreReader:
                             branch: str | None = None) -> list[dict[str, Any]]:
         """One kernel across baselines, oldest first: id, commit, created_at, workload, branch, count,
         total_ns, avg_ns, per_iter_ns, share_window (plain records: ``kbase history`` needs no pandas)."""
-        from kbase.store.blob_reads import history_rows
+        from kbase.store.read.blob_reads import history_rows
 
         found = self.name_ids([name])
         params = {"any_workload": not workload, "workload": workload or "", "any_branch": not branch,
@@ -291,7 +291,7 @@ class StoreReader:
         """Baseline ``b``'s stored leaderboard, as every read of one returns it: the renderers' rows, each value
         as a computed leaderboard's records hold it (NULL per-iteration figures NaN, a NULL Amdahl ceiling
         infinite); no numpy."""
-        from kbase.store.blob_reads import leaderboard_rows
+        from kbase.store.read.blob_reads import leaderboard_rows
 
         assert b.id is not None
         found = self.rows("board_blobs", {"id": b.id})
@@ -334,7 +334,7 @@ class StoreReader:
 
     def kernel_levels(self, baseline_ids: list[int]) -> list[tuple]:
         """(name_id, per_iter_ns) of every kernel of the given baselines."""
-        from kbase.store.blob_reads import level_pairs
+        from kbase.store.read.blob_reads import level_pairs
 
         return level_pairs(self.rows_in("level_blobs", {}, "ids", baseline_ids))
 
@@ -352,7 +352,7 @@ class StoreReader:
         key summed over GPUs (float64; None without samples). ``LIST_CHUNK`` baselines' blobs at a time."""
         import numpy as np
 
-        from kbase.store.blob_reads import series_rows
+        from kbase.store.read.blob_reads import series_rows
 
         parts = [series_rows(self.rows("kernel_series", {"ids": baseline_ids[i : i + LIST_CHUNK]}), name_ids)
                  for i in range(0, len(baseline_ids), LIST_CHUNK)] or [series_rows([], name_ids)]
@@ -363,12 +363,12 @@ class StoreReader:
         """(name, short_name, category, tc, per_iter_ns, count_per_iter, avg_ns, share_window, share_kernel,
         amdahl_ceiling, fragmented, count, total_ns, min_ns, max_ns, median_ns) of one baseline's kernels, by rank
         (NULL as None; ``fragmented`` a bool), from its ``levels`` and ``board`` blobs."""
-        from kbase.store.blob_reads import board
+        from kbase.store.read.blob_reads import board
 
         found = self.rows("board_blobs", {"id": baseline_id})
         if not found:
             return []
-        from kbase.store.kernel_blobs import ids_of
+        from kbase.store.codec.kernel_blobs import ids_of
 
         lb = board(baseline_id, *found[0][:3])
         kernel_ids = ids_of(bytes(found[0][4]))
@@ -383,7 +383,7 @@ class StoreReader:
 
 def load_capture(reader: StoreReader, b: BaselineRecord) -> Capture:
     """Baseline ``b`` as the comparison pools it (``analysis.capture.Capture``), without pandas."""
-    from kbase.store.codec import capture_from_table
+    from kbase.store.codec.codec import capture_from_table
 
     assert b.id is not None
     t = reader.kernel_table(b.id)

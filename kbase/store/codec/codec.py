@@ -15,8 +15,8 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from kbase.jsonable import clean
-from kbase.store.records import BASELINE_FIELDS, BaselineRecord, baseline_record
-from kbase.store.schema_names import name_hash  # noqa: F401 - re-exported (its home before)
+from kbase.store.schema.records import BASELINE_FIELDS, BaselineRecord, baseline_record
+from kbase.store.schema.schema_names import name_hash  # noqa: F401 - re-exported (its home before)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
-    from kbase.store.kernel_blobs import KernelTable, StoredTable
-    from kbase.store.op_blobs import StoredOps
+    from kbase.store.codec.kernel_blobs import KernelTable, StoredTable
+    from kbase.store.codec.op_blobs import StoredOps
 
 
 def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str) -> str:
@@ -84,7 +84,7 @@ def kernel_table(lb: Leaderboard, keys: list[int]) -> KernelTable:
     import numpy as np
 
     from kbase.analysis.sketch import CHUNKS, WIDTH
-    from kbase.store.kernel_blobs import KernelTable
+    from kbase.store.codec.kernel_blobs import KernelTable
 
     names = lb.column("name").tolist()
     n = len(names)
@@ -121,7 +121,7 @@ def kernel_table(lb: Leaderboard, keys: list[int]) -> KernelTable:
 def stored_table(lb: Leaderboard, keys: list[int]) -> StoredTable:
     """A leaderboard's kernel data as the store and an export keep it (``kernel_blobs.StoredTable``): its
     blobs, its kernels' names by row and its op list (the kernel time by op: ``ops``, None without)."""
-    from kbase.store.kernel_blobs import StoredTable, encode
+    from kbase.store.codec.kernel_blobs import StoredTable, encode
 
     t = kernel_table(lb, keys)
     ops, op_names = None, []
@@ -136,7 +136,7 @@ def _ops_blob(lb: Leaderboard, t: KernelTable, position: dict[str, int]) -> byte
     op key -> its position in the op list)."""
     import numpy as np
 
-    from kbase.store.op_blobs import encode_ops
+    from kbase.store.codec.op_blobs import encode_ops
 
     assert lb.ops is not None
     pairs = lb.ops

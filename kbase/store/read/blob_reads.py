@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
-from kbase.store.kernel_blobs import FORMAT, Blobs, LevelRows, ids_of, position_of
-from kbase.store.packed import Packed, PackedError
+from kbase.store.codec.kernel_blobs import Blobs, LevelRows, ids_of, packed, position_of
+from kbase.store.codec.kernel_blobs import as_bytes as _blob
+from kbase.store.codec.packed import PackedError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -18,25 +19,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from kbase.analysis.board import LeaderboardRows
-    from kbase.store.codec import Names
-    from kbase.store.kernel_blobs import KernelTable
-    from kbase.store.records import BaselineRecord
-
-
-def _blob(value: Any) -> Any:
-    """A stored blob as bytes (PostgreSQL's driver gives a memoryview), None as None."""
-    return value if isinstance(value, bytes) or value is None else bytes(value)
-
-
-def packed(baseline_id: Any, fmt: int, blob: Any) -> Packed:
-    """One blob of a stored kernel table, checked: a format this kbase reads and an intact header."""
-    if fmt != FORMAT:
-        raise StoreError(f"store: baseline @{baseline_id} holds kernel data of format {fmt}, which this kbase "
-                         f"does not read (it reads format {FORMAT}); upgrade kbase")
-    try:
-        return Packed(_blob(blob))
-    except PackedError as exc:
-        raise StoreError(f"store: baseline @{baseline_id}: kernel data unreadable ({exc})") from None
+    from kbase.store.codec.codec import Names
+    from kbase.store.codec.kernel_blobs import KernelTable
+    from kbase.store.schema.records import BaselineRecord
 
 
 def _decode_error(baseline_id: Any, exc: Exception) -> StoreError:
@@ -45,7 +30,7 @@ def _decode_error(baseline_id: Any, exc: Exception) -> StoreError:
 
 def kernel_tables(rows: list[tuple], *, samples: bool = True, sketches: bool = True) -> dict[int, KernelTable]:
     """baseline id -> its kernel table, from ``kernel_blobs`` rows (numpy)."""
-    from kbase.store.kernel_blobs import decode
+    from kbase.store.codec.kernel_blobs import decode
 
     out = {}
     for baseline_id, fmt, kernel_ids, levels, board, sample_blob, sketch_blob in rows:
@@ -116,7 +101,7 @@ def level_matrix(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray
     always) are decoded by numpy at once, instead of a dozen small numpy calls per blob (~3 s at 50,000)."""
     import numpy as np
 
-    from kbase.store.kernel_blobs import per_iter_array
+    from kbase.store.codec.kernel_blobs import per_iter_array
 
     col = {b: j for j, b in enumerate(baseline_ids)}
     matrix = _LevelMatrix(len(baseline_ids))
@@ -197,7 +182,7 @@ def _batch(kind: int, k: int, planes: list[bytes]) -> np.ndarray:
     """(blobs, k) values of one integer column of ``k`` rows stored alike in every blob (``Packed`` kinds)."""
     import numpy as np
 
-    from kbase.store.packed import DELTA, FLOAT, WIDTH_MASK, ZIGZAG
+    from kbase.store.codec.packed import DELTA, FLOAT, WIDTH_MASK, ZIGZAG
 
     width = kind & WIDTH_MASK
     if not width:
@@ -217,7 +202,7 @@ def series_rows(rows: list[tuple], name_ids: list[int]) -> tuple[dict[str, np.nd
     summed over GPUs (float64; None without samples). Numpy per baseline: the report reads thousands."""
     import numpy as np
 
-    from kbase.store.sample_blobs import decode_samples
+    from kbase.store.codec.sample_blobs import decode_samples
 
     wanted = np.asarray(sorted(set(name_ids)), dtype=np.int64)
     cols: dict[str, list] = {"baseline_id": [], "name_id": [], "count": [], "total_ns": [], "gpu_count": []}
@@ -274,7 +259,7 @@ def run_levels(rows: list[tuple], baseline_ids: list[int]) -> tuple[np.ndarray, 
 def stored_samples(baseline_id: Any, fmt: int, blob: Any, names: list[str],
                    keys: list[int]) -> dict[str, dict[int, float]]:
     """{name: {iteration: ns}} of the iterations with launches, from a ``samples`` blob (rows named ``names``)."""
-    from kbase.store.kernel_blobs import sample_rows
+    from kbase.store.codec.kernel_blobs import sample_rows
 
     out: dict[str, dict[int, float]] = {}
     packed(baseline_id, fmt, blob)
@@ -294,7 +279,7 @@ def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[
 
     from kbase.analysis.board import LeaderboardRows, bounds_from_samples
     from kbase.analysis.summary import COLUMNS, LeaderboardSummary
-    from kbase.store.records import Unreadable
+    from kbase.store.schema.records import Unreadable
 
     rows: list[dict[str, Any]] = []
     lb = board(b.id, *found[:3]) if found else None

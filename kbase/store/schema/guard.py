@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kbase.errors import StoreError
-from kbase.store.schema_names import EARLIER_TABLES, OWN_TABLES, SQLITE_INTERNAL_TABLES, head_revision
+from kbase.store.schema.schema_names import EARLIER_TABLES, OWN_TABLES, SQLITE_INTERNAL_TABLES, head_revision
 from kbase.store_urls import mask_url
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -46,7 +46,7 @@ def _sqlite_tables(path: Path) -> set[str]:
     """The table names of an existing SQLite file, read without writing, locking or creating anything
     (immutable; a -wal with content beside it through a read-only connection, or a private copy where even
     that cannot open it: ``readonly.connect_store``)."""
-    from kbase.store.readonly import connect_store
+    from kbase.store.schema.readonly import connect_store
 
     conn = connect_store(path, immutable_first=True)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
-from kbase.store.mantissa import (
+from kbase.store.codec.mantissa import (
     LOSSLESS_BITS,
     QUANTILE_BITS,
     SAMPLE_BITS,
@@ -16,7 +16,7 @@ from kbase.store.mantissa import (
     mantissa_values,
     row_medians,
 )
-from kbase.store.packed import Packed, PackedError, pack
+from kbase.store.codec.packed import Packed, PackedError, pack
 
 if TYPE_CHECKING:
     import numpy as np

@@ -25,16 +25,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import KbaseError, StoreError
-from kbase.store.connect import PG_SCHEME, driver_error
-from kbase.store.schema_names import OWN_TABLES, SCHEMA_LOCK, SQLITE_INTERNAL_TABLES, head_revision
-from kbase.store.write_sql import DDL, REVISION
-from kbase.store.writer import Writer, Written, save_baseline
+from kbase.store.read.connect import PG_SCHEME, driver_error
+from kbase.store.schema.schema_names import OWN_TABLES, SCHEMA_LOCK, SQLITE_INTERNAL_TABLES, head_revision
+from kbase.store.write.write_sql import DDL, REVISION
+from kbase.store.write.writer import Writer, Written, save_baseline
 from kbase.store_urls import sqlite_path
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
     from kbase.settings import Settings
-    from kbase.store.reader import StoreReader
+    from kbase.store.read.reader import StoreReader
 
 SWITCH = "KBASE_NO_DIRECT_WRITE"  # 1: every write through SQLAlchemy (engine.open_store), as before
 _STAMP = {"sqlite": "INSERT INTO alembic_version (version_num) VALUES (?)",
@@ -53,7 +53,7 @@ class DirectStore:
     @property
     def reader(self) -> StoreReader:
         """The store's reads (``reader.StoreReader``) on this connection."""
-        from kbase.store.reader import StoreReader
+        from kbase.store.read.reader import StoreReader
 
         return StoreReader(self.conn, self.dialect, self.url)
 
@@ -70,8 +70,8 @@ class DirectStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """One transaction; on SQLite it takes the write lock up front (BEGIN IMMEDIATE), so concurrent writers
-        queue on the busy timeout. A driver error becomes one line (``engine.store_error``)."""
-        from kbase.store.engine import store_error
+        queue on the busy timeout. A driver error becomes one line (``errors.store_error``)."""
+        from kbase.store.schema.errors import store_error
 
         try:
             if self.dialect == "postgresql":
@@ -156,7 +156,7 @@ def open_direct(settings: Settings, *, create: bool = True) -> DirectStore | Non
     except Exception as exc:
         store.close()
         if driver_error(exc):
-            from kbase.store.engine import store_error
+            from kbase.store.schema.errors import store_error
 
             raise store_error(url, exc) from None
         raise
@@ -169,7 +169,7 @@ def _ready(store: DirectStore, url: str, create: bool) -> bool:
     if state == "head":
         return True
     if state == "other" and store.dialect == "postgresql":  # another application's tables: refused as that path does
-        from kbase.store.guard import _refuse_foreign
+        from kbase.store.schema.guard import _refuse_foreign
         from kbase.store_urls import mask_url
 
         _refuse_foreign(mask_url(url), {r[0] for r in store.rows(_PG_TABLES)})
@@ -192,7 +192,7 @@ def _creation_lock(store: DirectStore, url: str) -> Iterator[None]:
         finally:
             store.rows("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
         return
-    from kbase.store.guard import _file_lock
+    from kbase.store.schema.guard import _file_lock
 
     path = sqlite_path(url)
     assert path is not None
@@ -205,8 +205,9 @@ def _connect(url: str, busy_timeout_s: float | None, connect_timeout_s: float, c
     if path is not None:
         if not url.startswith("sqlite:///") or "?" in url:
             return None  # in memory, or options the SQLAlchemy URL carries
-        from kbase.store.engine import BUSY_TIMEOUT_S, _set_pragmas, prepare_store_folder, store_error
-        from kbase.store.guard import check_sqlite_file, check_store_location
+        from kbase.store.engine import BUSY_TIMEOUT_S, _set_pragmas, prepare_store_folder
+        from kbase.store.schema.errors import store_error
+        from kbase.store.schema.guard import check_sqlite_file, check_store_location
 
         check_store_location(path)
         check_sqlite_file(path)  # another application's database: refused untouched
@@ -229,6 +230,6 @@ def _connect(url: str, busy_timeout_s: float | None, connect_timeout_s: float, c
         return store
     if not url.startswith(PG_SCHEME + "://"):
         return None
-    from kbase.store.connect import pg_connect
+    from kbase.store.read.connect import pg_connect
 
     return DirectStore(pg_connect(url, connect_timeout_s), "postgresql", url)

@@ -27,8 +27,8 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kbase.store.mantissa import mantissa_value, row_medians
-from kbase.store.packed import Packed, PackedError, pack
+from kbase.store.codec.mantissa import mantissa_value, row_medians
+from kbase.store.codec.packed import Packed, PackedError, pack
 
 if TYPE_CHECKING:
     import numpy as np
@@ -357,7 +357,7 @@ def empty_table() -> KernelTable:
 def encode(t: KernelTable) -> Blobs:
     """The four blobs of a baseline's kernel table (deterministic: the same table, the same bytes; its
     ``name_id`` is not in them)."""
-    from kbase.store.sample_blobs import encode_samples, encode_sketches
+    from kbase.store.codec.sample_blobs import encode_samples, encode_sketches
 
     levels = encode_levels(t)
     board = encode_board(t, LevelRows(Packed(levels)))
@@ -371,7 +371,7 @@ def decode(blobs: Blobs, name_ids: list[int], *, samples: bool = True, sketches:
     asked and stored)."""
     import numpy as np
 
-    from kbase.store.sample_blobs import decode_samples, decode_sketches
+    from kbase.store.codec.sample_blobs import decode_samples, decode_sketches
 
     rows = LevelRows(Packed(blobs.levels), Packed(blobs.board))
     if len(name_ids) != rows.rows:
@@ -386,3 +386,21 @@ def decode(blobs: Blobs, name_ids: list[int], *, samples: bool = True, sketches:
     if sketches and blobs.sketches is not None:
         t.sketches = decode_sketches(blobs.sketches, t.count)
     return t
+
+
+def as_bytes(value: Any) -> Any:
+    """A stored blob as bytes (PostgreSQL's driver gives a memoryview), None as None."""
+    return value if isinstance(value, bytes) or value is None else bytes(value)
+
+
+def packed(baseline_id: Any, fmt: int, blob: Any) -> Packed:
+    """One blob of a stored kernel table, checked: a format this kbase reads and an intact header."""
+    from kbase.errors import StoreError
+
+    if fmt != FORMAT:
+        raise StoreError(f"store: baseline @{baseline_id} holds kernel data of format {fmt}, which this kbase "
+                         f"does not read (it reads format {FORMAT}); upgrade kbase")
+    try:
+        return Packed(as_bytes(blob))
+    except PackedError as exc:
+        raise StoreError(f"store: baseline @{baseline_id}: kernel data unreadable ({exc})") from None

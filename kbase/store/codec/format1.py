@@ -14,9 +14,9 @@ import math
 from array import array
 from typing import TYPE_CHECKING, Any
 
-from kbase.store.kernel_blobs import Blobs, KernelTable
-from kbase.store.mantissa import row_medians
-from kbase.store.packed import Packed, pack
+from kbase.store.codec.kernel_blobs import Blobs, KernelTable
+from kbase.store.codec.mantissa import row_medians
+from kbase.store.codec.packed import Packed, pack
 
 if TYPE_CHECKING:
     import numpy as np
@@ -212,7 +212,7 @@ INT_COLUMNS = frozenset({"name_id", "count", "total_ns", "gpus", "min_ns", "max_
 
 def encode(t: KernelTable) -> Blobs:
     """The four blobs of a baseline's kernel table (deterministic: the same table, the same bytes)."""
-    from kbase.store.sample_blobs import encode_samples, encode_sketches
+    from kbase.store.codec.sample_blobs import encode_samples, encode_sketches
 
     levels = encode_levels(t)
     board = encode_board(t, LevelRows(Packed(levels)))
@@ -225,7 +225,7 @@ def decode(blobs: Blobs, *, samples: bool = True, sketches: bool = True) -> Kern
     """A baseline's kernel table from its blobs (numpy columns; samples and sketches when asked and stored)."""
     import numpy as np
 
-    from kbase.store.sample_blobs import decode_samples, decode_sketches
+    from kbase.store.codec.sample_blobs import decode_samples, decode_sketches
 
     rows = LevelRows(Packed(recoded(blobs.levels)), Packed(recoded(blobs.board)))
     cols: dict[str, Any] = {}
@@ -252,7 +252,7 @@ def recoded(blob: bytes) -> bytes:
     import lzma
     import zlib
 
-    from kbase.store.packed import ZSTD, PackedError, _compress
+    from kbase.store.codec.packed import ZSTD, PackedError, _compress
 
     if len(blob) < 5 or blob[:3] != b"KBP" or blob[4] not in (DEFLATE, LZMA2):
         return blob
@@ -284,9 +284,9 @@ def convert(levels: bytes, board: bytes, samples: bytes | None, sketches: bytes 
 
     import numpy as np
 
-    from kbase.store.kernel_blobs import LevelRows as LevelRows2
-    from kbase.store.kernel_blobs import encode_board, encode_levels
-    from kbase.store.op_blobs import decode_ops, encode_ops
+    from kbase.store.codec.kernel_blobs import LevelRows as LevelRows2
+    from kbase.store.codec.kernel_blobs import encode_board, encode_levels
+    from kbase.store.codec.op_blobs import decode_ops, encode_ops
 
     samples, sketches = recoded(samples) if samples else samples, recoded(sketches) if sketches else sketches
     t = decode(Blobs(levels, board, samples, sketches), sketches=False)
@@ -324,61 +324,3 @@ def _plain(blob: bytes | None, skip: str = "") -> bytes | None:
         parts.append(b"|%s:%s%d:" % (name.encode(), values.dtype.char.encode(), len(values)))
         parts.append(values.astype(values.dtype.newbyteorder("<")).tobytes())
     return b"".join(parts)
-
-
-def _first_use(ids: list[int]) -> list[int]:
-    return list(dict.fromkeys(ids))
-
-
-def file_as_format2(f: Any, limit: int, *, check: bool) -> Any:
-    """An export file of format 1 (``export_files.BaselineFile``) as the same baseline in format 2: its format-1
-    content digest checked (``check``), its kernel table converted (``convert``), its names by row, its op list
-    sorted, the format-2 digest. ``ExportFileError`` saying what is wrong."""
-    import hashlib
-
-    from kbase.store.export_files import BLOBS, BOOKKEEPING, DERIVED, BaselineFile, _json, content_digest, jsonable_row
-    from kbase.store.import_checks import ExportFileError, check_budget, check_names
-    from kbase.store.packed import PackedError
-
-    names, op_names = f.header["names"], f.header.get("op_names", [])
-    if f.header["kernels_format"] != FORMAT:
-        raise ExportFileError(f"kernel data of format {f.header['kernels_format']} in a file of format 1")
-    check_names(names, op_names)
-    check_budget(f.blobs, limit)
-    blobs = {b: None if f.blobs[b] is None else recoded(f.blobs[b]) for b in BLOBS}
-    try:
-        ids = Packed(blobs["levels"] or b"").ints("name_id")
-        op_ids = Packed(blobs["ops"]).ints("op") if blobs["ops"] is not None else []
-        if any(not 0 <= i < len(names) for i in ids) or len(ids) != f.header["kernels"]:
-            raise ExportFileError("the levels' name ids do not match the names listed")
-        if any(not 0 <= i <= len(op_names) for i in op_ids) or (op_names and blobs["ops"] is None):
-            raise ExportFileError("the ops blob's op ids do not match the op names listed")
-        if check:
-            h = hashlib.sha256()
-            skip = BOOKKEEPING | DERIVED | {"id"}
-            h.update(_json({k: v for k, v in jsonable_row(f.row).items() if k not in skip}))
-            h.update(_json([names[i][0] for i in _first_use(ids)]))
-            used_ops = [op_names[i - 1] for i in _first_use(op_ids) if i]
-            if used_ops:
-                h.update(_json(used_ops))
-            for b in BLOBS:
-                plain = _plain(blobs[b], {"levels": "name_id", "ops": "op"}.get(b, ""))
-                h.update(b"-" if plain is None else b"+%d:" % len(plain) + plain)
-            if h.hexdigest() != f.content:
-                raise ExportFileError("its content digest does not match its kernel data")
-        assert blobs["levels"] is not None and blobs["board"] is not None
-        new, ops, rows, order = convert(blobs["levels"], blobs["board"], blobs["samples"], blobs["sketches"],
-                                        blobs["ops"], {i + 1: str(n[0]) for i, n in enumerate(op_names)})
-    except (PackedError, ValueError, TypeError, KeyError, IndexError) as exc:
-        if isinstance(exc, ExportFileError):
-            raise
-        raise ExportFileError(f"kernel data unreadable ({exc})") from None
-    by_row = [names[i] for i in rows]
-    listed = [op_names[i - 1] for i in order]
-    out = {"levels": new.levels, "board": new.board, "samples": new.samples, "sketches": new.sketches, "ops": ops}
-    header = {**f.header, "format": 2, "kernels_format": 2, "names": by_row,
-              "content": content_digest(f.row, [n[0] for n in by_row], out, listed)}
-    header.pop("op_names", None)
-    if ops is not None:
-        header["op_names"] = listed
-    return BaselineFile(header, out)
