@@ -10,8 +10,8 @@
 - ``transfer``: export and import (the data branch's files, checked as hostile input).
 
 Beside them: ``engine`` (opening, migrating and guarding a store: ``open_store``, ``Store``), ``identity``
-("is this file stored?", one lookup) and ``describe`` (``kbase db current``). Each subpackage imports only
-those listed before it; tests/test_layers.py holds that (no module cycle, no sub-package loop).
+("is this file stored?", one lookup) and ``describe`` (``kbase db current``). Imports run down that list
+(``schema`` imports none of the others); tests/test_layers.py finds no module cycle and no sub-package loop.
 
 Python: ``kbase.api`` is the front door (``kbase.snapshot``, ``kbase.baselines``, ``kbase.history``);
 this package is the layer under it::
