@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbase.analysis import classify
+from kbase.analysis import columns as registry
 from kbase.analysis.amdahl import amdahl  # noqa: F401 - re-exported (its home before)
 from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
@@ -167,6 +168,17 @@ def _aggregate(codes: np.ndarray, gpu: np.ndarray, dur: np.ndarray, n_names: int
     return out
 
 
+def declared_columns(cols: Columns) -> Columns:
+    """``cols`` in the order ``analysis.columns.LEADERBOARD`` declares, with its ``compute`` columns added (a
+    declared column computed nowhere is a clear error, never a missing field)."""
+    for name, compute in registry.computed():
+        cols[name] = np.asarray(compute(cols))
+    missing = [c for c in registry.row_fields() if c not in cols]
+    if missing:
+        raise KeyError(f"leaderboard columns declared in kbase.analysis.columns but computed nowhere: {missing}")
+    return {c: cols[c] for c in registry.row_fields()}
+
+
 def _texts(values: list[Any]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = values
@@ -241,6 +253,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
         "amdahl_ceiling": np.array([amdahl(p) for p in np.nan_to_num(share_window, nan=0.0).tolist()], dtype=float),
         "fragmented": many & (t["avg_ns"] < FRAGMENTED_AVG_NS),
     }
+    cols = declared_columns(cols)
     # total desc, then name (codes follow name order), then the aggregate's (GPU) order: a stable sort
     order = np.lexsort((t["code"], -total))
     table = {c: v[order] for c, v in (({"gpu": t["gpu"]} if per_gpu else {}) | cols).items()}

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-# A leaderboard table's columns, in order (a per-GPU view has "gpu" first).
-COLUMNS = [
-    "name", "short_name", "family", "category", "tc", "gpus", "count", "total_ns", "avg_ns",
-    "median_ns", "min_ns", "max_ns", "std_ns", "per_iter_ns", "count_per_iter", "share_window",
-    "share_kernel", "amdahl_ceiling", "fragmented",
-]
+from kbase.analysis.columns import row_fields
+
+# A leaderboard table's columns, in order (a per-GPU view has "gpu" first): declared in ``analysis.columns``.
+COLUMNS = row_fields()
 
 
 @dataclass

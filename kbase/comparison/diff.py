@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kbase.analysis import columns as registry
 from kbase.comparison import work
 from kbase.comparison.side import KernelTable, Side, Unit
 from kbase.comparison.significance import (
@@ -50,11 +51,8 @@ DIFF_SCHEMA = "kbase.diff/4"
 CLASSES = tuple(KernelClass)
 NO_KERNELS = "candidate window holds no kernels"
 
-ROW_COLUMNS = ["class", "swap", "name", "name_before", "match", "short_name", "family", "category", "tc_before",
-               "tc_after", "before", "after", "delta_ns", "delta_pct", "count_before", "count_after", "delta_count",
-               "avg_before", "avg_after", "delta_avg_pct", "share_before", "share_after", "effect", "p_value", "test",
-               "enough", "confidence", "ignored", "gated", "rel", "z", "noise_source", "noise_rel", "mde_rel", "mde_ns",
-               "run_noise_source", "run_noise_rel", "op", "own_class"]
+# the rows' columns, in order: declared in ``analysis.columns.DIFF`` (the rows, JSON, CSV, the table and docs read it)
+ROW_COLUMNS = registry.diff_row_columns()
 # a swapped kernel's class as judged alone (the class column says ``swapped``): bisect's "did it move"
 SWAPPABLE = (KernelClass.REGRESSED.value, KernelClass.REGRESSED_BELOW_FLOOR.value, KernelClass.IMPROVED.value,
              KernelClass.NEW.value, KernelClass.GONE.value, KernelClass.CANNOT_JUDGE.value)
@@ -93,7 +91,8 @@ class DiffTotals:
 class DiffResult:
     before: Side
     after: Side
-    table: dict[str, np.ndarray]  # ROW_COLUMNS as arrays, regressions first, then by |effect on the iteration|
+    # the declared row columns (ROW_COLUMNS) as arrays, regressions first, then by |effect on the iteration|
+    table: dict[str, np.ndarray]
     totals: DiffTotals
     mismatches: list[str]
     policy: Policy
@@ -106,15 +105,16 @@ class DiffResult:
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as dicts of Python scalars (NaN stays NaN), in order."""
-        cols = [self.table[c].tolist() for c in ROW_COLUMNS]
-        return [dict(zip(ROW_COLUMNS, values)) for values in zip(*cols)]
+        names = list(self.table)
+        cols = [self.table[c].tolist() for c in names]
+        return [dict(zip(names, values)) for values in zip(*cols)]
 
     @cached_property
     def rows(self) -> pd.DataFrame:
         """The rows as a DataFrame (ROW_COLUMNS), for the Python API and pandas-based renderers."""
         import pandas as pd
 
-        return pd.DataFrame({c: self.table[c] for c in ROW_COLUMNS}, columns=ROW_COLUMNS)
+        return pd.DataFrame(self.table, columns=list(self.table))
 
 
 def comparability(before: Side, after: Side, policy: Policy) -> list[str]:
@@ -246,6 +246,8 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
         notes.append(f"history noise not used: its levels are per {history.unit}, this comparison is "
                      f"{before.unit.per}")
     _name_swapped(rows)
+    for name, compute in registry.computed(registry.DIFF):  # the declared columns that follow from the others
+        rows[name] = np.asarray(compute(rows))
     if n:
         first = np.where(rows["class"] == KernelClass.REGRESSED.value, 0,
                          np.where(rows["class"] == KernelClass.REGRESSED_BELOW_FLOOR.value, 1, 2))
@@ -263,7 +265,7 @@ def compute_diff(before: Side, after: Side, policy: Policy | None = None,
         notes += budget.notes
     elif before.budget is not None or after.budget is not None:
         notes.append("step time not judged: one side was stored before kbase kept the GPU time budget")
-    return DiffResult(before=before, after=after, table={c: rows[c] for c in ROW_COLUMNS},
+    return DiffResult(before=before, after=after, table={c: rows[c] for c in registry.diff_row_columns()},
                       totals=totals, mismatches=comparability(before, after, policy),
                       policy=policy, notes=notes, ops=by_op, budget=budget)
 

@@ -8,7 +8,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
-from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS
+from kbase.analysis import columns as registry
+from kbase.comparison.diff import CLASSES, DIFF_SCHEMA, ROW_COLUMNS  # noqa: F401 - ROW_COLUMNS re-exported
 from kbase.comparison.gate import Verdict
 from kbase.comparison.side import unit_of
 from kbase.comparison.step import budget_diff_doc, step_verdict_lines
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     from kbase.comparison.result import Comparison
     from kbase.comparison.side import Side
 
-ROW_FIELDS = [c for c in ROW_COLUMNS if c not in ("family", "enough", "own_class")] + ["diagnosis", "amdahl"]
+# a kernel row's fields in JSON and CSV, declared in ``analysis.columns.DIFF`` (read on each call)
+ROW_FIELDS = registry.diff_json_fields()
 
 
 # ------------------------------------------------------------------------------------------ the document
@@ -63,8 +65,9 @@ def diff_doc(comparison: Comparison, verdict: Verdict | None = None) -> dict[str
     classes = result.table["class"].tolist()
     counts = {c.value: classes.count(c.value) for c in CLASSES}
     kernels = []
+    own = [k for k in registry.diff_json_fields() if k not in ("diagnosis", "amdahl")]
     for r in result.records():
-        row = {k: _num(r.get(k)) for k in ROW_FIELDS if k not in ("diagnosis", "amdahl")}
+        row = {k: _num(r.get(k)) for k in own}
         row["class"] = KernelClass(r["class"]).value
         row["diagnosis"] = diagnosis(r, unit)
         row["amdahl"] = amdahl_text(r, unit)
@@ -111,14 +114,14 @@ def diff_csv(comparison: Comparison) -> str:
 
     rows = comparison.result.rows
     if not len(rows):
-        return to_csv(pd.DataFrame(columns=ROW_FIELDS))
+        return to_csv(pd.DataFrame(columns=registry.diff_json_fields()))
     out = rows.copy()
     recs = records(rows)
     unit = unit_of(comparison.result.totals.unit)
     out["diagnosis"] = [diagnosis(r, unit) for r in recs]
     out["amdahl"] = [amdahl_text(r, unit) for r in recs]
     out["class"] = [KernelClass(c).value for c in out["class"]]
-    return to_csv(out[ROW_FIELDS])
+    return to_csv(out[registry.diff_json_fields()])
 
 
 # ------------------------------------------------------------------------------------------ screen and Markdown

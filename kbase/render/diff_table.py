@@ -13,7 +13,9 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from kbase.analysis import columns as registry
 from kbase.analysis.classify import TC_SYMBOL
+from kbase.analysis.columns import Stat
 from kbase.analysis.names import display_names, short_id
 from kbase.comparison.result import row_delta_pct, row_sides
 from kbase.comparison.side import unit_of
@@ -47,6 +49,13 @@ def _noise(r: dict[str, Any]) -> str:
     return src if not run or run == src else f"{src}+{run}"
 
 
+def _generic(stat: Stat, value: Any, times: ColumnUnit) -> str:
+    """A declared column's cell where its ``Stat.cell`` says how (times in the table's unit)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ABSENT
+    return times(value) if stat.cell == "time" else registry.cell_text(stat, value, None)
+
+
 def class_text(r: dict[str, Any]) -> str:
     """The class column's cell: the class's word, and whether the test had too few samples or the row is ignored."""
     label = KernelClass(r["class"]).label
@@ -73,7 +82,8 @@ def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnU
     tc = TC_SYMBOL.get(r["tc_after"] or r["tc_before"] or "na", "-")
     before, after = row_sides(r)
     effect = r["effect"]
-    return {
+    generic = {c.key: _generic(s, r.get(s.name), times) for s, c in _table() if s.cell}
+    return generic | {
         "class": class_text(r),
         "kernel": display + (" [family]" if r["match"] == "family" else ""),
         "kernel_id": short_id(r["name"]),
@@ -93,36 +103,21 @@ def row_cells(r: dict[str, Any], display: str, times: ColumnUnit, delta: ColumnU
     }
 
 
-# The screen table: priority 0 never drops (what changed, which kernel, by how much per iteration); larger
-# numbers drop first as the terminal narrows. The name is never cut under 30 characters while the terminal
-# has room for it. Another column slots in with its own priority.
-COLUMNS = [
-    Column("class", "class", 0, justify="left"),
-    Column("kernel", "kernel", 0, min_width=30, want_width=40, max_width=80, justify="left", shrink=True,
-           keep_tail=True, tiebreak="kernel_id"),
-    Column("tc", "TC", 9, justify="left"),
-    Column("before", "before/iter", 2),
-    Column("after", "after/iter", 2),
-    Column("delta", "Δ/iter", 0),
-    Column("delta_pct", "Δ%", 0),
-    Column("launches", "launches/iter", 5),
-    Column("delta_avg", "Δavg/launch", 4),
-    Column("share", "share", 6),
-    Column("effect", "effect", 1),
-    Column("cost", "cost/month", 2),
-    Column("p", "p", 3),
-    Column("mde", "MDE", 1),  # beside each flagged kernel on the first screen at 120 columns
-    Column("noise", "noise", 3, justify="left"),
-    Column("diagnosis", "diagnosis", 7, min_width=20, max_width=60, justify="left", shrink=True),
-    Column("amdahl", "Amdahl", 8, min_width=20, max_width=60, justify="left", shrink=True),
-]
+def _table() -> list[tuple[Stat, Column]]:
+    """The screen table, declared in ``analysis.columns.DIFF`` (read on each call): priority 0 never drops (what
+    changed, which kernel, by how much per iteration); larger numbers drop first as the terminal narrows."""
+    return registry.table(registry.DIFF)
+
+
+COLUMNS = [c for _, c in _table()]
 
 
 def columns_of(doc: dict[str, Any]) -> list[Column]:
     """``COLUMNS``, the cost column only when the settings price the fleet (``gpu_hour_cost`` and ``gpus``),
     headers in the comparison's unit."""
     short = unit_of(doc.get("unit")).short
-    return [replace(c, header=c.header.replace("/iter", short)) for c in COLUMNS if c.key != "cost" or "cost" in doc]
+    return [replace(c, header=c.header.replace("/iter", short)) for _, c in _table()
+            if c.key != "cost" or "cost" in doc]
 
 
 def diff_title(doc: dict[str, Any]) -> str:

@@ -11,8 +11,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kbase import jsonable
+from kbase.analysis import columns as registry
 from kbase.analysis.board import AnyLeaderboard, LeaderboardRows, board_of, records  # noqa: F401 - records re-exported
 from kbase.analysis.classify import TC_SYMBOL
+from kbase.analysis.columns import Stat
 from kbase.analysis.names import display_names, short_id
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
@@ -150,39 +152,34 @@ def _flags(r: dict) -> str:
     return " ".join(flags)
 
 
-# The screen table: priority 0 never drops — rank, name and the four reads (TC, Count, Total, Avg); the larger
-# the number, the sooner a column drops as the terminal narrows: at 120 columns Min–Max, %kernel and the
-# diagnosis join, then %window, time per iteration, Amdahl and the rest. The reason is --wide only.
-COLUMNS = [
-    Column("rank", "#", 0),
-    Column("gpu", "GPU", 0, justify="left"),
-    Column("kernel", "Kernel", 0, min_width=28, want_width=32, max_width=90, justify="left", shrink=True,
-           keep_tail=True, tiebreak="kernel_id"),
-    Column("tc", "TC", 0, justify="left"),
-    Column("count", "Count", 0),
-    Column("total", "Total", 0),
-    Column("avg", "Avg", 0),
-    Column("minmax", "Min–Max", 1),
-    Column("share_kernel", "%kernel", 2),
-    Column("diag", "Diagnosis", 3, justify="left"),
-    Column("share_window", "%window", 4),
-    Column("per_iter", "/iter/GPU", 5),
-    Column("amdahl", "Amdahl max", 6),
-    Column("cat", "Cat", 7, justify="left"),
-    Column("med", "Med", 8),
-    Column("std", "Std", 9),
-    Column("flags", "Flags", 10, min_width=10, justify="left", shrink=True),
-    Column("why", "Why (TC; diagnosis)", 11, justify="left", wide_only=True),
-]
+# The screen table (``analysis.columns.LEADERBOARD``, by place): priority 0 never drops — rank, name and the four
+# reads (TC, Count, Total, Avg); the larger the number, the sooner a column drops as the terminal narrows: at 120
+# columns Min–Max, %kernel and the diagnosis join, then %window, time per iteration, Amdahl and the rest. The
+# reason is --wide only.
+def _table() -> list[tuple[Stat, Column]]:
+    """The columns as declared now (read on each call, so a declaration is all a new column needs)."""
+    key = (id(registry.LEADERBOARD), id(registry.GPU))
+    if key not in _TABLES:
+        _TABLES.clear()
+        _TABLES[key] = registry.table((registry.GPU, *registry.LEADERBOARD))
+    return _TABLES[key]
+
+
+_TABLES: dict[tuple[int, int], list[tuple[Stat, Column]]] = {}
+
+
+COLUMNS = [c for _, c in _table()]
 HEADERS = [c.header for c in COLUMNS if c.key not in ("rank", "gpu")]
 
 
-TIME_COLUMNS = {"total": "total_ns", "avg": "avg_ns", "med": "median_ns", "std": "std_ns", "per_iter": "per_iter_ns"}
+def _time_columns() -> dict[str, str]:
+    """Screen key -> row field of the columns shown in a time unit (``Stat.cell`` "time")."""
+    return {c.key: s.name for s, c in _table() if s.cell == "time"}
 
 
 def column_units(rows: list[dict]) -> dict[str, ColumnUnit]:
     """One unit per time column of the shown ``rows`` (``units.column_unit``); Min–Max shares one for both ends."""
-    units = {key: column_unit(r[field] for r in rows) for key, field in TIME_COLUMNS.items()}
+    units = {key: column_unit(r[field] for r in rows) for key, field in _time_columns().items()}
     units["minmax"] = column_unit(r[f] for r in rows for f in ("min_ns", "max_ns"))
     return units
 
@@ -190,24 +187,18 @@ def column_units(rows: list[dict]) -> dict[str, ColumnUnit]:
 def row_cells(r: dict, rank: int, display: str, note: Annotation | None = None,
               units: dict[str, ColumnUnit] | None = None) -> dict[str, str]:
     """One leaderboard row as the screen and Markdown show it, keyed by ``COLUMNS``' keys; ``units``: the time
-    columns' (``column_units`` of the shown rows; default: this row's own)."""
+    columns' (``column_units`` of the shown rows; default: this row's own). Columns with a generic ``Stat.cell``
+    are formatted from their declaration; the rest here."""
     from kbase.analysis.diagnosis import LABELS
 
     u = units or column_units([r])
-    cells = {
+    cells = {c.key: registry.cell_text(s, r[s.name], u.get(c.key)) for s, c in _table() if s.cell and s.name in r}
+    cells |= {
         "rank": str(rank),
         "kernel": display,
         "cat": {"compute": "comp", "communication": "comm", "memory": "mem"}.get(r["category"], r["category"]),
         "tc": TC_SYMBOL[r["tc"]],
-        "count": f"{r['count']:,}",
-        "total": u["total"](r["total_ns"]),
-        "avg": u["avg"](r["avg_ns"]),
         "minmax": u["minmax"].range(r["min_ns"], r["max_ns"]),
-        "med": u["med"](r["median_ns"]),
-        "std": u["std"](r["std_ns"]),
-        "per_iter": u["per_iter"](r["per_iter_ns"]),
-        "share_window": fmt_pct(r["share_window"]),
-        "share_kernel": fmt_pct(r["share_kernel"]),
         "amdahl": "∞" if not math.isfinite(r["amdahl_ceiling"]) else f"{r['amdahl_ceiling']:.3f}x",
         "flags": _flags(r),
         "diag": LABELS.get(note.diagnosis, "") if note is not None and note.diagnosis else "",
@@ -241,7 +232,7 @@ def fix_lines(rows: Iterable[tuple[str, str]]) -> list[str]:
 
 
 def _columns(per_gpu: bool) -> list[Column]:
-    return [c for c in COLUMNS if per_gpu or c.key != "gpu"]
+    return [c for _, c in _table() if per_gpu or c.key != "gpu"]
 
 
 def leaderboard_md(lb: AnyLeaderboard, limit: int | None = 20, full_names: bool = False) -> str:

@@ -85,6 +85,7 @@ def kernel_table(lb: Leaderboard, keys: list[int]) -> KernelTable:
 
     from kbase.analysis.sketch import CHUNKS, WIDTH
     from kbase.store.codec.kernel_blobs import KernelTable
+    from kbase.store.codec.kernel_columns import declared, dtype_of
 
     names = lb.column("name").tolist()
     n = len(names)
@@ -98,7 +99,9 @@ def kernel_table(lb: Leaderboard, keys: list[int]) -> KernelTable:
                     share_window=num("share_window"), gpus=num("gpus", np.int64), median_ns=num("median_ns"),
                     min_ns=num("min_ns", np.int64), max_ns=num("max_ns", np.int64), std_ns=num("std_ns"),
                     count_per_iter=num("count_per_iter"), share_kernel=num("share_kernel"),
-                    amdahl_ceiling=np.where(np.isfinite(amdahl), amdahl, np.nan), fragmented=num("fragmented", bool))
+                    amdahl_ceiling=np.where(np.isfinite(amdahl), amdahl, np.nan), fragmented=num("fragmented", bool),
+                    extra={s.name: num(s.name, dtype_of(s.name)) if s.name in lb.columns else np.full(n, np.nan)
+                           for s in declared()})
     if keys:
         t.iter_ns, t.iter_count = np.zeros((n, len(keys))), np.zeros((n, len(keys)))
         s_names = lb.sample_column("name")

@@ -15,8 +15,7 @@ blobs, so the same table gives the same bytes in every store and in every export
   the kernel time, 1 / (1 - share of the window)), stored as float64 only where they do not.
 - ``samples`` and ``sketches``: ``sample_blobs`` (unchanged since format 1).
 
-NULL columns are NaN. Columns decode in Python without numpy (``LevelRows`` for history and ``show``);
-the samples and sketches, and the bulk level reads of ``steps``, decode with numpy.
+NULL columns are NaN. Columns decode without numpy (``LevelRows``: history, ``show``); the rest with it.
 """
 
 from __future__ import annotations
@@ -24,9 +23,21 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kbase.store.codec.kernel_columns import (
+    CODED,
+    INT_COLUMNS,  # noqa: F401 - re-exported (its home before)
+    board_columns,
+    declared,
+    declared_column,
+    derived_columns,
+    dtype_of,
+    extra_columns,
+    level_columns,
+    stored_in,
+)
 from kbase.store.codec.mantissa import mantissa_value, row_medians
 from kbase.store.codec.packed import Packed, PackedError, pack
 
@@ -34,10 +45,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 FORMAT = 2  # ``baseline_kernels.format``: this module's layout of the four blobs (1: ``format1``)
-LEVEL_COLUMNS = ("name_id", "count", "total_ns", "avg_ns", "per_iter_ns", "share_window")
-BOARD_COLUMNS = ("gpus", "median_ns", "min_ns", "max_ns", "std_ns", "count_per_iter", "share_kernel",
-                 "amdahl_ceiling", "fragmented")
-DERIVED = ("avg_ns", "per_iter_ns", "share_window", "count_per_iter", "share_kernel", "amdahl_ceiling")
+LEVEL_COLUMNS = level_columns()  # the columns each blob holds, as ``analysis.columns`` declares them
+BOARD_COLUMNS = board_columns()
+DERIVED = derived_columns()
 NAN = float("nan")
 
 
@@ -65,6 +75,8 @@ class KernelTable:
     iter_ns: np.ndarray | None = None
     iter_count: np.ndarray | None = None
     sketches: np.ndarray | None = None
+    # the stored columns ``analysis.columns`` declares beyond the hand-coded ones above (``kernel_columns``)
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.count)
@@ -202,6 +214,7 @@ def encode_levels(t: KernelTable) -> bytes:
                           ("share_window", _ratio(tl, d_window))):
         if not _same(getattr(t, name), derived):
             columns[name] = _floats(getattr(t, name))
+    columns |= extra_columns(t, "levels")
     return pack(len(t), columns, {"d_iter": d_iter, "d_window": d_window})
 
 
@@ -235,6 +248,7 @@ def encode_board(t: KernelTable, levels: LevelRows) -> bytes:
                           ("amdahl_ceiling", _amdahl(levels.column("share_window")))):
         if not _same(getattr(t, name), derived):
             columns[name] = _floats(getattr(t, name))
+    columns |= extra_columns(t, "board")
     return pack(len(t), columns, {"d_kernel": d_kernel})
 
 
@@ -302,7 +316,7 @@ class LevelRows:
             return [m - o for m, o in zip(mid, off)] if name == "min_ns" else [m + o for m, o in zip(mid, off)]
         if name == "std_ns":
             return bd.floats(name)
-        raise KeyError(name)
+        return declared_column(self, name, self._levels if stored_in(name) == "levels" else self._board)
 
     def _mid(self) -> list[int]:
         assert self._board is not None
@@ -342,16 +356,14 @@ def per_iter_array(p: Packed) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------ a whole table
 
-INT_COLUMNS = frozenset({"name_id", "count", "total_ns", "gpus", "min_ns", "max_ns"})
-
 
 def empty_table() -> KernelTable:
     """The kernel table of a baseline without kernels."""
     import numpy as np
 
-    cols: dict[str, Any] = {c: np.zeros(0, dtype=np.int64 if c in INT_COLUMNS else bool if c == "fragmented"
-                                        else np.float64) for c in (*LEVEL_COLUMNS, *BOARD_COLUMNS)}
-    return KernelTable(**cols)
+    names = (*level_columns(), *board_columns())
+    cols: dict[str, Any] = {c: np.zeros(0, dtype=dtype_of(c)) for c in names if c == "name_id" or c in CODED}
+    return KernelTable(**cols, extra={s.name: np.zeros(0, dtype=dtype_of(s.name)) for s in declared()})
 
 
 def encode(t: KernelTable) -> Blobs:
@@ -377,30 +389,12 @@ def decode(blobs: Blobs, name_ids: list[int], *, samples: bool = True, sketches:
     if len(name_ids) != rows.rows:
         raise ValueError(f"{len(name_ids)} kernel ids for {rows.rows} rows")
     cols: dict[str, Any] = {"name_id": np.asarray(name_ids, dtype=np.int64)}
-    for c in (*LEVEL_COLUMNS[1:], *BOARD_COLUMNS):
-        values = rows.column(c)
-        cols[c] = np.array(values, dtype=np.int64 if c in INT_COLUMNS else bool if c == "fragmented" else np.float64)
-    t = KernelTable(**cols)
+    for c in (*level_columns()[1:], *board_columns()):
+        if c in CODED:
+            cols[c] = np.array(rows.column(c), dtype=dtype_of(c))
+    t = KernelTable(**cols, extra={s.name: np.array(rows.column(s.name), dtype=dtype_of(s.name)) for s in declared()})
     if samples and blobs.samples is not None:
         t.iter_ns, t.iter_count = decode_samples(blobs.samples)
     if sketches and blobs.sketches is not None:
         t.sketches = decode_sketches(blobs.sketches, t.count)
     return t
-
-
-def as_bytes(value: Any) -> Any:
-    """A stored blob as bytes (PostgreSQL's driver gives a memoryview), None as None."""
-    return value if isinstance(value, bytes) or value is None else bytes(value)
-
-
-def packed(baseline_id: Any, fmt: int, blob: Any) -> Packed:
-    """One blob of a stored kernel table, checked: a format this kbase reads and an intact header."""
-    from kbase.errors import StoreError
-
-    if fmt != FORMAT:
-        raise StoreError(f"store: baseline @{baseline_id} holds kernel data of format {fmt}, which this kbase "
-                         f"does not read (it reads format {FORMAT}); upgrade kbase")
-    try:
-        return Packed(as_bytes(blob))
-    except PackedError as exc:
-        raise StoreError(f"store: baseline @{baseline_id}: kernel data unreadable ({exc})") from None

@@ -285,7 +285,7 @@ def stored_ops(baseline_id: int, fmt: int, blob: object, op_ids: object, table: 
     (``StoreError``)."""
     import numpy as np
 
-    from kbase.store.codec.kernel_blobs import packed
+    from kbase.store.codec.checked import packed
 
     p = packed(baseline_id, fmt, blob)
     _check_layout(baseline_id, p)
@@ -310,7 +310,7 @@ def _op_ids(blob: object, positions: list[int]) -> list[int]:
 def op_level_rows(rows: list[tuple]) -> list[tuple[int, int, int]]:
     """(baseline_id, op id, total ns) of each pair with an op, from ``op_level_blobs`` rows (baseline_id, format,
     levels, op ids, ops), without numpy."""
-    from kbase.store.codec.kernel_blobs import packed
+    from kbase.store.codec.checked import packed
 
     out = []
     for bid, fmt, levels, op_ids, blob in rows:

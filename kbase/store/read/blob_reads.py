@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbase.errors import StoreError
-from kbase.store.codec.kernel_blobs import Blobs, LevelRows, ids_of, packed, position_of
-from kbase.store.codec.kernel_blobs import as_bytes as _blob
+from kbase.store.codec.checked import as_bytes as _blob
+from kbase.store.codec.checked import packed
+from kbase.store.codec.kernel_blobs import Blobs, LevelRows, ids_of, position_of
 from kbase.store.codec.packed import PackedError
 
 if TYPE_CHECKING:
