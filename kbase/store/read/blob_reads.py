@@ -279,8 +279,11 @@ def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[
     import json
 
     from kbase.analysis.board import LeaderboardRows, bounds_from_samples
-    from kbase.analysis.summary import COLUMNS, LeaderboardSummary
+    from kbase.analysis.columns import row_fields
+    from kbase.analysis.summary import LeaderboardSummary
     from kbase.store.schema.records import Unreadable
+
+    columns = row_fields()  # (read now: a column declared since import is listed too)
 
     rows: list[dict[str, Any]] = []
     lb = board(b.id, *found[:3]) if found else None
@@ -291,13 +294,13 @@ def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[
             raise StoreError(f"store: baseline @{b.id}: kernel data unreadable ({len(kernel_ids)} kernel ids for "
                              f"{lb.rows} rows)")
         names = names_of(kernel_ids)
-        cols = {c: lb.column(c) for c in COLUMNS if c not in ("name", "short_name", "family", "category", "tc")}
+        cols = {c: lb.column(c) for c in columns if c not in ("name", "short_name", "family", "category", "tc")}
         inf = float("inf")
         cols["amdahl_ceiling"] = [inf if v != v else v for v in cols["amdahl_ceiling"]]
         for i, n in enumerate(kernel_ids):
             name, short, category, tc, family = names[n]
             values = {"name": name, "short_name": short, "family": family, "category": category, "tc": tc}
-            rows.append({c: values[c] if c in values else cols[c][i] for c in COLUMNS})
+            rows.append({c: values[c] if c in values else cols[c][i] for c in columns})
     try:
         summary: dict[str, Any] = json.loads(b.summary_json)
         keys = [int(k) for k in json.loads(b.iteration_keys)]
@@ -312,4 +315,4 @@ def leaderboard_rows(b: BaselineRecord, found: tuple | None, names_of: Callable[
         return bounds_from_samples(stored_samples(b.id, found[0], found[3], [r["name"] for r in rows], keys),
                                    lb_summary)
 
-    return LeaderboardRows(columns=list(COLUMNS), rows=rows, summary=lb_summary, notes=notes, bounds=bounds)
+    return LeaderboardRows(columns=list(columns), rows=rows, summary=lb_summary, notes=notes, bounds=bounds)
