@@ -21,7 +21,7 @@ EARLIER_TABLES = frozenset({"baseline_kernel"})
 SCHEMA_LOCK = 7164812
 
 # Upgrades through these revisions free most of a SQLite store's pages: ``engine.upgrade`` VACUUMs after them.
-RECLAIM_REVISIONS = ("0009",)
+RECLAIM_REVISIONS = ("0009", "0014")  # 0014 rebuilds baseline_kernels: the old table's pages go free
 
 # Tables SQLite itself may add to any database (AUTOINCREMENT bookkeeping, ANALYZE statistics).
 SQLITE_INTERNAL_TABLES = frozenset({"sqlite_sequence", "sqlite_stat1"})
