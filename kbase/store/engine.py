@@ -189,9 +189,10 @@ def upgrade(engine, url: str, revision: str = "head") -> None:
 
 def reclaim_space(engine, url: str, before: str | None, after: str | None) -> bool:
     """VACUUM a SQLite store whose upgrade from ``before`` to ``after`` passed a revision that empties most of
-    its pages (``schema_names.RECLAIM_REVISIONS``; 0009: kernel rows to blobs, ~10x smaller; 0014: the kernel tables rebuilt). A dropped
-    table's pages only go to SQLite's free list, and VACUUM cannot run inside the migration's transaction.
-    False when nothing was to do or the store is busy (the free pages are then reused by later snapshots)."""
+    its pages (``schema_names.RECLAIM_REVISIONS``; 0009: kernel rows to blobs, ~10x smaller; 0014: the kernel
+    tables rebuilt). A dropped table's pages only go to SQLite's free list, and VACUUM cannot run inside the
+    migration's transaction. False when nothing was to do or the store is busy (the free pages are then reused
+    by later snapshots)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from kbase.store.schema.schema_names import RECLAIM_REVISIONS
