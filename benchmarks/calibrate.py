@@ -54,38 +54,28 @@ import shutil
 import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from calibrate_common import DETECTED, KINETO, TEST_DATA, calibration_settings, flagged_kernels, fresh_sets
+from calibrate_history import e2e, fpr, gatehist, history
+from calibrate_simulated import floor, simfresh
 
 import kbase
 from kbase.comparison.diff import compute_diff
-from kbase.comparison.side import side_from_captures, side_from_leaderboards
-
-KINETO = "kineto/v100_resnet50_w4_repeat_{}.pt.trace.json.gz"
-TEST_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "kineto"
-DETECTED = ("regressed", "regressed_below_floor")  # significant; the gate fails on the first (min_effect_pct)
-
-
-def _settings(**kw) -> kbase.Settings:
-    return kbase.Settings.load(db="sqlite:///" + str(Path(tempfile.gettempdir()) / "kbase-calibrate.db"), **kw)
-
-
-def _flagged(rows) -> list[str]:
-    return list(rows.loc[rows["class"].isin(["regressed", "regressed_below_floor", "improved"]), "name"])
+from kbase.comparison.side import side_from_leaderboards
 
 
 def _aa_gate(x: Path | str, y: Path | str, s: kbase.Settings) -> tuple[list[str], str, int, list[str]]:
     """One A/A comparison gated: (kernels flagged, gate status, kernels compared, noise and swap notes)."""
     g = kbase.gate(str(x), str(y), s)
     result = g.comparison.result
-    return (_flagged(result.rows), g.verdict.status.value, len(result.rows),
+    return (flagged_kernels(result.rows), g.verdict.status.value, len(result.rows),
             [n[:120] for n in result.notes if n.startswith(("noise", "algorithm swap"))])
 
 
 def aa(data: Path) -> dict:
-    s = _settings()
+    s = calibration_settings()
     a, b = (data / KINETO.format(x) for x in "ab")
     out = {}
     for x, y, label in ((a, b, "a->b"), (b, a, "b->a")):
@@ -111,7 +101,7 @@ def inject_pair(first: Path, second: Path, effects: tuple[float, ...] = (0.02, 0
     gate on each injection: FAIL where the injected effect on the iteration is >= ``min_effect_pct``."""
     from kbase.comparison.gate import decide
 
-    s = _settings()
+    s = calibration_settings()
     prof = {"a": kbase.read(first, s), "b": kbase.read(second, s)}
     before = side_from_leaderboards([kbase.leaderboard(kbase.window(prof["a"], s), sketches=True)], "a")
     lb = kbase.leaderboard(kbase.window(prof["b"], s), sketches=True)
@@ -149,7 +139,7 @@ def inject_pair(first: Path, second: Path, effects: tuple[float, ...] = (0.02, 0
                 hit += ok
                 below += bool(ok and rows.loc[rows["name"] == name, "class"].iloc[0] == "regressed_below_floor")
                 first += bool(ok and rows.iloc[0]["name"] == name)
-                other += bool(set(_flagged(rows)) - {name} - _swapped(rows))
+                other += bool(set(flagged_kernels(rows)) - {name} - _swapped(rows))
                 if not ok:
                     r = rows[rows["name"] == name].iloc[0]
                     missed.append(f"{r['short_name']} ({share[name]:.1%}, MDE {r['mde_rel']:.1%}, {r['noise_source']})")
@@ -178,7 +168,7 @@ def _swapped(rows) -> set[str]:
 def repeats(paths: list[Path]) -> dict:
     """Every ordered pair of repeat captures of one configuration (every difference is noise): kernels
     flagged and gate verdicts; then the ``inject`` table on the first two."""
-    s = _settings()
+    s = calibration_settings()
     print(f"\nrepeat captures: {', '.join(p.name for p in paths)}")
     flagged, failed, pairs, kernels = 0, 0, 0, 0
     for x, y in itertools.permutations(paths, 2):
@@ -209,7 +199,7 @@ def _top_kernel_slower(src: Path, dst: Path, factor: float) -> str:
 
 def nsys(data: Path) -> dict:
     src = data / "nsys/h100_2gpu_fsdp_t5.sqlite"
-    s = _settings()
+    s = calibration_settings()
     with tempfile.TemporaryDirectory() as tmp:
         slow = Path(tmp) / "slow.sqlite"
         name = _top_kernel_slower(src, slow, 1.10)
@@ -222,41 +212,25 @@ def nsys(data: Path) -> dict:
               f"{t.delta_pct:+.1f}% (p={t.p_value:.2g}, regressed={t.regressed}); gate {g.verdict.status.value}; "
               f"aligned {g.comparison.after.side.aligned}")
         same = kbase.gate(str(src), str(src), s)
-        print(f"nsys no markers, against itself: {len(_flagged(same.comparison.result.rows))} flagged; gate "
+        print(f"nsys no markers, against itself: {len(flagged_kernels(same.comparison.result.rows))} flagged; gate "
               f"{same.verdict.status.value}")
         return {"slow": (r["class"], g.verdict.status.value), "same": same.verdict.status.value}
 
 
 def workers(data: Path) -> dict:
-    s = _settings()
+    s = calibration_settings()
     a, b = (str(data / f"kineto/v100_resnet50_workers{n}.pt.trace.json.gz") for n in (0, 4))
     out = {}
     for x, y, label in ((a, b, "workers0 -> workers4"), (b, a, "workers4 -> workers0")):
         g = kbase.gate(x, y, s)
         swaps = [n for n in g.comparison.result.notes if n.startswith("algorithm swap")]
         rows = g.comparison.result.rows
-        print(f"{label}: gate {g.verdict.status.value}; {len(_flagged(rows))} kernels flagged "
+        print(f"{label}: gate {g.verdict.status.value}; {len(flagged_kernels(rows))} kernels flagged "
               f"({int(rows['swap'].sum())} in the swap, not gated); swap reported: {bool(swaps)}")
         for n in swaps:
             print(f"  {n[:230]}")
         out[label] = {"status": g.verdict.status.value, "swap": bool(swaps)}
     return out
-
-
-def _fresh_sets(data: Path) -> dict[str, list[Path]]:
-    """Real fresh-process captures, by configuration group (pairs within a group differ only by the process and
-    the DataLoader's workers)."""
-    k = data / "kineto"
-    return {
-        "June 2021 (4 processes)": [TEST_DATA / "v100_resnet50_w0_jun2021_a.pt.trace.json.gz",
-                                    TEST_DATA / "v100_resnet50_w0_jun2021_b.pt.trace.json.gz",
-                                    k / "v100_resnet50_w4_repeat_a.pt.trace.json.gz",
-                                    k / "v100_resnet50_w4_repeat_b.pt.trace.json.gz"],
-        "January 2021 (2 processes)": [TEST_DATA / "v100_resnet50_w0_jan2021.pt.trace.json.gz",
-                                       TEST_DATA / "v100_resnet50_w4_jan2021.pt.trace.json.gz"],
-        "December 2020 (2 processes)": [k / "v100_resnet50_workers0.pt.trace.json.gz",
-                                        k / "v100_resnet50_workers4.pt.trace.json.gz"],
-    }
 
 
 def _pair_verdicts(prof: dict[Path, object], x: Path, y: Path, s: kbase.Settings) -> dict[str, object]:
@@ -290,13 +264,13 @@ def _pair_verdicts(prof: dict[Path, object], x: Path, y: Path, s: kbase.Settings
 def fresh(data: Path) -> dict:
     """Real fresh-process pairs, gated: the Done-when line "every shared A/A pair, and workers0 vs workers4, gate
     PASS both ways, the swap still reported", on every such pair there is."""
-    s = _settings()
+    s = calibration_settings()
     out: dict = {}
     print("\nreal fresh-process pairs (every ordered pair within a configuration; FAILs of the gate):")
     print("\n| captures | ordered pairs | default rule | min_effect_pct 0 | without ops (library-swap rule) | "
           "swap reported | largest significant effect not in a swap |")
     print("|---|---|---|---|---|---|---|")
-    for label, files in _fresh_sets(data).items():
+    for label, files in fresh_sets(data).items():
         if not all(f.is_file() for f in files):
             print(f"| {label} | - | (captures missing) | | | | |")
             continue
@@ -316,7 +290,7 @@ def fresh(data: Path) -> dict:
         out[label] = (pairs, fails, swaps, largest)
         print(f"| {label} | {pairs} | {fails['default']} FAIL | {fails['min_effect 0']} FAIL | "
               f"{fails['no ops, min_effect 0']} FAIL | {swaps}/{pairs} | {largest:+.2%} |")
-    out["history"] = fresh_history(_fresh_sets(data)["June 2021 (4 processes)"], s)
+    out["history"] = fresh_history(fresh_sets(data)["June 2021 (4 processes)"], s)
     return out
 
 
@@ -353,277 +327,6 @@ def fresh_history(files: list[Path], s: kbase.Settings) -> dict:
         print(f"  June 2021, the other captures as history (min_history {min_history}): {fails}/{pairs} gates FAIL; "
               f"{sorted(sources)}")
         out[min_history] = (fails, pairs)
-    return out
-
-
-SIM_KINDS = {"resnet": 0.015, "transformer": 0.01}  # workload kind -> per-process sd of a library kernel's speed
-
-
-def simfresh(trials: int = 6, processes: int = 8) -> dict:
-    """Simulated fresh processes (``kbase.synth.fresh``): the false-FAIL rate over every ordered pair of each
-    workload's processes, by rule; with history: the other processes' levels as past baselines (robust sd, as
-    ``comparison.history``); then detection of regressions injected at and over the floor."""
-    from kbase.comparison.gate import decide
-    from kbase.policy import Policy
-    from kbase.synth.fresh import FreshSpec, process, without_ops, workload
-
-    pol = Policy()
-    zero = Policy(min_effect_pct=0.0)
-    rules = {"library-swap rule, min_effect 0 (before)": (zero, False, False),
-             "ops, min_effect 0": (zero, True, False), "ops, min_effect default": (pol, True, False),
-             "ops, min_effect 0, history": (zero, True, True), "ops, min_effect default, history": (pol, True, True)}
-    out: dict = {}
-    rng = np.random.default_rng(5)
-    for kind, shift in SIM_KINDS.items():
-        fails = dict.fromkeys(rules, 0)
-        pairs = 0
-        detect = {1.0: [0, 0], 2.0: [0, 0]}  # injected effect as a multiple of the floor -> [failed, tried]
-        for t in range(trials):
-            w = workload(FreshSpec(seed=t, kind=kind, kernel_shift=shift))
-            caps = [process(w, i) for i in range(processes)]
-            for x, y in itertools.permutations(range(processes), 2):
-                pairs += 1
-                hist = _sim_history([c for i, c in enumerate(caps) if i not in (x, y)], pol.min_history)
-                for label, (policy, with_ops, use_hist) in rules.items():
-                    f = (lambda c: c) if with_ops else without_ops
-                    r = compute_diff(side_from_captures([f(caps[x])], "a"), side_from_captures([f(caps[y])], "b"),
-                                     policy, history=hist if use_hist else None)
-                    fails[label] += decide(r).code == 1
-                if x != 0:
-                    continue
-                # detection: a regression injected into one random kernel of at least 1% share
-                wall = caps[y].summary.window_ns / caps[y].summary.iterations
-                shares = caps[y].total_ns / caps[y].summary.iterations / wall
-                big = np.flatnonzero(shares >= 0.01)
-                i = int(big[rng.integers(len(big))])
-                for mult in detect:
-                    factor = 1.0 + mult * pol.min_effect_pct / 100 / float(shares[i])
-                    slow = process(w, y, inject={str(caps[y].names[i]): factor})
-                    r = compute_diff(side_from_captures([caps[x]], "a"), side_from_captures([slow], "b"), pol,
-                                     history=hist)
-                    detect[mult][0] += decide(r).code == 1
-                    detect[mult][1] += 1
-        print(f"\nsimulated fresh processes, {kind}-like ({trials} workloads x {processes} processes = {pairs} "
-              f"ordered pairs; per-process sd of a library kernel's speed {shift:.1%}):")
-        for label, n in fails.items():
-            print(f"  {label}: {n}/{pairs} gates FAIL ({n / pairs:.1%})")
-        for mult, (failed, tried) in detect.items():
-            print(f"  a regression of {mult:g}x min_effect_pct injected into one kernel of >= 1% share (history on, "
-                  f"default rule): {failed}/{tried} gates FAIL")
-        out[kind] = {"fails": fails, "pairs": pairs, "detect": detect}
-    return out
-
-
-def _sim_history(caps: list, min_history: int):
-    """History noise from past processes' captures, as ``comparison.history.noise_from_history`` computes it."""
-    from kbase.comparison.history import HistoryNoise
-    from kbase.comparison.noise import history_noise
-
-    def levels(names_of, values_of) -> tuple[list[str], np.ndarray]:
-        names = sorted({n for c in caps for n in names_of(c)})
-        m = np.full((len(names), len(caps)), np.nan)
-        for j, c in enumerate(caps):
-            for n, v in zip(names_of(c), values_of(c)):
-                m[names.index(n), j] = v
-        return names, m
-
-    kn, km = levels(lambda c: c.names.tolist(), lambda c: (c.total_ns / c.summary.iterations).tolist())
-
-    def op_levels(c):
-        out: dict[str, float] = {}
-        for op, total in zip(c.ops.op.tolist(), c.ops.total_ns.tolist()):
-            key = str(c.ops.names[op])
-            out[key] = out.get(key, 0.0) + total / c.summary.iterations
-        return out
-
-    on, om = levels(lambda c: list(op_levels(c)), lambda c: list(op_levels(c).values()))
-    ops = dict(zip(on, history_noise(om, min_history).tolist()))
-    return HistoryNoise(sd=dict(zip(kn, history_noise(km, min_history).tolist())), df=max(0.4 * (len(caps) - 1), 2.0),
-                        ops=ops, op_groups=ops)
-
-
-def floor(data: Path | None) -> dict:
-    """The choice of ``min_effect_pct``: real fresh-process pairs that would FAIL and the largest between-process
-    effect they show, against the injected regressions the gate then still catches, for a range of floors."""
-    import dataclasses
-
-    from kbase.comparison.gate import decide
-    from kbase.policy import Policy
-    from kbase.synth.fresh import FreshSpec, process, workload
-
-    floors = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
-    real: dict[float, int] = dict.fromkeys(floors, 0)
-    n_real = 0
-    if data is not None:
-        s = _settings()
-        for files in _fresh_sets(data).values():
-            if not all(f.is_file() for f in files):
-                continue
-            prof = {f: kbase.read(f, s) for f in files}
-            sides = {f: side_from_leaderboards([kbase.leaderboard(kbase.window(prof[f], s), sketches=True)], f.name)
-                     for f in files}
-            for x, y in itertools.permutations(files, 2):
-                n_real += 1
-                for fl in floors:
-                    pol = dataclasses.replace(s.policy, min_effect_pct=fl)
-                    real[fl] += decide(compute_diff(sides[x], sides[y], pol)).code == 1
-    sim: dict[float, int] = dict.fromkeys(floors, 0)
-    n_sim = 0
-    for kind, shift in SIM_KINDS.items():
-        for t in range(6):
-            w = workload(FreshSpec(seed=100 + t, kind=kind, kernel_shift=shift))
-            sides = [side_from_captures([process(w, i)], str(i)) for i in range(4)]
-            for x, y in itertools.permutations(range(4), 2):
-                n_sim += 1
-                for fl in floors:
-                    sim[fl] += decide(compute_diff(sides[x], sides[y], Policy(min_effect_pct=fl))).code == 1
-    print("\nmin_effect_pct: gates FAIL on pairs where nothing changed but the process (real V100 ResNet-50 pairs; "
-          "simulated ResNet- and transformer-like pairs, no history):")
-    print("| min_effect_pct | real pairs FAIL | simulated pairs FAIL |")
-    print("|---|---|---|")
-    for fl in floors:
-        print(f"| {fl:g}% | {real[fl]}/{n_real} | {sim[fl]}/{n_sim} |")
-    return {"real": real, "sim": sim, "n_real": n_real, "n_sim": n_sim}
-
-
-def aa_run_noise(data: Path) -> np.ndarray:
-    """Per-kernel run-to-run relative sd implied by the A/A pair: |difference| / sqrt(2), at least 0.1%."""
-    s = _settings()
-    lbs = [kbase.top(data / KINETO.format(x), s) for x in "ab"]
-    t = [lb.table.set_index("name")["per_iter_ns"] for lb in lbs]
-    both = t[0].to_frame("a").join(t[1].to_frame("b"), how="inner")
-    both = both[both["a"] / both["a"].sum() >= 0.001]
-    return np.maximum(np.abs(both["b"] / both["a"] - 1) / np.sqrt(2), 0.001).to_numpy()
-
-
-def history(data: Path | None, trials: int = 200) -> dict:
-    from kbase.comparison.changepoints import kernel_steps
-
-    rng = np.random.default_rng(7)
-    sd = aa_run_noise(data) if data is not None else np.full(60, 0.003)
-    n_k, n_c = len(sd), 40
-    commits = [f"{i:040x}" for i in range(n_c)]
-    names = [f"k{i}" for i in range(n_k)]
-    exact3 = exact5 = creep_ok = false_noise = false_inj = 0
-    cum = []
-    for _ in range(trials):
-        lv = 1e5 * (1 + rng.normal(0, 1, (n_k, n_c)) * sd[:, None])
-        found = kernel_steps(lv, names, names, commits, 1e7)
-        false_noise += len(found)
-        x = lv.copy()
-        x[0, 13:] *= 1.03
-        x[1, 27:] *= 1.05
-        for at in (5, 11, 17, 23, 29):
-            x[2, at:] *= 1.01
-        found = kernel_steps(x, names, names, commits, 1e7)
-        by = {}
-        for f in found:
-            by.setdefault(f.name, []).append(f)
-        exact3 += [(f.kind, f.to_commit) for f in by.get("k0", [])] == [("step", commits[13])]
-        exact5 += [(f.kind, f.to_commit) for f in by.get("k1", [])] == [("step", commits[27])]
-        cr = [f for f in by.get("k2", []) if f.kind == "creep"]
-        creep_ok += len(cr) == 1
-        cum += [cr[0].rel for cr in [cr] if cr]
-        false_inj += sum(len(v) for k, v in by.items() if k not in ("k0", "k1", "k2"))
-    print(f"\ngenerated histories ({trials} x {n_k} kernels x {n_c} commits, A/A run-to-run noise per kernel, "
-          f"median sd {np.median(sd):.2%}):")
-    print(f"  +3% step at the exact commit: {exact3}/{trials}; +5%: {exact5}/{trials}; five +1% steps reported as "
-          f"one creep: {creep_ok}/{trials} (cumulative median {np.median(cum) if cum else float('nan'):+.1%})")
-    print(f"  false steps: noise-only {false_noise / trials:.3f} per history; other kernels of the injected ones "
-          f"{false_inj / trials:.3f} per history")
-    return {"exact3": exact3, "exact5": exact5, "creep": creep_ok, "false": false_noise, "trials": trials}
-
-
-def fpr(trials: int = 1000, kernels: int = 30) -> dict:
-    """Pure-noise comparisons (no change at all), as the diff decides them: 5 iterations per side, 30
-    kernels with 10-2,500 launches, a repeating mix of two shapes, 0.5-5% launch jitter, microsecond
-    rounding and the ``run_noise`` run-to-run shift per capture; comparisons with any kernel flagged."""
-    from kbase.analysis.sketch import build_sketches
-    from kbase.comparison import noise
-    from kbase.policy import Policy
-
-    pol = Policy()
-    rng = np.random.default_rng(11)
-    z_crit = noise.z_threshold(pol.fpr, kernels)
-    spec = [(int(rng.choice([10, 20, 40, 150, 600, 2500])), float(rng.choice([0.005, 0.01, 0.02, 0.05])),
-             float(rng.uniform(2e4, 6e5))) for _ in range(kernels)]
-    flagged = 0
-    for _ in range(trials):
-        hit = False
-        for n, jit, base in spec:
-            shapes = base * np.where(np.arange(n) % 5 < 2, 1.0, 1.6)
-            sk, it = [], []
-            for _side in range(2):
-                run = 1 + rng.normal(0, pol.run_noise)
-                d = np.rint(shapes * run * (1 + rng.normal(0, jit, n)) / 1000) * 1000
-                sk.append(build_sketches(np.zeros(n, dtype=np.int64), np.arange(n), d, 1)[0])
-                it.append(d.reshape(5, -1).sum(axis=1))
-            within = [noise.iteration_estimate(it[0], it[1]), noise.launch_estimate(sk[0], sk[1], 1000.0)]
-            rel = it[1].sum() / it[0].sum() - 1
-            est = noise.pick_noise(float(rel), within, None, (1, 1), pol.run_noise)
-            k = noise.decide(est, before_ns=it[0].mean(), after_ns=it[0].mean() * (1 + rel), wall_ns=it[0].mean() * 10,
-                             z_crit=z_crit, abs_floor_ns=0, share_floor=0, rel_floor=0)
-            hit |= k.regressed or k.improved
-        flagged += hit
-    print(f"\npure-noise comparisons ({trials} x {kernels} kernels, floors off): {flagged / trials:.1%} with a kernel "
-          f"flagged (policy fpr {pol.fpr:.0%})")
-    return {"rate": flagged / trials}
-
-
-def e2e(commits: int = 40) -> dict:
-    from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
-
-    k3, k5, kc = _kernel("void flash::flash_bwd"), _kernel("nvjet_hsh_256x128"), _kernel("void flash::flash_fwd")
-    inj = [InjectedStep(13, k3, 1.03, "k3 +3%"), InjectedStep(27, k5, 1.05, "k5 +5%")]
-    inj += [InjectedStep(at, kc, 1.01, f"creep {at}") for at in (5, 11, 17, 23, 31)]
-    out = {}
-    for label, spec in (("steps", HistorySpec(commits=commits, steps=inj)), ("noise", HistorySpec(commits=commits,
-                                                                                                   steps=[]))):
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
-            h = generate_history(Path(tmp), spec)
-            s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
-            rep = kbase.steps(s, last=commits)
-            print(f"\ne2e generated store '{label}' ({commits} commits, {time.perf_counter() - t0:.0f} s): "
-                  f"{len(rep.steps)} step(s)")
-            for st in rep.steps:
-                print(f"  {st.kind:5s} {st.short_name[:40]:40s} {st.rel:+.1%} at commit "
-                      f"{h.commits.index(st.first_commit)}..{h.commits.index(st.to_commit)} ({st.steps} step(s))")
-            out[label] = [(st.name, st.kind, h.commits.index(st.to_commit), round(st.rel, 3)) for st in rep.steps]
-    return out
-
-
-def gatehist(noise_commits: int = 60) -> dict:
-    """The gate with history noise, end to end on generated stores (``kbase.synth.history``): +3% and +5%
-    on two kernels at the newest commit after 6, 11 and 21 past baselines (young histories: few degrees
-    of freedom), and a noise-only history gated commit by commit from the 6th on."""
-    from kbase.synth.history import HistorySpec, InjectedStep, _kernel, generate_history
-
-    k3, k5 = _kernel("nvjet_hsh_256x128"), _kernel("void flash::flash_fwd")
-    out: dict = {}
-    print("\ngate with history noise (generated stores, 4 iterations per capture):")
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in (7, 12, 22):
-            h = generate_history(Path(tmp) / f"h{n}", HistorySpec(commits=n, iterations=4, steps=[
-                InjectedStep(n - 1, k3, 1.03, "+3%"), InjectedStep(n - 1, k5, 1.05, "+5%")]))
-            s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
-            rows = kbase.gate(h.commits[-2], h.commits[-1], s).comparison.result.rows
-            got = rows.set_index("name").loc[[k3, k5]]
-            other = set(_flagged(rows)) - {k3, k5}
-            print(f"  {n - 1:2d} past baselines: +3% {got.loc[k3, 'class']} (MDE {got.loc[k3, 'mde_rel']:.1%}), "
-                  f"+5% {got.loc[k5, 'class']} (MDE {got.loc[k5, 'mde_rel']:.1%}); sources "
-                  f"{sorted(set(got['noise_source']))}; other kernels flagged {len(other)}")
-            out[n - 1] = (got.loc[k3, "class"], got.loc[k5, "class"], len(other))
-        h = generate_history(Path(tmp) / "noise", HistorySpec(commits=noise_commits, iterations=4, steps=[]))
-        s = kbase.Settings.load(repo=h.repo, db=h.db_url, name=h.workload)
-        flagged = failed = 0
-        for i in range(6, noise_commits):
-            g = kbase.gate(h.commits[i - 1], h.commits[i], s)
-            flagged += bool(_flagged(g.comparison.result.rows))
-            failed += g.verdict.code != 0
-        print(f"  noise-only history: {flagged} of {noise_commits - 6} consecutive gates with a kernel flagged, "
-              f"{failed} failed (policy fpr {s.policy.fpr:.0%})")
-        out["noise"] = (flagged, failed, noise_commits - 6)
     return out
 
 
