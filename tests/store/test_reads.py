@@ -461,10 +461,11 @@ def test_history_reads_read_the_levels_blob_alone(sqlite_store):
 
 
 def test_the_read_connection_opens_only_head_schema_kbase_stores(sqlite_store, tmp_path):
-    """``connect.open_read``: a store at the head schema as it is; an older one upgraded first (not without
-    ``migrate``: then ``NotAtHead``, the file unchanged); another application's file or a text file refused
+    """``connect.open_read``: a store at the head schema as it is; an older one upgraded first by the upgrade the
+    engine passes in (without one: ``NotAtHead``, the file unchanged); another application's file or a text file refused
     untouched; a missing store ``NoStoreError``, nothing created."""
     from kbase.errors import StoreError
+    from kbase.store.engine import upgrade_to_read
     from kbase.store.read.connect import NotAtHead, open_read, sqlite_stamp
     from kbase.store.schema.errors import NoStoreError
     from kbase.store.schema.schema_names import head_revision
@@ -474,13 +475,13 @@ def test_the_read_connection_opens_only_head_schema_kbase_stores(sqlite_store, t
     old = old_schema_copy(url, tmp_path / "old.db")
     before = (tmp_path / "old.db").read_bytes()
     with pytest.raises(NotAtHead) as not_head:
-        open_read(old, 5.0, 5.0, migrate=False)
+        open_read(old, 5.0, 5.0)
     assert not not_head.value.empty and (tmp_path / "old.db").read_bytes() == before
     (tmp_path / "empty.db").write_bytes(b"")  # a store still to be created: nothing stored, and nothing made
     with pytest.raises(NotAtHead) as not_head:
-        open_read(f"sqlite:///{tmp_path / 'empty.db'}", 5.0, 5.0, migrate=False)
+        open_read(f"sqlite:///{tmp_path / 'empty.db'}", 5.0, 5.0)
     assert not_head.value.empty and (tmp_path / "empty.db").read_bytes() == b""
-    conn = open_read(old, 5.0, 5.0)
+    conn = open_read(old, 5.0, 5.0, lambda stamped: upgrade_to_read(old, 5.0, stamped))
     assert sqlite_stamp(conn) == [head_revision()]
     conn.close()
     foreign = tmp_path / "foreign.db"

@@ -134,7 +134,7 @@ def test_a_store_created_on_the_driver_is_the_one_alembic_makes(two_new_urls):
         con = sqlite3.connect(created[len("sqlite:///"):])
         assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(head_revision(),)]
         con.close()
-    conn = open_read(created, 5.0, 5.0, migrate=False)  # the read connection takes it as a store at the head schema
+    conn = open_read(created, 5.0, 5.0)  # (no upgrade given) the read connection takes it as a store at the head schema
     assert conn is not None
     conn.close()
 
