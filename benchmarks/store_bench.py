@@ -41,8 +41,9 @@ from bench_common import (
 )
 
 # the store's encoder: a cached store or size is stale when it changes
-ENCODER = [REPO / "kbase" / "store" / f for f in ("packed.py", "kernel_blobs.py", "sample_blobs.py", "op_blobs.py")]
-BLOBS = ("levels", "board", "samples", "sketches", "ops")
+ENCODER = [REPO / "kbase" / "store" / "codec" / f for f in ("packed.py", "kernel_blobs.py", "kernel_columns.py",
+                                                       "sample_blobs.py", "op_blobs.py")]
+BLOBS = ("levels", "board", "samples", "sketches", "ops", "kernel_ids", "op_ids")  # (the ids: beside the blobs)
 
 KIB = 1024
 S7_BASELINES = 20
@@ -80,7 +81,8 @@ def _blob_bytes(db: Path) -> dict[str, float]:
     conn = sqlite3.connect(db)
     try:
         row = conn.execute("SELECT count(*), sum(length(levels)), sum(length(board)), sum(length(samples)), "
-                           "sum(length(sketches)), sum(length(ops)) FROM baseline_kernels").fetchone()
+                           "sum(length(sketches)), sum(length(ops)), sum(length(kernel_ids)), sum(length(op_ids)) "
+                           "FROM baseline_kernels").fetchone()
     finally:
         conn.close()
     return {k: (v or 0) / row[0] for k, v in zip(BLOBS, row[1:])}
@@ -194,7 +196,8 @@ def s7_store_size(out: Path, res: Results, log) -> None:
         n = S7_BASELINES - 1
         table = objects.get("baseline_kernels", 0) / n
         row = sum(v for k, v in objects.items() if "baseline" in k and "kernels" not in k) / n
-        res.add("S7", "  kernel table: levels / board / samples / sketches / ops", sum(blobs.values()) / KIB, "KiB",
+        res.add("S7", "  kernel table: levels / board / samples / sketches / ops / kernel ids / op ids",
+                sum(blobs.values()) / KIB, "KiB",
                 0, note=" / ".join(f"{blobs.get(k, 0) / kernels:.1f}" for k in BLOBS) + " bytes per kernel")
         res.add("S7", "  page overhead of the kernel table; baseline row and its indexes",
                 (table - sum(blobs.values())) / KIB, "KiB", 0, note=f"baseline row {row / KIB:.1f} KiB")
