@@ -69,7 +69,8 @@ MUTANTS = [
     # the gate's policy (docs/diff.md, docs/noise-model.md, docs/budget.md, docs/cli.md "kbase gate"): its rule table
     Mutant("gate-ignores-acceptances", "gate policy", "kbase/comparison/gate.py",
            "    acc = acceptances.first(names)\n", "    acc = None\n",
-           ("tests/comparison/test_gate.py", "tests/comparison/test_acceptance_index.py", *GATE)),
+           ("tests/comparison/test_gate_exit_codes.py", "tests/comparison/test_gate_policy_ancestry_reports.py",
+            "tests/comparison/test_acceptance_index.py", *GATE)),
     Mutant("gate-no-min-effect-floor", "gate policy", "kbase/comparison/noise.py",
            "small = bool(passes and delta > 0 and effect == effect and upper < min_effect)", "small = False", GATE),
     Mutant("gate-abs-floor-strict", "gate policy", "kbase/comparison/noise.py",

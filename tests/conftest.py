@@ -5,7 +5,7 @@ and the real data, ``helpers.cli``: running ``kbase``, ``helpers.tiny_export``, 
 - ``pg_url`` / ``pg_db_url``: a throwaway PostgreSQL server for the session / a fresh database per test;
   ``store_url``: a fresh store on each backend.
 - the top cache (``store.top_cache``) is off in every test (``KBASE_CACHE_MAX_MB=0``), so a ``kbase top`` that a
-  test means to read the file does read it; ``tests/store/test_top_cache.py`` turns it on where it is the subject.
+  test means to read the file does read it; ``tests/store/top_cache/`` turns it on where it is the subject.
 
 Every PostgreSQL case is marked ``slow`` (a server per worker, then the same code path as SQLite's above the
 engine): the quick run ``-m "not slow"`` tests the SQLite store, the full suite both.

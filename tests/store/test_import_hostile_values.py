@@ -1,203 +1,23 @@
-"""``kbase import`` as a hostile boundary: an export folder comes from a git branch anyone who can push may write.
-Each class of hostile file (decompression bombs in every codec, values of the wrong type, length or range, JSON
-that is not strict, nesting past any real file's) is refused in one line naming the file, exit 2, before the
-store is opened (so a refused import neither changes nor creates a store); what is accepted reads back.
+"""``kbase import`` as a hostile boundary, values: values of the wrong type, length or range, JSON that is not strict
+and nesting past any real file's are refused in one line naming the file, exit 2, before the store is opened (so a
+refused import neither changes nor creates a store); what is accepted reads back.
 
-Every case runs against a store on each backend (``store_url``: SQLite, and PostgreSQL where a server can be
-had): a refusal is the same line on both, word for word, and leaves either store exactly as it was; a value at
-the edge of what the schema allows is accepted by both, reads back, imports again as already stored and exports
-to the same bytes (no folder that SQLite takes and PostgreSQL refuses, or that imports once and then conflicts
-with itself).
-
-The world: one real snapshot (a two-rank Kineto trace) exported; each case rewrites that export file and gives
-it the name of its new bytes, as ``kbase export`` would have."""
+Every case runs against a store on each backend (``store_url``: SQLite, and PostgreSQL where a server can be had): a
+refusal is the same line on both, word for word, and leaves either store exactly as it was; a value at the edge of
+what the schema allows is accepted by both, reads back, imports again as already stored and exports to the same
+bytes. The world (``exported``, in ``conftest.py``): one real snapshot exported; each case rewrites that export
+file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import lzma
-import subprocess
-import sys
-import zlib
 from pathlib import Path
 
 import pytest
 
 from helpers.cli import run_kbase
-from helpers.gitrepos import commit, git
+from helpers.hostile_exports import join, place, refused, split
 from helpers.kineto_traces import make_trace
-from helpers.store_state import store_state
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """(repo, the exported baseline file's bytes)."""
-    root = tmp_path_factory.mktemp("hostile")
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    commit(repo, "x = 1\n", "first")
-    trace = make_trace(root / "rank0.pt.trace.json", rank=0, world=1)
-    db = f"sqlite:///{root / 'a.db'}"
-    r = run_kbase("snapshot", trace, "--db", db, "--repo", repo, "--name", "train", "-q")
-    assert r.rc == 0, r
-    r = run_kbase("export", root / "out", "--db", db, "--repo", repo)
-    assert r.rc == 0, r
-    (path,) = (root / "out").glob("*.baseline")
-    return repo, path.read_bytes()
-
-
-def split(data: bytes) -> tuple[dict, list[bytes | None]]:
-    """(header, blobs in order) of a baseline file."""
-    from kbase.store.transfer.export_files import BLOBS, parse_baseline
-
-    f = parse_baseline(data)
-    header = dict(f.header)
-    return header, [f.blobs[b] for b in BLOBS]
-
-
-def join(header: dict, blobs: list[bytes | None]) -> bytes:
-    from kbase.store.transfer.export_files import BLOBS, MAGIC
-
-    lengths = {b: None if blob is None else len(blob) for b, blob in zip(BLOBS, blobs, strict=True)}
-    head = json.dumps({**header, "blobs": lengths}, sort_keys=True, separators=(",", ":")).encode()
-    return MAGIC + head + b"\n" + b"".join(blob or b"" for blob in blobs)
-
-
-def place(folder: Path, data: bytes, suffix: str = ".baseline") -> Path:
-    folder.mkdir(exist_ok=True)
-    path = folder / (hashlib.sha256(data).hexdigest()[:40] + suffix)
-    path.write_bytes(data)
-    return path
-
-
-def refused(repo: Path, folder: Path, path: Path, *words: str, url: str):
-    """Import ``folder`` into the store at ``url``: exit 2, one line naming ``path`` (and ``words``), the store
-    exactly as it was (an absent one not created). On PostgreSQL the line is also SQLite's, word for word."""
-    before = store_state(url)
-    r = run_kbase("import", folder, "--db", url, "--repo", repo)
-    assert r.rc == 2, r
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and path.name in lines[0] and "Traceback" not in r.stderr, r
-    for w in words:
-        assert w in lines[0], (w, r)
-    assert store_state(url) == before, "a refused import changed (or created) the store"
-    if not url.startswith("sqlite"):
-        twin = folder.parent / f"twin-{path.name}.db"
-        t = run_kbase("import", folder, "--db", f"sqlite:///{twin}", "--repo", repo)
-        assert (t.rc, t.stderr) == (r.rc, r.stderr) and not twin.exists(), (t, r)
-    return lines[0]
-
-
-# ------------------------------------------------------------------------------------------ decompression bombs
-
-
-def _bomb_blob(codec: int, size: int, declared: int | None = None, streamed: bool = False) -> bytes:
-    """A packed blob of one 8-byte column whose payload decompresses to ``size`` zero bytes, its header
-    declaring ``declared`` (default: the truth); ``streamed``: a Zstandard frame that states no size."""
-    from kbase.store.codec.format1 import DEFLATE as ZLIB
-    from kbase.store.codec.format1 import LZMA2 as LZMA
-    from kbase.store.codec.packed import MAGIC, VERSION, ZSTD, _varint
-
-    declared = size if declared is None else declared
-    head = MAGIC + bytes([VERSION, codec]) + _varint(declared // 8) + _varint(2) + b"{}" + _varint(1)
-    head += _varint(1) + b"x" + bytes([8]) + _varint(declared)
-    if codec == ZSTD:
-        import zstandard
-
-        coder = zstandard.ZstdCompressor(level=3, write_content_size=not streamed)
-        payload = coder.compress(b"\0" * size)
-    elif codec == LZMA:
-        from kbase.store.codec.format1 import _LZMA_FILTERS
-
-        payload = lzma.compress(b"\0" * size, format=lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
-    else:
-        z = zlib.compressobj(9, zlib.DEFLATED, -15)
-        payload = z.compress(b"\0" * size) + z.flush()
-    assert codec in (ZLIB, LZMA, ZSTD)
-    return head + payload
-
-
-@pytest.mark.parametrize("codec", [1, 2, 3], ids=["deflate", "lzma", "zstd"])
-def test_a_payload_larger_than_its_header_says_is_never_decoded_whole(codec):
-    from kbase.store.codec.format1 import recoded
-    from kbase.store.codec.packed import Packed, PackedError
-
-    blob = _bomb_blob(codec, 64 << 20, declared=4096)  # 64 MiB of zeros, the header saying 4 KiB
-    with pytest.raises(PackedError, match="payload"):  # (deflate and LZMA2: format 1's, read through ``recoded``)
-        Packed(recoded(blob)).array("x")
-
-
-def test_a_zstd_frame_that_states_a_huge_size_is_refused_before_allocating():
-    import zstandard
-
-    from kbase.store.codec.packed import Packed, PackedError
-
-    blob = _bomb_blob(3, 1 << 20, declared=4096)
-    assert zstandard.frame_content_size(blob[blob.index(b"\x28\xb5\x2f\xfd"):]) == 1 << 20
-    with pytest.raises(PackedError, match="1048576 bytes, the header says 4096"):
-        Packed(blob).array("x")
-
-
-# (a file of format 2 holds Zstandard blobs only: deflate and LZMA2 are format 1's, bounded the same way through
-# ``format1.recoded``: ``test_a_payload_larger_than_its_header_says_is_never_decoded_whole``)
-@pytest.mark.parametrize("codec", [3], ids=["zstd"])
-def test_a_bomb_in_an_export_file_is_refused_by_its_declared_size(exported, tmp_path, codec, store_url):
-    repo, data = exported
-    header, blobs = split(data)
-    blobs[2] = _bomb_blob(codec, 1 << 20, declared=22 << 30)  # says 22 GiB
-    path = place(tmp_path / "data", join(header, blobs))
-    line = refused(repo, tmp_path / "data", path, "samples blob", "import limit", "import_max_mb", url=store_url)
-    assert "MiB" in line
-
-
-def test_a_blob_within_the_limit_imports_and_the_limit_is_a_setting(exported, tmp_path, store_url):
-    repo, data = exported
-    folder = tmp_path / "data"
-    place(folder, data)
-    size = len(data)
-    r = run_kbase("import", folder, "--db", store_url, "--repo", repo)
-    assert r.rc == 0 and "1 new baseline(s)" in r.stderr, r
-    # the same file under a limit too small for it: refused by the setting, named, the store (holding the
-    # first import) unchanged
-    (repo / "pyproject.toml").write_text("[tool.kbase]\nimport_max_mb = 1\n")
-    try:
-        header, blobs = split(data)
-        blobs[2] = _bomb_blob(3, 1 << 20, declared=2 << 20)  # 2 MiB, honest: over a 1 MiB limit
-        bad = place(tmp_path / "more", join(header, blobs))
-        refused(repo, tmp_path / "more", bad, "import limit of 1 MiB", url=store_url)
-    finally:
-        (repo / "pyproject.toml").unlink()
-    assert size < 1 << 20
-
-
-@pytest.mark.slow  # a fresh interpreter per codec, and 512 MiB of zeros compressed
-@pytest.mark.parametrize("codec,streamed", [(3, False), (3, True)], ids=["zstd", "zstd-no-size"])
-def test_a_hostile_file_imports_in_bounded_memory(exported, tmp_path, codec, streamed):
-    """The issue's bound: importing a hostile file of under 1 MiB stays under 300 MiB resident. Its blob
-    declares what the default limit allows (16 MiB: 48 MiB decoded with its values widened) and its payload
-    decodes to 512 MiB: the decoder stops at the declared size. (SQLite only: the file is refused before any
-    store is opened, so the backend plays no part; the refusal itself is held on both above.)"""
-    repo, data = exported
-    header, blobs = split(data)
-    blobs[2] = _bomb_blob(codec, 512 << 20, declared=16 << 20, streamed=streamed)
-    hostile = join(header, blobs)
-    assert len(hostile) < 1 << 20
-    folder = tmp_path / "data"
-    path = place(folder, hostile)
-    # a fresh parent whose one child is `python -m kbase.cli import`: its children's peak is that import's
-    code = ("import resource, subprocess, sys\n"
-            "r = subprocess.run([sys.executable, '-m', 'kbase.cli', 'import', *sys.argv[1:]], capture_output=True, "
-            "text=True)\n"
-            "print(r.stderr.strip(), file=sys.stderr)\n"
-            "print('RSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 'RC', r.returncode, file=sys.stderr)")
-    r = subprocess.run([sys.executable, "-c", code, str(folder), "--db", f"sqlite:///{tmp_path / 'b.db'}", "--repo",
-                        str(repo)], capture_output=True, text=True, timeout=300)
-    rss_kib = int(r.stderr.split("RSS ")[1].split()[0])
-    assert "RC 2" in r.stderr and path.name in r.stderr and "payload" in r.stderr, r.stderr
-    assert rss_kib < 300 * 1024, f"{rss_kib / 1024:.0f} MiB resident"
-
 
 # ------------------------------------------------------------------------------------------ values
 
@@ -318,6 +138,8 @@ def test_json_that_is_not_strict_or_nests_too_deeply_is_refused(exported, tmp_pa
 
 TOMBSTONE_KEY = {"workload": "train", "commit": "a" * 40, "source_sha256": "b" * 64, "window_spec": "w",
                  "capture_copy": 0}
+
+
 SMALL_CASES = {
     "tombstone key a list": (".deleted", {"format": "kbase.tombstone/1", "content": "c",
                                           "key": {**TOMBSTONE_KEY, "workload": ["train"]}}, "workload is not text"),
@@ -390,6 +212,8 @@ def _accepted(repo: Path, folder: Path, url: str) -> None:
 _EDGE_ACCEPTANCE = {"format": "kbase.acceptance/1", "workload": "\U0001f600" * 200, "pattern": "*" + "x" * 5000,
                     "commit": "f" * 64, "reason": "\u2028\ufeff\x01 " * 100, "author": "\U0001f600" * 300,
                     "expires": "9999-12-31", "created_at": "9999-12-31T23:59:59.999999+00:00"}
+
+
 # values at the edge of what the schema allows: each is taken by both stores, reads back and exports as written
 ACCEPT_CASES = {
     # the capture key's unique index at its widest: every text of it at its limit, in 4-byte characters
