@@ -12,10 +12,10 @@ Already covered elsewhere with the same checks, so not repeated here:
 
 - ``tests/test_top_errors.py``: the same bad profiles for ``kbase top`` (one line, exit 2, input
   untouched); here they go through ``kbase snapshot`` with a store present, which is new.
-- ``tests/test_store.py::test_store_from_newer_kbase_is_refused_untouched``: a store stamped with
+- ``tests/store/baselines/test_store_commands.py::test_store_from_newer_kbase_is_refused_untouched``: a store stamped with
   Alembic revision ``9999`` is refused by snapshot/list/show/db upgrade, one line, exit 2, store
   bytes (SQLite) and rows (PostgreSQL) unchanged.
-- ``tests/test_store.py::test_outside_git_repository_and_no_git`` and ``test_git_facts``: no git
+- ``tests/store/baselines/test_snapshot_round_trip.py::test_outside_git_repository_and_no_git`` and ``test_git_facts``: no git
   repository / detached HEAD on an empty store (repeated here with a baseline present).
 - ``tests/test_gate.py::test_exit_2_missing_baseline_and_unknown_revision`` and
   ``test_malformed_gate_config_exit_2``: gate on unknown revisions / a bad ``[tool.kbase.gate]``.
@@ -596,7 +596,7 @@ def private_any_store(request, world, tmp_path) -> str:
 @pytest.mark.parametrize("private_any_store", ["sqlite", "postgresql"], indirect=True)
 def test_store_from_a_newer_kbase(private_any_store, world):
     """Stamped with Alembic revision 9999: every command refuses it in one line and changes nothing
-    (``tests/test_store.py`` covers snapshot/list/show/db upgrade; here also diff, gate, rm, history
+    (``tests/store/baselines`` covers snapshot/list/show/db upgrade; here also diff, gate, rm, history
     and the byte/row-level check of the whole store)."""
     from sqlalchemy import create_engine, text
 
