@@ -217,8 +217,14 @@ class Packed:
     def meta(self) -> dict[str, Any]:
         """The blob's header (JSON), parsed when first asked for."""
         if self._meta is None:
+            head = self._blob[self._meta_at[0] : self._meta_at[1]]
             try:
-                self._meta = json.loads(self._blob[self._meta_at[0] : self._meta_at[1]])
+                try:  # str in: json.loads skips guessing the encoding of bytes (half its ~4 us a blob: history)
+                    text = head.decode()
+                except UnicodeDecodeError:
+                    self._meta = json.loads(head)  # (UTF-16/32, as json.loads reads bytes; never written so)
+                else:
+                    self._meta = json.loads(text)
             except ValueError:
                 raise PackedError("packed columns: unreadable header") from None
         return self._meta
@@ -238,6 +244,10 @@ class Packed:
     @property
     def names(self) -> list[str]:
         return list(self._cols)
+
+    @property
+    def column_count(self) -> int:
+        return len(self._cols)
 
     def _planes(self, name: str) -> tuple[int, int, bytes]:
         """(kind, count, the column's bytes as stored: byte j of every value, then byte j + 1 ...)."""
@@ -305,16 +315,23 @@ class Packed:
         return None
 
     def int_at(self, name: str, i: int) -> int:
-        """Row ``i`` of integer column ``name``, read from the stored bytes (the rest not decoded)."""
-        kind, n, raw = self._planes(name)
-        if not n:
+        """Row ``i`` of integer column ``name``, read from the stored bytes (the rest not decoded; ``kbase
+        history`` reads two values of each of thousands of blobs: the column's bytes are not copied out)."""
+        kind, start, end = self._cols[name]
+        width = kind & WIDTH_MASK
+        if not width:
             return 0
-        if kind & DELTA:
-            return self.ints(name)[i]
+        if kind & DELTA or self._body is None or (end - start) % width:
+            kind, n, raw = self._planes(name)  # (decompresses; refuses a column of the wrong length)
+            if kind & DELTA:
+                return self.ints(name)[i]
+        n = (end - start) // width
         if not 0 <= i < n:
             raise IndexError(f"packed columns: row {i} of column {name} ({n} rows)")
-        v = int.from_bytes(raw[i : len(raw) : n], "little")
+        assert self._body is not None
+        v = int.from_bytes(self._body[start + i : end : n], "little")
         return (v >> 1) ^ -(v & 1) if kind & ZIGZAG else v
+
 
     def ints(self, name: str, n: int | None = None) -> list[int]:
         """Column ``name`` as Python ints (``n``: the length of an all-zero column; default ``rows``)."""
