@@ -176,7 +176,11 @@ class Packed:
         size, pos = _read_varint(blob, pos)
         self._meta_at = (pos, pos + size)
         self._meta: dict[str, Any] | None = None
-        count, pos = _read_varint(blob, pos + size)
+        pos += size
+        if pos < len(blob) and blob[pos] < 0x80:  # (inline: ``kbase history`` opens thousands of headers)
+            count, pos = blob[pos], pos + 1
+        else:
+            count, pos = _read_varint(blob, pos)
         # name -> (kind, start, end in the decompressed payload): parsed once per read of thousands (history)
         self._cols: dict[str, tuple[int, int, int]] = {}
         self._decoded: dict[str, tuple[int, int, bytes]] = {}
