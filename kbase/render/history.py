@@ -188,7 +188,9 @@ def _json_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, 
     start = len(rows) - limit if limit and len(rows) > limit else 0
     out = []
     for r, (change, setup) in zip(rows[start:], changes[start:]):
-        d = {k: v for k, v in r.items() if k not in _PRIVATE}
+        d = r.copy()
+        for k in _PRIVATE:
+            d.pop(k, None)
         d["change_pct"], d["setup_change"] = change, setup
         for key in ("created_at", "commit_date"):
             v = d.get(key)

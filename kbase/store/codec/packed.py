@@ -60,7 +60,12 @@ def _varint(n: int) -> bytes:
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length in a blob's header
+    if pos + 1 < len(buf):  # one or two bytes: nearly every length in a blob's header
+        if buf[pos] < 0x80:
+            return buf[pos], pos + 1
+        if buf[pos + 1] < 0x80:
+            return (buf[pos] & 0x7F) | buf[pos + 1] << 7, pos + 2
+    elif pos < len(buf) and buf[pos] < 0x80:
         return buf[pos], pos + 1
     n = shift = 0
     while True:
@@ -73,6 +78,22 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             return n, pos
         shift += 7
 
+
+def _json_object(text: str) -> Any:
+    """``json.loads(text)`` for a header: json's C scanner called directly when the text is one object and
+    nothing after it (what ``pack`` writes), else ``json.loads`` itself (its errors and its whitespace rules)."""
+    if text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if end == len(text):
+                return value
+    return json.loads(text)
+
+
+_SCAN = json.JSONDecoder().scan_once  # (json.loads' own decoder: the same scanner, the same values)
 
 # ------------------------------------------------------------------------------------------ encoding
 
@@ -228,7 +249,7 @@ class Packed:
                 except UnicodeDecodeError:
                     self._meta = json.loads(head)  # (UTF-16/32, as json.loads reads bytes; never written so)
                 else:
-                    self._meta = json.loads(text)
+                    self._meta = _json_object(text)
             except ValueError:
                 raise PackedError("packed columns: unreadable header") from None
         return self._meta
