@@ -193,7 +193,7 @@ def _json_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, 
             d.pop(k, None)
         d["change_pct"], d["setup_change"] = change, setup
         for key in ("created_at", "commit_date"):
-            v = d.get(key)
+            v: Any = d.get(key)
             if hasattr(v, "isoformat"):
                 d[key] = v.isoformat()
         out.append(d)

@@ -12,7 +12,7 @@ bit 4 zigzag (signed values), bit 5 delta (the values are the running sums of th
 (8-byte IEEE 754 bits). A column's bytes are its values' bytes *shuffled* (every value's first byte, then
 every second byte, ...: the high bytes of small numbers form long runs of zeros). The payload is compressed
 with Zstandard (codec 3, level 15; codecs 1 and 2, deflate and LZMA2, only ``format1`` reads) as one stream:
-reading any column decompresses the blob once (what each read wants: ``kbase history`` reads three of
+reading any column decompresses the blob once (what each read wants: ``kbase history`` reads two of
 the levels' columns of every baseline; one stream measured the same size as a stream per column). Same
 columns in, same bytes out (for a given Zstandard build).
 
@@ -93,7 +93,7 @@ def _json_object(text: str) -> Any:
     return json.loads(text)
 
 
-_SCAN = json.JSONDecoder().scan_once  # (json.loads' own decoder: the same scanner, the same values)
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # (json.loads' own decoder: the same scanner, the same values)
 
 # ------------------------------------------------------------------------------------------ encoding
 
