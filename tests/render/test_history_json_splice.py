@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -13,7 +13,7 @@ from kbase.render.history import history_doc, history_json
 
 
 def _row(i: int, **over) -> dict:
-    when = datetime(2026, 1, 1, 9, i % 60, tzinfo=timezone.utc)
+    when = datetime(2026, 1, 1, 9, i % 60, tzinfo=UTC)
     row = {"id": i, "commit": f"{i:040x}", "created_at": when, "workload": "w", "branch": "main",
            "commit_date": when, "count": 10 + i, "total_ns": 1000 * i, "avg_ns": 100.5 + i,
            "per_iter_ns": 50.25 * (1 + i % 3), "share_window": 0.125, "fingerprint": "f" if i < 4 else "g",
