@@ -8,6 +8,7 @@ step) slots in with its own priority, another section prints after ``print_histo
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -45,18 +46,24 @@ def with_changes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     workload (percent; None for a workload's first baseline or a missing value), and ``setup_change``: where
     that baseline has another setup (``comparison.setups``: GPU model/count, window), what changed — no change
     is measured across it (None elsewhere)."""
-    from kbase.comparison.setups import describe, setup_key
+    return [{**r, "change_pct": change, "setup_change": setup} for r, (change, setup) in zip(rows, _changes(rows))]
 
-    prev: dict[str, dict[str, Any]] = {}
-    out = []
+
+def _changes(rows: list[dict[str, Any]]) -> list[tuple[float | None, str | None]]:
+    """(change_pct, setup_change) of each row, as ``with_changes`` adds them (each row's setup key taken once:
+    ``comparison.setups.setup_key``'s, for a row)."""
+    from kbase.comparison.setups import describe
+
+    prev: dict[str, tuple[dict[str, Any], tuple[str, bool]]] = {}
+    out: list[tuple[float | None, str | None]] = []
     for r in rows:
-        last = prev.get(r["workload"])
-        before, now = (last or {}).get("per_iter_ns"), r["per_iter_ns"]
-        moved = last is not None and "fingerprint" in r and setup_key(last) != setup_key(r)
+        key = (str(r.get("fingerprint") or ""), bool(r.get("aligned")))
+        last, last_key = prev.get(r["workload"], (None, None))
+        before, now = None if last is None else last.get("per_iter_ns"), r["per_iter_ns"]
+        moved = last is not None and "fingerprint" in r and last_key != key
         change = (now - before) / before * 100.0 if before and now is not None and not moved else None
-        setup = f"{describe(last)} -> {describe(r)}" if moved and last is not None else None
-        out.append({**r, "change_pct": change, "setup_change": setup})
-        prev[r["workload"]] = r
+        out.append((change, f"{describe(last)} -> {describe(r)}" if moved and last is not None else None))
+        prev[r["workload"]] = (r, key)
     return out
 
 
@@ -164,9 +171,7 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     workloads or branches; ``steps_note`` says so). ``limit``: only the newest baselines."""
     from kbase.render.steps import step_dict
 
-    recs = [_public(r) for r in _newest(with_changes(h.rows), limit)]
-    for r in recs:
-        _iso_dates(r)
+    recs = _json_rows(h.rows, limit)
     found = None if steps is None else [{k: _finite(v) for k, v in step_dict(s).items()} for s in steps]
     doc = {"schema": HISTORY_SCHEMA, "query": h.query,
            "kernel": {"name": h.name, "short_name": h.short_name, "id": short_id(h.name)},
@@ -174,6 +179,28 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     if steps is None:
         doc["steps_note"] = "not computed: the baselines span several workloads or branches (pass --name and --branch)"
     return doc
+
+
+def _json_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """The newest ``limit`` rows of ``with_changes`` as JSON gives them (``_public``, ``_iso_dates``), one dict
+    made a row (thousands of rows: no intermediate copies)."""
+    changes = _changes(rows)
+    start = len(rows) - limit if limit and len(rows) > limit else 0
+    out = []
+    for r, (change, setup) in zip(rows[start:], changes[start:]):
+        d = r.copy()
+        for k in _PRIVATE:
+            d.pop(k, None)
+        d["change_pct"], d["setup_change"] = change, setup
+        for key in ("created_at", "commit_date"):
+            v: Any = d.get(key)
+            if hasattr(v, "isoformat"):
+                d[key] = v.isoformat()
+        out.append(d)
+    return out
+
+
+_PRIVATE = ("fingerprint", "window_spec")  # the store's setup keys: ``_public`` leaves them out
 
 
 def _public(r: dict[str, Any]) -> dict[str, Any]:
@@ -198,8 +225,34 @@ def _newest(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any
 
 def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None,
                  steps: list[KernelStep] | None = None, limit: int | None = None) -> str:
-    """Strict JSON, one baseline per line (``jsonable.dumps``)."""
-    return jsonable.dumps(history_doc(h, workload, branch, steps, limit))
+    """Strict JSON, one baseline per line: ``jsonable.dumps`` of ``history_doc``, byte for byte.
+
+    A history is thousands of records of plain values: they are encoded by one call of json's C encoder
+    (not one call a record) and put one a line after; anything that encoder refuses (NaN, a value that is
+    not JSON) or that does not split cleanly takes ``jsonable.dumps`` whole."""
+    doc = history_doc(h, workload, branch, steps, limit)
+    recs = doc["baselines"]
+    if len(recs) < 2 or any(next(iter(r), None) != "id" for r in recs):
+        return jsonable.dumps(doc)
+    try:
+        text = _RECORDS(recs)
+    except (ValueError, TypeError):
+        return jsonable.dumps(doc)
+    # '}, {"id": ' only occurs between records: a string's quotes are escaped, and the records hold no
+    # containers (checked by counting: one per boundary). Text beyond ASCII (a commit subject): the whole
+    # document the ordinary way, which decides whether it must be written as ASCII escapes.
+    if text.count(_BOUNDARY) != len(recs) - 1 or not text.isascii():
+        return jsonable.dumps(doc)
+    lines = "[\n    " + text[1:-1].replace(_BOUNDARY, "},\n    {\"id\": ") + "\n  ]"
+    doc["baselines"] = []
+    head = jsonable.dumps(doc)  # the rest of the document, with an empty list where the records go
+    at = head.index('\n  "baselines": []') + len('\n  "baselines": ')
+    return head[:at] + jsonable.json_safe(lines) + head[at + 2:]
+
+
+# json's C encoder as ``jsonable.dumps`` sets it up for one record (``_encode``), for the whole list at once
+_RECORDS = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
+_BOUNDARY = '}, {"id": '
 
 
 def step_marks(rows: list[dict[str, Any]], steps: list[KernelStep] | None) -> list[str]:

@@ -268,17 +268,8 @@ class LevelRows:
         return self._cache[name]
 
     def history_row(self, i: int) -> tuple[int, int, float, float, float]:
-        """(count, total_ns, avg_ns, per_iter_ns, share_window) of row ``i`` alone: ``kbase history`` reads
-        one kernel of each of thousands of baselines."""
-        lv = self._levels
-        count, total = lv.int_at("count", i), lv.int_at("total_ns", i)
-        d_iter, d_window = self.meta.get("d_iter"), self.meta.get("d_window")
-        out = [total / count if count else NAN, NAN if d_iter is None else total / d_iter,
-               NAN if d_window is None else total / d_window]
-        for j, name in enumerate(("avg_ns", "per_iter_ns", "share_window")):
-            if name in lv:  # stored: not what derives
-                out[j] = lv.floats(name)[i]
-        return count, total, out[0], out[1], out[2]
+        """(count, total_ns, avg_ns, per_iter_ns, share_window) of row ``i`` alone (``history_row``)."""
+        return history_row(self._levels, i)
 
     def _decode(self, name: str) -> list:
         lv, bd = self._levels, self._board
@@ -325,6 +316,26 @@ class LevelRows:
             return [(d + (2 * round(a) if math.isfinite(a) else 0)) >> 1
                     for d, a in zip(self._board.ints("median2"), avg)]
         return [round(m) if math.isfinite(m) else 0 for m in self._board.floats("median_ns")]
+
+
+def history_row(lv: Packed, i: int) -> tuple[int, int, float, float, float]:
+    """(count, total_ns, avg_ns, per_iter_ns, share_window) of row ``i`` of levels blob ``lv`` alone: ``kbase
+    history`` reads one kernel of each of thousands of baselines (no ``LevelRows``: its header merge and
+    column cache cost more than the row)."""
+    count, total = lv.int_at("count", i), lv.int_at("total_ns", i)
+    meta = lv.meta
+    d_iter, d_window = meta.get("d_iter"), meta.get("d_window")
+    avg = total / count if count else NAN
+    per_iter = NAN if d_iter is None else total / d_iter
+    share = NAN if d_window is None else total / d_window
+    if lv.column_count > 2:  # a stored float column (not what derives): count and total_ns are always there
+        if "avg_ns" in lv:
+            avg = lv.floats("avg_ns")[i]
+        if "per_iter_ns" in lv:
+            per_iter = lv.floats("per_iter_ns")[i]
+        if "share_window" in lv:
+            share = lv.floats("share_window")[i]
+    return count, total, avg, per_iter, share
 
 
 def sample_rows(blob: bytes) -> tuple[list[list[float]], list[list[int]]]:

@@ -12,7 +12,7 @@ bit 4 zigzag (signed values), bit 5 delta (the values are the running sums of th
 (8-byte IEEE 754 bits). A column's bytes are its values' bytes *shuffled* (every value's first byte, then
 every second byte, ...: the high bytes of small numbers form long runs of zeros). The payload is compressed
 with Zstandard (codec 3, level 15; codecs 1 and 2, deflate and LZMA2, only ``format1`` reads) as one stream:
-reading any column decompresses the blob once (what each read wants: ``kbase history`` reads three of
+reading any column decompresses the blob once (what each read wants: ``kbase history`` reads two of
 the levels' columns of every baseline; one stream measured the same size as a stream per column). Same
 columns in, same bytes out (for a given Zstandard build).
 
@@ -60,7 +60,12 @@ def _varint(n: int) -> bytes:
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length in a blob's header
+    if pos + 1 < len(buf):  # one or two bytes: nearly every length in a blob's header
+        if buf[pos] < 0x80:
+            return buf[pos], pos + 1
+        if buf[pos + 1] < 0x80:
+            return (buf[pos] & 0x7F) | buf[pos + 1] << 7, pos + 2
+    elif pos < len(buf) and buf[pos] < 0x80:
         return buf[pos], pos + 1
     n = shift = 0
     while True:
@@ -73,6 +78,22 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             return n, pos
         shift += 7
 
+
+def _json_object(text: str) -> Any:
+    """``json.loads(text)`` for a header: json's C scanner called directly when the text is one object and
+    nothing after it (what ``pack`` writes), else ``json.loads`` itself (its errors and its whitespace rules)."""
+    if text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if end == len(text):
+                return value
+    return json.loads(text)
+
+
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # (json.loads' own decoder: the same scanner, the same values)
 
 # ------------------------------------------------------------------------------------------ encoding
 
@@ -176,7 +197,11 @@ class Packed:
         size, pos = _read_varint(blob, pos)
         self._meta_at = (pos, pos + size)
         self._meta: dict[str, Any] | None = None
-        count, pos = _read_varint(blob, pos + size)
+        pos += size
+        if pos < len(blob) and blob[pos] < 0x80:  # (inline: ``kbase history`` opens thousands of headers)
+            count, pos = blob[pos], pos + 1
+        else:
+            count, pos = _read_varint(blob, pos)
         # name -> (kind, start, end in the decompressed payload): parsed once per read of thousands (history)
         self._cols: dict[str, tuple[int, int, int]] = {}
         self._decoded: dict[str, tuple[int, int, bytes]] = {}
@@ -217,8 +242,14 @@ class Packed:
     def meta(self) -> dict[str, Any]:
         """The blob's header (JSON), parsed when first asked for."""
         if self._meta is None:
+            head = self._blob[self._meta_at[0] : self._meta_at[1]]
             try:
-                self._meta = json.loads(self._blob[self._meta_at[0] : self._meta_at[1]])
+                try:  # str in: json.loads skips guessing the encoding of bytes (half its ~4 us a blob: history)
+                    text = head.decode()
+                except UnicodeDecodeError:
+                    self._meta = json.loads(head)  # (UTF-16/32, as json.loads reads bytes; never written so)
+                else:
+                    self._meta = _json_object(text)
             except ValueError:
                 raise PackedError("packed columns: unreadable header") from None
         return self._meta
@@ -238,6 +269,10 @@ class Packed:
     @property
     def names(self) -> list[str]:
         return list(self._cols)
+
+    @property
+    def column_count(self) -> int:
+        return len(self._cols)
 
     def _planes(self, name: str) -> tuple[int, int, bytes]:
         """(kind, count, the column's bytes as stored: byte j of every value, then byte j + 1 ...)."""
@@ -305,16 +340,23 @@ class Packed:
         return None
 
     def int_at(self, name: str, i: int) -> int:
-        """Row ``i`` of integer column ``name``, read from the stored bytes (the rest not decoded)."""
-        kind, n, raw = self._planes(name)
-        if not n:
+        """Row ``i`` of integer column ``name``, read from the stored bytes (the rest not decoded; ``kbase
+        history`` reads two values of each of thousands of blobs: the column's bytes are not copied out)."""
+        kind, start, end = self._cols[name]
+        width = kind & WIDTH_MASK
+        if not width:
             return 0
-        if kind & DELTA:
-            return self.ints(name)[i]
+        if kind & DELTA or self._body is None or (end - start) % width:
+            kind, n, raw = self._planes(name)  # (decompresses; refuses a column of the wrong length)
+            if kind & DELTA:
+                return self.ints(name)[i]
+        n = (end - start) // width
         if not 0 <= i < n:
             raise IndexError(f"packed columns: row {i} of column {name} ({n} rows)")
-        v = int.from_bytes(raw[i : len(raw) : n], "little")
+        assert self._body is not None
+        v = int.from_bytes(self._body[start + i : end : n], "little")
         return (v >> 1) ^ -(v & 1) if kind & ZIGZAG else v
+
 
     def ints(self, name: str, n: int | None = None) -> list[int]:
         """Column ``name`` as Python ints (``n``: the length of an all-zero column; default ``rows``)."""

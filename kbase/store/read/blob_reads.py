@@ -12,7 +12,7 @@ from kbase.errors import StoreError
 from kbase.store.codec.checked import as_bytes as _blob
 from kbase.store.codec.checked import packed
 from kbase.store.codec.kernel_blobs import Blobs, LevelRows, ids_of, position_of
-from kbase.store.codec.packed import PackedError
+from kbase.store.codec.packed import Packed, PackedError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -51,20 +51,26 @@ def _none(v: float) -> float | None:
 def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str, Any]]:
     """One kernel's rows (id, commit, created_at, workload, branch, commit_date (as stored), count, total_ns,
     avg_ns, per_iter_ns, share_window, and the setup: fingerprint, aligned, gpu_models, gpu_count, window_spec;
-    NULL as None) from ``kernel_history`` rows (baseline columns, format,
-    levels), oldest
-    first; baselines without the kernel left out. ``when``: the executor's datetime reader."""
+    NULL as None) from ``kernel_history`` rows (baseline columns, format, levels), oldest first; baselines
+    without the kernel left out. ``when``: the executor's datetime reader.
+
+    Thousands of blobs: each is read for one row (``kernel_blobs.history_row``: two values from the stored
+    bytes, the header's divisors), with no per-blob object beyond its ``Packed`` header."""
+    from kbase.store.codec.kernel_blobs import FORMAT, history_row
+
     out: list[dict[str, Any]] = []
     if name_id is None:
         return out
     append = out.append
     for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, \
             kernel_ids, levels in rows:
-        i = position_of(_blob(kernel_ids), name_id)
+        i = position_of(kernel_ids if type(kernel_ids) is bytes else _blob(kernel_ids), name_id)
         if i is None:
             continue
         try:
-            count, total, avg, per_iter, share = LevelRows(packed(bid, fmt, levels)).history_row(i)
+            # (``checked.packed`` refuses another format, as here; its unreadable-blob error is ``_decode_error``'s)
+            count, total, avg, per_iter, share = history_row(Packed(levels) if fmt == FORMAT else
+                                                             packed(bid, fmt, levels), i)
         except (PackedError, IndexError) as exc:
             raise _decode_error(bid, exc) from None
         append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
