@@ -119,7 +119,7 @@ def _changed(value):
 def _digest(row=None, names=None, ops=None, blob=(1, 2)) -> str:
     import numpy as np
 
-    from kbase.store.codec.packed import pack
+    from kbase.store.codec.packing import pack
     from kbase.store.transfer.export_files import BLOBS, content_digest
 
     levels = pack(2, {"count": (np.array(blob, dtype=np.int64), {})})

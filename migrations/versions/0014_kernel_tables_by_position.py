@@ -41,7 +41,8 @@ def _ids(conn, fmt: int) -> list[int]:
 def upgrade() -> None:
     from kbase.store.codec.format1 import FORMAT as FORMAT_1
     from kbase.store.codec.format1 import convert
-    from kbase.store.codec.kernel_blobs import FORMAT, id_list
+    from kbase.store.codec.id_lists import id_list
+    from kbase.store.codec.kernel_blobs import FORMAT
 
     op.add_column("baseline_kernels", sa.Column("kernel_ids", sa.LargeBinary(), nullable=True))
     op.add_column("baseline_kernels", sa.Column("op_ids", sa.LargeBinary(), nullable=True))
@@ -77,7 +78,8 @@ def downgrade() -> None:
 
     from kbase.store.codec.format1 import FORMAT as FORMAT_1
     from kbase.store.codec.format1 import encode, recoded
-    from kbase.store.codec.kernel_blobs import Blobs, decode, ids_of
+    from kbase.store.codec.id_lists import ids_of
+    from kbase.store.codec.kernel_blobs import Blobs, decode
     from kbase.store.codec.op_blobs import decode_ops, encode_ops
     from kbase.store.codec.packed import Packed
 

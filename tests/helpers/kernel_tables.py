@@ -15,7 +15,8 @@ from sqlalchemy import inspect, text
 
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL, WIDTH
 from kbase.store.codec import format1
-from kbase.store.codec.kernel_blobs import Blobs, KernelTable, decode, encode, id_list, ids_of
+from kbase.store.codec.id_lists import id_list, ids_of
+from kbase.store.codec.kernel_blobs import Blobs, KernelTable, decode, encode
 from kbase.store.codec.mantissa import QUANTILE_BITS, SAMPLE_BITS
 
 LEADERBOARD = ("name_id", "gpus", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "std_ns",

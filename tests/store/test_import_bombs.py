@@ -26,7 +26,8 @@ def _bomb_blob(codec: int, size: int, declared: int | None = None, streamed: boo
     declaring ``declared`` (default: the truth); ``streamed``: a Zstandard frame that states no size."""
     from kbase.store.codec.format1 import DEFLATE as ZLIB
     from kbase.store.codec.format1 import LZMA2 as LZMA
-    from kbase.store.codec.packed import MAGIC, VERSION, ZSTD, _varint
+    from kbase.store.codec.packed import MAGIC, VERSION, ZSTD
+    from kbase.store.codec.packing import _varint
 
     declared = size if declared is None else declared
     head = MAGIC + bytes([VERSION, codec]) + _varint(declared // 8) + _varint(2) + b"{}" + _varint(1)

@@ -154,7 +154,8 @@ def test_level_matrix_of_many_blobs_equals_each_decoded():
     """``kbase steps`` decodes the levels of thousands of baselines in batches (blobs stored alike at once):
     the matrix equals one built from each blob decoded on its own, whatever mix of kernel counts, NULL levels
     and levels that are not total / d_iter (stored in a residual) the baselines hold."""
-    from kbase.store.codec.kernel_blobs import FORMAT, id_list
+    from kbase.store.codec.id_lists import id_list
+    from kbase.store.codec.kernel_blobs import FORMAT
     from kbase.store.read.blob_reads import level_matrix
 
     rng = np.random.default_rng(9)

@@ -99,7 +99,7 @@ def test_a_sparse_blob_that_lies_is_unreadable_not_a_crash():
     pair named many times (its kernel-table row would be read, densely, once per naming): ``ValueError`` (the
     store read turns it into one line naming the baseline), never a decode that grows with the lie."""
     import kbase.store.codec.op_blobs as op_blobs
-    from kbase.store.codec.packed import pack
+    from kbase.store.codec.packing import pack
 
     pairs, rows, ops, table = _case(0)
     old, op_blobs.DENSE_CELLS = op_blobs.DENSE_CELLS, 0

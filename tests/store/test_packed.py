@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbase.store.codec import packed
-from kbase.store.codec.packed import Packed, PackedError, canonical, pack
+from kbase.store.codec.packed import Packed, PackedError, canonical
+from kbase.store.codec.packing import pack
 
 INT64 = st.integers(min_value=-(2**62), max_value=2**62)
 

@@ -379,8 +379,11 @@ def test_blob_reads_are_equal_on_both_backends(both):
                 for col, value in vars(f[bid]).items():
                     other = getattr(s[bid], col)
                     assert (value is None) == (other is None), col
-                    if value is not None:
-                        assert value.dtype == other.dtype and np.array_equal(value, other, equal_nan=True), col
+                    pairs = [(f"{col}.{k}", v, other[k]) for k, v in value.items()] if isinstance(value, dict) else \
+                        [(col, value, other)] if value is not None else []
+                    assert not isinstance(value, dict) or value.keys() == other.keys(), col
+                    for name, x, y in pairs:
+                        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), name
             fl, sl = lite.level_matrix(ids), post.level_matrix(ids)
             assert fl[:2] == sl[:2] and np.array_equal(fl[2], sl[2], equal_nan=True)
         for bid in (1, 2, 4, 5, 7):

@@ -37,7 +37,7 @@ def _pairs(reader, baseline_id):
 
 
 def test_stored_pairs_split_every_kernel_exactly(stored):
-    from kbase.store.codec.kernel_blobs import ids_of
+    from kbase.store.codec.id_lists import ids_of
     from kbase.store.codec.packed import Packed
 
     s, db, ids = stored
@@ -210,7 +210,8 @@ def test_a_0009_store_upgrades_to_0010_without_op_data_and_stores_ops_from_then_
 
 
 def test_op_data_of_another_layout_is_refused_in_one_line(stored, tmp_path):
-    from kbase.store.codec.packed import Packed, pack
+    from kbase.store.codec.packed import Packed
+    from kbase.store.codec.packing import pack
 
     from helpers.cli import run_kbase
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from kbase.store.codec.kernel_blobs import Blobs, KernelTable
 from kbase.store.codec.mantissa import row_medians
-from kbase.store.codec.packed import Packed, pack
+from kbase.store.codec.packed import Packed
+from kbase.store.codec.packing import pack
 
 if TYPE_CHECKING:
     import numpy as np
@@ -252,7 +253,8 @@ def recoded(blob: bytes) -> bytes:
     import lzma
     import zlib
 
-    from kbase.store.codec.packed import ZSTD, PackedError, _compress
+    from kbase.store.codec.packed import ZSTD, PackedError
+    from kbase.store.codec.packing import _compress
 
     if len(blob) < 5 or blob[:3] != b"KBP" or blob[4] not in (DEFLATE, LZMA2):
         return blob

@@ -21,8 +21,6 @@ NULL columns are NaN. Columns decode without numpy (``LevelRows``: history, ``sh
 from __future__ import annotations
 
 import math
-import sys
-from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +37,8 @@ from kbase.store.codec.kernel_columns import (
     stored_in,
 )
 from kbase.store.codec.mantissa import mantissa_value, row_medians
-from kbase.store.codec.packed import Packed, PackedError, pack
+from kbase.store.codec.packed import Packed
+from kbase.store.codec.packing import pack
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,51 +102,6 @@ class StoredTable:
     ops: bytes | None
     names: list[tuple[str, str, str, str, str]]
     op_names: list[tuple[str, str]]
-
-
-# ------------------------------------------------------------------------------------------ position -> id
-
-
-def id_list(ids: list[int]) -> bytes:
-    """The ``kernel_ids`` / ``op_ids`` column: store-local ids by position, little-endian unsigned of the width
-    the largest needs (one byte: 2 or 4), uncompressed: ``kbase history`` finds one id in thousands of them
-    with a byte search, nothing decoded."""
-    width = 2 if not ids or max(ids) < 1 << 16 else 4
-    a = array("H" if width == 2 else _UINT32, ids)
-    if sys.byteorder == "big":
-        a.byteswap()
-    return bytes([width]) + a.tobytes()
-
-
-_UINT32 = next(t for t in "ILQ" if array(t).itemsize == 4)
-
-
-def ids_of(blob: bytes | None) -> list[int]:
-    """``id_list`` read back (None: no list)."""
-    if not blob:
-        return []
-    width = blob[0]
-    if width not in (2, 4) or (len(blob) - 1) % width:
-        raise PackedError(f"an id list of width {width} and {len(blob) - 1} bytes")
-    a = array("H" if width == 2 else _UINT32)
-    a.frombytes(bytes(blob[1:]))
-    if sys.byteorder == "big":
-        a.byteswap()
-    return a.tolist()
-
-
-def position_of(blob: bytes, wanted: int) -> int | None:
-    """The position of id ``wanted`` in an ``id_list`` blob, or None (a search of its bytes in C)."""
-    width = blob[0]
-    if wanted < 0 or wanted >> (8 * width):
-        return None
-    needle = wanted.to_bytes(width, "little")
-    at = blob.find(needle, 1)
-    while at >= 0:
-        if (at - 1) % width == 0:
-            return (at - 1) // width
-        at = blob.find(needle, at + 1)
-    return None
 
 
 # ------------------------------------------------------------------------------------------ what derives

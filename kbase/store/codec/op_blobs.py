@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kbase.store.codec.mantissa import SAMPLE_BITS, mantissa_codes, mantissa_values
-from kbase.store.codec.packed import Packed, pack
+from kbase.store.codec.packed import Packed
+from kbase.store.codec.packing import pack
 
 DENSE, SPARSE = 1, 2  # the ``ops`` blob's layouts: samples of every iteration, or of those a pair ran in
 LAYOUTS = (DENSE, SPARSE)
@@ -299,7 +300,7 @@ def stored_ops(baseline_id: int, fmt: int, blob: object, op_ids: object, table: 
 
 def _op_ids(blob: object, positions: list[int]) -> list[int]:
     """Each op position's ``op_name`` id (0 stays 0) by the baseline's ``op_ids`` list."""
-    from kbase.store.codec.kernel_blobs import ids_of
+    from kbase.store.codec.id_lists import ids_of
 
     ids = ids_of(bytes(blob) if isinstance(blob, bytes | bytearray | memoryview) else None)
     if any(not 0 <= i <= len(ids) for i in positions):

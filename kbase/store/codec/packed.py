@@ -17,7 +17,7 @@ the levels' columns of every baseline; one stream measured the same size as a st
 columns in, same bytes out (for a given Zstandard build).
 
 Decoding needs no numpy (``Packed.ints``/``floats``: ``kbase show`` and ``history`` load none); the
-numpy readers (``Packed.array``) serve the bulk decoders. Encoding is numpy.
+numpy readers (``Packed.array``) serve the bulk decoders. Encoding (numpy) is ``packing``.
 """
 
 from __future__ import annotations
@@ -48,15 +48,6 @@ class PackedError(ValueError):
 
 
 # ------------------------------------------------------------------------------------------ varints
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -112,10 +103,6 @@ def _zstd(kind: str) -> Any:
     return coder
 
 
-def _compress(raw: bytes) -> bytes:
-    return _zstd("compressor").compress(raw)
-
-
 def _decompress(payload: bytes, size: int) -> bytes:
     """The payload decompressed, never past ``size`` bytes (the header's sum of column lengths): a payload that
     decodes to more is refused as soon as it passes ``size``, so that a small blob cannot allocate gigabytes
@@ -131,50 +118,6 @@ def _decompress(payload: bytes, size: int) -> bytes:
         raise
     except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError: a corrupt blob
         raise PackedError(f"packed columns: corrupt payload ({type(exc).__name__}: {exc})") from None
-
-
-def _column(values: np.ndarray, *, delta: bool = False, as_float: bool = False) -> tuple[int, bytes]:
-    """(kind, uncompressed shuffled bytes) of one column: int64 values (zigzag when any is negative, after
-    differencing when ``delta``), or float64 bits (``as_float``)."""
-    import numpy as np
-
-    if as_float:
-        u = np.ascontiguousarray(values, dtype="<f8").view("<u8")
-        kind = FLOAT
-    else:
-        v = np.asarray(values, dtype=np.int64)
-        if delta:
-            v = np.diff(v, prepend=np.int64(0))
-        kind = DELTA if delta else 0
-        if len(v) and v.min() < 0:
-            v = (v << 1) ^ (v >> 63)
-            kind |= ZIGZAG
-        u = v.view(np.uint64)
-    top = int(u.max()) if len(u) else 0
-    if not top:
-        return kind, b""
-    width = next(w for w in (1, 2, 4, 8) if top < 1 << (8 * w))
-    if as_float:
-        width = 8
-    narrow = u.astype(f"<u{width}")
-    return kind | width, narrow.view(np.uint8).reshape(-1, width).T.tobytes()
-
-
-def pack(n: int, columns: dict[str, tuple[np.ndarray, dict[str, bool]]], meta: dict[str, Any] | None = None
-         ) -> bytes:
-    """The blob of ``n`` rows: ``columns`` maps a name to (values, options: ``delta`` / ``as_float``), each of
-    ``n`` values (an array of another length is a column of that many: per-row matrices flattened)."""
-    head = json.dumps(meta or {}, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-    out = [MAGIC, bytes([VERSION, ZSTD]), _varint(n), _varint(len(head)), head, _varint(len(columns))]
-    raws = []
-    for name, (values, options) in columns.items():
-        kind, raw = _column(values, **options)
-        label = name.encode()
-        out += [_varint(len(label)), label, bytes([kind]), _varint(len(raw))]
-        raws.append(raw)
-    body = b"".join(raws)
-    out.append(_compress(body) if body else b"")
-    return b"".join(out)
 
 
 # ------------------------------------------------------------------------------------------ decoding

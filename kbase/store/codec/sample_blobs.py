@@ -16,7 +16,8 @@ from kbase.store.codec.mantissa import (
     mantissa_values,
     row_medians,
 )
-from kbase.store.codec.packed import Packed, PackedError, pack
+from kbase.store.codec.packed import Packed, PackedError
+from kbase.store.codec.packing import pack
 
 if TYPE_CHECKING:
     import numpy as np

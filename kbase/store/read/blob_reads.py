@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from kbase.errors import StoreError
 from kbase.store.codec.checked import as_bytes as _blob
 from kbase.store.codec.checked import packed
-from kbase.store.codec.kernel_blobs import Blobs, LevelRows, ids_of, position_of
+from kbase.store.codec.id_lists import ids_of, position_of
+from kbase.store.codec.kernel_blobs import Blobs, LevelRows
 from kbase.store.codec.packed import Packed, PackedError
 
 if TYPE_CHECKING:

@@ -368,7 +368,7 @@ class StoreReader:
         found = self.rows("board_blobs", {"id": baseline_id})
         if not found:
             return []
-        from kbase.store.codec.kernel_blobs import ids_of
+        from kbase.store.codec.id_lists import ids_of
 
         lb = board(baseline_id, *found[0][:3])
         kernel_ids = ids_of(bytes(found[0][4]))

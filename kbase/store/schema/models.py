@@ -122,7 +122,7 @@ class BaselineKernels(SQLModel, table=True):
     )
     format: int  # kernel_blobs.FORMAT of the four blobs
     kernels: int  # rows (kernels) of the table
-    # this store's ``kernel_name`` id of each row (``kernel_blobs.id_list``), outside the blobs (0014): the blobs
+    # this store's ``kernel_name`` id of each row (``id_lists.id_list``), outside the blobs (0014): the blobs
     # are the same bytes in every store and export; ahead of ``levels``, which history reads with it
     kernel_ids: bytes = Field(sa_type=LargeBinary)
     levels: bytes = Field(sa_type=LargeBinary)  # launches, total ns (what derives from them: computed on read)

@@ -79,7 +79,8 @@ def read_stored(reader: StoreReader, ids: list[int]) -> dict[int, Stored]:
     """The given baselines as ``Stored`` (kernel tables, names and content digests), read by the store's reader."""
     import dataclasses
 
-    from kbase.store.codec.kernel_blobs import empty_table, encode, ids_of
+    from kbase.store.codec.id_lists import ids_of
+    from kbase.store.codec.kernel_blobs import empty_table, encode
 
     cols = baseline_columns()
     out: dict[int, Stored] = {}

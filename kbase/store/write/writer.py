@@ -150,7 +150,8 @@ def write_kernels(w: Writer, workload: str, tables: list[tuple[int, StoredTable]
     each (baseline id, ``kernel_blobs.StoredTable``) as its ``baseline_kernels`` row, its blobs as they are, the
     names and op keys it lists mapped to this store's ids (inserted when new) beside them (``kernel_ids``,
     ``op_ids``), and the workload's new ``workload_kernel`` pairs."""
-    from kbase.store.codec.kernel_blobs import FORMAT, id_list
+    from kbase.store.codec.id_lists import id_list
+    from kbase.store.codec.kernel_blobs import FORMAT
 
     ids = name_ids(w, [n for _, t in tables for n in t.names])
     ops = op_ids(w, [o for _, t in tables for o in t.op_names])
