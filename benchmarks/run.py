@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-10m", action="store_true", help="run S1 at 10M kernels even with --quick")
     ap.add_argument("--out", type=Path, help="results.json and cached inputs (default: a new temp dir)")
     ap.add_argument("--only", default="S1,S2,S3,S4,S5,S6,S7,S8,S9,S10", help="comma-separated scenarios to run")
+    ap.add_argument("--s8-sizes", help="S8's store sizes, comma-separated (default 5000,50000; --quick: 5000)")
     args = ap.parse_args(argv)
     if shutil.which("sqlite3") is None:
         print("benchmark: the sqlite3 command-line shell is needed for the floors", file=sys.stderr)
@@ -266,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     if "S7" in only:
         s7_store_size(out, res, log)
     if "S8" in only:
-        s8_steps(out, res, log, runs=3, sizes=(5_000,) if quick else (5_000, 50_000))
+        s8_sizes = tuple(int(n) for n in args.s8_sizes.split(",")) if args.s8_sizes else (
+            (5_000,) if quick else (5_000, 50_000))
+        s8_steps(out, res, log, runs=3, sizes=s8_sizes)
     if "S9" in only:
         s9_postgresql(out, 200 if quick else 1000, res, log, runs=3 if quick else 5)
     if "S10" in only:
