@@ -14,8 +14,8 @@ import math
 from array import array
 from typing import TYPE_CHECKING, Any
 
-from kbase.store.codec.kernel_blobs import Blobs, KernelTable
-from kbase.store.codec.mantissa import row_medians
+# the predictions format 1 stored residuals against are the ones format 2 derives its columns by
+from kbase.store.codec.kernel_blobs import Blobs, KernelTable, _amdahl, _divisor, _ratio
 from kbase.store.codec.packed import Packed
 from kbase.store.codec.packing import pack
 
@@ -30,33 +30,6 @@ NAN = float("nan")
 
 
 # ------------------------------------------------------------------------------------------ predictions
-
-
-def _divisor(num: np.ndarray, values: np.ndarray) -> float | None:
-    """The one number ``d`` with values = num / d for (almost) every row: the leaderboard's denominators
-    (iterations x GPUs, the window's GPU time, the kernel time), read back from the columns themselves."""
-    import numpy as np
-
-    ok = np.isfinite(values) & (values != 0) & (num != 0)
-    if not ok.any():
-        return None
-    d = float(row_medians((num[ok] / values[ok])[None, :])[0])
-    r = round(d)
-    return float(r) if r and abs(d - r) <= 1e-9 * abs(d) else d
-
-
-def _ratio(num: list, d: float | None) -> list[float]:
-    return [NAN] * len(num) if d is None else [v / d for v in num]
-
-
-def _amdahl(shares: list[float]) -> list[float]:
-    """What the store holds as the Amdahl ceiling of each share: 1/(1-p) (``analysis.amdahl``), NULL (NaN)
-    where infinite; a NULL share counts as 0."""
-    out = []
-    for p in shares:
-        p = 0.0 if p != p else p
-        out.append(NAN if p >= 1 else 1.0 / (1.0 - p + 0.0))
-    return out
 
 
 def _bits(values: list[float]) -> list[int]:
