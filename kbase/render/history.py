@@ -8,7 +8,6 @@ step) slots in with its own priority, another section prints after ``print_histo
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -225,34 +224,8 @@ def _newest(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any
 
 def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None,
                  steps: list[KernelStep] | None = None, limit: int | None = None) -> str:
-    """Strict JSON, one baseline per line: ``jsonable.dumps`` of ``history_doc``, byte for byte.
-
-    A history is thousands of records of plain values: they are encoded by one call of json's C encoder
-    (not one call a record) and put one a line after; anything that encoder refuses (NaN, a value that is
-    not JSON) or that does not split cleanly takes ``jsonable.dumps`` whole."""
-    doc = history_doc(h, workload, branch, steps, limit)
-    recs = doc["baselines"]
-    if len(recs) < 2 or any(next(iter(r), None) != "id" for r in recs):
-        return jsonable.dumps(doc)
-    try:
-        text = _RECORDS(recs)
-    except (ValueError, TypeError):
-        return jsonable.dumps(doc)
-    # '}, {"id": ' only occurs between records: a string's quotes are escaped, and the records hold no
-    # containers (checked by counting: one per boundary). Text beyond ASCII (a commit subject): the whole
-    # document the ordinary way, which decides whether it must be written as ASCII escapes.
-    if text.count(_BOUNDARY) != len(recs) - 1 or not text.isascii():
-        return jsonable.dumps(doc)
-    lines = "[\n    " + text[1:-1].replace(_BOUNDARY, "},\n    {\"id\": ") + "\n  ]"
-    doc["baselines"] = []
-    head = jsonable.dumps(doc)  # the rest of the document, with an empty list where the records go
-    at = head.index('\n  "baselines": []') + len('\n  "baselines": ')
-    return head[:at] + jsonable.json_safe(lines) + head[at + 2:]
-
-
-# json's C encoder as ``jsonable.dumps`` sets it up for one record (``_encode``), for the whole list at once
-_RECORDS = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
-_BOUNDARY = '}, {"id": '
+    """Strict JSON, one baseline per line (``jsonable.dumps``: its records in one call of the C encoder)."""
+    return jsonable.dumps(history_doc(h, workload, branch, steps, limit))
 
 
 def step_marks(rows: list[dict[str, Any]], steps: list[KernelStep] | None) -> list[str]:

@@ -1,5 +1,5 @@
-"""``history_json`` encodes the records in one call and splices them in: byte for byte what
-``jsonable.dumps(history_doc(...))`` writes, whatever the rows hold (and the ordinary path when it cannot)."""
+"""``jsonable.dumps`` encodes a list of records in one call and cuts it between records: byte for byte what
+encoding each record alone writes, whatever the rows of a history hold (and one call a record when it cannot)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,11 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("limit", [None, 3])
-def test_history_json_is_dumps_of_the_doc(case: str, limit: int | None) -> None:
+def test_history_json_is_dumps_of_the_doc(case: str, limit: int | None, monkeypatch) -> None:
     h = KernelHistory(query="k\x7f", name="kernel<é>", short_name="kernel", rows=CASES[case], workload="w")
-    want = jsonable.dumps(history_doc(h, "w", None, None, limit))
+    with monkeypatch.context() as m:  # the reference: each record encoded alone
+        m.setattr(jsonable, "_record_texts", lambda records, enc: [enc(r) for r in records])
+        want = jsonable.dumps(history_doc(h, "w", None, None, limit))
     assert history_json(h, "w", None, None, limit) == want
 
 
