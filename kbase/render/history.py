@@ -170,7 +170,7 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     workloads or branches; ``steps_note`` says so). ``limit``: only the newest baselines."""
     from kbase.render.steps import step_dict
 
-    recs = _json_rows(h.rows, limit)
+    recs = _public_rows(h.rows, limit)
     found = None if steps is None else [{k: _finite(v) for k, v in step_dict(s).items()} for s in steps]
     doc = {"schema": HISTORY_SCHEMA, "query": h.query,
            "kernel": {"name": h.name, "short_name": h.short_name, "id": short_id(h.name)},
@@ -180,9 +180,10 @@ def history_doc(h: KernelHistory, workload: str | None = None, branch: str | Non
     return doc
 
 
-def _json_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    """The newest ``limit`` rows of ``with_changes`` as JSON gives them (``_public``, ``_iso_dates``), one dict
-    made a row (thousands of rows: no intermediate copies)."""
+def _public_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """The newest ``limit`` rows of ``with_changes`` as JSON and CSV give them: the setup as GPU model/count and
+    alignment (its fingerprint and window key are the store's), dates in ISO 8601; one dict made a row
+    (thousands of rows: no intermediate copies)."""
     changes = _changes(rows)
     start = len(rows) - limit if limit and len(rows) > limit else 0
     out = []
@@ -199,27 +200,11 @@ def _json_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, 
     return out
 
 
-_PRIVATE = ("fingerprint", "window_spec")  # the store's setup keys: ``_public`` leaves them out
-
-
-def _public(r: dict[str, Any]) -> dict[str, Any]:
-    """A row as JSON and CSV give it: the setup as GPU model/count and alignment (its fingerprint and window
-    key are the store's)."""
-    return {k: v for k, v in r.items() if k not in ("fingerprint", "window_spec")}
-
-
-def _iso_dates(r: dict[str, Any]) -> None:
-    for key in ("created_at", "commit_date"):
-        if hasattr(r.get(key), "isoformat"):
-            r[key] = r[key].isoformat()
+_PRIVATE = ("fingerprint", "window_spec")  # the store's setup keys
 
 
 def _finite(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
-
-
-def _newest(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    return rows[-limit:] if limit and len(rows) > limit else rows
 
 
 def history_json(h: KernelHistory, workload: str | None = None, branch: str | None = None,
@@ -253,9 +238,7 @@ def history_csv(h: KernelHistory, steps: list[KernelStep] | None = None, limit: 
 
     from kbase.render.safe import csv_text
 
-    rows = [_public(r) for r in _newest(with_changes(h.rows), limit)]
-    for r in rows:
-        _iso_dates(r)
+    rows = _public_rows(h.rows, limit)
     marks = step_marks(rows, steps)
     rows = [{**r, "step": m} for r, m in zip(rows, marks)]
     buf = io.StringIO()
