@@ -86,7 +86,7 @@ def _json_object(text: str) -> Any:
 
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # (json.loads' own decoder: the same scanner, the same values)
 
-# ------------------------------------------------------------------------------------------ encoding
+# ------------------------------------------------------------------------------ Zstandard (packing compresses)
 
 
 _ZSTD = threading.local()  # a Zstandard (de)compressor per thread: setting one up costs ~10 us, decoding a blob ~1 us
