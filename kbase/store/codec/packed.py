@@ -37,6 +37,7 @@ VERSION = 1
 ZSTD = 3  # the payload's codec byte (1 and 2: ``format1``)
 ZSTD_LEVEL = 15  # the sketches' size of LZMA2 preset 6 (+-1%) in half its time; decoding ~15x faster than zlib
 WIDTH_MASK, ZIGZAG, DELTA, FLOAT = 0x0F, 0x10, 0x20, 0x40
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _TYPECODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 for _w, _t in list(_TYPECODES.items()):  # 'I' and 'L' differ between platforms: take the one of that width
     if array(_t).itemsize != _w:
@@ -300,7 +301,6 @@ class Packed:
         v = int.from_bytes(self._body[start + i : end : n], "little")
         return (v >> 1) ^ -(v & 1) if kind & ZIGZAG else v
 
-
     def ints(self, name: str, n: int | None = None) -> list[int]:
         """Column ``name`` as Python ints (``n``: the length of an all-zero column; default ``rows``)."""
         kind, a = self._stored(name)
@@ -311,6 +311,9 @@ class Packed:
             values = [(v >> 1) ^ -(v & 1) for v in values]
         if kind & DELTA:
             values = list(accumulate(values))
+            if values and (min(values) < _INT64_MIN or max(values) > _INT64_MAX):
+                # the encoder's differences wrapped in int64 (numpy): so do the running sums
+                values = [(v - _INT64_MIN) % (1 << 64) + _INT64_MIN for v in values]
         return values
 
     def floats(self, name: str, n: int | None = None) -> list[float]:
