@@ -68,6 +68,21 @@ def run_child(cmd: list[str], cwd: Path, ok_codes=(0,), stdout_path: Path | None
     return Run(wall, usage.ru_maxrss * 1024, rc, usage.ru_utime + usage.ru_stime)  # ru_maxrss: KiB on Linux
 
 
+class OneCoreBusy:
+    """A spinning child process for the duration of a ``with`` block: one core busy, as on a CI runner running
+    other jobs (issue 41: CPU is measured so). On such a runner kbase's reader takes one thread
+    (``kbase.readers.threads``), and both sides of a pair pay the same sharing of caches and memory bandwidth."""
+
+    def __enter__(self) -> OneCoreBusy:
+        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        time.sleep(0.2)  # running (and counted in /proc/loadavg's runnable tasks) before the first pair
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 def med(xs) -> float:
     return float(statistics.median(xs)) if xs else float("nan")
 
