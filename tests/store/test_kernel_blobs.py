@@ -235,3 +235,29 @@ def test_format_1_tables_convert_to_format_2_with_every_value():
         for c in (*LEVEL_COLUMNS, *BOARD_COLUMNS):
             np.testing.assert_array_equal(_bits(getattr(a, c)), _bits(getattr(b, c)), err_msg=c)
         assert new == encode(b)  # what a snapshot of the same table writes
+
+
+def test_sketches_coded_on_a_second_thread_are_the_same_bytes(monkeypatch):
+    """``encode`` codes a large sketches blob on a second thread while a core is idle: the blobs are those of the
+    one-thread path, byte for byte (and a table below the threshold takes the one-thread path)."""
+    import kbase.store.codec.kernel_blobs as kernel_blobs
+
+    t = _table(np.random.default_rng(7), k=400, keys=12)
+    monkeypatch.setenv("KBASE_READ_THREADS", "1")
+    alone = encode(t)
+    monkeypatch.setenv("KBASE_READ_THREADS", "2")
+    used: list[int] = []
+    real = kernel_blobs.encode_levels
+
+    def spy(table):
+        import threading
+
+        used.append(threading.active_count())
+        return real(table)
+
+    monkeypatch.setattr(kernel_blobs, "encode_levels", spy)
+    monkeypatch.setattr(kernel_blobs, "PARALLEL_SKETCH_VALUES", 1)
+    assert encode(t) == alone
+    monkeypatch.setattr(kernel_blobs, "PARALLEL_SKETCH_VALUES", t.sketches.size + 1)
+    assert encode(t) == alone
+    assert used[0] > used[1]  # the first encode ran beside its sketching thread, the second alone

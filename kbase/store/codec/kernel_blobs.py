@@ -331,15 +331,41 @@ def empty_table() -> KernelTable:
     return KernelTable(**cols, extra={s.name: np.zeros(0, dtype=dtype_of(s.name)) for s in declared()})
 
 
+PARALLEL_SKETCH_VALUES = 1 << 14  # sketch values from which the sketches blob is coded on a second thread
+
+
+def _core_idle() -> bool:
+    from kbase.readers.threads import reader_threads
+
+    return reader_threads() > 1  # (a core idle now, or KBASE_READ_THREADS=2)
+
+
 def encode(t: KernelTable) -> Blobs:
     """The four blobs of a baseline's kernel table (deterministic: the same table, the same bytes; its
     ``name_id`` is not in them)."""
     from kbase.store.codec.sample_blobs import encode_samples, encode_sketches
 
-    levels = encode_levels(t)
-    board = encode_board(t, LevelRows(Packed(levels)))
-    samples = None if t.iter_ns is None or t.iter_count is None else encode_samples(t.iter_ns, t.iter_count)
-    sketches = None if t.sketches is None else encode_sketches(t.sketches, t.count)
+    pool = None
+    sketching = None
+    if t.sketches is not None and t.sketches.size >= PARALLEL_SKETCH_VALUES and _core_idle():
+        # The sketches blob (the largest) is compressed on a second thread while this one encodes the others:
+        # Zstandard releases the GIL, each blob is coded alone (the same bytes), and a snapshot's last step
+        # shortens on an idle core (where every core is busy it would only wait its turn).
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=1)
+        sketching = pool.submit(encode_sketches, t.sketches, t.count)
+    try:
+        levels = encode_levels(t)
+        board = encode_board(t, LevelRows(Packed(levels)))
+        samples = None if t.iter_ns is None or t.iter_count is None else encode_samples(t.iter_ns, t.iter_count)
+        if sketching is not None:
+            sketches = sketching.result()
+        else:
+            sketches = None if t.sketches is None else encode_sketches(t.sketches, t.count)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
     return Blobs(levels, board, samples, sketches)
 
 
