@@ -159,6 +159,13 @@ class Side:
     def n_samples(self) -> int:
         return int(self.samples.shape[1])
 
+    @property
+    def pools_captures(self) -> bool:
+        """Whether its sample columns come from two captures or more (repeat captures pooled). Compared with the
+        first, not counted by np.unique: that imports numpy.ma, ~12 ms of every stored diff and gate."""
+        c = self.sample_capture
+        return c is not None and len(c) > 0 and bool((c != c[0]).any())
+
 
 @dataclass(frozen=True)
 class OpSide:

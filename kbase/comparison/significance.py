@@ -136,7 +136,7 @@ def _between_process(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.n
     n = len(rows["name"])
     parts = []
     for side, pos in ((before, pos_b), (after, pos_a)):
-        if not side.aligned or side.sample_capture is None or len(np.unique(side.sample_capture)) < 2:
+        if not side.aligned or side.sample_capture is None or not side.pools_captures:
             continue
         sd, df = repeat_components(side.samples, side.sample_capture)
         on_rows = np.full(n, np.nan)
