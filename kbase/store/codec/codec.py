@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.capture import Capture
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
@@ -319,7 +319,7 @@ def op_pairs_of(stored: StoredOps, kernel_names: list[str], op_names: dict[int, 
     stored key order."""
     import numpy as np
 
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
 
     used = sorted({op_names[i] for i in stored.op_id.tolist() if i})
     code = {key: j for j, (key, _) in enumerate(used)}

@@ -52,7 +52,7 @@ DENSE_CELLS = 1 << 22
 if TYPE_CHECKING:
     import numpy as np
 
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
     from kbase.analysis.sparse import SparseRows
     from kbase.store.codec.kernel_blobs import KernelTable
 
