@@ -11,9 +11,9 @@ from statistics import NormalDist
 
 import numpy as np
 
+from kbase.analysis.medians import row_medians
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL
 from kbase.comparison.stats import t_two_sided_quantile
-from kbase.store.codec.mantissa import row_medians
 
 
 def pool(sketches: list[np.ndarray]) -> np.ndarray:
