@@ -38,6 +38,11 @@ class TcState(StrEnum):
         return {"tc": "✓", "fallback": "⚠", "na": "-"}[self.value]
 
 
+# a tensor-core state's symbol by its value, as the tables show it (here, beside the states: a table renderer needs
+# it without loading ``analysis.classify``, whose patterns cost a stored diff or gate ~5 ms to compile)
+TC_SYMBOL = {s.value: s.symbol for s in TcState}
+
+
 class KernelClass(StrEnum):
     """What the diff says of a kernel: the machine value (JSON, CSV, stored) and its one display word
     (``label``, every table, sentence, comment, report and notebook), each defined once (``meaning``)."""

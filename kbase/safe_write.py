@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -234,6 +233,8 @@ class OutputDir:
         link or a hard link is replaced, not written through; readers never see half a file)."""
         _plain_name(name)
         raw = data.encode("utf-8") if isinstance(data, str) else data
+        import secrets  # here: it imports hashlib and hmac (~5 ms of a gate that writes no file)
+
         tmp = f".{name}.kbase-{secrets.token_hex(6)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=self.fd)

@@ -11,7 +11,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
     from kbase.analysis.summary import LeaderboardSummary
 
 CAPTURE_TEXT = ["short_name", "family", "category", "tc"]  # the text columns a capture carries per kernel

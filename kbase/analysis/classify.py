@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from kbase.analysis.names import WRAPPERS as _WRAPPERS
 from kbase.analysis.names import family_key, own_name, qualified_own_name, short_name  # noqa: F401 - re-exported
-from kbase.enums import Category, TcState
+from kbase.enums import TC_SYMBOL, Category, TcState  # noqa: F401 - TC_SYMBOL re-exported
 
 COMPUTE = Category.COMPUTE
 COMMUNICATION = Category.COMMUNICATION
@@ -38,7 +38,6 @@ MEMORY = Category.MEMORY
 TC_YES = TcState.YES
 TC_FALLBACK = TcState.FALLBACK
 TC_NA = TcState.NA
-TC_SYMBOL = {s.value: s.symbol for s in TcState}
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,10 @@ import numpy as np
 
 from kbase.analysis.iterations import AUTO_MARKERS
 from kbase.analysis.nesting import ThreadRanges
+from kbase.analysis.op_pairs import OpPairs  # (its own module: a stored read needs only it)
 from kbase.readers.profile import RANGE_ANNOTATION, RANGE_MODULE, RANGE_OP, Profile
 
 if TYPE_CHECKING:
-    from kbase.analysis.sparse import SparseRows
     from kbase.analysis.summary import LeaderboardSummary
 
 NO_OP = -1
@@ -191,29 +191,6 @@ def _coded(pair_of: np.ndarray, present: np.ndarray, rank: np.ndarray, bound: in
             pos = np.minimum(np.searchsorted(present, chunk), len(present) - 1)
             code[lo : lo + CHUNK] = np.where(chunk >= 0, rank[pos], NO_OP)
     return code
-
-
-@dataclass
-class OpPairs:
-    """A leaderboard's (op, kernel) pairs: each kernel's launches and time split by the op that launched them
-    (summed over GPUs). ``op``: code into ``names`` (-1: launched by no op); ``iter_ns``: (pairs, the window's
-    iterations) ns per iteration, held sparse (``analysis.sparse``: the (pair, iteration) cells that occur; no
-    columns in a window without iterations)."""
-
-    names: np.ndarray  # object: op keys
-    bare: np.ndarray  # object: op without scope, per key
-    op: np.ndarray  # int32 per pair
-    kernel: np.ndarray  # object: full kernel name per pair
-    count: np.ndarray  # int64
-    total_ns: np.ndarray  # float64
-    iter_ns: SparseRows  # (pairs, iterations)
-
-    def __len__(self) -> int:
-        return len(self.op)
-
-    def op_of(self, pair: int) -> str | None:
-        code = int(self.op[pair])
-        return None if code < 0 else str(self.names[code])
 
 
 def op_pairs(ops: OpColumns, codes: np.ndarray, op_code: np.ndarray, dur: np.ndarray, iteration: np.ndarray,

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 
 from kbase.api.common import _store, check_baseline_workload, with_workload, workload_for
-from kbase.api.kernels import find_kernel
-from kbase.api.top_answer import top
 
 # ------------------------------------------------------------------------------------------ compare
 
@@ -53,6 +51,8 @@ def _read_side(text: str, settings: Settings, st: Callable[[], StoreReader], str
 
     ref = parse_ref(text)
     if ref.kind == RefKind.PROFILE:
+        from kbase.api.top_answer import top  # here: a stored side needs none of the capture path
+
         lb = top(ref.path, settings, sketches=True)
         meta = SideMeta(workload=settings.workload, gpu_models=",".join(lb.summary.gpu_models),
                         gpu_count=int(lb.summary.gpus), window_spec=settings.window.key())
@@ -206,6 +206,8 @@ def kernel_pattern(text: str, settings: Settings | None = None, *, store: Store 
 
     if is_pattern(text):
         return text
+    from kbase.api.kernels import find_kernel
+
     settings = settings or Settings.load()
     with _store(settings, store, readonly=True) as st:
         workload = workload_for(settings, st.reader)

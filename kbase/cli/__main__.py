@@ -1,6 +1,7 @@
 """The ``kbase`` script and ``python -m kbase.cli``: the process policies (:mod:`kbase.cli.tuning`), then
-a plain ``kbase top FILE`` answered without the command line (:mod:`kbase.cli.fast_top`), else
-``kbase.cli.main``, then the quick exit. ``main`` itself keeps ``sys.exit``, for callers in-process."""
+a plain ``kbase top FILE`` answered without the command line (:mod:`kbase.cli.fast_top`), a plain
+``kbase diff`` / ``gate`` likewise (:mod:`kbase.cli.fast_diff`), else ``kbase.cli.main``, then the quick exit.
+``main`` itself keeps ``sys.exit``, for callers in-process."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ def run() -> NoReturn:
     code: object = answer(sys.argv)  # a plain ``kbase top FILE``: answered without Typer (it applies the policies)
     if code is None:
         tuning.apply()
+        from kbase.cli.fast_diff import answer as answer_diff
+
+        code = answer_diff(sys.argv)  # a plain stored ``kbase diff`` / ``gate``: answered without Typer
+    if code is None:
         from kbase.cli import main
 
         try:

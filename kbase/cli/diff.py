@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import date
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kbase.cli.diff_run import run_diff, run_gate
 from kbase.cli.shared import (
     DbOpt,
     FleetGpusOpt,
@@ -26,13 +25,10 @@ from kbase.cli.shared import (
     make_settings,
     window_options,
 )
-from kbase.enums import DiffFormat, GroupBy, ListFormat
-from kbase.errors import InputError, NoBaselineError, SettingsError, UnknownRevisionError, UnknownWorkloadError
+from kbase.enums import ListFormat
+from kbase.errors import InputError, SettingsError
 
 if TYPE_CHECKING:
-    from kbase.comparison.gate import Verdict
-    from kbase.comparison.result import Comparison
-    from kbase.settings import Settings
     from kbase.store.schema.records import AcceptanceRecord
 
 AllOpt = Annotated[bool, typer.Option("--all", help="Also list unchanged and within-noise kernels.")]
@@ -75,31 +71,10 @@ def diff(
 ) -> None:
     """Which kernels grew, shrank, appeared or vanished between two baselines (per iteration), and with a
     price per GPU-hour and the fleet's GPUs, what the change costs per month."""
-    import kbase
-    from kbase.render import diff as render_diff
-
-    fmt = check_choice(fmt, DiffFormat)
-    by_op = _by_op(by, fmt)
-    settings = make_settings(repo=repo, db=db, name=name, window=window, gpu_hour_cost=gpu_hour_cost,
-                             fleet_gpus=fleet_gpus, policy={"unit": unit})
-    comparison = kbase.compare(a, b, settings, base_ref=base_ref, strict=strict, history_ref=history_ref)
-    _emit(render_diff.diff_doc(comparison), comparison, fmt, show_all, wide=wide, full_names=full_names, quiet=quiet,
-          by_op=by_op)
-
-
-def _by_op(by: str, fmt: str) -> bool:
-    by_op = check_choice(by, GroupBy, flag="--by") == GroupBy.OP
-    if by_op and fmt in (DiffFormat.BMF, DiffFormat.GITHUB_BENCHMARK):
-        raise InputError("--by op does not apply to the bmf / github-benchmark formats", field="by", value=by)
-    return by_op
-
-
-def _emit(doc: dict[str, Any], comparison: Comparison, fmt: str, show_all: bool, verdict: Verdict | None = None,
-          wide: bool = False, full_names: bool = False, quiet: bool = False, by_op: bool = False) -> None:
-    from kbase.render.formats import DIFF, DiffJob, Sink
-
-    job = DiffJob(doc, comparison, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet, by_op=by_op)
-    DIFF.render(fmt, job, Sink.stdout(console))
+    run_diff(
+        a, b, name=name, base_ref=base_ref, strict=strict, history_ref=history_ref, fmt=fmt, show_all=show_all, db=db,
+        repo=repo, wide=wide, full_names=full_names, quiet=quiet, gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus,
+        by=by, unit=unit, window=window)
 
 
 @app.command()
@@ -166,89 +141,15 @@ def gate(
     window: dict[str, Any] | None = None,
 ) -> None:
     """CI gate: exit 0 pass, 1 kernel (or total) regression, 2 usage/missing baseline/incomparable, 3 internal error."""
-    import kbase
-    from kbase.render import diff as render_diff
-
-    policy = {"max_increase_pct": max_increase_pct, "abs_floor_us": abs_floor_us, "share_floor": share_floor,
-              "alpha": alpha, "total_increase_pct": total_increase_pct, "new_kernel": new_kernel, "ignore": ignore,
-              "fpr": fpr, "min_effect_pct": min_effect_pct, "step_gate": step_gate, "step_run_noise": step_run_noise,
-              "unit": unit, "cannot_judge": "fail" if fail_on_cannot_judge else None}
-    settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy, gpu_hour_cost=gpu_hour_cost,
-                             fleet_gpus=fleet_gpus)
-    if ignore and any(p.startswith("#") for p in ignore):  # a kernel's #id, as tables show it
-        policy["ignore"] = [kbase.kernel_pattern(p, settings) if p.startswith("#") else p for p in ignore]
-        settings = make_settings(repo=repo, db=db, name=name, window=window, policy=policy,
-                                 gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus)
-    if show_policy:
-        from kbase.render.policy_toml import policy_toml
-
-        sys.stdout.write(policy_toml(settings.policy.as_dict()))
-        return
-    fmt = check_choice(fmt, DiffFormat)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if_no_baseline = check_choice(if_no_baseline, NoBaselinePolicy, flag="--if-no-baseline")
-    from kbase.render.gate_files import GateFiles, check_gate_files, write_gate_files
-    from kbase.store.schema.errors import NoStoreError
-
-    files = GateFiles(output=output, comment_md=comment_md, junit=junit, step_summary=summary)
-    check_gate_files(files)  # before any work: a bad path never follows a printed verdict
-    try:
-        result = kbase.gate(a, b, settings, base_ref=base_ref, strict=strict, allow_incomparable=allow_incomparable,
-                            warn_only=warn_only, history_ref=history_ref)
-    except (NoBaselineError, NoStoreError, UnknownRevisionError, UnknownWorkloadError) as exc:
-        if if_no_baseline != NoBaselinePolicy.PASS or not _nothing_to_compare(exc, a, b):
-            raise
-        reason = str(exc)
-        if isinstance(exc, UnknownWorkloadError):  # no stored name close to it: this workload's first run
-            reason = (f"workload {settings.workload!r} has no baseline in this store yet (it holds "
-                      f"{', '.join(exc.stored[:10])}{', …' if len(exc.stored) > 10 else ''}): its first run")
-        _pass_without_baseline(reason, settings, comment_md, quiet)
-        raise typer.Exit(0) from None
-    verdict = result.verdict
-    doc = write_gate_files(result, files, show_all=show_all)  # files first: a failed write prints no verdict
-    _emit(doc, result.comparison, fmt, show_all, verdict, wide=wide, full_names=full_names, quiet=quiet)
-    if fmt != DiffFormat.TABLE and not quiet:
-        from kbase.render.safe import inert
-
-        for line in render_diff.verdict_lines(verdict):
-            print(inert(line), file=sys.stderr)
-    raise typer.Exit(verdict.code)
-
-
-class NoBaselinePolicy(StrEnum):
-    FAIL = "fail"
-    PASS = "pass"
-
-
-def _nothing_to_compare(exc: Exception, a: str | None, b: str | None) -> bool:
-    """A missing baseline or store, a parent revision that does not exist (``HEAD~1`` of a root commit), or a
-    workload the store has never held while no stored name is close to it: the first run. A misspelt revision,
-    or a workload name close to a stored one (``resnet5`` beside ``resnet50``), is still an error."""
-    if isinstance(exc, UnknownRevisionError):
-        return any(("~" in r or "^" in r) for r in (a or "HEAD~1", b or "") if r)
-    if isinstance(exc, UnknownWorkloadError):
-        return exc.close is None
-    return True
-
-
-def _pass_without_baseline(reason: str, settings: Settings, comment_md: Path | None, quiet: bool) -> None:
-    """--if-no-baseline pass: say so where CI shows it, and leave the comment saying why."""
-    from kbase.render.gate_files import write_no_baseline_comment
-    from kbase.render.safe import inert
-
-    text = f"no baseline to compare with, passing: {reason}"
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        print(f"::notice title=kbase gate::{inert(text)}")
-    elif not quiet:
-        print(f"kbase gate: PASS (notice: {inert(text)})", file=sys.stderr)
-    if comment_md:
-        try:
-            from kbase.gitrepo import commit_info
-
-            head = commit_info(settings.repo).hash
-        except InputError:
-            head = "?"
-        write_no_baseline_comment(comment_md, settings.workload, head, reason)
+    raise typer.Exit(run_gate(
+        a, b, name=name, base_ref=base_ref, strict=strict, warn_only=warn_only, allow_incomparable=allow_incomparable,
+        show_policy=show_policy, max_increase_pct=max_increase_pct, abs_floor_us=abs_floor_us,
+        share_floor=share_floor, alpha=alpha, fpr=fpr, min_effect_pct=min_effect_pct, history_ref=history_ref,
+        total_increase_pct=total_increase_pct, new_kernel=new_kernel, ignore=ignore, step_gate=step_gate,
+        step_run_noise=step_run_noise, junit=junit, output=output, comment_md=comment_md,
+        if_no_baseline=if_no_baseline, fmt=fmt, show_all=show_all, db=db, repo=repo, wide=wide,
+        full_names=full_names, quiet=quiet, gpu_hour_cost=gpu_hour_cost, fleet_gpus=fleet_gpus, unit=unit,
+        fail_on_cannot_judge=fail_on_cannot_judge, window=window))
 
 
 @app.command()

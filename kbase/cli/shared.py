@@ -10,9 +10,8 @@ import functools
 import inspect
 import os
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -24,9 +23,12 @@ from kbase.cli.output import (  # noqa: F401 - the commands' one import
     reading_progress,
     terminal_width_env,
 )
-
-if TYPE_CHECKING:
-    from kbase.settings import Settings
+from kbase.cli.settings_flags import (  # noqa: F401 - the commands' imports (their home before)
+    WINDOW_FLAGS,
+    check_choice,
+    current_settings,
+    make_settings,
+)
 
 
 class KbaseGroup(TyperGroup):
@@ -109,6 +111,7 @@ FleetGpusOpt = Annotated[int | None, typer.Option(
 WINDOW_OPTIONS: dict[str, Any] = {"marker": MarkerOpt, "iteration_kernel": IterKernelOpt,
                                   "iterations": IterationsOpt, "warmup": WarmupOpt, "trim": TrimOpt, "gpu": GpuOpt,
                                   "allow_missing_ranks": AllowMissingRanksOpt}
+assert tuple(WINDOW_OPTIONS) == WINDOW_FLAGS  # the plain diff/gate path (``cli.fast_diff``) hands over the same dict
 
 
 def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -127,41 +130,6 @@ def window_options(command: Callable[..., Any]) -> Callable[..., Any]:
     with_window.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     with_window.__annotations__ = {p.name: p.annotation for p in params}
     return with_window
-
-
-_SETTINGS: list[Settings] = []  # the settings of the command running now (errors name their origin)
-
-
-def current_settings() -> Settings | None:
-    return _SETTINGS[-1] if _SETTINGS else None
-
-
-def make_settings(*, repo: Path | None = None, db: str | None = None, name: str | None = None,
-                  profile: Path | None = None, window: dict[str, Any] | None = None,
-                  policy: dict[str, Any] | None = None, gpu_hour_cost: float | None = None,
-                  fleet_gpus: int | None = None, gpu_model: str | None = None) -> Settings:
-    """The command's one Settings object: defaults < [tool.kbase] < environment < these flags."""
-    from kbase.settings import Settings
-
-    _SETTINGS.clear()
-    flags = dict(window or {})
-    if flags.get("trim"):
-        flags["trim"] = list(flags["trim"])
-    settings = Settings.load(repo=repo, db=db, name=name, profile=profile, policy=policy, window=flags,
-                             gpu_hour_cost=gpu_hour_cost, gpus=fleet_gpus, gpu_model=gpu_model)
-    _SETTINGS.append(settings)
-    return settings
-
-
-def check_choice(value: str, choices: type[StrEnum], flag: str = "--format") -> Any:
-    """One format check for every command: the value as the command's StrEnum, or a one-line error."""
-    from kbase.errors import SettingsError
-
-    try:
-        return choices(value)
-    except ValueError:
-        names = ", ".join(c.value for c in choices)
-        raise SettingsError(f"unknown value (choose one of {names})", field=flag.lstrip("-"), value=value) from None
 
 
 def _version(value: bool) -> None:

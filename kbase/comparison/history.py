@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kbase.comparison.changepoints import KernelStep, kernel_steps
 from kbase.comparison.noise import history_noise
 from kbase.comparison.setups import SetupChange, changes_note, setup_changes
 from kbase.display import Shown
@@ -19,6 +18,7 @@ from kbase.display import Shown
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.inputs import HistoryInputs
     from kbase.comparison.side import Side
     from kbase.gitrepo import CommitNote
@@ -174,6 +174,8 @@ class StepsInputs:
 def steps_of(inputs: StepsInputs) -> StepsReport:
     """Steps and creeps of every kernel along the line, found within each setup (``comparison.setups``: GPU
     model/count and window), never across a change of it, which is listed (``setup_changes``)."""
+    from kbase.comparison.changepoints import kernel_steps  # here: a diff or gate never looks for steps
+
     notes = list(inputs.notes)
     bs = list(inputs.points)
     changes = setup_changes(bs)

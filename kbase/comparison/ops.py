@@ -316,8 +316,7 @@ def _sample_noise(keys: np.ndarray, bo: OpSide, ao: OpSide, bi: dict, ai: dict, 
     n = len(keys)
     bs = bo.samples.take(np.array([bi.get(k, -1) for k in keys.tolist()], dtype=np.int64))
     as_ = ao.samples.take(np.array([ai.get(k, -1) for k in keys.tolist()], dtype=np.int64))
-    repeats = [side.sample_capture if side.sample_capture is not None and len(np.unique(side.sample_capture)) > 1
-               else None for side in (before, after)]
+    repeats = [side.sample_capture if side.pools_captures else None for side in (before, after)]
     within: list = []
     sds: list[list[np.ndarray]] = [[], []]
     dfs = [0.0, 0.0]

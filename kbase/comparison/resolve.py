@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from kbase.comparison.inputs import Resolved, SideInputs
 from kbase.errors import InputError, NoBaselineError
-from kbase.gitrepo import ANCESTRY_LIMIT
 
 if TYPE_CHECKING:
     from kbase.comparison.side import SideMeta
@@ -129,7 +128,7 @@ def _line_of(text: str, repo: Path | None) -> tuple[str, list[str], InputError |
     A full commit hash that git cannot read here (no repository, a commit made in another clone: a CI
     artifact's store, ``kbase report`` of its history) is taken as it is, with no ancestry: its own
     baselines, or git's own error when the store holds none either."""
-    from kbase.gitrepo import first_parents, open_repo, resolve_commit
+    from kbase.gitrepo import ANCESTRY_LIMIT, first_parents, open_repo, resolve_commit
 
     try:
         repo_obj = open_repo(repo)

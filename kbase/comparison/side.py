@@ -159,6 +159,13 @@ class Side:
     def n_samples(self) -> int:
         return int(self.samples.shape[1])
 
+    @property
+    def pools_captures(self) -> bool:
+        """Whether its sample columns come from two captures or more (repeat captures pooled). Compared with the
+        first, not counted by np.unique: that imports numpy.ma, ~12 ms of every stored diff and gate."""
+        c = self.sample_capture
+        return c is not None and len(c) > 0 and bool((c != c[0]).any())
+
 
 @dataclass(frozen=True)
 class OpSide:
@@ -352,8 +359,13 @@ def _chunk_matrix(c: Capture, gpus: int, per_run: bool = False) -> tuple[list[st
 def _pooled_sketches(index: np.ndarray, parts: list[dict[str, np.ndarray]]) -> np.ndarray | None:
     if not parts or not all(parts):
         return None
+    names = index.tolist()
+    if len(parts) == 1 and all(name in parts[0] for name in names):  # one capture (the usual side): one stack
+        stacked = np.stack([parts[0][name] for name in names]).astype(np.float64, copy=False) if names else None
+        if stacked is not None and stacked.shape == (len(names), CHUNKS, WIDTH):
+            return stacked
     out = np.full((len(index), CHUNKS, WIDTH), np.nan)
-    for i, name in enumerate(index.tolist()):
+    for i, name in enumerate(names):
         have = [p[name] for p in parts if name in p]
         if have:
             out[i] = have[0] if len(have) == 1 else pool_sketches(have)
@@ -365,7 +377,9 @@ def _resolution(parts: list[dict[str, np.ndarray]]) -> float:
     q = [v[:, :QUANTILES] for p in parts for v in p.values()]
     if not q:
         return 0.0
-    allq = np.concatenate([x[np.isfinite(x)] for x in q])
+    # one array of every quantile, then one finite filter (not one per kernel: ~2 ms per 1,000 kernels)
+    allq = np.stack(q).ravel() if len({x.shape for x in q}) == 1 else np.concatenate([x.ravel() for x in q])
+    allq = allq[np.isfinite(allq)]
     return 1000.0 if len(allq) and not np.any(np.mod(allq, 1000.0)) else 1.0
 
 

@@ -11,6 +11,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from kbase.analysis.medians import row_medians
 from kbase.analysis.sketch import CHUNKS, COUNT, QUANTILES, TOTAL
 from kbase.comparison.stats import t_two_sided_quantile
 
@@ -112,9 +113,11 @@ def outlier_chunks(r: np.ndarray, ok: np.ndarray) -> np.ndarray:
             found = np.where(dev[at, j] > crit[:, i] * sd, i + 1, found)
             suspects[:, i] = j
             live[at, j] = False
+        # np.nanmedian's values to the bit, without the numpy.ma it imports (~12 ms of every stored diff and gate)
         xs = np.where(ok[rows], x, np.nan)
-        med = np.nanmedian(xs, axis=-1)
-        mad = np.nanmedian(np.abs(xs - med[:, None]), axis=-1)
+        med = row_medians(xs, ~np.isnan(xs))
+        dev_med = np.abs(xs - med[:, None])
+        mad = row_medians(dev_med, ~np.isnan(dev_med))
         for i in range(MAX_OUTLIERS):
             j = suspects[:, i]
             far = 0.6745 * np.abs(x[at, j] - med) > OUTLIER_MODIFIED_Z * mad

@@ -14,12 +14,11 @@ from dataclasses import replace
 from typing import Any
 
 from kbase.analysis import columns as registry
-from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.columns import Stat
 from kbase.analysis.names import display_names, short_id
 from kbase.comparison.result import row_delta_pct, row_sides
 from kbase.comparison.side import unit_of
-from kbase.enums import KernelClass
+from kbase.enums import TC_SYMBOL, KernelClass
 from kbase.render.columns import Column
 from kbase.units import ABSENT, ColumnUnit, fmt_delta_pct, fmt_money, fmt_p, group_units
 

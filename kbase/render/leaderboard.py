@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from kbase import jsonable
 from kbase.analysis import columns as registry
 from kbase.analysis.board import AnyLeaderboard, LeaderboardRows, board_of, records  # noqa: F401 - records re-exported
-from kbase.analysis.classify import TC_SYMBOL
 from kbase.analysis.columns import Stat
 from kbase.analysis.names import display_names, short_id
+from kbase.enums import TC_SYMBOL
 from kbase.render.columns import Column
 from kbase.render.safe import md_text
 from kbase.units import ColumnUnit, column_unit, fmt_ns, fmt_pct

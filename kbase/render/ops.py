@@ -171,7 +171,9 @@ def print_op_leaderboard(lb: Leaderboard, console: Any, limit: int | None = 20, 
 
 def ops_doc(result_ops: Any, short_names: dict[str, str]) -> list[dict[str, Any]]:
     """The ``ops`` list of the diff document: each op's row (``comparison.ops.OP_COLUMNS``; classes snake_case)
-    and its kernels (per (op, kernel) pair: before, after, Δ, launches per iteration per GPU)."""
+    and its kernels (per (op, kernel) pair: before, after, Δ, launches per iteration per GPU). Made of JSON
+    values only (the tables' ``tolist`` gives Python scalars, classes are stored as their values, ``_num`` nulls
+    NaN and inf): the document holds it as it is (tests/render/test_diff_doc_values.py)."""
     out = []
     for r in result_ops.records():
         row = {k: _num(v) for k, v in r.items()}

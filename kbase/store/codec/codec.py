@@ -9,9 +9,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import socket
 from typing import TYPE_CHECKING, Any
 
 from kbase.jsonable import clean
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.capture import Capture
     from kbase.analysis.leaderboard import Leaderboard
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
     from kbase.analysis.summary import LeaderboardSummary
     from kbase.gitrepo import CommitInfo
     from kbase.readers.source import SourceInfo
@@ -31,8 +29,16 @@ if TYPE_CHECKING:
     from kbase.store.codec.op_blobs import StoredOps
 
 
+def _hostname() -> str:
+    import socket  # here: only a write names its host, and socket costs a stored diff or gate ~3 ms to import
+
+    return socket.gethostname()
+
+
 def fingerprint(gpu_models: str, gpu_count: int, workload: str, window_spec: str) -> str:
     """Comparability key: two baselines compare only when this matches."""
+    import hashlib  # here: a read needs no fingerprint, and hashlib costs a stored diff or gate ~3 ms to import
+
     return hashlib.sha256(f"{gpu_models}|{gpu_count}|{workload}|{window_spec}".encode()).hexdigest()[:32]
 
 
@@ -189,7 +195,7 @@ def baseline_values(lb: Leaderboard, *, workload: str, commit: CommitInfo, sourc
         exporter_version=s.exporter,
         gpu_models=models,
         gpu_count=int(s.gpus),
-        host=socket.gethostname(),
+        host=_hostname(),
         window_spec=window_spec,
         window_desc=s.window,
         marker=s.marker or "",
@@ -313,7 +319,7 @@ def op_pairs_of(stored: StoredOps, kernel_names: list[str], op_names: dict[int, 
     stored key order."""
     import numpy as np
 
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
 
     used = sorted({op_names[i] for i in stored.op_id.tolist() if i})
     code = {key: j for j, (key, _) in enumerate(used)}

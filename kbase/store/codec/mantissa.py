@@ -6,30 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kbase.analysis.medians import row_medians  # noqa: F401 - re-exported (its home before)
+
 if TYPE_CHECKING:
     import numpy as np
 
 SAMPLE_BITS = 10  # significant bits of per-iteration ns and chunk totals: <= 0.049% relative error
 QUANTILE_BITS = 8  # ... of sketch quantiles: <= 0.2% each; a chunk's comparison sums 16 of them
 LOSSLESS_BITS = 24  # float32's significand: every value the 0008 store held comes back exactly
-
-
-def row_medians(values: np.ndarray, has: np.ndarray | None = None) -> np.ndarray:
-    """Each row's median of a 2-D array (of its entries ``has`` only when given; a row needs one): what
-    ``np.median(values, axis=1)`` and ``np.nanmedian`` give, to the bit (the middle value, or the mean of the
-    middle two), without importing ``numpy.ma`` (~12 ms of a snapshot: numpy's median asks it about NaN)."""
-    import numpy as np
-
-    v = np.asarray(values, dtype=np.float64)
-    if has is None:
-        n = np.full(len(v), v.shape[1], dtype=np.int64)
-        ordered = np.sort(v, axis=1)
-    else:
-        n = np.count_nonzero(has, axis=1)
-        ordered = np.sort(np.where(has, v, np.inf), axis=1)  # (the entries left out sort last)
-    rows = np.arange(len(v))
-    lo, hi = ordered[rows, (n - 1) // 2], ordered[rows, n // 2]
-    return np.where(n % 2 == 1, lo, (lo + hi) / 2)
 
 
 def mantissa_codes(values: np.ndarray, bits: int) -> np.ndarray:

@@ -52,7 +52,7 @@ DENSE_CELLS = 1 << 22
 if TYPE_CHECKING:
     import numpy as np
 
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
     from kbase.analysis.sparse import SparseRows
     from kbase.store.codec.kernel_blobs import KernelTable
 
@@ -209,7 +209,9 @@ def decode_ops(blob: bytes | Packed, table: KernelTable) -> StoredOps:
             ex = _explicit_samples(p, layout, e, keys, bits)
             parts.append((ex_idx[ex.row], ex.col, ex.value))
     if len(rest_idx):  # the kernel's less its other pairs
-        kernels = np.unique(row[rest_idx])
+        # each kernel has at most one remainder (checked above): sorted, they are distinct (np.unique would import
+        # numpy.ma, ~12 ms of every stored diff and gate)
+        kernels = np.sort(row[rest_idx])
         at = np.full(len(table.count), -1, dtype=np.int64)
         at[kernels] = np.arange(len(kernels))
         others = np.flatnonzero(~rest & (at[row] >= 0))

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.board import LeaderboardRows
     from kbase.analysis.capture import Capture
-    from kbase.analysis.ops import OpPairs
+    from kbase.analysis.op_pairs import OpPairs
     from kbase.store.codec.codec import Names
     from kbase.store.codec.kernel_blobs import KernelTable
 

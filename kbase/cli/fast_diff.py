@@ -1,0 +1,90 @@
+"""``kbase diff A [B]`` and ``kbase gate [A] [B]`` answered by the ``kbase`` script before the command line is built.
+
+Typer (with click) and the command modules cost a stored diff or gate of 2,000 kernels ~45 ms of its ~0.6 s
+(imports, the click command built from the signatures, the parse), for a call that is a handful of strings. So
+the script asks ``answer`` (after the process policies, ``cli.tuning``): a plain diff or gate — revisions (at most
+two, none starting with ``-``) and only ``--db`` and ``-f``/``--format``, each at most once — runs here the code
+the command runs (``cli.diff_run``: the same settings, API call, renderers and exit code) with the values the
+command would get (every other flag at its default), and errors map as the command line maps them
+(``cli.errors.failure``: one line, its exit code). Anything else (another option, ``--help``, ``--``, a
+repeated flag) answers None having done nothing, and the command line runs as always, with its own parsing and
+messages. ``KBASE_NO_FAST_DIFF=1`` turns this path off (``tests/cli/test_fast_diff.py`` holds the two alike).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+_VALUES = {"--db": "db", "-f": "fmt", "--format": "fmt"}
+
+
+def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]] | None:
+    """(command, its revisions, its flags by parameter) of a plain ``kbase diff`` / ``kbase gate``, or None."""
+    if len(argv) < 2 or argv[1] not in ("diff", "gate"):
+        return None
+    command = argv[1]
+    revisions: list[str] = []
+    flags: dict[str, str] = {}
+    args = iter(argv[2:])
+    for arg in args:
+        name, value = arg, None
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg.split("=", 1)
+        if name in _VALUES:
+            key = _VALUES[name]
+            value = next(args, None) if value is None else value
+            if value is None or key in flags:
+                return None  # a missing value or a repeated flag: the command line says what it makes of it
+            flags[key] = value
+        elif arg and not arg.startswith("-") and len(revisions) < 2:
+            revisions.append(arg)
+        else:
+            return None
+    if command == "diff" and not revisions:
+        return None  # its before side is required: the command line's usage error
+    return command, revisions, flags
+
+
+def answer(argv: list[str]) -> int | None:
+    """The exit code once ``argv`` is answered; None when this path does not apply (nothing printed, nothing
+    read: the command line runs). Call after ``tuning.apply``, as the command line runs."""
+    if os.environ.get("KBASE_NO_FAST_DIFF", "") not in ("", "0"):
+        return None
+    parsed = parse(argv)
+    if parsed is None:
+        return None
+    command, revisions, flags = parsed
+    import warnings
+
+    from kbase.cli.closed_stdout import guard_stdout
+    from kbase.cli.diff_run import run_diff, run_gate
+    from kbase.cli.settings_flags import WINDOW_FLAGS
+
+    if not os.environ.get("KBASE_DEBUG"):
+        warnings.simplefilter("ignore")  # as the command line does (``cli.entry.main``)
+    guard_stdout()
+    a, b = (revisions + [None, None])[:2]
+    kwargs: dict[str, Any] = {**flags, "window": dict.fromkeys(WINDOW_FLAGS)}
+    try:
+        if command == "diff":
+            run_diff(revisions[0], b, **kwargs)  # (``parse`` found diff's before side)
+            return 0
+        return run_gate(a, b, **kwargs)
+    except KeyboardInterrupt:
+        print("kbase: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - mapped as the command line maps it (``shared.KbaseGroup``)
+        from kbase.cli.errors import failure
+        from kbase.cli.settings_flags import current_settings
+        from kbase.errors import KbaseError
+
+        if os.environ.get("KBASE_DEBUG") and not isinstance(exc, KbaseError | UnicodeEncodeError):
+            raise
+        code, line = failure(exc, current_settings())
+        print(line, file=sys.stderr)
+        return code
+    finally:
+        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
+            sys.modules["kbase.store.engine"].dispose_all()
