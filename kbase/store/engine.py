@@ -97,9 +97,9 @@ def make_engine(url: str, busy_timeout_s: float | None = None, connect_timeout_s
             raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: "
                              f"{mask_url(str(exc), secret_of=url)})") from None
         if url.startswith(PG_URL):
-            from kbase.store.read.connect import bytea_as_bytes
+            from kbase.store.read.pg_driver import use_psycopg2
 
-            bytea_as_bytes()  # (its raw connections read blobs as the read connection does)
+            use_psycopg2()  # (its connections read blobs, wait and time out as the read connection's do)
     _ENGINES.append(engine)
     return engine
 

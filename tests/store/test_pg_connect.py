@@ -153,7 +153,7 @@ def _kbase(*args: str, env: dict | None = None) -> subprocess.Popen:
 @pytest.mark.slow
 @pytest.mark.parametrize(("timeout", "url_timeout"), [("2", None), ("60", "3")])
 def test_a_silent_server_fails_within_the_configured_timeout(silent_server, timeout, url_timeout):
-    """``kbase list`` against a server that never answers: psycopg's "connection timeout expired" after
+    """``kbase list`` against a server that never answers: "connection timeout expired" after
     ``KBASE_CONNECT_TIMEOUT`` (or the URL's own ``connect_timeout``) seconds, once — one line, exit 2."""
     url = f"postgresql+psycopg://kb:Secr3tPw@127.0.0.1:{silent_server}/db"
     if url_timeout:
@@ -185,6 +185,27 @@ def test_ctrl_c_stops_a_hung_connect_at_once(silent_server, tmp_path, args):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert time.monotonic() - t0 < 2.0
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["list"], ["show", "@2"]])
+def test_ctrl_c_stops_a_read_waiting_on_the_server_at_once(pg_store, args):
+    """A read that waits on the server — here on a lock another session holds, as a migration's would — stops at
+    Ctrl-C at once (every wait on the server is Python's), not when the server answers."""
+    from helpers.pg import connected, execute
+
+    with connected(pg_store) as holder:
+        execute(holder, "BEGIN")
+        execute(holder, "LOCK TABLE baseline IN ACCESS EXCLUSIVE MODE")
+        proc = _kbase(*args, "--db", pg_store)
+        time.sleep(3.0)  # (past the imports and the connect: waiting on the lock)
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - t0 < 2.0
+        execute(holder, "ROLLBACK")
     assert proc.returncode == 130 and "Traceback" not in err, err
 
 

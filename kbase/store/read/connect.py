@@ -11,20 +11,15 @@ PostgreSQL: the URL is read as SQLAlchemy reads it (``pg_connect_args``: the wri
 this one go to the same server, user and database), the connection is autocommit (no transaction is left
 open between reads) and waits ``connect_timeout`` seconds at most (``Settings.connect_timeout_s``, unless
 the URL names its own); psycopg2's own message says what failed, with the password masked
-(``errors.store_error``). Connecting runs in Python's loop (``_wait_until``: libpq's non-blocking connect, the
-socket waited on with ``select``), so Ctrl-C stops a hung connect at once. ``bytea`` is read as ``bytes``
-(``bytea_as_bytes``), as from sqlite3.
-
-psycopg2 rather than psycopg 3: its import is ~0.04 s against ~0.18 s, a quarter of a PostgreSQL ``kbase list``.
+(``errors.store_error``). Every wait on the server is Python's (``pg_driver``), so Ctrl-C stops a hung connect or
+a long query at once; ``bytea`` is read as ``bytes``, as from sqlite3.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import select
 import sqlite3
-import time
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
@@ -161,10 +156,6 @@ def connect_timeout(args: dict[str, Any], seconds: float) -> int:
         return max(1, math.ceil(seconds))
 
 
-class _NoAnswer(Exception):
-    """The connect timeout ran out (raised in ``_wait_until``'s loop, out through psycopg2's connect)."""
-
-
 def pg_connect(url: str, connect_timeout_s: float) -> Any:
     """An autocommit psycopg2 connection to the store at ``url``; a ``StoreError`` (psycopg2's first line, the
     password masked) when it cannot be opened within the timeout."""
@@ -172,77 +163,24 @@ def pg_connect(url: str, connect_timeout_s: float) -> Any:
 
     try:
         import psycopg2
-        import psycopg2.extensions
+
+        from kbase.store.read.pg_driver import NoAnswer, use_psycopg2
     except ImportError:
         raise StoreError(f"store {mask_url(url)}: cannot be used (psycopg2 is not installed: pip install "
                          "'gpu-kbase[postgres]')") from None
 
-    bytea_as_bytes()
+    use_psycopg2()
     args = pg_connect_args(url)
     args["connect_timeout"] = timeout = connect_timeout(args, connect_timeout_s)
-    previous = psycopg2.extensions.get_wait_callback()
-    psycopg2.extensions.set_wait_callback(_wait_until(time.monotonic() + timeout))
     try:
         conn = psycopg2.connect(**args)
-    except _NoAnswer:
-        why = (f"connection timeout expired: no answer in {timeout} s; KBASE_CONNECT_TIMEOUT, or connect_timeout "
-               "in the URL, sets it")
-        raise ConnectError(store_error(url, TimeoutError(why), why).message) from None
+    except NoAnswer as exc:
+        why = f"{exc}: no answer in {timeout} s; KBASE_CONNECT_TIMEOUT, or connect_timeout in the URL, sets it"
+        raise ConnectError(store_error(url, exc, why).message) from None
     except psycopg2.Error as exc:
         raise ConnectError(store_error(url, exc).message) from None
-    finally:  # (only the connect waits in Python: the queries run in libpq, as without a callback)
-        psycopg2.extensions.set_wait_callback(previous)
     conn.autocommit = True
     return conn
-
-
-def _wait_until(deadline: float) -> Callable[[Any], None]:
-    """psycopg2's wait callback (``psycopg2.extras.wait_select``, with a deadline): libpq's non-blocking connect
-    driven here, so the whole connect — every host, every round trip — waits ``deadline`` at most and Ctrl-C
-    (``select`` raising ``KeyboardInterrupt``) stops it at once."""
-    from psycopg2.extensions import POLL_OK, POLL_READ, POLL_WRITE
-
-    def wait(conn: Any) -> None:
-        while (state := conn.poll()) != POLL_OK:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _NoAnswer
-            fd = conn.fileno()
-            if state == POLL_READ:
-                select.select([fd], [], [], left)
-            elif state == POLL_WRITE:
-                select.select([], [fd], [], left)
-            else:
-                raise _NoAnswer
-
-    return wait
-
-
-def bytea_as_bytes() -> None:
-    """psycopg2 reads ``bytea`` as ``bytes``, as sqlite3 and psycopg 3 do (its own default is a memoryview), on
-    every connection of this process — the read connection, the snapshot's, SQLAlchemy's (which makes bytes of
-    either)."""
-    import psycopg2
-    import psycopg2.extensions as ext
-
-    if _BYTEA:
-        return
-
-    def as_bytes(value: str | None, cur: Any) -> bytes | None:
-        return None if value is None else bytes(psycopg2.BINARY(value, cur))
-
-    _BYTEA.append(ext.new_type(psycopg2.BINARY.values, "KBASE_BYTEA", as_bytes))
-    ext.register_type(_BYTEA[0])
-
-
-_BYTEA: list[Any] = []  # the registered typecaster, once
-
-
-def pg_rows(conn: Any, sql: str) -> list[tuple]:
-    """The rows of ``sql`` on a psycopg2 connection (which has no ``execute`` of its own)."""
-    with conn.cursor() as cur:
-        cur.execute(sql)
-        return cur.fetchall()
 
 
 _PG_STAMP = ("SELECT version_num, (SELECT array_agg(tablename::text) FROM pg_catalog.pg_tables "
@@ -255,6 +193,8 @@ _PG_ANY_TABLE = "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_s
 def pg_stamp(conn: Any) -> tuple[list[str] | None, set[str]]:
     """(the store's stamped revisions, None without a version table; the tables of its schema) in one round trip."""
     import psycopg2.errors
+
+    from kbase.store.read.pg_driver import pg_rows
 
     try:
         rows = pg_rows(conn, _PG_STAMP)
@@ -330,6 +270,8 @@ def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float
 
 def _postgresql(url: str, connect_timeout_s: float, upgrade: Callable[[list[str] | None], None] | None) -> Any:
     import psycopg2
+
+    from kbase.store.read.pg_driver import pg_rows
 
     conn = pg_connect(url, connect_timeout_s)
     try:
