@@ -82,7 +82,7 @@ class StoreReader:
                 return cur.fetchall()
             finally:
                 cur.close()
-                if self._end:
+                if self._end and not self.conn.closed:  # (psycopg2 closes it when Ctrl-C stops a query)
                     self.conn.rollback()
         except Exception as exc:
             if not driver_error(exc):

@@ -78,7 +78,8 @@ class DirectStore:
             try:
                 yield
             except BaseException:
-                self._run("ROLLBACK")
+                with contextlib.suppress(Exception):  # (a connection Ctrl-C closed: the interrupt is the news)
+                    self._run("ROLLBACK")
                 raise
             self._run("COMMIT")
         except Exception as exc:
