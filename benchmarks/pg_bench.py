@@ -59,7 +59,7 @@ def s9_postgresql(out: Path, n: int, res: Results, log, runs: int = 5) -> None:
     admin = os.environ.get("KBASE_BENCH_PG_URL")
     try:
         if admin:
-            admin = "postgresql+psycopg://" + admin.split("://", 1)[1]
+            admin = "postgresql+psycopg2://" + admin.split("://", 1)[1]
         else:
             server = pg.PgServer()
             admin = server.start()

@@ -178,7 +178,7 @@ def _pg_server(log) -> tuple[str | None, object | None]:
     env = os.environ.get("KBASE_TEST_PG_URL")
     try:
         if env:
-            url = env if "+psycopg" in env else "postgresql+psycopg://" + env.split("://", 1)[1]
+            url = "postgresql+psycopg2://" + env.split("://", 1)[1]
             pg.wait_ready(url)
             return url, None
         server = pg.PgServer()

@@ -4,7 +4,7 @@ project's ``pyproject.toml``, then the environment, then flags — merged once a
 Example::
 
     [tool.kbase]
-    db = ".kbase/kbase.db"          # or a postgresql+psycopg:// URL
+    db = ".kbase/kbase.db"          # or a postgresql:// URL
     profile = "out/train.sqlite"    # what a bare `kbase snapshot` reads
     gpu_model = "Tesla V100-SXM2-32GB"  # the GPU of captures that do not name it (kbase snapshot --gpu-model)
     name = "train-8gpu"              # the workload (default: the store's only one)

@@ -84,8 +84,9 @@ def normalize_url(value: str, base: Path | None = None) -> str:
         if not p.is_absolute():
             p = (base or Path.cwd()) / p
         return f"sqlite:///{p}"
-    if value.startswith("postgresql://") or value.startswith("postgres://"):
-        return "postgresql+psycopg://" + value.split("://", 1)[1]
+    if value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        # kbase's driver is psycopg2; a psycopg (3) URL, as earlier kbase documented it, names the same server
+        return "postgresql+psycopg2://" + value.split("://", 1)[1]
     return value
 
 

@@ -48,14 +48,14 @@ def tiny_export(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_url():
-    """URL (``postgresql+psycopg://``) of a PostgreSQL database for the session.
+    """URL (``postgresql+psycopg2://``) of a PostgreSQL database for the session.
 
     ``KBASE_TEST_PG_URL`` when set; else a throwaway PostgreSQL 15 server started here (as the
     ``postgres`` user when running as root), stopped and removed at the end of the session. Skips
     where no server binaries exist. With pytest-xdist each worker starts its own server."""
     env = os.environ.get("KBASE_TEST_PG_URL")
     if env:
-        url = env if "+psycopg" in env else "postgresql+psycopg://" + env.split("://", 1)[1]
+        url = "postgresql+psycopg2://" + env.split("://", 1)[1]
         try:
             pg.wait_ready(url)
         except pg.PgUnavailable as exc:
@@ -65,9 +65,9 @@ def pg_url():
     if pg.find_bindir() is None:
         pytest.skip(pg.SKIP_REASON)
     try:
-        import psycopg  # noqa: F401
+        import psycopg2  # noqa: F401
     except ImportError:
-        pytest.skip("psycopg not installed (pip install 'kbase[postgres]')")
+        pytest.skip("psycopg2 not installed (pip install 'kbase[postgres]')")
     server = pg.PgServer()
     try:
         url = server.start()

@@ -165,7 +165,7 @@ def snapshot(profile: Path | str | None = None, settings: Settings | None = None
         # Read first, the driver's modules importing meanwhile; the store is opened, or created, only once the
         # profile has read cleanly. (Undecided — another schema, a foreign file: the store is opened first and
         # says what is wrong before a long read.)
-        warm_imports("kbase.store.write.create", *(() if sqlite_path(settings.store_url()) else ("psycopg",)))
+        warm_imports("kbase.store.write.create", *(() if sqlite_path(settings.store_url()) else ("psycopg2",)))
         lb, source = _board_and_source(path, settings, progress, fmt, ident)
         return _save_direct(settings, lb, source, commit, wkey, tags, note, force, kind)
     with _store(settings, store) as st:

@@ -4,7 +4,7 @@
   schema as names, the records every read returns, the store's errors and what it refuses to touch;
 - ``codec``: the kernel-table format (packed-column blobs, docs/store-format.md) and the leaderboard <-> store
   mapping;
-- ``read``: the one connection (sqlite3 or psycopg), every read as one statement, one reader
+- ``read``: the one connection (sqlite3 or psycopg2), every read as one statement, one reader
   (``read.reader.StoreReader``), the top cache;
 - ``write``: the one writer (snapshot, import, the synthetic history) and a new store created from the DDL;
 - ``transfer``: export and import (the data branch's files, checked as hostile input).

@@ -1,6 +1,7 @@
 """How the store is opened, migrated and guarded. Where it lives comes from ``Settings.store_url()``
 (``--db``, ``KBASE_DB``, ``[tool.kbase] db``, else ``.kbase/kbase.db`` at the git top level).
-A plain path means SQLite; ``postgresql://`` is read as ``postgresql+psycopg://``.
+A plain path means SQLite; ``postgresql://`` (and psycopg 3's ``postgresql+psycopg://``) is read as
+``postgresql+psycopg2://``.
 
 An open ``Store`` reads through its one reader (``reader.StoreReader``: the generated statements on a DB-API
 connection, ``connect``) and writes and migrates through SQLAlchemy (``engine``). SQLite runs in WAL mode with
@@ -37,6 +38,7 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 30.0  # default; Settings.busy_timeout_s (KBASE_BUSY_TIMEOUT) sets it per store
 CONNECT_TIMEOUT_S = 10.0  # default; Settings.connect_timeout_s (KBASE_CONNECT_TIMEOUT)
+PG_URL = "postgresql+psycopg2://"  # (store_urls.normalize_url: every PostgreSQL URL reads so)
 
 
 def alembic_config(url: str):
@@ -79,6 +81,7 @@ def make_engine(url: str, busy_timeout_s: float | None = None, connect_timeout_s
     from sqlalchemy import create_engine, event
 
     busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
+    url = normalize_url(url) if url.startswith("postgres") else url
     path = sqlite_path(url)
     if path is not None:
         check_store_location(path)
@@ -93,6 +96,10 @@ def make_engine(url: str, busy_timeout_s: float | None = None, connect_timeout_s
         except Exception as exc:  # noqa: BLE001 - bad dialect / missing driver
             raise StoreError(f"store {mask_url(url)}: cannot be used ({type(exc).__name__}: "
                              f"{mask_url(str(exc), secret_of=url)})") from None
+        if url.startswith(PG_URL):
+            from kbase.store.read.pg_driver import use_psycopg2
+
+            use_psycopg2()  # (its connections read blobs, wait and time out as the read connection's do)
     _ENGINES.append(engine)
     return engine
 
@@ -279,7 +286,7 @@ def open_store(target: Settings | str | None = None, *, migrate: bool = True, re
     path = sqlite_path(url)
     if path is not None:
         check_store_location(path)
-    if readonly and (path is not None or url.startswith("postgresql+psycopg://")):
+    if readonly and (path is not None or url.startswith(PG_URL)):
         from kbase.store.read.connect import open_read
 
         busy_s = BUSY_TIMEOUT_S if busy is None else busy

@@ -1,5 +1,5 @@
 """Issue 40: ``kbase diff`` and ``kbase gate`` of stored baselines read the store through its one reader (the
-generated statements on sqlite3 or psycopg). On SQLite and on a PostgreSQL copy of the same store every format,
+generated statements on sqlite3 or psycopg2). On SQLite and on a PostgreSQL copy of the same store every format,
 the files the gate writes, the exit codes and the messages are byte for byte the same — on the demo's store
 (a failing gate) and on a generated history (history noise in use; an acceptance turning the failure into a
 pass).

@@ -19,7 +19,7 @@ from helpers.diff_exports import SLOW
 from helpers.gate_world import _json, _kbase, _one_line_error
 
 # The CLI runs in this process (conftest.run_kbase) and never disposes the engines it opens: on
-# PostgreSQL their pooled psycopg connections raise ResourceWarning whenever the garbage collector
+# PostgreSQL their pooled psycopg2 connections raise ResourceWarning whenever the garbage collector
 # gets to them, which can land inside a later call's captured stderr. Calls whose stderr must be
 # exactly one line (``strict``) collect that garbage first.
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")

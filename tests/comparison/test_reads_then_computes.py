@@ -99,7 +99,7 @@ from kbase.policy import ComparisonPolicy
 inputs = pickle.loads(open({str(pickled)!r}, "rb").read())
 result = gate(inputs, ComparisonPolicy())
 loaded = sorted(m for m in sys.modules if m.startswith(("kbase.store", "kbase.settings", "kbase.gitrepo", "kbase.api",
-                                                        "sqlite3", "psycopg", "git")))
+                                                        "sqlite3", "psycopg", "git")))  # (psycopg2 too)
 assert not loaded, loaded
 print(result.verdict.status.value, len(result.comparison.result))
 print(",".join(result.comparison.result.table["class"].tolist()))

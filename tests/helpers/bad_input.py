@@ -90,19 +90,17 @@ def sha256_bytes(data: bytes) -> str:
 
 def pg_rows(url: str) -> dict[str, list]:
     """Every row of every table of the PostgreSQL database (public schema), in a stable order."""
-    import psycopg
-
     out: dict[str, list] = {}
-    with psycopg.connect(pg.psycopg_dsn(url), autocommit=True, connect_timeout=10) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+    with pg.connected(url, timeout=10) as conn:
+        tables = [r[0] for r in pg.execute(
+            conn, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
             "AND table_type = 'BASE TABLE' ORDER BY table_name")]
         for t in tables:
-            ncol = conn.execute("SELECT count(*) FROM information_schema.columns "
-                                "WHERE table_schema = 'public' AND table_name = %s", (t,)).fetchone()[0]
+            ncol = pg.execute(conn, "SELECT count(*) FROM information_schema.columns "
+                              "WHERE table_schema = 'public' AND table_name = %s", (t,))[0][0]
             order = ", ".join(str(i) for i in range(1, ncol + 1))
             out[t] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
-                      for row in conn.execute(f'SELECT * FROM "{t}" ORDER BY {order}')]
+                      for row in pg.execute(conn, f'SELECT * FROM "{t}" ORDER BY {order}')]
     return out
 
 

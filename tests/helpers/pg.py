@@ -7,11 +7,12 @@ root, the server runs as the ``postgres`` user (``runuser``, else ``su``) and th
 directory is handed to that user. ``stop()`` stops it (``-m immediate``) and removes the directory.
 
 ``create_database(admin_url)`` / ``drop_database(admin_url, name)`` give each test its own database.
-The URLs are SQLAlchemy URLs (``postgresql+psycopg://``); psycopg gets the plain ``postgresql://``.
+The URLs are SQLAlchemy URLs (``postgresql+psycopg2://``); psycopg2 gets the plain ``postgresql://``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -20,7 +21,9 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 SKIP_REASON = "PostgreSQL server binaries not found (pg_config --bindir)"
 READY_TIMEOUT_S = 30.0
@@ -56,7 +59,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def psycopg_dsn(url: str) -> str:
+def libpq_dsn(url: str) -> str:
     """SQLAlchemy URL -> libpq URL."""
     scheme, rest = url.split("://", 1)
     return "postgresql://" + rest if scheme.startswith("postgres") else url
@@ -73,10 +76,24 @@ def with_database(url: str, dbname: str) -> str:
     return f"{scheme}://{host}/{dbname}{query}"
 
 
-def _connect(url: str, timeout: float = 5.0):
-    import psycopg
+@contextlib.contextmanager
+def connected(url: str, timeout: float = 5.0) -> Iterator[Any]:
+    """An autocommit psycopg2 connection to ``url`` (a SQLAlchemy URL), closed at the end."""
+    import psycopg2
 
-    return psycopg.connect(psycopg_dsn(url), autocommit=True, connect_timeout=max(1, int(timeout)))
+    conn = psycopg2.connect(libpq_dsn(url), connect_timeout=max(1, int(timeout)))
+    try:
+        conn.autocommit = True
+        yield conn
+    finally:
+        conn.close()
+
+
+def execute(conn: Any, sql: str, params: tuple | None = None) -> list[tuple]:
+    """The rows of ``sql`` on a psycopg2 connection (none for a statement without a result)."""
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall() if cur.description is not None else []
 
 
 def wait_ready(url: str, timeout: float = READY_TIMEOUT_S) -> None:
@@ -85,8 +102,8 @@ def wait_ready(url: str, timeout: float = READY_TIMEOUT_S) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            with _connect(url) as conn:
-                conn.execute("SELECT 1")
+            with connected(url) as conn:
+                execute(conn, "SELECT 1")
             return
         except Exception as exc:  # noqa: BLE001 - starting up, not yet listening, ...
             last = exc
@@ -97,16 +114,16 @@ def wait_ready(url: str, timeout: float = READY_TIMEOUT_S) -> None:
 def create_database(admin_url: str, prefix: str = "t_") -> str:
     """Create a fresh, uniquely named database on the server of ``admin_url``; return its URL."""
     name = f"{prefix}{uuid.uuid4().hex}"
-    with _connect(admin_url) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+    with connected(admin_url) as conn:
+        execute(conn, f'CREATE DATABASE "{name}"')
     return with_database(admin_url, name)
 
 
 def drop_database(admin_url: str, url: str) -> None:
     name = url.split("://", 1)[1].split("/", 1)[1].split("?", 1)[0]
     try:
-        with _connect(admin_url) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with connected(admin_url) as conn:
+            execute(conn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     except Exception:  # noqa: BLE001 - best effort: the whole cluster goes away at session end
         pass
 
@@ -176,11 +193,11 @@ class PgServer:
         else:
             self.stop()
             raise PgUnavailable(f"pg_ctl start failed: {last.strip()}")
-        admin = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+        admin = f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/postgres"
         try:
             wait_ready(admin)
-            with _connect(admin) as conn:
-                conn.execute(f'CREATE DATABASE "{self.dbname}"')
+            with connected(admin) as conn:
+                execute(conn, f'CREATE DATABASE "{self.dbname}"')
         except Exception:
             self.stop()
             raise

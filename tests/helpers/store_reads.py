@@ -17,19 +17,17 @@ from kbase.store.schema.records import (
 
 
 def plain(url: str, sql: str, params: tuple = ()) -> list[tuple]:
-    """``sql`` (``?`` parameters) as any SQL client runs it: sqlite3, or psycopg (``%s``)."""
+    """``sql`` (``?`` parameters) as any SQL client runs it: sqlite3, or psycopg2 (``%s``)."""
     if url.startswith("sqlite"):
         conn = sqlite3.connect(url.removeprefix("sqlite:///"))
         try:
             return conn.execute(sql, params).fetchall()
         finally:
             conn.close()
-    import psycopg
+    from helpers.pg import connected, execute
 
-    from helpers.pg import psycopg_dsn
-
-    with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
-        return [tuple(r) for r in conn.execute(sql.replace("?", "%s").replace('"commit"', "commit"), params)]
+    with connected(url, timeout=10) as conn:
+        return execute(conn, sql.replace("?", "%s").replace('"commit"', "commit"), params or None)
 
 
 def value(v):

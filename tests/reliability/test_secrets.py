@@ -20,6 +20,7 @@ FORMS = [
     ("postgresql://u@127.0.0.1:1/db?password=Zq9secret", "Zq9secret"),
     ("postgresql://127.0.0.1:1/db?user=u&password=Zq9secret&sslmode=disable", "Zq9secret"),
     ("postgresql+psycopg://u:Zq9secret@/db?host=127.0.0.1&port=1", "Zq9secret"),
+    ("postgresql+psycopg2://u:Zq9secret@/db?host=127.0.0.1&port=1", "Zq9secret"),
     ("postgres://u:Zq9secret@127.0.0.1:1/db", "Zq9secret"),
     ("postgresql://u:Zq9%3Dsec%26ret@127.0.0.1:1/db", "Zq9%3Dsec%26ret"),
     ("postgresql://127.0.0.1:1/db?PASSWORD%3DZq9secret", "Zq9secret"),
@@ -91,13 +92,14 @@ def shows_a_piece(text: str, pw: str) -> str | None:
 
 def parser_echo(url: str) -> str:
     """What drivers say about ``url``: its host, port and database as SQLAlchemy's parser and libpq's cut
-    them, quoted as psycopg and libpq quote them."""
+    them, quoted as psycopg (3), psycopg2 and libpq quote them."""
     from sqlalchemy.engine import make_url
 
-    u = make_url(url.replace("postgresql://", "postgresql+psycopg://"))
+    u = make_url(url.replace("postgresql://", "postgresql+psycopg2://"))
     rest = url.split("://", 1)[1]
     libpq_host = rest.split("@", 1)[1].split("/", 1)[0] if "@" in rest.split("/", 1)[0] else ""
-    return (f"failed to resolve host '{u.host}': [Errno -2] Name or service not known; connection to server at "
+    return (f"failed to resolve host '{u.host}': [Errno -2] Name or service not known; could not translate host "
+            f"name \"{u.host}\" to address: Name or service not known; connection to server at "
             f"\"{libpq_host}\", port {u.port} failed: FATAL:  database \"{u.database}\" does not exist")
 
 

@@ -167,16 +167,18 @@ class PgProbe:
     """True while another session holds row-write locks on the store's tables."""
 
     def __init__(self, url: str):
-        import psycopg
+        import psycopg2
 
-        self.conn = psycopg.connect(pg.psycopg_dsn(url), autocommit=True, connect_timeout=10)
+        self.conn = psycopg2.connect(pg.libpq_dsn(url), connect_timeout=10)
+        self.conn.autocommit = True
 
     def __call__(self, _url: str) -> bool:
-        n = self.conn.execute(
+        n = pg.execute(
+            self.conn,
             "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
             "WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
             "AND c.relname IN ('baseline', 'kernel_name', 'baseline_kernels', 'workload_kernel') "
-            "AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()").fetchone()[0]
+            "AND l.mode = 'RowExclusiveLock' AND l.pid <> pg_backend_pid()")[0][0]
         return n > 0
 
     def close(self) -> None:

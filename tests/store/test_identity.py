@@ -247,15 +247,15 @@ def test_top_from_the_store_is_the_same_on_both_backends(tmp_path, repo, fmt, pg
 
 
 def test_top_of_a_file_in_a_postgresql_store_answers_without_the_store_stack(tmp_path, repo, pg_db_url):
-    """The same identity check on PostgreSQL (psycopg: the store's one reader): a hit answers from the store and
+    """The same identity check on PostgreSQL (psycopg2: the store's one reader): a hit answers from the store and
     a miss reads the file, neither loading SQLAlchemy, SQLModel or pandas."""
     from test_imports import loaded
 
     stored, other = make_tiny_export(tmp_path / "a.sqlite"), make_tiny_export(tmp_path / "b.sqlite", steps=5)
     snap(stored, db=pg_db_url, repo=repo)
-    watch = ("sqlalchemy", "sqlmodel", "psycopg", "pandas", "pyarrow")
+    watch = ("sqlalchemy", "sqlmodel", "psycopg", "psycopg2", "pandas", "pyarrow")
     for export in (stored, other):
         rc, heavy = loaded("top", str(export), "--db", pg_db_url, "--repo", str(repo), cwd=tmp_path, watch=watch)
-        assert rc == 0 and heavy == {"psycopg"}, heavy
+        assert rc == 0 and heavy == {"psycopg2"}, heavy
     r = kb("top", str(stored), "--db", pg_db_url, "--repo", str(repo), "-f", "json")
     assert r.rc == 0 and "from the store" in r.stdout

@@ -1,6 +1,6 @@
-"""Issue 40: reading a PostgreSQL store through psycopg (``kbase.store.read.connect``). What is PostgreSQL's alone:
+"""Issue 40: reading a PostgreSQL store through psycopg2 (``kbase.store.read.connect``). What is PostgreSQL's alone:
 the URL means what it means to SQLAlchemy (the write path), no read leaves a transaction open, a server that
-accepts TCP but never answers fails within the configured timeout in psycopg's words (one line, exit 2, the
+accepts TCP but never answers fails within the configured timeout in psycopg2's words (one line, exit 2, the
 password masked), Ctrl-C stops a hung connect at once, and every store that is not at the head schema (old,
 foreign, empty, not there) answers as the write path would. That the reads give what plain SQL gives is held
 in ``test_reads``.
@@ -23,20 +23,21 @@ from helpers.library import downgraded
 
 
 @pytest.mark.parametrize("url", [
-    "postgresql+psycopg://u@127.0.0.1:5432/db",
-    "postgresql+psycopg://u:p%40ss@h/db?sslmode=disable",
-    "postgresql+psycopg:///db?host=/run/postgresql",
-    "postgresql+psycopg://u:p@ss@h/db",  # two '@': whatever SQLAlchemy makes of it, this path makes too
-    "postgresql+psycopg://u:pa/ss@h/db",
-    "postgresql+psycopg://u:pa?ss@h/db",
-    "postgresql+psycopg://[::1]:6543/db?connect_timeout=3&application_name=kb",
-    "postgresql+psycopg://u@/db?host=a:1&host=b:2",
-    "postgresql+psycopg://u@/db?host=a,b&port=1,2",
-    "postgresql+psycopg://u@x:7/db?host=h:5433",
-    "postgresql+psycopg://",
+    "postgresql+psycopg2://u@127.0.0.1:5432/db",
+    "postgresql+psycopg2://u:p%40ss@h/db?sslmode=disable",
+    "postgresql+psycopg2:///db?host=/run/postgresql",
+    "postgresql+psycopg2://u:p@ss@h/db",  # two '@': whatever SQLAlchemy makes of it, this path makes too
+    "postgresql+psycopg2://u:pa/ss@h/db",
+    "postgresql+psycopg2://u:pa?ss@h/db",
+    "postgresql+psycopg2://[::1]:6543/db?connect_timeout=3&application_name=kb",
+    "postgresql+psycopg2://u@/db?host=a:1&host=b:2",
+    "postgresql+psycopg2://u@/db?host=a,b&port=1,2",
+    "postgresql+psycopg2://u@x:7/db?host=h:5433",
+    "postgresql+psycopg2://",
 ])
 def test_urls_are_read_as_sqlalchemy_reads_them(url):
-    """``pg_connect_args`` gives psycopg what SQLAlchemy's psycopg dialect gives it for the write path."""
+    """``pg_connect_args`` gives psycopg2 what SQLAlchemy's psycopg2 dialect gives it for the write path; a
+    psycopg (3) URL, as earlier kbase wrote them, names the same server."""
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
@@ -44,13 +45,14 @@ def test_urls_are_read_as_sqlalchemy_reads_them(url):
     _, want = engine.dialect.create_connect_args(make_url(url))
     want = {k: v for k, v in want.items() if k not in ("context", "client_encoding")}
     assert pg_connect_args(url) == want
+    assert pg_connect_args(url.replace("+psycopg2://", "+psycopg://")) == want
     engine.dispose()
 
 
 def test_a_url_of_another_driver_or_a_bad_port_is_one_line():
     from kbase.errors import StoreError
 
-    for url, what in (("postgresql+psycopg2://u:secret@h/db", "not a postgresql\\+psycopg"),
+    for url, what in (("postgresql+asyncpg://u:secret@h/db", "not a postgresql\\+psycopg2"),
                       ("postgresql+psycopg://u:secret@h:x/db", "port is not a number"),
                       ("postgresql+psycopg://u:secret@/db?host=a:1&host=b:2&port=3", "not both")):
         with pytest.raises(StoreError, match=what) as err:
@@ -73,10 +75,12 @@ def test_no_read_leaves_a_transaction_open(pg_store, capfd):
     """The read connection is autocommit; a store opened for writing reads on a connection of its engine's pool
     and ends each read's transaction (no lock held while it writes). A server's notices never reach the
     terminal."""
-    from psycopg.pq import TransactionStatus
+    from psycopg2.extensions import TRANSACTION_STATUS_IDLE
     from sqlalchemy import text
 
     from kbase.store import open_store
+
+    from helpers.pg import execute
 
     with open_store(pg_store) as st, st.engine.begin() as conn:
         conn.execute(text("CREATE OR REPLACE FUNCTION kbase_test_notice() RETURNS int LANGUAGE plpgsql AS "
@@ -85,8 +89,8 @@ def test_no_read_leaves_a_transaction_open(pg_store, capfd):
         with open_store(pg_store, readonly=readonly) as st:
             assert [b.id for b in st.reader.list_baselines()] == [4, 3, 2, 1]
             assert st.reader.conn.autocommit is readonly
-            assert st.reader.conn.info.transaction_status == TransactionStatus.IDLE
-            assert st.reader.conn.execute("SELECT kbase_test_notice()").fetchone() == (1,)
+            assert st.reader.conn.get_transaction_status() == TRANSACTION_STATUS_IDLE
+            assert execute(st.reader.conn, "SELECT kbase_test_notice()") == [(1,)]
     out, err = capfd.readouterr()
     assert "notice" not in out + err and "warning" not in out + err
 
@@ -149,7 +153,7 @@ def _kbase(*args: str, env: dict | None = None) -> subprocess.Popen:
 @pytest.mark.slow
 @pytest.mark.parametrize(("timeout", "url_timeout"), [("2", None), ("60", "3")])
 def test_a_silent_server_fails_within_the_configured_timeout(silent_server, timeout, url_timeout):
-    """``kbase list`` against a server that never answers: psycopg's "connection timeout expired" after
+    """``kbase list`` against a server that never answers: "connection timeout expired" after
     ``KBASE_CONNECT_TIMEOUT`` (or the URL's own ``connect_timeout``) seconds, once — one line, exit 2."""
     url = f"postgresql+psycopg://kb:Secr3tPw@127.0.0.1:{silent_server}/db"
     if url_timeout:
@@ -181,6 +185,27 @@ def test_ctrl_c_stops_a_hung_connect_at_once(silent_server, tmp_path, args):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert time.monotonic() - t0 < 2.0
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["list"], ["show", "@2"]])
+def test_ctrl_c_stops_a_read_waiting_on_the_server_at_once(pg_store, args):
+    """A read that waits on the server — here on a lock another session holds, as a migration's would — stops at
+    Ctrl-C at once (every wait on the server is Python's), not when the server answers."""
+    from helpers.pg import connected, execute
+
+    with connected(pg_store) as holder:
+        execute(holder, "BEGIN")
+        execute(holder, "LOCK TABLE baseline IN ACCESS EXCLUSIVE MODE")
+        proc = _kbase(*args, "--db", pg_store)
+        time.sleep(3.0)  # (past the imports and the connect: waiting on the lock)
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - t0 < 2.0
+        execute(holder, "ROLLBACK")
     assert proc.returncode == 130 and "Traceback" not in err, err
 
 

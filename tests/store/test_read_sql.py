@@ -48,7 +48,7 @@ def test_both_dialects_take_the_same_parameters():
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
 def test_lists_bind_per_dialect(dialect):
     """SQLite: one parameter per value of a list (an empty one matches nothing); PostgreSQL: ``= ANY`` of one
-    array parameter (the list as psycopg adapts it; an empty array matches nothing too)."""
+    array parameter (the list as psycopg2 adapts it; an empty array matches nothing too)."""
     from datetime import date
 
     from kbase.store.read.connect import bind
@@ -63,7 +63,7 @@ def test_lists_bind_per_dialect(dialect):
         assert args == {"a": 7, "b_0": "p", "b_1": "q", "d": "2026-01-05"}
     else:
         assert sql == f"a = {mark('a')} AND b = ANY({mark('b')}) AND c = ANY({mark('c')}) AND d >= {mark('d')}"
-        assert args == {"a": 7, "b": ["p", "q"], "c": [], "d": date(2026, 1, 5)}  # psycopg sends a date
+        assert args == {"a": 7, "b": ["p", "q"], "c": [], "d": date(2026, 1, 5)}  # psycopg2 sends a date
 
 
 def test_no_other_module_writes_read_sql():

@@ -1,5 +1,5 @@
 """The store's kernel tables (``baseline_kernels``' blobs, ``kernel_blobs``) shaped into what each read of
-``reader.StoreReader`` returns (its rows come from sqlite3 or psycopg alike). The history and leaderboard
+``reader.StoreReader`` returns (its rows come from sqlite3 or psycopg2 alike). The history and leaderboard
 shapes decode without numpy (``kbase history`` and ``show`` load none), the bulk ones (kernel tables for a
 diff, the level matrix of ``steps``, the report's series) with it.
 """

@@ -1,5 +1,5 @@
 """The one connection a store is read through: a DB-API connection — Python's ``sqlite3`` for a SQLite file,
-psycopg for PostgreSQL — on which ``reader.StoreReader`` runs the generated statements (``read_sql``). No
+psycopg2 for PostgreSQL — on which ``reader.StoreReader`` runs the generated statements (``read_sql``). No
 SQLAlchemy, SQLModel or Alembic is imported for a store at the head schema (~0.4 s).
 
 ``open_read`` checks the store as the write path does, without changing it: a SQLite file that is not a kbase
@@ -10,9 +10,9 @@ so, naming its revision), one from a newer kbase is refused.
 PostgreSQL: the URL is read as SQLAlchemy reads it (``pg_connect_args``: the write path's connections and
 this one go to the same server, user and database), the connection is autocommit (no transaction is left
 open between reads) and waits ``connect_timeout`` seconds at most (``Settings.connect_timeout_s``, unless
-the URL names its own); psycopg's own message says what failed, with the password masked
-(``errors.store_error``). Connecting runs in Python's loop (psycopg waits on the socket in short slices), so
-Ctrl-C stops a hung connect at once.
+the URL names its own); psycopg2's own message says what failed, with the password masked
+(``errors.store_error``). Every wait on the server is Python's (``pg_driver``), so Ctrl-C stops a hung connect or
+a long query at once; ``bytea`` is read as ``bytes``, as from sqlite3.
 """
 
 from __future__ import annotations
@@ -39,16 +39,17 @@ _URL = re.compile(r"""
     (?:/(?P<database>[^\?]*))?
     (?:\?(?P<query>.*))?
     """, re.X)
-PG_SCHEME = "postgresql+psycopg"
+PG_SCHEME = "postgresql+psycopg2"
+PG_SCHEMES = (PG_SCHEME, "postgresql+psycopg")  # (psycopg 3's, as earlier kbase wrote it: the same server)
 _LIST = re.compile(r"__\[POSTCOMPILE_(\w+)\]")  # an expanding IN list of the compiled text
 _IN_LIST = re.compile(r"\bIN \(__\[POSTCOMPILE_(\w+)\]\)")  # the same, with its IN
-_PLACEHOLDER = {"sqlite": ":{}", "postgresql": "%({})s"}  # named (sqlite3), pyformat (psycopg)
+_PLACEHOLDER = {"sqlite": ":{}", "postgresql": "%({})s"}  # named (sqlite3), pyformat (psycopg2)
 
 
 def bind(sql: str, params: Mapping[str, Any], dialect: str) -> tuple[str, dict[str, Any]]:
     """The compiled text and parameters for the dialect's driver: on SQLite each list parameter becomes one
     parameter per value (as SQLAlchemy expands it; an empty list matches nothing) and a date is its ISO text
-    (SQLAlchemy's SQLite DATE); on PostgreSQL ``x IN (list)`` becomes ``x = ANY(array)``, one parameter (psycopg
+    (SQLAlchemy's SQLite DATE); on PostgreSQL ``x IN (list)`` becomes ``x = ANY(array)``, one parameter (psycopg2
     adapts and the server parses one value, not hundreds: ``kbase show`` of 500 kernels, 15 -> 2 ms)."""
     args = {k: v.isoformat() if dialect == "sqlite" and isinstance(v, date) else v for k, v in params.items()}
     if dialect == "postgresql":
@@ -71,11 +72,11 @@ def bind(sql: str, params: Mapping[str, Any], dialect: str) -> tuple[str, dict[s
 
 
 def driver_error(exc: Exception) -> bool:
-    """Whether ``exc`` is the driver's (sqlite3's, psycopg's): the store's problem, said in one line."""
+    """Whether ``exc`` is the driver's (sqlite3's, psycopg2's): the store's problem, said in one line."""
     import sys
 
-    psycopg = sys.modules.get("psycopg")
-    return isinstance(exc, sqlite3.Error) or (psycopg is not None and isinstance(exc, psycopg.Error))
+    psycopg2 = sys.modules.get("psycopg2")
+    return isinstance(exc, sqlite3.Error) or (psycopg2 is not None and isinstance(exc, psycopg2.Error))
 
 
 class NotAtHead(StoreError):
@@ -90,18 +91,19 @@ class NotAtHead(StoreError):
 
 
 class ConnectError(StoreError):
-    """The server could not be reached, or refused the connection (psycopg's words, the password masked): a
+    """The server could not be reached, or refused the connection (psycopg2's words, the password masked): a
     command that needs the store stops here rather than wait for a second connection to fail alike."""
 
 
 def pg_connect_args(url: str) -> dict[str, Any]:
-    """psycopg's keyword arguments for a ``postgresql+psycopg://`` URL, as SQLAlchemy's psycopg dialect gives
-    them (``create_connect_args``: user, password, host, port, dbname, then every query parameter; several
-    ``host``/``port`` values joined by commas). A URL it cannot read is a ``StoreError``."""
+    """psycopg2's keyword arguments for a ``postgresql+psycopg2://`` URL (or psycopg 3's ``postgresql+psycopg://``,
+    the same server), as SQLAlchemy's psycopg2 dialect gives them (``create_connect_args``: user, password, host,
+    port, dbname, then every query parameter; several ``host``/``port`` values joined by commas). A URL it cannot
+    read is a ``StoreError``."""
     from kbase.store_urls import mask_url
 
     m = _URL.match(url)
-    if m is None or m.group("name") != PG_SCHEME:
+    if m is None or m.group("name") not in PG_SCHEMES:
         raise StoreError(f"store {mask_url(url)}: not a {PG_SCHEME}:// URL")
     parts = m.groupdict()
     out: dict[str, Any] = {}
@@ -147,7 +149,7 @@ def _hosts(query: dict[str, list[str]], url: str) -> tuple[list[str], list[str]]
 
 def connect_timeout(args: dict[str, Any], seconds: float) -> int:
     """The seconds a connection may take: the URL's ``connect_timeout`` when it names one, else ``seconds``
-    (whole seconds, as libpq counts them; psycopg waits at least 2)."""
+    (whole seconds, as libpq counts them)."""
     try:
         return int(float(args["connect_timeout"]))
     except (KeyError, TypeError, ValueError):
@@ -155,26 +157,30 @@ def connect_timeout(args: dict[str, Any], seconds: float) -> int:
 
 
 def pg_connect(url: str, connect_timeout_s: float) -> Any:
-    """An autocommit psycopg connection to the store at ``url``; a ``StoreError`` (psycopg's first line, the
+    """An autocommit psycopg2 connection to the store at ``url``; a ``StoreError`` (psycopg2's first line, the
     password masked) when it cannot be opened within the timeout."""
     from kbase.store_urls import mask_url
 
     try:
-        import psycopg
+        import psycopg2
+
+        from kbase.store.read.pg_driver import NoAnswer, use_psycopg2
     except ImportError:
-        raise StoreError(f"store {mask_url(url)}: cannot be used (psycopg is not installed: pip install "
+        raise StoreError(f"store {mask_url(url)}: cannot be used (psycopg2 is not installed: pip install "
                          "'gpu-kbase[postgres]')") from None
 
+    use_psycopg2()
     args = pg_connect_args(url)
     args["connect_timeout"] = timeout = connect_timeout(args, connect_timeout_s)
     try:
-        return psycopg.connect(**args, autocommit=True)
-    except psycopg.errors.ConnectionTimeout as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "connection timeout expired"
-        why = f"{first}: no answer in {timeout} s; KBASE_CONNECT_TIMEOUT, or connect_timeout in the URL, sets it"
+        conn = psycopg2.connect(**args)
+    except NoAnswer as exc:
+        why = f"{exc}: no answer in {timeout} s; KBASE_CONNECT_TIMEOUT, or connect_timeout in the URL, sets it"
         raise ConnectError(store_error(url, exc, why).message) from None
-    except psycopg.Error as exc:
+    except psycopg2.Error as exc:
         raise ConnectError(store_error(url, exc).message) from None
+    conn.autocommit = True
+    return conn
 
 
 _PG_STAMP = ("SELECT version_num, (SELECT array_agg(tablename::text) FROM pg_catalog.pg_tables "
@@ -186,11 +192,13 @@ _PG_ANY_TABLE = "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_s
 
 def pg_stamp(conn: Any) -> tuple[list[str] | None, set[str]]:
     """(the store's stamped revisions, None without a version table; the tables of its schema) in one round trip."""
-    import psycopg
+    import psycopg2.errors
+
+    from kbase.store.read.pg_driver import pg_rows
 
     try:
-        rows = conn.execute(_PG_STAMP).fetchall()
-    except psycopg.errors.UndefinedTable:
+        rows = pg_rows(conn, _PG_STAMP)
+    except psycopg2.errors.UndefinedTable:
         return None, set()
     tables = set(rows[0][1] or ()) if rows else set()
     return [str(r[0]) for r in rows], tables
@@ -261,7 +269,9 @@ def _sqlite_at_head(url: str, path: Path, busy_timeout_s: float
 
 
 def _postgresql(url: str, connect_timeout_s: float, upgrade: Callable[[list[str] | None], None] | None) -> Any:
-    import psycopg
+    import psycopg2
+
+    from kbase.store.read.pg_driver import pg_rows
 
     conn = pg_connect(url, connect_timeout_s)
     try:
@@ -269,11 +279,11 @@ def _postgresql(url: str, connect_timeout_s: float, upgrade: Callable[[list[str]
         check_stamp(url, stamped, lambda: tables)
         if stamped != [head_revision()]:
             if upgrade is None:
-                raise NotAtHead(url, empty=stamped is None and not conn.execute(_PG_ANY_TABLE).fetchall())
+                raise NotAtHead(url, empty=stamped is None and not pg_rows(conn, _PG_ANY_TABLE))
             upgrade(stamped)
             if pg_stamp(conn)[0] != [head_revision()]:
                 raise StoreError(f"store: not at schema revision {head_revision()} after upgrading it")
-    except psycopg.Error as exc:
+    except psycopg2.Error as exc:
         conn.close()
         raise store_error(url, exc) from None
     except BaseException:

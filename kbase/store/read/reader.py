@@ -2,7 +2,7 @@
 statements of ``statements`` (the one source of the read SQL), on one executor.
 
 ``StoreReader`` runs each statement's compiled text for its dialect (``read_sql``) on one DB-API connection:
-Python's ``sqlite3`` for SQLite, psycopg for PostgreSQL (``connect``; the connection of the engine's own pool
+Python's ``sqlite3`` for SQLite, psycopg2 for PostgreSQL (``connect``; the connection of the engine's own pool
 where there is no other: in-memory SQLite). No SQLAlchemy or SQLModel is imported (~0.4 s), and no pandas:
 every read returns plain records (``records``: one type per table), a stored leaderboard as the renderers'
 rows (``analysis.board.LeaderboardRows``), kernel tables decoded from their blobs (``blob_reads``). A driver
@@ -56,7 +56,7 @@ class LinePoint(NamedTuple):
 
 
 class StoreReader:
-    """Every read of the store, on one DB-API connection (``conn``: sqlite3's or psycopg's) of ``dialect``
+    """Every read of the store, on one DB-API connection (``conn``: sqlite3's or psycopg2's) of ``dialect``
     ("sqlite" or "postgresql"); ``url`` names the store in error messages."""
 
     def __init__(self, conn: Any, dialect: str, url: str = "") -> None:
@@ -76,13 +76,13 @@ class StoreReader:
         """The rows of statement ``statement`` (``statements.STATEMENTS``) with ``params``, as tuples."""
         sql, args = bind(self._text[statement], params, self.dialect)
         try:
-            cur = self.conn.cursor()  # (DB-API: sqlite3's and psycopg's rows are tuples)
+            cur = self.conn.cursor()  # (DB-API: sqlite3's and psycopg2's rows are tuples)
             try:
                 cur.execute(sql, args)
                 return cur.fetchall()
             finally:
                 cur.close()
-                if self._end:
+                if self._end and not self.conn.closed:  # (psycopg2 closes it when Ctrl-C stops a query)
                     self.conn.rollback()
         except Exception as exc:
             if not driver_error(exc):

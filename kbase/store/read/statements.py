@@ -1,7 +1,7 @@
 """Every read of the store as one SQLAlchemy Core statement: the one source of the store's read SQL.
 
 The store's one reader (``reader.StoreReader``) runs them on a DB-API connection — Python's ``sqlite3`` for
-SQLite, psycopg for PostgreSQL — as their text for that dialect, compiled once into ``read_sql.py`` by
+SQLite, psycopg2 for PostgreSQL — as their text for that dialect, compiled once into ``read_sql.py`` by
 ``python -m kbase.store.read.statements`` (reading imports no SQLAlchemy: ~0.4 s); a test compiles every statement
 again and holds that file equal, so the text cannot drift from the models.
 
@@ -287,7 +287,7 @@ def sqlite_text(name: str) -> str:
 
 
 def postgresql_text(name: str) -> str:
-    """The statement's PostgreSQL text with pyformat parameters (``%(name)s``, as psycopg takes them; an
+    """The statement's PostgreSQL text with pyformat parameters (``%(name)s``, as psycopg2 takes them; an
     expanding list stays the ``__[POSTCOMPILE_name]`` marker)."""
     from sqlalchemy.dialects import postgresql
 

@@ -96,7 +96,7 @@ _BOOLS = ("detached", "dirty", "aligned")
 
 def utc_datetime(value: Any) -> datetime | None:
     """A stored datetime, aware in UTC (SQLModel's ``UTCDateTime``: naive means UTC): SQLite's ISO text, or
-    the datetime psycopg returns (``timestamptz``, in the session's time zone)."""
+    the datetime psycopg2 returns (``timestamptz``, in the session's time zone)."""
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -117,7 +117,7 @@ def utc_datetime(value: Any) -> datetime | None:
 
 
 def _date(value: Any) -> date | None:
-    """A stored date: SQLite's 'YYYY-MM-DD' (SQLAlchemy's SQLite DATE), or psycopg's ``date``."""
+    """A stored date: SQLite's 'YYYY-MM-DD' (SQLAlchemy's SQLite DATE), or psycopg2's ``date``."""
     if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
         return value
     try:

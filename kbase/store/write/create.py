@@ -1,4 +1,4 @@
-"""A store opened on the driver for ``kbase snapshot`` — Python's ``sqlite3``, or psycopg — without SQLAlchemy,
+"""A store opened on the driver for ``kbase snapshot`` — Python's ``sqlite3``, or psycopg2 — without SQLAlchemy,
 SQLModel or Alembic (~0.4 s of a 1M-launch snapshot), and a new store created the same way.
 
 - A store at the head revision (its ``alembic_version`` stamp read with the driver, kbase's tables present) is
@@ -13,7 +13,7 @@ SQLModel or Alembic (~0.4 s of a 1M-launch snapshot), and a new store created th
   ``engine.open_store`` as before, which migrates, refuses or reports it in its own words.
 
 A PostgreSQL connection is opened as every read's (``connect.pg_connect``: the URL as SQLAlchemy reads it, the
-settings' connect timeout, psycopg's message with the password masked); the store's reads on it are the one
+settings' connect timeout, psycopg2's message with the password masked); the store's reads on it are the one
 reader's (``DirectStore.reader``).
 """
 
@@ -73,18 +73,15 @@ class DirectStore:
         queue on the busy timeout. A driver error becomes one line (``errors.store_error``)."""
         from kbase.store.schema.errors import store_error
 
-        try:
-            if self.dialect == "postgresql":
-                with self.conn.transaction():
-                    yield
-                return
-            self.conn.execute("BEGIN IMMEDIATE")
+        try:  # (both connections are autocommit: the transaction is the statements' own)
+            self._run("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
             try:
                 yield
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                with contextlib.suppress(Exception):  # (a connection Ctrl-C closed: the interrupt is the news)
+                    self._run("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
+            self._run("COMMIT")
         except Exception as exc:
             if driver_error(exc):
                 raise store_error(self.url, exc) from None
@@ -100,6 +97,13 @@ class DirectStore:
             raise
         except Exception as exc:  # noqa: BLE001 - the transaction rolled back
             raise StoreError(f"store: could not save the baseline ({type(exc).__name__}: {exc})") from None
+
+    def _run(self, sql: str) -> None:
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql)
+        finally:
+            cur.close()
 
     def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
         cur = self.conn.cursor()

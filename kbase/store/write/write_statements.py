@@ -2,14 +2,14 @@
 write path's SQL.
 
 ``kbase snapshot`` must not import SQLAlchemy, SQLModel or Alembic (~0.4 s of a 1M-launch snapshot): it runs
-these statements' text on the driver (``writer``: Python's ``sqlite3``, or psycopg) and creates a new store
+these statements' text on the driver (``writer``: Python's ``sqlite3``, or psycopg2) and creates a new store
 from the DDL of ``SQLModel.metadata`` stamped at the head revision (``create``). The text is compiled once per
 dialect into ``write_sql.py`` by ``python -m kbase.store.write.write_statements``; a test compiles everything again
 and holds that file equal, another that a store created from it is the one ``alembic upgrade head`` makes.
 
-The PostgreSQL text is psycopg's dialect's (what SQLAlchemy itself sends on ``postgresql+psycopg``, with its
-casts); the SQLite text is the named-parameter form. An expanding ``IN`` list stays ``__[POSTCOMPILE_name]``,
-expanded per call (``writer.bind``).
+The PostgreSQL text is psycopg2's dialect's (what SQLAlchemy itself sends on ``postgresql+psycopg2``); the SQLite
+text is the named-parameter form. An expanding ``IN`` list stays ``__[POSTCOMPILE_name]``, expanded per call
+(``writer.bind``).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ DIALECTS = ("sqlite", "postgresql")
 
 
 def _dialect(name: str) -> Any:
-    return sqlite.dialect(paramstyle="named") if name == "sqlite" else postgresql.psycopg.dialect()
+    return sqlite.dialect(paramstyle="named") if name == "sqlite" else postgresql.psycopg2.dialect()
 
 
 def _insert(name: str) -> Any:

@@ -1,5 +1,5 @@
 """Writing a baseline on the driver: the statements of ``write_sql`` (compiled from ``write_statements``) run on
-a DB-API connection — Python's ``sqlite3`` or psycopg, opened by ``create`` for a snapshot, or the one under a
+a DB-API connection — Python's ``sqlite3`` or psycopg2, opened by ``create`` for a snapshot, or the one under a
 SQLAlchemy connection (``queries``) — so one implementation writes on both paths, and a snapshot imports
 neither SQLAlchemy nor SQLModel.
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kbase.store.schema.records import BaselineRecord
 
 NAME_CHUNK = 400  # names looked up per statement
+PG_PAGE = 200  # rows per round trip of a PostgreSQL insert (psycopg2's execute_batch)
 _LIST = re.compile(r"__\[POSTCOMPILE_(\w+)\]")  # an expanding IN list of the compiled text
 CAPTURE_KEY = ("workload", "commit", "source_sha256", "window_spec", "capture_copy")
 _PLAIN = frozenset({str, int, bytes, type(None)})  # bound as they are by both drivers
@@ -99,8 +100,15 @@ class Writer:
         value = self._value
         cur = self.conn.cursor()
         try:  # (names and ids, nearly always: bound as they are)
-            cur.executemany(self._sql[name], [r if all(type(v) in _PLAIN for v in r.values())
-                                              else {k: value(v) for k, v in r.items()} for r in rows])
+            args = [r if all(type(v) in _PLAIN for v in r.values()) else {k: value(v) for k, v in r.items()}
+                    for r in rows]
+            if self.dialect == "postgresql":
+                from psycopg2.extras import execute_batch
+
+                # psycopg2's executemany is one round trip per row; its execute_batch, one per page
+                execute_batch(cur, self._sql[name], args, page_size=PG_PAGE)
+            else:
+                cur.executemany(self._sql[name], args)
         finally:
             cur.close()
 

@@ -175,9 +175,9 @@ def test_store_path_is_a_directory(tmp_path, world):
 
 @pytest.mark.slow
 def test_postgresql_url_that_cannot_connect(world, monkeypatch):
-    url = "postgresql+psycopg://kb:s3cret@127.0.0.1:1/x"
+    url = "postgresql+psycopg2://kb:s3cret@127.0.0.1:1/x"
     res = kb_proc("snapshot", world.tiny, "--repo", world.repo, "--db", url, timeout=120)
-    assert_bad_input(res, "postgresql+psycopg://kb:***@127.0.0.1:1/x", "cannot connect")
+    assert_bad_input(res, "postgresql+psycopg2://kb:***@127.0.0.1:1/x", "cannot connect")
     assert "s3cret" not in res.stderr and "s3cret" not in res.stdout
     # in this process: other commands, the plain postgresql:// spelling, and KBASE_DB
     for args in (("list", "--db", url), ("show", "@1", "--db", url), ("gate", "@1", "@2", "--db", url),
@@ -194,6 +194,6 @@ def test_postgresql_url_that_cannot_connect(world, monkeypatch):
 def test_mask_url_never_shows_a_password():
     from kbase.store.engine import mask_url
 
-    assert mask_url("postgresql+psycopg://kb:s3cret@h:5432/db") == "postgresql+psycopg://kb:***@h:5432/db"
-    assert "s3cret" not in mask_url("postgresql+psycopg://kb:s3cret@[::1]:5432/db")
+    assert mask_url("postgresql+psycopg2://kb:s3cret@h:5432/db") == "postgresql+psycopg2://kb:***@h:5432/db"
+    assert "s3cret" not in mask_url("postgresql+psycopg2://kb:s3cret@[::1]:5432/db")
     assert mask_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
