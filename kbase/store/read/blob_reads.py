@@ -57,21 +57,24 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
 
     Thousands of blobs: each is read for one row (``kernel_blobs.history_row``: two values from the stored
     bytes, the header's divisors), with no per-blob object beyond its ``Packed`` header."""
+    from kbase.store.codec.history_levels import LevelsReader
     from kbase.store.codec.kernel_blobs import FORMAT, history_row
 
     out: list[dict[str, Any]] = []
     if name_id is None:
         return out
     append = out.append
+    fast = LevelsReader().read  # the blobs every writer produces; None: the general decoder reads or refuses it
     for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, \
             kernel_ids, levels in rows:
         i = position_of(kernel_ids if type(kernel_ids) is bytes else _blob(kernel_ids), name_id)
         if i is None:
             continue
         try:
+            found = fast(levels, i) if fmt == FORMAT else None
             # (``checked.packed`` refuses another format, as here; its unreadable-blob error is ``_decode_error``'s)
-            count, total, avg, per_iter, share = history_row(Packed(levels) if fmt == FORMAT else
-                                                             packed(bid, fmt, levels), i)
+            count, total, avg, per_iter, share = found or history_row(Packed(levels) if fmt == FORMAT else
+                                                                      packed(bid, fmt, levels), i)
         except (PackedError, IndexError) as exc:
             raise _decode_error(bid, exc) from None
         append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
