@@ -42,13 +42,14 @@ HistoryValues = tuple[int, int, float, float, float]
 class _Table:
     """The column table of the last blob read: its bytes and what they say."""
 
-    __slots__ = ("count", "raw", "size", "total")
+    __slots__ = ("count", "length", "raw", "size", "total")
 
     def __init__(self, raw: bytes, size: int, count: tuple[int, int, int, int],
                  total: tuple[int, int, int, int]) -> None:
         self.raw = raw  # the table's bytes, from the column count to the payload
+        self.length = len(raw)
         self.size = size  # the decompressed payload's length (the sum of the column lengths)
-        self.count, self.total = count, total  # (zigzag, start, end, width) in the payload
+        self.count, self.total = count, total  # (zigzag, start, end, values) in the payload
 
 
 def _parse_table(blob: bytes, pos: int) -> _Table | None:
@@ -70,20 +71,11 @@ def _parse_table(blob: bytes, pos: int) -> _Table | None:
             width = kind & WIDTH_MASK
             if kind & ~(WIDTH_MASK | ZIGZAG) or width not in (1, 2, 4, 8) or length % width or not length:
                 return None
-            cols.append((kind & ZIGZAG, at, at + length, width))
+            cols.append((kind & ZIGZAG, at, at + length, length // width))
             at += length
     except (PackedError, IndexError):
         return None
     return _Table(blob[start:pos], at, cols[0], cols[1])
-
-
-def _value(body: bytes, col: tuple[int, int, int, int], i: int) -> int | None:
-    zigzag, start, end, width = col
-    n = (end - start) // width
-    if not 0 <= i < n:
-        return None  # (the general decoder's IndexError)
-    v = int.from_bytes(body[start + i : end : n], "little")  # byte j of every value is plane j: one byte a plane
-    return (v >> 1) ^ -(v & 1) if zigzag else v
 
 
 class LevelsReader:
@@ -99,19 +91,21 @@ class LevelsReader:
         if type(blob) is not bytes or not blob.startswith(_HEAD):
             return None
         try:
-            if blob[5] < 0x80 and blob[6] < 0x80:  # rows and the header's length: one byte each (nearly always)
-                meta_at, meta_end = 7, 7 + blob[6]
+            # rows (one or two bytes below 16,384) and the header's length (one byte below 128): nearly always
+            pos = 6 if blob[5] < 0x80 else 7 if blob[6] < 0x80 else _read_varint(blob, 5)[1]
+            size = blob[pos]
+            if size < 0x80:
+                meta_at = pos + 1
             else:
-                _, pos = _read_varint(blob, 5)
                 size, meta_at = _read_varint(blob, pos)
-                meta_end = meta_at + size
+            meta_end = meta_at + size
             table = self._table
             if table is None or not blob.startswith(table.raw, meta_end):
                 table = _parse_table(blob, meta_end)
                 if table is None:
                     return None
                 self._table = table
-            payload_at = meta_end + len(table.raw)
+            payload_at = meta_end + table.length
             if payload_at >= len(blob):
                 return None
             meta = _json_object(blob[meta_at:meta_end].decode())
@@ -120,9 +114,19 @@ class LevelsReader:
             return None  # (UnicodeDecodeError is a ValueError) the general decoder reads or refuses it
         if len(body) != table.size or type(meta) is not dict:
             return None
-        count, total = _value(body, table.count, i), _value(body, table.total, i)
-        if count is None or total is None:
+        # byte j of every value is plane j (``packed``): the row's bytes are every n-th from its column's start
+        zigzag, start, end, n = table.count
+        if not 0 <= i < n:
+            return None  # (the general decoder's IndexError)
+        count = int.from_bytes(body[start + i : end : n], "little")
+        if zigzag:
+            count = (count >> 1) ^ -(count & 1)
+        zigzag, start, end, n = table.total
+        if i >= n:
             return None
+        total = int.from_bytes(body[start + i : end : n], "little")
+        if zigzag:
+            total = (total >> 1) ^ -(total & 1)
         # as ``kernel_blobs.history_row`` computes them (the same expressions: the same floats, the same errors)
         d_iter, d_window = meta.get("d_iter"), meta.get("d_window")
         avg = total / count if count else NAN

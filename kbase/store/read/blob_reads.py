@@ -12,7 +12,6 @@ from kbase.errors import StoreError
 from kbase.store.codec.checked import as_bytes as _blob
 from kbase.store.codec.checked import packed
 from kbase.store.codec.id_lists import ids_of, position_of
-from kbase.store.codec.kernel_blobs import Blobs, LevelRows
 from kbase.store.codec.packed import Packed, PackedError
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
     from kbase.analysis.board import LeaderboardRows
     from kbase.store.codec.codec import Names
-    from kbase.store.codec.kernel_blobs import KernelTable
+    from kbase.store.codec.kernel_blobs import KernelTable, LevelRows
     from kbase.store.schema.records import BaselineRecord
 
 
@@ -32,7 +31,7 @@ def _decode_error(baseline_id: Any, exc: Exception) -> StoreError:
 
 def kernel_tables(rows: list[tuple], *, samples: bool = True, sketches: bool = True) -> dict[int, KernelTable]:
     """baseline id -> its kernel table, from ``kernel_blobs`` rows (numpy)."""
-    from kbase.store.codec.kernel_blobs import decode
+    from kbase.store.codec.kernel_blobs import Blobs, decode
 
     out = {}
     for baseline_id, fmt, kernel_ids, levels, board, sample_blob, sketch_blob in rows:
@@ -58,7 +57,7 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
     Thousands of blobs: each is read for one row (``kernel_blobs.history_row``: two values from the stored
     bytes, the header's divisors), with no per-blob object beyond its ``Packed`` header."""
     from kbase.store.codec.history_levels import LevelsReader
-    from kbase.store.codec.kernel_blobs import FORMAT, history_row
+    from kbase.store.codec.kernel_format import FORMAT
 
     out: list[dict[str, Any]] = []
     if name_id is None:
@@ -73,8 +72,11 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
         try:
             found = fast(levels, i) if fmt == FORMAT else None
             # (``checked.packed`` refuses another format, as here; its unreadable-blob error is ``_decode_error``'s)
-            count, total, avg, per_iter, share = found or history_row(Packed(levels) if fmt == FORMAT else
-                                                                      packed(bid, fmt, levels), i)
+            if found is None:
+                from kbase.store.codec.kernel_blobs import history_row  # (its imports: only when needed)
+
+                found = history_row(Packed(levels) if fmt == FORMAT else packed(bid, fmt, levels), i)
+            count, total, avg, per_iter, share = found
         except (PackedError, IndexError) as exc:
             raise _decode_error(bid, exc) from None
         append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
@@ -88,11 +90,15 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
 
 def board(baseline_id: Any, fmt: int, levels: Any, board_blob: Any) -> LevelRows:
     """One baseline's leaderboard columns (``LevelRows`` over its levels and board; no numpy)."""
+    from kbase.store.codec.kernel_blobs import LevelRows
+
     return LevelRows(packed(baseline_id, fmt, levels), packed(baseline_id, fmt, board_blob))
 
 
 def level_pairs(rows: list[tuple]) -> list[tuple[int, float | None]]:
     """(name_id, per_iter_ns) of every kernel of ``level_blobs`` rows."""
+    from kbase.store.codec.kernel_blobs import LevelRows
+
     out: list[tuple[int, float | None]] = []
     for bid, fmt, kernel_ids, levels in rows:
         lv = LevelRows(packed(bid, fmt, levels))
