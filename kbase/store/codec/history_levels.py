@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import zstandard
+
 from kbase.store.codec.packed import (
     MAGIC,
     VERSION,
@@ -26,9 +28,9 @@ from kbase.store.codec.packed import (
     ZIGZAG,
     ZSTD,
     PackedError,
-    _decompress,
     _json_object,
     _read_varint,
+    _zstd,
 )
 
 NAN = float("nan")
@@ -82,10 +84,12 @@ class LevelsReader:
     """``read(blob, i)``: row ``i``'s history values of a ``levels`` blob, or None (take the general decoder).
     One reader per read of many blobs: it keeps the last column table seen."""
 
-    __slots__ = ("_table",)
+    __slots__ = ("_content_size", "_decompressor", "_table")
 
     def __init__(self) -> None:
         self._table: _Table | None = None
+        self._decompressor = _zstd("decompressor")  # (this thread's, as ``packed`` keeps them)
+        self._content_size = zstandard.frame_content_size
 
     def read(self, blob: Any, i: int) -> HistoryValues | None:
         if type(blob) is not bytes or not blob.startswith(_HEAD):
@@ -109,10 +113,15 @@ class LevelsReader:
             if payload_at >= len(blob):
                 return None
             meta = _json_object(blob[meta_at:meta_end].decode())
-            body = _decompress(blob[payload_at:], table.size)
-        except (PackedError, IndexError, ValueError):
-            return None  # (UnicodeDecodeError is a ValueError) the general decoder reads or refuses it
-        if len(body) != table.size or type(meta) is not dict:
+            payload, size = blob[payload_at:], table.size
+            # ``packed._decompress``'s bounds, called here (10,000 calls): a frame that states more than the
+            # header's size is refused before anything is allocated, and none decodes past that size
+            if self._content_size(payload) > size:
+                return None
+            body = self._decompressor.decompress(payload, max_output_size=size, allow_extra_data=False)
+        except (PackedError, IndexError, ValueError, zstandard.ZstdError):
+            return None  # (UnicodeDecodeError is a ValueError) the general decoder reads or refuses the blob
+        if len(body) != size or type(meta) is not dict:
             return None
         # byte j of every value is plane j (``packed``): the row's bytes are every n-th from its column's start
         zigzag, start, end, n = table.count
