@@ -15,7 +15,7 @@ from kbase.store.codec.id_lists import ids_of, position_of
 from kbase.store.codec.packed import Packed, PackedError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     import numpy as np
 
@@ -48,7 +48,21 @@ def _none(v: float) -> float | None:
     return None if v != v else v
 
 
-def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str, Any]]:
+HISTORY_BATCH = 256  # rows of ``kernel_history`` fetched at a time by ``batched``
+
+
+def batched(cursor: Any, size: int = HISTORY_BATCH) -> Iterator[tuple]:
+    """An executed cursor's rows, fetched ``size`` at a time: each batch's blobs are freed before the next is
+    read, and their memory taken again (a 10,000-baseline history holds 27 MB of blobs: fetched at once, the
+    fresh pages' faults cost ~7,000 more page faults, ~10 ms)."""
+    while True:
+        batch = cursor.fetchmany(size)
+        if not batch:
+            return
+        yield from batch
+
+
+def history_rows(rows: Iterable[tuple], name_id: int | None, when: Callable[[Any], Any]) -> list[dict[str, Any]]:
     """One kernel's rows (id, commit, created_at, workload, branch, commit_date (as stored), count, total_ns,
     avg_ns, per_iter_ns, share_window, and the setup: fingerprint, aligned, gpu_models, gpu_count, window_spec;
     NULL as None) from ``kernel_history`` rows (baseline columns, format, levels), oldest first; baselines

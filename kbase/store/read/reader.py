@@ -11,9 +11,9 @@ error is one line (``errors.store_error``), never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kbase.store.read.connect import bind, driver_error
 from kbase.store.schema.records import (
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 NO_LIMIT = 2**62  # the ``limit`` parameter's "all rows": one statement for both (SQLite refuses LIMIT NULL)
 LIST_CHUNK = 400  # values per expanding IN list: far under SQLite's 32766 variables, few round trips
+_T = TypeVar("_T")
 
 
 class LinePoint(NamedTuple):
@@ -74,12 +75,17 @@ class StoreReader:
 
     def rows(self, statement: str, params: Mapping[str, Any]) -> list[tuple]:
         """The rows of statement ``statement`` (``statements.STATEMENTS``) with ``params``, as tuples."""
+        return self.read_cursor(statement, params, lambda cur: cur.fetchall())
+
+    def read_cursor(self, statement: str, params: Mapping[str, Any], reader: Callable[[Any], _T]) -> _T:
+        """What ``reader`` makes of the executed statement's cursor (``rows``: all its rows; a read of thousands of
+        blobs takes them a batch at a time, ``blob_reads.batched``), its driver's errors the store's."""
         sql, args = bind(self._text[statement], params, self.dialect)
         try:
             cur = self.conn.cursor()  # (DB-API: sqlite3's and psycopg's rows are tuples)
             try:
                 cur.execute(sql, args)
-                return cur.fetchall()
+                return reader(cur)
             finally:
                 cur.close()
                 if self._end:
@@ -279,13 +285,14 @@ class StoreReader:
                             branch: str | None = None) -> list[dict[str, Any]]:
         """One kernel across baselines, oldest first: id, commit, created_at, workload, branch, count,
         total_ns, avg_ns, per_iter_ns, share_window (plain records: ``kbase history`` needs no pandas)."""
-        from kbase.store.read.blob_reads import history_rows
+        from kbase.store.read.blob_reads import batched, history_rows
 
         found = self.name_ids([name])
         params = {"any_workload": not workload, "workload": workload or "", "any_branch": not branch,
                   "branch": branch or ""}
-        return history_rows(self.rows("kernel_history", params) if found else [], found[0] if found else None,
-                            self._when)
+        if not found:
+            return []
+        return self.read_cursor("kernel_history", params, lambda cur: history_rows(batched(cur), found[0], self._when))
 
     def leaderboard(self, b: BaselineRecord) -> LeaderboardRows:
         """Baseline ``b``'s stored leaderboard, as every read of one returns it: the renderers' rows, each value
