@@ -190,3 +190,9 @@ def test_the_reader_raises_nothing_of_its_own() -> None:
             reader.read(blob[:cut] + b"\xff" + blob[cut + 1 :], 5)
         except (PackedError, IndexError, ValueError, KeyError) as exc:  # pragma: no cover - the failure reported
             pytest.fail(f"byte {cut}: {exc!r}")
+
+
+def test_the_format_number_is_kernel_blobs_own() -> None:
+    from kbase.store.codec import kernel_blobs, kernel_format
+
+    assert kernel_format.FORMAT == kernel_blobs.FORMAT

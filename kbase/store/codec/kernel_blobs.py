@@ -36,7 +36,6 @@ from kbase.store.codec.kernel_columns import (
     level_columns,
     stored_in,
 )
-from kbase.store.codec.kernel_format import FORMAT  # noqa: F401 - this module's layout (re-exported)
 from kbase.store.codec.mantissa import mantissa_value, row_medians
 from kbase.store.codec.packed import Packed
 from kbase.store.codec.packing import pack
@@ -44,6 +43,7 @@ from kbase.store.codec.packing import pack
 if TYPE_CHECKING:
     import numpy as np
 
+FORMAT = 2  # ``baseline_kernels.format``: this module's layout of the four blobs (1: ``format1``)
 LEVEL_COLUMNS = level_columns()  # the columns each blob holds, as ``analysis.columns`` declares them
 BOARD_COLUMNS = board_columns()
 DERIVED = derived_columns()
