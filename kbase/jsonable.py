@@ -13,6 +13,7 @@ import math
 import re
 from datetime import date, datetime
 from enum import Enum
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,8 @@ def _records_text(records: list | tuple, enc: Any, inner: str) -> str:
     inside a string (its quote would be escaped), and one occurrence per boundary proves no record holds
     another; each cut becomes a line break (one ``str.replace``, no list of texts). Else one call a record."""
     first = next(iter(records[0]), None) if records else None
-    if len(records) < 2 or not isinstance(first, str) or any(next(iter(r), None) != first for r in records):
+    # (every record's first key, or None for an empty one: taken in C, map over next(iter(record), None))
+    if len(records) < 2 or not isinstance(first, str) or set(map(next, map(iter, records), repeat(None))) != {first}:
         return ",\n".join(inner + enc(r) for r in records)
     text = enc(list(records))
     head = "{" + enc(first) + ": "
