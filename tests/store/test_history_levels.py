@@ -170,6 +170,8 @@ def test_the_history_rows_take_the_same_values_either_way(monkeypatch) -> None:
             row(3, [1, 2], _levels([3, 4], [300, 440])),  # the kernel absent
             row(4, [300, 9], _levels([3, 0], [-5, 0], {"d_iter": None}))]
     fast = history_rows(rows, 9, str)
+    as_views = [(*r[:-2], memoryview(r[-2]), memoryview(r[-1])) for r in rows]  # (a PostgreSQL driver's blobs)
+    assert repr(history_rows(as_views, 9, str)) == repr(fast)
     monkeypatch.setattr(history_levels.LevelsReader, "read", lambda self, blob, i: None)
     general = history_rows(rows, 9, str)
     assert [r["id"] for r in fast] == [1, 2, 4]

@@ -68,8 +68,9 @@ def history_rows(rows: Iterable[tuple], name_id: int | None, when: Callable[[Any
     NULL as None) from ``kernel_history`` rows (baseline columns, format, levels), oldest first; baselines
     without the kernel left out. ``when``: the executor's datetime reader.
 
-    Thousands of blobs: each is read for one row (``kernel_blobs.history_row``: two values from the stored
-    bytes, the header's divisors), with no per-blob object beyond its ``Packed`` header."""
+    Thousands of blobs: each is read for one row, two values from its stored bytes and the header's divisors
+    (``history_levels.LevelsReader``, no per-blob object; a blob of another layout, or damaged:
+    ``kernel_blobs.history_row`` over its ``Packed`` header, which reads or refuses it)."""
     from kbase.store.codec.history_levels import LevelsReader
     from kbase.store.codec.kernel_format import FORMAT
 
@@ -84,7 +85,8 @@ def history_rows(rows: Iterable[tuple], name_id: int | None, when: Callable[[Any
         if i is None:
             continue
         try:
-            found = fast(levels, i) if fmt == FORMAT else None
+            # (PostgreSQL's driver may give a memoryview: the reader takes bytes)
+            found = fast(levels if type(levels) is bytes else _blob(levels), i) if fmt == FORMAT else None
             # (``checked.packed`` refuses another format, as here; its unreadable-blob error is ``_decode_error``'s)
             if found is None:
                 from kbase.store.codec.kernel_blobs import history_row  # (its imports: only when needed)
