@@ -211,9 +211,11 @@ def describe_commits(repo_path: Path | None, commits: Iterable[str]) -> dict[str
     directory's) holds; commits it does not hold (made in another clone, cut by a shallow clone) are left
     out, and so is everything outside a repository. One ``git cat-file --batch`` for all of them: no
     GitPython (~0.1 s of imports), a few milliseconds for thousands of commits."""
-    wanted = [c for c in dict.fromkeys(commits) if FULL_HASH.match(c)]
     where = (repo_path or Path.cwd()).resolve()
-    if not wanted or not where.is_dir() or not _may_hold_repo(where):
+    if not where.is_dir() or not _may_hold_repo(where):  # first: outside a repository, no commit is looked at
+        return {}
+    wanted = [c for c in dict.fromkeys(commits) if FULL_HASH.match(c)]
+    if not wanted:
         return {}
     try:
         out = subprocess.run(["git", "-C", str(where), "cat-file", "--batch"], input="\n".join(wanted).encode() + b"\n",

@@ -13,6 +13,7 @@ import math
 import re
 from datetime import date, datetime
 from enum import Enum
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -92,24 +93,24 @@ def _pretty(value: Any, enc: Any, step: str, level: int) -> str:
         return "{\n" + ",\n".join(items) + "\n" + outer + "}"
     if isinstance(value, (list, tuple)) and value:
         if all(isinstance(v, dict) for v in value):  # records: one a line
-            return "[\n" + ",\n".join(inner + r for r in _record_texts(value, enc)) + "\n" + outer + "]"
+            return "[\n" + _records_text(value, enc, inner) + "\n" + outer + "]"
         return "[\n" + ",\n".join(inner + _pretty(v, enc, step, level + 1) for v in value) + "\n" + outer + "]"
     return enc(value)
 
 
-def _record_texts(records: list | tuple, enc: Any) -> list[str]:
-    """Each record's JSON text, as ``enc`` writes it alone. Thousands of records (a history, a diff's kernels)
-    take one call of the C encoder for the whole list, cut between records at ``}, {"<first key>": `` where
-    every record begins with that key: that text cannot occur inside a string (its quote would be escaped), and
-    one occurrence per boundary proves no record holds another. Else one call a record."""
+def _records_text(records: list | tuple, enc: Any, inner: str) -> str:
+    """The records' JSON texts, each as ``enc`` writes it alone after ``inner``, one a line (joined by ``,\n``).
+    Thousands of records (a history, a diff's kernels) take one call of the C encoder for the whole list, cut
+    between records at ``}, {"<first key>": `` where every record begins with that key: that text cannot occur
+    inside a string (its quote would be escaped), and one occurrence per boundary proves no record holds
+    another; each cut becomes a line break (one ``str.replace``, no list of texts). Else one call a record."""
     first = next(iter(records[0]), None) if records else None
-    if len(records) < 2 or not isinstance(first, str) or any(next(iter(r), None) != first for r in records):
-        return [enc(r) for r in records]
+    # (every record's first key, or None for an empty one: taken in C, map over next(iter(record), None))
+    if len(records) < 2 or not isinstance(first, str) or set(map(next, map(iter, records), repeat(None))) != {first}:
+        return ",\n".join(inner + enc(r) for r in records)
     text = enc(list(records))
     head = "{" + enc(first) + ": "
     cut = "}, " + head
     if text.count(cut) != len(records) - 1:
-        return [enc(r) for r in records]
-    parts = text[1:-1].split(cut)
-    return [parts[0] + "}"] + [head + p + "}" for p in parts[1:-1]] + [head + parts[-1]]
-
+        return ",\n".join(inner + enc(r) for r in records)
+    return inner + text[1:-1].replace(cut, "},\n" + inner + head)

@@ -9,6 +9,8 @@ from kbase.comparison.result import KernelHistory
 from kbase.settings import Settings
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from kbase.comparison.changepoints import KernelStep
     from kbase.comparison.history import StepsReport
     from kbase.gitrepo import CommitNote
@@ -118,12 +120,21 @@ def _describe_commits(rows: list[dict[str, Any]], settings: Settings) -> None:
     commit; else the row keeps the date stored with its baseline (no subject: made in another clone)."""
     from kbase.gitrepo import describe_commits
 
-    notes = describe_commits(settings.repo, sorted({r["commit"] for r in rows})) if rows else {}
+    notes = describe_commits(settings.repo, _sorted_commits(rows)) if rows else {}
+    if not notes:  # (outside a repository: 10,000 rows at a time)
+        for r in rows:
+            r["subject"] = ""
+        return
     for r in rows:
         note = notes.get(r["commit"])
         r["subject"] = note.subject if note else ""
         if note:
             r["commit_date"] = note.date
+
+
+def _sorted_commits(rows: list[dict[str, Any]]) -> Iterator[str]:
+    """The rows' commits, sorted, when first asked for: ``describe_commits`` asks only inside a repository."""
+    yield from sorted({r["commit"] for r in rows})
 
 
 def history_steps(h: KernelHistory) -> list[KernelStep] | None:

@@ -1,6 +1,7 @@
 """The ``kbase`` script and ``python -m kbase.cli``: the process policies (:mod:`kbase.cli.tuning`), then
 a plain ``kbase top FILE`` answered without the command line (:mod:`kbase.cli.fast_top`), a plain
-``kbase diff`` / ``gate`` likewise (:mod:`kbase.cli.fast_diff`), else ``kbase.cli.main``, then the quick exit.
+``kbase diff`` / ``gate`` likewise (:mod:`kbase.cli.fast_diff`), and a plain ``kbase history KERNEL`` as JSON or
+CSV (:mod:`kbase.cli.fast_history`), else ``kbase.cli.main``, then the quick exit.
 ``main`` itself keeps ``sys.exit``, for callers in-process."""
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ def run() -> NoReturn:
         from kbase.cli.fast_diff import answer as answer_diff
 
         code = answer_diff(sys.argv)  # a plain stored ``kbase diff`` / ``gate``: answered without Typer
+    if code is None:
+        from kbase.cli.fast_history import answer as answer_history
+
+        code = answer_history(sys.argv)  # a plain ``kbase history KERNEL -f json|csv``: likewise
     if code is None:
         from kbase.cli import main
 

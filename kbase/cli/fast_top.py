@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,20 @@ def answer(argv: list[str]) -> int | None:
     opts = parse(argv)
     if opts is None:
         return None
+    settings = load_settings(opts["repo"], opts["db"])
+    if settings is None:
+        return None
+    from kbase.cli.output import default_limit, emit_leaderboard
+
+    return run_as_command(settings, lambda: emit_leaderboard(
+        _leaderboard(opts, settings), opts["format"], default_limit(opts["format"], opts["limit"]),
+        wide=opts["wide"], full_names=opts["full_names"], quiet=opts["quiet"]))
+
+
+def load_settings(repo: str | None, db: str | None, name: str | None = None) -> Any:
+    """The command's ``Settings`` (as ``make_settings`` loads them for these flags), dependencies' warnings off
+    as the command line turns them off; None on a settings error (the command line words it, naming the flag
+    or key)."""
     import warnings
 
     from kbase.settings import Settings
@@ -83,18 +98,20 @@ def answer(argv: list[str]) -> int | None:
     if not os.environ.get("KBASE_DEBUG"):
         warnings.simplefilter("ignore")  # as the command line does
     try:
-        settings = Settings.load(repo=None if opts["repo"] is None else Path(opts["repo"]), db=opts["db"],
-                                 window={})
+        return Settings.load(repo=None if repo is None else Path(repo), db=db, name=name, window={})
     except Exception:  # noqa: BLE001 - the command line says what is wrong, naming the flag or key
         return None
+
+
+def run_as_command(settings: Any, work: Callable[[], None]) -> int:
+    """``work`` (the command's API call and renderer) run as the command line runs a command: stdout guarded
+    against a closed pipe, an error one line on stderr with the command's exit code (``errors.failure``),
+    store connections closed after; the exit code."""
     from kbase.cli.closed_stdout import guard_stdout
-    from kbase.cli.output import default_limit, emit_leaderboard
 
     guard_stdout()
     try:
-        lb = _leaderboard(opts, settings)
-        emit_leaderboard(lb, opts["format"], default_limit(opts["format"], opts["limit"]), wide=opts["wide"],
-                         full_names=opts["full_names"], quiet=opts["quiet"])
+        work()
     except KeyboardInterrupt:
         print("kbase: interrupted", file=sys.stderr)
         return 130

@@ -88,7 +88,9 @@ def setup_groups(line: Sequence[Any]) -> list[list[int]]:
     """The positions in ``line`` of each setup's baselines, in line order; the newest baseline's setup last."""
     groups: dict[tuple[str, bool], list[int]] = {}
     for i, b in enumerate(line):
-        groups.setdefault(setup_key(b), []).append(i)
+        # (``setup_key``, inline for a row: ``kbase history`` groups 10,000)
+        key = (str(b.get("fingerprint") or ""), bool(b.get("aligned"))) if type(b) is dict else setup_key(b)
+        groups.setdefault(key, []).append(i)
     newest = setup_key(line[-1]) if line else None
     return sorted(groups.values(), key=lambda g: (setup_key(line[g[0]]) == newest, g[-1]))
 

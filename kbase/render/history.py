@@ -186,17 +186,21 @@ def _public_rows(rows: list[dict[str, Any]], limit: int | None) -> list[dict[str
     (thousands of rows: no intermediate copies)."""
     changes = _changes(rows)
     start = len(rows) - limit if limit and len(rows) > limit else 0
-    out = []
+    out: list[dict[str, Any]] = []
+    append = out.append
     for r, (change, setup) in zip(rows[start:], changes[start:]):
         d = r.copy()
-        for k in _PRIVATE:
-            d.pop(k, None)
+        pop = d.pop
+        pop("fingerprint", None)  # (``_PRIVATE``, spelt out: 10,000 rows)
+        pop("window_spec", None)
         d["change_pct"], d["setup_change"] = change, setup
-        for key in ("created_at", "commit_date"):
-            v: Any = d.get(key)
-            if hasattr(v, "isoformat"):
-                d[key] = v.isoformat()
-        out.append(d)
+        created: Any = d.get("created_at")
+        committed: Any = d.get("commit_date")
+        if hasattr(created, "isoformat"):
+            d["created_at"] = created.isoformat()
+        if hasattr(committed, "isoformat"):
+            d["commit_date"] = committed.isoformat()
+        append(d)
     return out
 
 

@@ -42,7 +42,8 @@ CASES = {
 def test_history_json_is_dumps_of_the_doc(case: str, limit: int | None, monkeypatch) -> None:
     h = KernelHistory(query="k\x7f", name="kernel<é>", short_name="kernel", rows=CASES[case], workload="w")
     with monkeypatch.context() as m:  # the reference: each record encoded alone
-        m.setattr(jsonable, "_record_texts", lambda records, enc: [enc(r) for r in records])
+        m.setattr(jsonable, "_records_text",
+                  lambda records, enc, inner: ",\n".join(inner + enc(r) for r in records))
         want = jsonable.dumps(history_doc(h, "w", None, None, limit))
     assert history_json(h, "w", None, None, limit) == want
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbase.store.codec.kernel_blobs import FORMAT
+from kbase.store.codec.kernel_format import FORMAT
 from kbase.store.codec.packed import Packed, PackedError
 
 

@@ -12,17 +12,16 @@ from kbase.errors import StoreError
 from kbase.store.codec.checked import as_bytes as _blob
 from kbase.store.codec.checked import packed
 from kbase.store.codec.id_lists import ids_of, position_of
-from kbase.store.codec.kernel_blobs import Blobs, LevelRows
 from kbase.store.codec.packed import Packed, PackedError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     import numpy as np
 
     from kbase.analysis.board import LeaderboardRows
     from kbase.store.codec.codec import Names
-    from kbase.store.codec.kernel_blobs import KernelTable
+    from kbase.store.codec.kernel_blobs import KernelTable, LevelRows
     from kbase.store.schema.records import BaselineRecord
 
 
@@ -32,7 +31,7 @@ def _decode_error(baseline_id: Any, exc: Exception) -> StoreError:
 
 def kernel_tables(rows: list[tuple], *, samples: bool = True, sketches: bool = True) -> dict[int, KernelTable]:
     """baseline id -> its kernel table, from ``kernel_blobs`` rows (numpy)."""
-    from kbase.store.codec.kernel_blobs import decode
+    from kbase.store.codec.kernel_blobs import Blobs, decode
 
     out = {}
     for baseline_id, fmt, kernel_ids, levels, board, sample_blob, sketch_blob in rows:
@@ -49,29 +48,51 @@ def _none(v: float) -> float | None:
     return None if v != v else v
 
 
-def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str, Any]]:
+HISTORY_BATCH = 256  # rows of ``kernel_history`` fetched at a time by ``batched``
+
+
+def batched(cursor: Any, size: int = HISTORY_BATCH) -> Iterator[tuple]:
+    """An executed cursor's rows, fetched ``size`` at a time: each batch's blobs are freed before the next is
+    read, and their memory taken again (a 10,000-baseline history holds 27 MB of blobs: fetched at once, the
+    fresh pages' faults cost ~7,000 more page faults, ~10 ms)."""
+    while True:
+        batch = cursor.fetchmany(size)
+        if not batch:
+            return
+        yield from batch
+
+
+def history_rows(rows: Iterable[tuple], name_id: int | None, when: Callable[[Any], Any]) -> list[dict[str, Any]]:
     """One kernel's rows (id, commit, created_at, workload, branch, commit_date (as stored), count, total_ns,
     avg_ns, per_iter_ns, share_window, and the setup: fingerprint, aligned, gpu_models, gpu_count, window_spec;
     NULL as None) from ``kernel_history`` rows (baseline columns, format, levels), oldest first; baselines
     without the kernel left out. ``when``: the executor's datetime reader.
 
-    Thousands of blobs: each is read for one row (``kernel_blobs.history_row``: two values from the stored
-    bytes, the header's divisors), with no per-blob object beyond its ``Packed`` header."""
-    from kbase.store.codec.kernel_blobs import FORMAT, history_row
+    Thousands of blobs: each is read for one row, two values from its stored bytes and the header's divisors
+    (``history_levels.LevelsReader``, no per-blob object; a blob of another layout, or damaged:
+    ``kernel_blobs.history_row`` over its ``Packed`` header, which reads or refuses it)."""
+    from kbase.store.codec.history_levels import LevelsReader
+    from kbase.store.codec.kernel_format import FORMAT
 
     out: list[dict[str, Any]] = []
     if name_id is None:
         return out
     append = out.append
+    fast = LevelsReader().read  # the blobs every writer produces; None: the general decoder reads or refuses it
     for bid, commit, created_at, workload, branch, commit_date, fingerprint, aligned, models, gpus, spec, fmt, \
             kernel_ids, levels in rows:
         i = position_of(kernel_ids if type(kernel_ids) is bytes else _blob(kernel_ids), name_id)
         if i is None:
             continue
         try:
+            # (PostgreSQL's driver may give a memoryview: the reader takes bytes)
+            found = fast(levels if type(levels) is bytes else _blob(levels), i) if fmt == FORMAT else None
             # (``checked.packed`` refuses another format, as here; its unreadable-blob error is ``_decode_error``'s)
-            count, total, avg, per_iter, share = history_row(Packed(levels) if fmt == FORMAT else
-                                                             packed(bid, fmt, levels), i)
+            if found is None:
+                from kbase.store.codec.kernel_blobs import history_row  # (its imports: only when needed)
+
+                found = history_row(Packed(levels) if fmt == FORMAT else packed(bid, fmt, levels), i)
+            count, total, avg, per_iter, share = found
         except (PackedError, IndexError) as exc:
             raise _decode_error(bid, exc) from None
         append({"id": bid, "commit": commit, "created_at": when(created_at), "workload": workload,
@@ -85,11 +106,15 @@ def history_rows(rows: list[tuple], name_id: int | None, when) -> list[dict[str,
 
 def board(baseline_id: Any, fmt: int, levels: Any, board_blob: Any) -> LevelRows:
     """One baseline's leaderboard columns (``LevelRows`` over its levels and board; no numpy)."""
+    from kbase.store.codec.kernel_blobs import LevelRows
+
     return LevelRows(packed(baseline_id, fmt, levels), packed(baseline_id, fmt, board_blob))
 
 
 def level_pairs(rows: list[tuple]) -> list[tuple[int, float | None]]:
     """(name_id, per_iter_ns) of every kernel of ``level_blobs`` rows."""
+    from kbase.store.codec.kernel_blobs import LevelRows
+
     out: list[tuple[int, float | None]] = []
     for bid, fmt, kernel_ids, levels in rows:
         lv = LevelRows(packed(bid, fmt, levels))

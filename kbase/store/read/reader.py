@@ -11,9 +11,9 @@ error is one line (``errors.store_error``), never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kbase.store.read.connect import bind, driver_error
 from kbase.store.schema.records import (
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 NO_LIMIT = 2**62  # the ``limit`` parameter's "all rows": one statement for both (SQLite refuses LIMIT NULL)
 LIST_CHUNK = 400  # values per expanding IN list: far under SQLite's 32766 variables, few round trips
+_T = TypeVar("_T")
 
 
 class LinePoint(NamedTuple):
@@ -74,12 +75,17 @@ class StoreReader:
 
     def rows(self, statement: str, params: Mapping[str, Any]) -> list[tuple]:
         """The rows of statement ``statement`` (``statements.STATEMENTS``) with ``params``, as tuples."""
+        return self.read_cursor(statement, params, lambda cur: cur.fetchall())
+
+    def read_cursor(self, statement: str, params: Mapping[str, Any], reader: Callable[[Any], _T]) -> _T:
+        """What ``reader`` makes of the executed statement's cursor (``rows``: all its rows; a read of thousands of
+        blobs takes them a batch at a time, ``blob_reads.batched``), its driver's errors the store's."""
         sql, args = bind(self._text[statement], params, self.dialect)
         try:
             cur = self.conn.cursor()  # (DB-API: sqlite3's and psycopg2's rows are tuples)
             try:
                 cur.execute(sql, args)
-                return cur.fetchall()
+                return reader(cur)
             finally:
                 cur.close()
                 if self._end and not self.conn.closed:  # (psycopg2 closes it when Ctrl-C stops a query)
@@ -100,9 +106,9 @@ class StoreReader:
     def _acceptance(self, row: tuple) -> AcceptanceRecord:
         return acceptance_record(row)
 
-    def _when(self, value: Any) -> datetime | None:
-        """A stored datetime as every record holds it (aware UTC)."""
-        return utc_datetime(value)
+    # A stored datetime as every record holds it (aware UTC); the function itself, not a method calling it:
+    # ``kbase history`` reads 20,000.
+    _when = staticmethod(utc_datetime)
 
     def rows_in(self, statement: str, params: Mapping[str, Any], key: str, values: Iterable[Any]) -> list[tuple]:
         """``rows`` with the list parameter ``key`` = ``values``, ``LIST_CHUNK`` values per statement."""
@@ -279,13 +285,14 @@ class StoreReader:
                             branch: str | None = None) -> list[dict[str, Any]]:
         """One kernel across baselines, oldest first: id, commit, created_at, workload, branch, count,
         total_ns, avg_ns, per_iter_ns, share_window (plain records: ``kbase history`` needs no pandas)."""
-        from kbase.store.read.blob_reads import history_rows
+        from kbase.store.read.blob_reads import batched, history_rows
 
         found = self.name_ids([name])
         params = {"any_workload": not workload, "workload": workload or "", "any_branch": not branch,
                   "branch": branch or ""}
-        return history_rows(self.rows("kernel_history", params) if found else [], found[0] if found else None,
-                            self._when)
+        if not found:
+            return []
+        return self.read_cursor("kernel_history", params, lambda cur: history_rows(batched(cur), found[0], self._when))
 
     def leaderboard(self, b: BaselineRecord) -> LeaderboardRows:
         """Baseline ``b``'s stored leaderboard, as every read of one returns it: the renderers' rows, each value

@@ -99,6 +99,12 @@ def utc_datetime(value: Any) -> datetime | None:
     the datetime psycopg2 returns (``timestamptz``, in the session's time zone)."""
     if value is None:
         return None
+    if type(value) is str and len(value) == 26 and value[10] == " " and value[19] == "." and value[20:].isdigit():
+        # SQLite's naive text (what kbase writes): parsed once, as UTC (``kbase history`` reads 20,000)
+        try:
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:
+            pass  # (not a date: refused below)
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, str):

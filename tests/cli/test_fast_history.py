@@ -1,0 +1,125 @@
+"""The ``kbase`` script's early answer (``cli.fast_history``): a plain ``kbase history KERNEL`` as JSON or CSV is
+answered without Typer exactly as the ``history`` command answers it (stdout, stderr and exit code: rows,
+errors, the budget series, a repository's subjects), and anything else is left to the command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.shared import REPO
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> tuple[str, str, Path]:
+    from sqlalchemy import text
+
+    from kbase.store import open_store
+    from kbase.synth.history import write_bulk_history
+
+    root = tmp_path_factory.mktemp("fast_history")
+    url = f"sqlite:///{root / 'kb.db'}"
+    st = open_store(url)
+    try:
+        write_bulk_history(st.engine, 40, workload="bulk", n_kernels=5, iterations=3)
+        write_bulk_history(st.engine, 6, workload="other", n_kernels=3, iterations=3)
+        with st.engine.connect() as conn:
+            name = conn.execute(text("SELECT name FROM kernel_name ORDER BY id LIMIT 1")).scalar_one()
+    finally:
+        st.close()
+    return url, name, root
+
+
+def script(*args: object, cwd: Path, fast: bool = True) -> tuple[int, str, str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, "COLUMNS": "200",
+           "PYTHONPATH": str(REPO), **({} if fast else {"KBASE_NO_FAST_HISTORY": "1"})}
+    p = subprocess.run([sys.executable, "-m", "kbase.cli", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout, p.stderr
+
+
+CASES = [
+    ("{name}", "--name", "bulk", "-f", "json"),
+    ("{name}", "--name", "bulk", "--format=csv", "-n", "5"),
+    ("--format", "json", "--all-workloads", "{name}", "--limit=3", "--wide", "-q"),
+    ("{name}", "--name", "bulk", "--branch", "main", "-f", "json", "-n", "0"),
+    ("(step)", "--name", "bulk", "-f", "json"),
+    ("{name}", "-f", "json"),  # two workloads, none named: the command's error
+    ("no_such_kernel_at_all", "--name", "bulk", "-f", "json"),
+    ("{name}", "--name", "nope", "-f", "csv"),
+]
+
+
+@pytest.mark.parametrize("args", CASES)
+def test_answers_as_the_command_does(store, args):
+    url, name, root = store
+    argv = [a.format(name=name) for a in args]
+    fast = script("history", *argv, "--db", url, cwd=root)
+    assert fast == script("history", *argv, "--db", url, cwd=root, fast=False)
+    assert fast[0] in (0, 2) and "Traceback" not in fast[2], fast
+
+
+def test_a_missing_store_is_the_commands_error(tmp_path):
+    fast = script("history", "k", "-f", "json", "--db", tmp_path / "none.db", cwd=tmp_path)
+    assert fast[0] == 2 and fast[2].count("\n") == 1, fast
+    assert fast == script("history", "k", "-f", "json", "--db", tmp_path / "none.db", cwd=tmp_path, fast=False)
+
+
+def test_inside_a_repository_the_subjects_are_the_commands(store, tmp_path):
+    url, name, _ = store
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    fast = script("history", name, "--name", "bulk", "-f", "json", "--db", url, "--repo", tmp_path, cwd=tmp_path)
+    assert fast[0] == 0 and fast == script("history", name, "--name", "bulk", "-f", "json", "--db", url, "--repo",
+                                           tmp_path, cwd=tmp_path, fast=False)
+
+
+@pytest.mark.parametrize(("argv", "want"), [
+    (["history", "k", "-f", "json"], {"kernel": "k", "format": "json", "limit": None}),
+    (["history", "--format=csv", "k", "-n", "5", "--wide"], {"format": "csv", "limit": 5, "wide": True}),
+    (["history", "k", "--format", "json", "--name", "w", "--branch=b", "--db", "x.db", "--repo=r", "-q",
+      "--all-workloads"], {"name": "w", "branch": "b", "db": "x.db", "repo": "r", "quiet": True,
+                           "all_workloads": True}),
+])
+def test_fast_path_grammar(argv, want):
+    from kbase.cli.fast_history import parse
+
+    got = parse(["kbase", *argv])
+    assert got is not None and {k: got[k] for k in want} == want
+
+
+@pytest.mark.parametrize("argv", [
+    ["history", "k"],  # the table: the command line's
+    ["history", "k", "-f", "table"],
+    ["history", "k", "-f", "md"],
+    ["history", "-f", "json"],  # no kernel
+    ["history", "k", "j", "-f", "json"],  # two
+    ["history", "k", "-f", "json", "-f", "csv"],  # repeated
+    ["history", "k", "-f", "json", "--help"],
+    ["history", "k", "-fjson"],
+    ["history", "k", "-f", "json", "-n", "-1"],
+    ["history", "k", "-f", "json", "-n", "x"],
+    ["history", "k", "-f", "json", "--name"],  # a value missing
+    ["history", "k", "-f", "json", "--name="],  # empty
+    ["history", "k", "-f", "json", "--"],
+    ["history", "-k", "-f", "json"],
+    ["top", "k", "-f", "json"],
+])
+def test_anything_else_is_the_command_lines(argv):
+    from kbase.cli.fast_history import parse
+
+    assert parse(["kbase", *argv]) is None
+
+
+def test_the_fast_path_loads_no_command_line(store):
+    """The point of it: Typer and the command modules stay unloaded (``-X importtime`` lists every import)."""
+    url, name, root = store
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "kbase.cli", "history", name, "--name", "bulk",
+                        "-f", "json", "--db", url], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert p.returncode == 0 and "kbase.cli.fast_history" in loaded
+    assert not {m for m in loaded if m == "typer" or m.startswith(("typer.", "kbase.cli.store", "kbase.cli.entry"))}
