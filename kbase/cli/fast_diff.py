@@ -14,7 +14,6 @@ messages. ``KBASE_NO_FAST_DIFF=1`` turns this path off (``tests/cli/test_fast_di
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 _VALUES = {"--db": "db", "-f": "fmt", "--format": "fmt"}
@@ -56,35 +55,16 @@ def answer(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     command, revisions, flags = parsed
-    import warnings
-
-    from kbase.cli.closed_stdout import guard_stdout
     from kbase.cli.diff_run import run_diff, run_gate
-    from kbase.cli.settings_flags import WINDOW_FLAGS
+    from kbase.cli.fast_path import run_as_command
+    from kbase.cli.settings_flags import WINDOW_FLAGS, current_settings
 
     if not os.environ.get("KBASE_DEBUG"):
+        import warnings
+
         warnings.simplefilter("ignore")  # as the command line does (``cli.entry.main``)
-    guard_stdout()
     a, b = (revisions + [None, None])[:2]
     kwargs: dict[str, Any] = {**flags, "window": dict.fromkeys(WINDOW_FLAGS)}
-    try:
-        if command == "diff":
-            run_diff(revisions[0], b, **kwargs)  # (``parse`` found diff's before side)
-            return 0
-        return run_gate(a, b, **kwargs)
-    except KeyboardInterrupt:
-        print("kbase: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # noqa: BLE001 - mapped as the command line maps it (``shared.KbaseGroup``)
-        from kbase.cli.errors import failure
-        from kbase.cli.settings_flags import current_settings
-        from kbase.errors import KbaseError
-
-        if os.environ.get("KBASE_DEBUG") and not isinstance(exc, KbaseError | UnicodeEncodeError):
-            raise
-        code, line = failure(exc, current_settings())
-        print(line, file=sys.stderr)
-        return code
-    finally:
-        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
-            sys.modules["kbase.store.engine"].dispose_all()
+    if command == "diff":
+        return run_as_command(current_settings, lambda: run_diff(revisions[0], b, **kwargs))  # (``parse`` found
+    return run_as_command(current_settings, lambda: run_gate(a, b, **kwargs))              # diff's before side)

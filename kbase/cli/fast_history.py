@@ -67,7 +67,7 @@ def answer(argv: list[str]) -> int | None:
     opts = parse(argv)
     if opts is None:
         return None
-    from kbase.cli.fast_top import load_settings, run_as_command
+    from kbase.cli.fast_path import load_settings, run_as_command
 
     settings = load_settings(opts["repo"], opts["db"], opts["name"])  # (the script applied the policies)
     if settings is None:

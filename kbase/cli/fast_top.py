@@ -15,8 +15,6 @@ path off.
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +75,8 @@ def answer(argv: list[str]) -> int | None:
     opts = parse(argv)
     if opts is None:
         return None
+    from kbase.cli.fast_path import load_settings, run_as_command
+
     settings = load_settings(opts["repo"], opts["db"])
     if settings is None:
         return None
@@ -85,49 +85,6 @@ def answer(argv: list[str]) -> int | None:
     return run_as_command(settings, lambda: emit_leaderboard(
         _leaderboard(opts, settings), opts["format"], default_limit(opts["format"], opts["limit"]),
         wide=opts["wide"], full_names=opts["full_names"], quiet=opts["quiet"]))
-
-
-def load_settings(repo: str | None, db: str | None, name: str | None = None) -> Any:
-    """The command's ``Settings`` (as ``make_settings`` loads them for these flags), dependencies' warnings off
-    as the command line turns them off; None on a settings error (the command line words it, naming the flag
-    or key)."""
-    import warnings
-
-    from kbase.settings import Settings
-
-    if not os.environ.get("KBASE_DEBUG"):
-        warnings.simplefilter("ignore")  # as the command line does
-    try:
-        return Settings.load(repo=None if repo is None else Path(repo), db=db, name=name, window={})
-    except Exception:  # noqa: BLE001 - the command line says what is wrong, naming the flag or key
-        return None
-
-
-def run_as_command(settings: Any, work: Callable[[], None]) -> int:
-    """``work`` (the command's API call and renderer) run as the command line runs a command: stdout guarded
-    against a closed pipe, an error one line on stderr with the command's exit code (``errors.failure``),
-    store connections closed after; the exit code."""
-    from kbase.cli.closed_stdout import guard_stdout
-
-    guard_stdout()
-    try:
-        work()
-    except KeyboardInterrupt:
-        print("kbase: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # noqa: BLE001 - mapped as the command line maps it (``errors.failure``)
-        from kbase.cli.errors import failure
-        from kbase.errors import KbaseError
-
-        if os.environ.get("KBASE_DEBUG") and not isinstance(exc, KbaseError | UnicodeEncodeError):
-            raise
-        code, line = failure(exc, settings)
-        print(line, file=sys.stderr)
-        return code
-    finally:
-        if "kbase.store.engine" in sys.modules:  # close pooled store connections before the process ends
-            sys.modules["kbase.store.engine"].dispose_all()
-    return 0
 
 
 def _leaderboard(opts: dict[str, Any], settings: Any) -> Any:
