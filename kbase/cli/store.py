@@ -230,4 +230,5 @@ def db_current(db: DbOpt = None, repo: RepoOpt = None) -> None:
     settings = make_settings(repo=repo, db=db)
     from kbase.render.safe import inert
 
-    print(inert(describe_schema(settings.store_url(), settings.busy_timeout_s)))  # the path is data: no escapes
+    state = describe_schema(settings.store_url(), settings.busy_timeout_s, settings.connect_timeout_s)
+    print(inert(state))  # the path is data: no escapes

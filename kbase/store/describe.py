@@ -21,9 +21,10 @@ def readonly_engine(url: str, path: Path, busy_timeout_s: float):
     return create_engine(url.split("?", 1)[0], creator=lambda: connect_store(path, busy_timeout_s))
 
 
-def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
+def describe_schema(url: str, busy_timeout_s: float | None = None, connect_timeout_s: float | None = None) -> str:
     """The store's schema revision against this kbase's head, without changing (or creating) anything
-    (``kbase db current``: Alembic's view of the store, through SQLAlchemy)."""
+    (``kbase db current``: Alembic's view of the store, through SQLAlchemy); a PostgreSQL server gets
+    ``connect_timeout_s`` (the settings') to answer, as every other command gives it."""
     path = sqlite_path(url)
     if path is not None:
         check_store_location(path)
@@ -36,7 +37,7 @@ def describe_schema(url: str, busy_timeout_s: float | None = None) -> str:
         check_sqlite_file(path)
         engine = readonly_engine(url, path, BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s)
     else:
-        engine = make_engine(url, busy_timeout_s)
+        engine = make_engine(url, busy_timeout_s, connect_timeout_s)
     try:
         _checked_stamp(engine, url)
         current, head, known = schema_state(engine, url)

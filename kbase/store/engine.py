@@ -170,11 +170,11 @@ def _stamped_revisions(engine) -> list | None:
     from sqlalchemy import text
     from sqlalchemy.exc import SQLAlchemyError
 
-    try:
-        with engine.connect() as conn:
+    with engine.connect() as conn:  # (a store that cannot be reached says so now: one wait, not one per step)
+        try:
             return [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version")).fetchall()]
-    except SQLAlchemyError:
-        return None
+        except SQLAlchemyError:
+            return None
 
 
 def _stamped_revision(engine) -> str | None:

@@ -222,3 +222,17 @@ def test_snapshot_to_a_silent_server_waits_once(silent_server, tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and err.count("\n") == 1 and "connection timeout expired" in err, err
     assert time.monotonic() - t0 < 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["db", "current"], ["db", "upgrade"]])
+def test_schema_commands_to_a_silent_server_wait_once(silent_server, args):
+    """``kbase db current`` / ``upgrade`` give the server ``KBASE_CONNECT_TIMEOUT`` as every command does, and
+    wait once: the version table's read does not take an unreachable server for a store without one (it took
+    ~21 s and ~4.8 s at a 2-second timeout: the default timeout, then a second connection)."""
+    t0 = time.monotonic()
+    proc = _kbase(*args, "--db", f"postgresql://kb@127.0.0.1:{silent_server}/db", env={"KBASE_CONNECT_TIMEOUT": "2"})
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - t0
+    assert proc.returncode == 2 and err.count("\n") == 1 and "connection timeout expired" in err and not out, err
+    assert 2 <= took < 4.5, took  # (two waits took 4.8 s)
