@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.bulk_stores import bulk_store
 from helpers.imports import HEAVY, loaded
 from helpers.library import old_schema_copy
 
@@ -23,20 +24,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory) -> tuple[str, str, Path]:
-    from kbase.store import open_store
-    from kbase.synth.history import write_bulk_history
-
     root = tmp_path_factory.mktemp("imports")
-    url = f"sqlite:///{root / 'kb.db'}"
-    store = open_store(url)
-    try:
-        write_bulk_history(store.engine, 5, workload="bulk", n_kernels=6, iterations=4)
-        from sqlalchemy import text
-
-        with store.engine.connect() as conn:
-            name = conn.execute(text("SELECT name FROM kernel_name ORDER BY id LIMIT 1")).scalar_one()
-    finally:
-        store.close()
+    url, name = bulk_store(root, ("bulk", 5, 6, 4))
     return url, name, root
 
 

@@ -21,28 +21,13 @@ _VALUES = {"--db": "db", "-f": "fmt", "--format": "fmt"}
 
 def parse(argv: list[str]) -> tuple[str, list[str], dict[str, str]] | None:
     """(command, its revisions, its flags by parameter) of a plain ``kbase diff`` / ``kbase gate``, or None."""
-    if len(argv) < 2 or argv[1] not in ("diff", "gate"):
-        return None
-    command = argv[1]
-    revisions: list[str] = []
-    flags: dict[str, str] = {}
-    args = iter(argv[2:])
-    for arg in args:
-        name, value = arg, None
-        if arg.startswith("--") and "=" in arg:
-            name, value = arg.split("=", 1)
-        if name in _VALUES:
-            key = _VALUES[name]
-            value = next(args, None) if value is None else value
-            if value is None or key in flags:
-                return None  # a missing value or a repeated flag: the command line says what it makes of it
-            flags[key] = value
-        elif arg and not arg.startswith("-") and len(revisions) < 2:
-            revisions.append(arg)
-        else:
-            return None
-    if command == "diff" and not revisions:
-        return None  # its before side is required: the command line's usage error
+    from kbase.cli.fast_path import plain_options
+
+    command = argv[1] if len(argv) > 1 else ""
+    found = plain_options(argv, command, {}, _VALUES, {}, at_most=2) if command in ("diff", "gate") else None
+    if found is None or (command == "diff" and not found[1]):
+        return None  # (diff's before side is required: the command line's usage error)
+    flags, revisions = found
     return command, revisions, flags
 
 

@@ -13,7 +13,6 @@ line would judge, a settings error) answers None having done nothing, and the co
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 _FLAGS = {"--all-workloads": "all_workloads", "--wide": "wide", "-q": "quiet", "--quiet": "quiet"}
@@ -24,55 +23,20 @@ _FORMATS = ("json", "csv")  # (``enums.HistoryFormat``'s values; the table is th
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
     """The options of a plain ``kbase history KERNEL ...`` (see the module's doc), or None."""
-    if len(argv) < 3 or argv[1] != "history":
-        return None
-    got: dict[str, Any] = {"kernel": None, "format": "table", "limit": None, "name": None, "branch": None,
-                           "all_workloads": False, "db": None, "repo": None, "wide": False, "quiet": False}
-    seen: set[str] = set()
-    args = iter(argv[2:])
-    for arg in args:
-        name, value = arg, None
-        if arg.startswith("--") and "=" in arg:
-            name, value = arg.split("=", 1)
-        if name in _FLAGS and value is None:
-            key = _FLAGS[name]
-            got[key] = True
-        elif name in _VALUES:
-            key = _VALUES[name]
-            value = next(args, None) if value is None else value
-            if not value or value.startswith("-"):
-                return None  # (missing, empty, or what click might take for an option: the command line's)
-            got[key] = value
-        elif arg and not arg.startswith("-") and got["kernel"] is None:
-            key, got["kernel"] = "kernel", arg
-        else:
-            return None
-        if key in seen:
-            return None  # a repeated option: the command line says what it makes of it
-        seen.add(key)
-    if got["kernel"] is None or got["format"] not in _FORMATS:
-        return None
-    if got["limit"] is not None:
-        if not (got["limit"].isascii() and got["limit"].isdigit()) or len(got["limit"]) > 18:
-            return None
-        got["limit"] = int(got["limit"])
-    return got
+    from kbase.cli.fast_path import one_target, plain_options
+
+    found = plain_options(argv, "history", _FLAGS, _VALUES, {
+        "format": "table", "limit": None, "name": None, "branch": None, "all_workloads": False, "db": None,
+        "repo": None, "wide": False, "quiet": False})
+    return one_target(found, "kernel", _FORMATS)
 
 
 def answer(argv: list[str]) -> int | None:
     """The exit code once ``argv`` is answered; None when this path does not apply (nothing printed, nothing
     read: the command line runs)."""
-    if os.environ.get("KBASE_NO_FAST_HISTORY", "") not in ("", "0"):
-        return None
-    opts = parse(argv)
-    if opts is None:
-        return None
-    from kbase.cli.fast_path import load_settings, run_as_command
+    from kbase.cli.fast_path import answer_plain
 
-    settings = load_settings(opts["repo"], opts["db"], opts["name"])  # (the script applied the policies)
-    if settings is None:
-        return None
-    return run_as_command(settings, lambda: _history(opts, settings))
+    return answer_plain(argv, "KBASE_NO_FAST_HISTORY", parse, _history)  # (the script applied the policies)
 
 
 def _history(opts: dict[str, Any], settings: Any) -> None:

@@ -8,9 +8,85 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
+
+
+def plain_options(argv: list[str], command: str, flags: Mapping[str, str], values: Mapping[str, str],
+                  defaults: Mapping[str, Any], at_most: int = 1) -> tuple[dict[str, Any], list[str]] | None:
+    """(options by key, positional arguments) of ``kbase COMMAND ...`` when every argument is one of ``flags``
+    (switches: key -> True), ``values`` (options taking a value: ``--x v`` or ``--x=v``) or a positional (at most
+    ``at_most``, none starting with ``-``), each option at most once; ``defaults`` for the rest. None otherwise —
+    ``--help``, another option, a repeated one, a missing, empty or option-like value: the command line's to
+    judge, with its own messages."""
+    if len(argv) < 2 or argv[1] != command:
+        return None
+    got = dict(defaults)
+    seen: set[str] = set()
+    positional: list[str] = []
+    args = iter(argv[2:])
+    for arg in args:
+        name, value = arg, None
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg.split("=", 1)
+        if name in flags and value is None:
+            key = flags[name]
+            got[key] = True
+        elif name in values:
+            key = values[name]
+            value = next(args, None) if value is None else value
+            if not value or value.startswith("-"):
+                return None
+            got[key] = value
+        elif arg and not arg.startswith("-") and len(positional) < at_most:
+            positional.append(arg)
+            continue
+        else:
+            return None
+        if key in seen:
+            return None
+        seen.add(key)
+    return got, positional
+
+
+def one_target(found: tuple[dict[str, Any], list[str]] | None, key: str, formats: Collection[str]
+               ) -> dict[str, Any] | None:
+    """``plain_options``' answer for a command of one positional argument (stored under ``key``), a ``format``
+    among ``formats`` and an optional ``limit`` (a whole number); None when it is not that."""
+    if found is None or len(found[1]) != 1 or found[0]["format"] not in formats:
+        return None
+    got, positional = found
+    got[key] = positional[0]
+    if got["limit"] is not None:
+        got["limit"] = whole_number(got["limit"])
+        if got["limit"] is None:
+            return None
+    return got
+
+
+def whole_number(text: str | None) -> int | None:
+    """``text`` as the non-negative whole number a ``--limit`` takes, or None (what the command line would judge)."""
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 18:
+        return None
+    return int(text)
+
+
+def answer_plain(argv: list[str], switch: str, parse: Callable[[list[str]], dict[str, Any] | None],
+                 work: Callable[[dict[str, Any], Any], int | None]) -> int | None:
+    """The exit code of a plain command answered here: ``parse`` (its options, or None), the settings its
+    ``--repo`` / ``--db`` / ``--name`` mean, then ``work(options, settings)`` run as the command line runs a
+    command; None (nothing printed, nothing read: the command line runs) when ``switch`` is set in the
+    environment, ``parse`` declines, or the settings have an error (the command line words it)."""
+    if os.environ.get(switch, "") not in ("", "0"):
+        return None
+    opts = parse(argv)
+    if opts is None:
+        return None
+    settings = load_settings(opts["repo"], opts["db"], opts.get("name"))
+    if settings is None:
+        return None
+    return run_as_command(settings, lambda: work(opts, settings))
 
 
 def load_settings(repo: str | None, db: str | None, name: str | None = None) -> Any:

@@ -14,7 +14,6 @@ path off.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -25,40 +24,12 @@ _VALUES = {"-f": "format", "--format": "format", "-n": "limit", "--limit": "limi
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
     """The options of a plain ``kbase top FILE ...`` (see the module's doc), or None."""
-    if len(argv) < 3 or argv[1] != "top":
-        return None
-    got: dict[str, Any] = {"format": "table", "limit": None, "wide": False, "full_names": False, "quiet": False,
-                           "per_gpu": False, "no_store": False, "no_cache": False, "profile": None, "db": None,
-                           "repo": None}
-    seen: set[str] = set()
-    args = iter(argv[2:])
-    for arg in args:
-        name, value = arg, None
-        if arg.startswith("--") and "=" in arg:
-            name, value = arg.split("=", 1)
-        if name in _FLAGS and value is None:
-            key = _FLAGS[name]
-            got[key] = True
-        elif name in _VALUES:
-            key = _VALUES[name]
-            value = next(args, None) if value is None else value
-            if value is None:
-                return None
-            got[key] = value
-        elif not arg.startswith("-") and arg and got["profile"] is None:
-            key, got["profile"] = "profile", arg
-        else:
-            return None
-        if key in seen:
-            return None  # a repeated option: the command line says what it makes of it
-        seen.add(key)
-    if got["profile"] is None or got["format"] not in _formats():
-        return None
-    if got["limit"] is not None:
-        if not (got["limit"].isascii() and got["limit"].isdigit()) or len(got["limit"]) > 18:
-            return None
-        got["limit"] = int(got["limit"])
-    return got
+    from kbase.cli.fast_path import one_target, plain_options
+
+    found = plain_options(argv, "top", _FLAGS, _VALUES, {
+        "format": "table", "limit": None, "wide": False, "full_names": False, "quiet": False, "per_gpu": False,
+        "no_store": False, "no_cache": False, "db": None, "repo": None})
+    return one_target(found, "profile", _formats())
 
 
 def _formats() -> set[str]:
@@ -70,21 +41,16 @@ def _formats() -> set[str]:
 def answer(argv: list[str]) -> int | None:
     """The exit code once ``argv`` is answered; None when this path does not apply (nothing printed, nothing
     read: the command line runs)."""
-    if os.environ.get("KBASE_NO_FAST_TOP", "") not in ("", "0"):
-        return None
-    opts = parse(argv)
-    if opts is None:
-        return None
-    from kbase.cli.fast_path import load_settings, run_as_command
+    from kbase.cli.fast_path import answer_plain
 
-    settings = load_settings(opts["repo"], opts["db"])
-    if settings is None:
-        return None
+    return answer_plain(argv, "KBASE_NO_FAST_TOP", parse, _emit)
+
+
+def _emit(opts: dict[str, Any], settings: Any) -> None:
     from kbase.cli.output import default_limit, emit_leaderboard
 
-    return run_as_command(settings, lambda: emit_leaderboard(
-        _leaderboard(opts, settings), opts["format"], default_limit(opts["format"], opts["limit"]),
-        wide=opts["wide"], full_names=opts["full_names"], quiet=opts["quiet"]))
+    emit_leaderboard(_leaderboard(opts, settings), opts["format"], default_limit(opts["format"], opts["limit"]),
+                     wide=opts["wide"], full_names=opts["full_names"], quiet=opts["quiet"])
 
 
 def _leaderboard(opts: dict[str, Any], settings: Any) -> Any:

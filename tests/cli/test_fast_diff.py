@@ -5,9 +5,7 @@ else left to the command line."""
 from __future__ import annotations
 
 import inspect
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from helpers.shared import REPO
+from helpers.cli import kbase_script
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +35,7 @@ def stored(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 
 def script(*args: object, cwd: Path, fast: bool = True, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("KBASE_", "GITHUB_"))}
-    base |= {"COLUMNS": "200", "PYTHONPATH": str(REPO), **(env or {}), **({} if fast else {"KBASE_NO_FAST_DIFF": "1"})}
-    p = subprocess.run([sys.executable, "-m", "kbase.cli", *map(str, args)], cwd=cwd, env=base, capture_output=True,
-                       text=True, timeout=120)
-    return p.returncode, p.stdout, p.stderr
+    return kbase_script(*args, cwd=cwd, env={**(env or {}), **({} if fast else {"KBASE_NO_FAST_DIFF": "1"})})
 
 
 def git(repo: Path, *args: str) -> None:

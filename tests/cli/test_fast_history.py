@@ -11,35 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from helpers.bulk_stores import bulk_store
+from helpers.cli import kbase_script
 from helpers.shared import REPO
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> tuple[str, str, Path]:
-    from sqlalchemy import text
-
-    from kbase.store import open_store
-    from kbase.synth.history import write_bulk_history
-
     root = tmp_path_factory.mktemp("fast_history")
-    url = f"sqlite:///{root / 'kb.db'}"
-    st = open_store(url)
-    try:
-        write_bulk_history(st.engine, 40, workload="bulk", n_kernels=5, iterations=3)
-        write_bulk_history(st.engine, 6, workload="other", n_kernels=3, iterations=3)
-        with st.engine.connect() as conn:
-            name = conn.execute(text("SELECT name FROM kernel_name ORDER BY id LIMIT 1")).scalar_one()
-    finally:
-        st.close()
+    url, name = bulk_store(root, ("bulk", 40, 5, 3), ("other", 6, 3, 3))
     return url, name, root
 
 
 def script(*args: object, cwd: Path, fast: bool = True) -> tuple[int, str, str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, "COLUMNS": "200",
-           "PYTHONPATH": str(REPO), **({} if fast else {"KBASE_NO_FAST_HISTORY": "1"})}
-    p = subprocess.run([sys.executable, "-m", "kbase.cli", *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=120, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stdout, p.stderr
+    return kbase_script(*args, cwd=cwd, env={} if fast else {"KBASE_NO_FAST_HISTORY": "1"})
 
 
 CASES = [

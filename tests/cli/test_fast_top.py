@@ -4,16 +4,14 @@ exit code), and anything else is left to the command line."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kbase.synth.generate import ExportSpec, generate_export
 
-from helpers.shared import REPO
+from helpers.cli import kbase_script
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +20,7 @@ def export(tmp_path_factory) -> Path:
 
 
 def script(*args: object, cwd: Path, fast: bool = True) -> tuple[int, str, str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KBASE_")}, "COLUMNS": "200",
-           "PYTHONPATH": str(REPO), **({} if fast else {"KBASE_NO_FAST_TOP": "1"})}
-    p = subprocess.run([sys.executable, "-m", "kbase.cli", *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=120)
-    return p.returncode, p.stdout, p.stderr
+    return kbase_script(*args, cwd=cwd, env={} if fast else {"KBASE_NO_FAST_TOP": "1"})
 
 
 def git(repo: Path, *args: str) -> None:

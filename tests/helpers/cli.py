@@ -117,3 +117,14 @@ def kb(*args):
 
             gc.collect()
     return run_kbase(*args)
+
+
+def kbase_script(*args: object, cwd, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``python -m kbase.cli ARGS`` run as the ``kbase`` script runs: a fresh
+    process in ``cwd``, none of the caller's ``KBASE_`` / ``GITHUB_`` variables, 200 columns, ``env`` on top (the
+    pre-Typer answers' tests: ``KBASE_NO_FAST_*=1`` for the command line's own path)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("KBASE_", "GITHUB_"))}
+    base |= {"COLUMNS": "200", "PYTHONPATH": str(REPO), **(env or {})}
+    p = _subprocess.run([sys.executable, "-m", "kbase.cli", *map(str, args)], cwd=cwd, env=base, capture_output=True,
+                        text=True, timeout=120, stdin=_subprocess.DEVNULL)
+    return p.returncode, p.stdout, p.stderr
