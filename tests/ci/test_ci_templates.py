@@ -87,7 +87,7 @@ def _pinned_ref() -> str:
 
 def test_templates_pin_a_ref_the_repository_has():
     """What the templates install exists: a release tag that ``git tag`` lists, or a commit of this repository
-    (the 0.2.0 release's: there is no tag yet), whose ``kbase/version.py`` is a released version (a CHANGELOG
+    (a release commit: there are no tags yet), whose ``kbase/version.py`` is a released version (a CHANGELOG
     section); docs/ci.md and ci/README.md name the same ref. A pin of a tag never made (``@v0.2.0`` without the
     tag) fails here."""
     ref = _pinned_ref()
