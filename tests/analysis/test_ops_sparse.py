@@ -173,7 +173,7 @@ def test_the_store_and_the_diff_hold_a_sparse_split_in_bounded_memory():
     tracemalloc.start()
     try:
         side = _pooled_ops([cap, cap])
-        both = SimpleNamespace(sample_capture=np.repeat([0, 1], n_iters), unit_wall_ns=1.0)
+        both = SimpleNamespace(sample_capture=np.repeat([0, 1], n_iters), pools_captures=True, unit_wall_ns=1.0)
         index = {k: i for i, k in enumerate(side.keys.tolist())}
         within, between, _ = _sample_noise(side.keys, side, side, index, index, both, both)
         _, peak = tracemalloc.get_traced_memory()
