@@ -76,7 +76,7 @@ MUTANTS = [
     Mutant("gate-abs-floor-strict", "gate policy", "kbase/comparison/noise.py",
            "abs(z) >= z_crit and abs(delta) >= abs_floor_ns", "abs(z) >= z_crit and abs(delta) > abs_floor_ns", GATE),
     Mutant("gate-abs-floor-in-ns", "gate policy", "kbase/comparison/significance.py",
-           'abs_floor_ns=th["abs_floor_us"][i] * 1e3', 'abs_floor_ns=th["abs_floor_us"][i]', GATE),
+           'abs_floor_ns=th_at["abs_floor_us"][i] * 1e3', 'abs_floor_ns=th_at["abs_floor_us"][i]', GATE),
     Mutant("gate-no-share-floor", "gate policy", "kbase/comparison/noise.py",
            "(share >= share_floor or share != share)", "(True or share != share)", GATE),
     Mutant("gate-no-relative-floor", "gate policy", "kbase/comparison/noise.py",
