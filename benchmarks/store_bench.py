@@ -41,8 +41,9 @@ from bench_common import (
 )
 
 # the store's encoder: a cached store or size is stale when it changes
-ENCODER = [REPO / "kbase" / "store" / "codec" / f for f in ("packed.py", "packing.py", "kernel_blobs.py", "id_lists.py",
-                                                       "kernel_columns.py", "sample_blobs.py", "op_blobs.py")]
+ENCODER = [REPO / "kbase" / "store" / "codec" / f for f in (
+    "packed.py", "packing.py", "kernel_blobs.py", "kernel_format.py", "id_lists.py", "kernel_columns.py",
+    "sample_blobs.py", "op_blobs.py")]
 BLOBS = ("levels", "board", "samples", "sketches", "ops", "kernel_ids", "op_ids")  # (the ids: beside the blobs)
 
 KIB = 1024

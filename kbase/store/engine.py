@@ -166,7 +166,7 @@ def schema_state(engine, url: str) -> tuple[str | None, str, set[str]]:
 
 def _stamped_revisions(engine) -> list | None:
     """The rows of the store's Alembic version table by a plain query (None when there is none, or it
-    cannot be read)."""
+    cannot be read); a store that cannot be reached raises the driver's error."""
     from sqlalchemy import text
     from sqlalchemy.exc import SQLAlchemyError
 

@@ -197,4 +197,4 @@ def test_the_reader_raises_nothing_of_its_own() -> None:
 def test_the_format_number_is_kernel_blobs_own() -> None:
     from kbase.store.codec import kernel_blobs, kernel_format
 
-    assert kernel_format.FORMAT == kernel_blobs.FORMAT
+    assert kernel_blobs.FORMAT is kernel_format.FORMAT == 2  # one definition, re-exported

@@ -15,7 +15,7 @@ from array import array
 from typing import TYPE_CHECKING, Any
 
 # the predictions format 1 stored residuals against are the ones format 2 derives its columns by
-from kbase.store.codec.kernel_blobs import Blobs, KernelTable, _amdahl, _divisor, _ratio
+from kbase.store.codec.kernel_blobs import Blobs, KernelTable, _amdahl, _divisor, _median2, _ratio
 from kbase.store.codec.packed import Packed
 from kbase.store.codec.packing import pack
 
@@ -71,16 +71,6 @@ def encode_levels(t: KernelTable) -> bytes:
     }
     return pack(len(t), {k: (v.view(np.int64), o) for k, (v, o) in columns.items()},
                 {"d_iter": d_iter, "d_window": d_window})
-
-
-def _median2(median: np.ndarray) -> np.ndarray | None:
-    """2 x the median launch ns as integers (medians of whole ns are whole or halves), None otherwise."""
-    import numpy as np
-
-    twice = 2.0 * median
-    if not (np.isfinite(twice).all() and (np.abs(twice) < 2.0**53).all() and (twice == np.rint(twice)).all()):
-        return None
-    return twice.astype(np.int64)
 
 
 def encode_board(t: KernelTable, levels: LevelRows) -> bytes:

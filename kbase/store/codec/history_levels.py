@@ -21,6 +21,7 @@ from typing import Any
 
 import zstandard
 
+from kbase.store.codec.kernel_format import history_values
 from kbase.store.codec.packed import (
     MAGIC,
     VERSION,
@@ -33,7 +34,6 @@ from kbase.store.codec.packed import (
     _zstd,
 )
 
-NAN = float("nan")
 _HEAD = MAGIC + bytes([VERSION, ZSTD])
 _WANTED = ("count", "total_ns")
 
@@ -136,9 +136,4 @@ class LevelsReader:
         total = int.from_bytes(body[start + i : end : n], "little")
         if zigzag:
             total = (total >> 1) ^ -(total & 1)
-        # as ``kernel_blobs.history_row`` computes them (the same expressions: the same floats, the same errors)
-        d_iter, d_window = meta.get("d_iter"), meta.get("d_window")
-        avg = total / count if count else NAN
-        per_iter = NAN if d_iter is None else total / d_iter
-        share = NAN if d_window is None else total / d_window
-        return count, total, avg, per_iter, share
+        return history_values(count, total, meta)  # (as ``kernel_blobs.history_row`` derives them)

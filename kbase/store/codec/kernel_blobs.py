@@ -36,6 +36,7 @@ from kbase.store.codec.kernel_columns import (
     level_columns,
     stored_in,
 )
+from kbase.store.codec.kernel_format import FORMAT, history_values  # noqa: F401 - FORMAT re-exported (its home before)
 from kbase.store.codec.mantissa import mantissa_value, row_medians
 from kbase.store.codec.packed import Packed
 from kbase.store.codec.packing import pack
@@ -43,7 +44,6 @@ from kbase.store.codec.packing import pack
 if TYPE_CHECKING:
     import numpy as np
 
-FORMAT = 2  # ``baseline_kernels.format``: this module's layout of the four blobs (1: ``format1``)
 LEVEL_COLUMNS = level_columns()  # the columns each blob holds, as ``analysis.columns`` declares them
 BOARD_COLUMNS = board_columns()
 DERIVED = derived_columns()
@@ -276,12 +276,7 @@ def history_row(lv: Packed, i: int) -> tuple[int, int, float, float, float]:
     """(count, total_ns, avg_ns, per_iter_ns, share_window) of row ``i`` of levels blob ``lv`` alone: ``kbase
     history`` reads one kernel of each of thousands of baselines (no ``LevelRows``: its header merge and
     column cache cost more than the row)."""
-    count, total = lv.int_at("count", i), lv.int_at("total_ns", i)
-    meta = lv.meta
-    d_iter, d_window = meta.get("d_iter"), meta.get("d_window")
-    avg = total / count if count else NAN
-    per_iter = NAN if d_iter is None else total / d_iter
-    share = NAN if d_window is None else total / d_window
+    count, total, avg, per_iter, share = history_values(lv.int_at("count", i), lv.int_at("total_ns", i), lv.meta)
     if lv.column_count > 2:  # a stored float column (not what derives): count and total_ns are always there
         if "avg_ns" in lv:
             avg = lv.floats("avg_ns")[i]
