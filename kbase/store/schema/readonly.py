@@ -18,9 +18,7 @@ Nothing is ever created or written beside the store on any path.
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -35,6 +33,8 @@ class _CopyConnection(sqlite3.Connection):
     def close(self) -> None:
         super().close()
         if self.folder is not None:
+            import shutil
+
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
 
@@ -83,6 +83,9 @@ def connect_store(path: Path, timeout: float = 30.0, *, immutable_first: bool = 
         if not sides:
             return _checked(sqlite3.connect(_uri(path, "mode=ro&immutable=1"), uri=True, timeout=timeout,
                                             check_same_thread=False))
+        import shutil  # (only here: a copy is rare, and these imports are ~5 ms of every stored read)
+        import tempfile
+
         folder = tempfile.mkdtemp(prefix="kbase-store-")
         try:
             copy = committed_copy(path, sides, Path(folder))
