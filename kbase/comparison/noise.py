@@ -36,7 +36,7 @@ import numpy as np
 from kbase.analysis.sketch import QUANTILES
 from kbase.comparison import sketch
 from kbase.comparison.levels import level_noise
-from kbase.comparison.stats import t_two_sided_p, t_two_sided_quantile
+from kbase.comparison.stats import t_two_sided_p, t_two_sided_p_many, t_two_sided_quantile
 
 POWER_Z = NormalDist().inv_cdf(0.8)
 FLOOR_CONFIDENCE = 0.95  # a significant regression is "below the gate floor" only when this sure its effect is
@@ -245,22 +245,37 @@ def _t_quantile(p_two_sided: float, df_key: float) -> float:
     return z if math.isinf(df_key) else t_two_sided_quantile(p_two_sided, df_key, z)
 
 
+_THRESHOLDS: dict[tuple[float, float], float] = {}  # (p, df key) -> |t|: a diff asks ~5 per kernel, of few pairs
+
+
 def t_threshold(p_two_sided: float, df: float) -> float:
     """|t| with two-sided tail ``p_two_sided`` at ``df`` degrees of freedom (df rounded down to 0.5;
     over 1000: the normal)."""
     key = math.inf if not math.isfinite(df) or df > 1000 else max(math.floor(df * 2) / 2, 1.0)
-    return _t_quantile(float(f"{p_two_sided:.6g}"), key)
+    found = _THRESHOLDS.get((p_two_sided, key))
+    if found is None:  # (p rounded to 6 digits: the same threshold for p's that differ in the last bits)
+        found = _THRESHOLDS[p_two_sided, key] = _t_quantile(float(f"{p_two_sided:.6g}"), key)
+    return found
+
+
+def _same_sign(a: float, b: float) -> bool:
+    """``np.sign(a) == np.sign(b)`` on Python floats (False when either is NaN)."""
+    if a != a or b != b:
+        return False
+    return (a > 0) - (a < 0) == (b > 0) - (b < 0)
 
 
 def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, z_crit: float, abs_floor_ns: float,
-           share_floor: float, rel_floor: float, min_effect: float = 0.0) -> KernelDecision:
+           share_floor: float, rel_floor: float, min_effect: float = 0.0, with_p: bool = True) -> KernelDecision:
     """Regressed/improved when |rel| exceeds ``z_crit`` standard errors (as a normal tail probability,
     carried to Student's t at the estimate's degrees of freedom) and the floors hold (absolute
     change per iteration, share of the iteration, optional relative floor), in the same direction as
     the change of the kernel's time per iteration. A regression whose effect on the iteration (Δ / iteration
     time) is, with ``FLOOR_CONFIDENCE``, under ``min_effect`` (its one-sided upper confidence bound is) is
     ``below_floor`` instead: significant, shown, not gated. The bound, not the estimate, is compared so that
-    a real regression at the floor fails the gate (an estimate alone would miss half of those)."""
+    a real regression at the floor fails the gate (an estimate alone would miss half of those).
+    ``with_p`` False: ``p_value`` NaN, for a caller that computes every kernel's at once (``p_values``); the
+    verdict never reads it."""
     delta = after_ns - before_ns
     share = max(before_ns, after_ns) / wall_ns if wall_ns and wall_ns == wall_ns else float("nan")
     effect = delta / wall_ns if wall_ns and wall_ns == wall_ns else float("nan")
@@ -270,15 +285,31 @@ def decide(est: Estimate, *, before_ns: float, after_ns: float, wall_ns: float, 
                               mde_ns=float("nan"), regressed=False, improved=False)
     se = max(est.se, 1e-12)
     z = est.rel / se
-    p = t_two_sided_p(abs(z), est.df) if math.isfinite(est.df) else math.erfc(abs(z) / math.sqrt(2.0))
+    p = p_value(z, est.df) if with_p else math.nan
     z_crit = t_threshold(math.erfc(z_crit / math.sqrt(2.0)), est.df)
     mde_rel = (z_crit + POWER_Z) * se
     mde_ns = max(mde_rel * before_ns, abs_floor_ns)
     passes = (abs(z) >= z_crit and abs(delta) >= abs_floor_ns and (share >= share_floor or share != share)
-              and abs(delta) / before_ns >= rel_floor and np.sign(delta) == np.sign(est.rel))
+              and abs(delta) / before_ns >= rel_floor and _same_sign(delta, est.rel))
     upper = effect + t_threshold(2 * (1 - FLOOR_CONFIDENCE), est.df) * se * before_ns / wall_ns if wall_ns else effect
     small = bool(passes and delta > 0 and effect == effect and upper < min_effect)
     return KernelDecision(rel=est.rel, delta_ns=delta, effect=effect, noise_rel=se, source=est.source,
                           test=f"z({est.source})", z=z, p_value=p, mde_rel=mde_rel, mde_ns=mde_ns,
                           regressed=bool(passes and delta > 0 and not small), improved=bool(passes and delta < 0),
                           below_floor=small, t_crit=z_crit)
+
+
+def p_value(z: float, df: float) -> float:
+    """Two-sided p of ``z`` at ``df`` degrees of freedom (Student's t; infinite df: the normal)."""
+    return t_two_sided_p(abs(z), df) if math.isfinite(df) else math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def p_values(z: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """``p_value`` of every (z, df) pair, bit for bit: the t tails at once."""
+    z, df = np.asarray(z, dtype=float), np.asarray(df, dtype=float)
+    out = np.empty(len(z))
+    student = np.isfinite(df)
+    out[student] = t_two_sided_p_many(np.abs(z[student]), df[student])
+    for i in np.flatnonzero(~student).tolist():
+        out[i] = math.erfc(abs(float(z[i])) / math.sqrt(2.0))
+    return out

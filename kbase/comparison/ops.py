@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kbase.analysis.sparse import BLOCK_CELLS
-from kbase.comparison.noise import RunNoise, decide, iteration_estimates, pick_noise, pooled_between, repeat_components
+from kbase.comparison.noise import (
+    RunNoise,
+    decide,
+    iteration_estimates,
+    p_values,
+    pick_noise,
+    pooled_between,
+    repeat_components,
+)
 from kbase.enums import KernelClass
 
 if TYPE_CHECKING:
@@ -271,6 +279,8 @@ def _unit_table(keys: np.ndarray, bo: OpSide, ao: OpSide, before: Side, after: S
     out: dict[str, np.ndarray] = {c: np.full(n, np.nan) for c in ("z", "p_value", "noise_rel", "mde_rel", "mde_ns")}
     source = np.full(n, None, dtype=object)
     cls = np.full(n, KernelClass.WITHIN_NOISE.value, dtype=object)
+    p_at: list[int] = []
+    p_df: list[float] = []
     for i, key in enumerate(keys.tolist()):
         if not (has_b[i] and has_a[i]):
             cls[i] = KernelClass.NEW.value if has_a[i] else KernelClass.GONE.value
@@ -282,14 +292,19 @@ def _unit_table(keys: np.ndarray, bo: OpSide, ao: OpSide, before: Side, after: S
         est = pick_noise(float(rel_means), [within[i]], run, caps, run_noise[i])
         d = decide(est, before_ns=float(b_ns[i]), after_ns=float(a_ns[i]), wall_ns=wall, z_crit=z_crit,
                    abs_floor_ns=policy.abs_floor_us * 1e3, share_floor=policy.share_floor,
-                   rel_floor=policy.max_increase_pct / 100, min_effect=policy.min_effect_pct / 100)
+                   rel_floor=policy.max_increase_pct / 100, min_effect=policy.min_effect_pct / 100, with_p=False)
         for c in out:
             out[c][i] = getattr(d, c)
+        if d.test != "none":  # its p-value: below, every op's at once
+            p_at.append(i)
+            p_df.append(est.df)
         source[i] = d.source
         pct = (a_ns[i] - b_ns[i]) / b_ns[i] * 100 if b_ns[i] else np.inf
         cls[i] = (KernelClass.REGRESSED.value if d.regressed else KernelClass.REGRESSED_BELOW_FLOOR.value
                   if d.below_floor else KernelClass.IMPROVED.value if d.improved else
                   KernelClass.UNCHANGED.value if abs(pct) < policy.unchanged_pct else KernelClass.WITHIN_NOISE.value)
+    if p_at:
+        out["p_value"][p_at] = p_values(out["z"][p_at], np.array(p_df))
     delta = a_ns - b_ns
     with np.errstate(divide="ignore", invalid="ignore"):
         pct = np.where(b_ns != 0, delta / b_ns * 100, np.inf)

@@ -20,6 +20,7 @@ from kbase.comparison.noise import (
     decide,
     iteration_estimates,
     launch_estimates,
+    p_values,
     pick_noise,
     pooled_between,
     repeat_components,
@@ -88,6 +89,9 @@ def significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarr
     hist_at, between_at, between_df_at = hist.tolist(), between.tolist(), between_df.tolist()
     same_at = same_count.tolist()
     th_at = {k: v.tolist() for k, v in th.items()}
+    p_at: list[int] = []
+    p_z: list[float] = []
+    p_df: list[float] = []
     for j, i in enumerate(idx.tolist()):
         within = [by_iter[j]]
         if per_run:  # paired by ordinal; launch counts that changed: chunk totals (a trend inflates, never hides)
@@ -115,7 +119,12 @@ def significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarr
         z_crit = z_threshold(th_at["fpr"][i], tested)
         k = decide(est, before_ns=b_at[i], after_ns=a_at[i], wall_ns=wall, z_crit=z_crit,
                    abs_floor_ns=th_at["abs_floor_us"][i] * 1e3, share_floor=th_at["share_floor"][i],
-                   rel_floor=th_at["max_increase_pct"][i] / 100, min_effect=th_at["min_effect_pct"][i] / 100)
+                   rel_floor=th_at["max_increase_pct"][i] / 100, min_effect=th_at["min_effect_pct"][i] / 100,
+                   with_p=False)
+        if k.test != "none":  # its p-value: below, every kernel's at once
+            p_at.append(i)
+            p_z.append(k.z)
+            p_df.append(est.df)
         for key in cols:
             cols[key][i] = est.run_rel if key == "run_noise_rel" else getattr(k, key)
         if k.source == "assumed":  # cannot judge: the change it would need to show, were repeats stored
@@ -126,6 +135,8 @@ def significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarr
         run_source[i] = est.run_source or None
         enough[i] = k.source != "assumed"
         verdict[i] = REGRESSED if k.regressed else BELOW_FLOOR if k.below_floor else IMPROVED if k.improved else 0
+    if p_at:
+        cols["p_value"][p_at] = p_values(np.array(p_z), np.array(p_df))
     rows.update(cols)
     source[~matched] = None
     rows["noise_source"] = source

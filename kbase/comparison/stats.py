@@ -149,6 +149,72 @@ def t_two_sided_p(t: float, df: float) -> float:
     return float(_betainc(df / 2.0, 0.5, df / (df + t * t)))
 
 
+def t_two_sided_p_many(t: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """``t_two_sided_p`` of every (|t|, df) pair, bit for bit (a diff asks it of every kernel: 20,000 continued
+    fractions in Python were ~0.3 s). The continued fraction runs on all pairs at once with the same
+    operations in the same order (IEEE arithmetic: numpy's and Python's are the same), each pair leaving
+    where the scalar loop stops; the log-gamma prefactor stays ``math``'s, per pair."""
+    t = np.asarray(t, dtype=float)
+    df = np.asarray(df, dtype=float)
+    out = np.where(np.isfinite(t), 1.0, 0.0)
+    with np.errstate(invalid="ignore"):
+        run = np.flatnonzero(np.isfinite(t) & ~(df <= 0))  # (a NaN df goes on, as in the scalar test)
+    with np.errstate(all="ignore"):  # (t * t past the float range: inf, x = 0; df inf: x NaN; as in Python)
+        x = df[run] / (df[run] + t[run] * t[run])
+        a, b = df[run] / 2.0, np.full(len(run), 0.5)
+        low, high = x <= 0, x >= 1
+        out[run[low]] = 0.0
+        out[run[high]] = 1.0
+        inside = ~(low | high)
+        run, x, a, b = run[inside], x[inside], a[inside], b[inside]
+        front = x < (a + 1) / (a + b + 2)  # as ``_betainc`` chooses its side
+    ca, cb = np.where(front, a, b), np.where(front, b, a)
+    frac = _betacf_many(ca, cb, np.where(front, x, 1 - x))
+    gammas: dict[float, float] = {}  # the log-gamma part by a: kernels share degrees of freedom
+    values = []
+    for aj, bj, xj, fj, front_j in zip(a.tolist(), b.tolist(), x.tolist(), frac.tolist(), front.tolist()):
+        g = gammas.get(aj)
+        if g is None:
+            g = gammas[aj] = math.lgamma(aj + bj) - math.lgamma(aj) - math.lgamma(bj)  # (b is always 0.5)
+        lbeta = g + aj * math.log(xj) + bj * math.log(1 - xj)  # (``_betainc``'s sum, in its order)
+        values.append(math.exp(lbeta) * fj / aj if front_j else 1.0 - math.exp(lbeta) * fj / bj)
+    out[run] = values
+    return out
+
+
+def _betacf_many(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``_betacf`` of every (a, b, x), elementwise: the same steps, each element frozen once it converges."""
+    h = np.empty(len(a))
+    with np.errstate(all="ignore"):  # (the branch ``np.where`` drops may divide by ~0)
+        qab, qap, qam = a + b, a + 1.0, a - 1.0
+        c, d = np.ones(len(a)), 1.0 - qab * x / qap
+        d = 1.0 / np.where(np.abs(d) > 1e-300, d, 1e-300)
+        hh = d
+        live = np.arange(len(a))
+        for m in range(1, 300):
+            if not len(live):
+                break
+            m2 = 2 * m
+            aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+            d = 1.0 + aa * d
+            d = 1.0 / np.where(np.abs(d) > 1e-300, d, 1e-300)
+            c = np.where(np.abs(c) > 1e-300, 1.0 + aa / c, 1e300)
+            hh = hh * (d * c)
+            aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+            d = 1.0 + aa * d
+            d = 1.0 / np.where(np.abs(d) > 1e-300, d, 1e-300)
+            c = np.where(np.abs(c) > 1e-300, 1.0 + aa / c, 1e300)
+            delta = d * c
+            hh = hh * delta
+            done = np.abs(delta - 1.0) < 1e-12
+            if done.any():
+                h[live[done]] = hh[done]
+                keep = ~done
+                live, a, b, x, qab, qap, qam, c, d, hh = (v[keep] for v in (live, a, b, x, qab, qap, qam, c, d, hh))
+        h[live] = hh  # (not converged in 299 steps: where the scalar loop ends too)
+    return h
+
+
 def t_pdf(t: float, df: float) -> float:
     """Student's t density."""
     return math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
