@@ -210,7 +210,8 @@ def _betacf_many(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
             if done.any():
                 h[live[done]] = hh[done]
                 keep = ~done
-                live, a, b, x, qab, qap, qam, c, d, hh = (v[keep] for v in (live, a, b, x, qab, qap, qam, c, d, hh))
+                live = live[keep]
+                a, b, x, qab, qap, qam, c, d, hh = (v[keep] for v in (a, b, x, qab, qap, qam, c, d, hh))
         h[live] = hh  # (not converged in 299 steps: where the scalar loop ends too)
     return h
 
