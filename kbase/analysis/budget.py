@@ -70,7 +70,10 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
     p = window.profile
     k, a = p.columns, p.activities
     iterations = window.mode == WindowMode.ITERATIONS and not whole
-    kept_gpus = sorted(set(np.flatnonzero(np.bincount(window.column("gpu"))).tolist())) if window.n_launches else []
+    if window.gpus is not None:  # counted when the window was made
+        kept_gpus = list(window.gpus)
+    else:
+        kept_gpus = sorted(set(np.flatnonzero(np.bincount(window.column("gpu"))).tolist())) if window.n_launches else []
     if window.spec.gpu is not None:
         kept_gpus = [g for g in kept_gpus if g == window.spec.gpu]
     k_order = np.argsort(k.gpu, kind="stable")
