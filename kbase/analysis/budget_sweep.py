@@ -64,17 +64,11 @@ def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray, edges: np.ndarray) -> 
     cx = within(cls <= COMMUNICATION) if present[COMPUTE] and present[COMMUNICATION] else comp + comm
     cxm = within(None) if present[MEMORY] and (present[COMPUTE] or present[COMMUNICATION]) else cx + mem
     length = np.diff(edges)
-    out = []
-    for i in range(len(length)):
-        comm_exp = int(cx[i] - comp[i])
-        mem_exp = int(cxm[i] - cx[i])
-        out.append(Blocks(window_ns=int(length[i]), compute_ns=int(comp[i]), communication_exposed_ns=comm_exp,
-                          communication_overlapped_ns=int(comm[i]) - comm_exp, memory_exposed_ns=mem_exp,
-                          memory_overlapped_ns=int(mem[i]) - mem_exp, idle_ns=int(length[i] - cxm[i])))
-    total = Blocks()
-    for b in out:
-        total.add(b)
-    return total, out
+    comm_exp, mem_exp = cx - comp, cxm - cx
+    columns = [length, comp, comm_exp, comm - comm_exp, mem_exp, mem - mem_exp, length - cxm]
+    out = [Blocks(*row) for row in zip(*(c.tolist() for c in columns))]
+    # (the windows' sum in numpy: integer ns, as the sum of their Blocks)
+    return Blocks(*(int(c.sum()) for c in columns)), out
 
 
 # ------------------------------------------------------------------------------------------ idle gaps

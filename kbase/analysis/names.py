@@ -157,13 +157,18 @@ def short_id(name: str) -> str:
     return "#" + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
 
 
+_TEMPLATE_BRACKETS = re.compile(r"[<>()]")
+
+
 def template_args(name: str) -> str:
     """The template arguments of the named function, namespaces dropped (``void ns::f<4, ns::G<float> >
     (int)`` -> ``<4, G<float>>``), or "" when it has none."""
     depth_paren = 0
     depth = 0
     start = end = -1
-    for i, ch in enumerate(name):
+    for m in _TEMPLATE_BRACKETS.finditer(name):  # the brackets only, not every character of a long name
+        i = m.start()
+        ch = name[i]
         if ch == "(" and depth == 0:
             if depth_paren == 0 and end >= 0:
                 break
