@@ -27,7 +27,6 @@ copy when the GPU went idle), ``launch`` (the next work was already launched, or
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +64,7 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
     breakdown). ``category_of_code``: COMPUTE / COMMUNICATION / MEMORY per kernel name code; ``labels``: a short
     name per code for the gaps shown (default: the full names). The GPUs are swept side by side (numpy releases
     the GIL) while a core is idle (``readers.threads``)."""
-    from kbase.readers.threads import reader_threads
+    from kbase.readers.threads import Pool, reader_threads
 
     p = window.profile
     k, a = p.columns, p.activities
@@ -88,8 +87,8 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
 
     threads = min(reader_threads(), len(kept_gpus))
     if threads > 1:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            results = list(pool.map(one, kept_gpus))
+        with Pool(threads) as pool:
+            results = pool.map(one, kept_gpus)
     else:
         results = [one(g) for g in kept_gpus]
     gpus = [r.gpu for r in results]

@@ -270,7 +270,7 @@ def _gpu_presence(gpus: np.ndarray, it: np.ndarray, mask: np.ndarray) -> tuple[n
     key += cls
     n = int(gpus.max()) + 1
     counts = np.bincount(key, minlength=3 * n).reshape(n, 3)
-    return counts.any(axis=1), (counts[:, 1] + counts[:, 2]) > 0, counts[:, 2] > 0
+    return counts.sum(axis=1) > 0, (counts[:, 1] + counts[:, 2]) > 0, counts[:, 2] > 0
 
 
 def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, chosen: list[int],

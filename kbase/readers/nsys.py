@@ -110,7 +110,7 @@ def read_nsys(path: Path, progress=None, label: Path | None = None) -> Profile:
 
 def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     """Read the export at ``db``; messages name ``label`` (the user's file)."""
-    from concurrent.futures import ThreadPoolExecutor
+    from kbase.readers.threads import Pool
 
     extra: dict = {}
     tables = check_export(conn, label)
@@ -125,7 +125,7 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
     pages = sqlite_pages.enabled()
     assist = Assist() if pages else None
     threads = reader_threads()
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    with Pool(threads) as pool:
         kf = pool.submit(_bulk_or_strict, db, KERNEL_TABLE, kexprs[0], kexprs[1], progress, kernel_raw(kcols, stop_ns),
                          KERNEL_PARTS if threads > 1 else 1, pages, assist)
         strict_rexprs = runtime_exprs(rcols, strict=True)

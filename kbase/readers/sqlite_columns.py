@@ -93,14 +93,14 @@ def _scan_parts(path: Path, select: str, table: str, out: list[np.ndarray], raw:
     """``parts`` rowid ranges of ``select`` at once, each written where its rows sit when rowids are dense
     (rowid r at r - 1), then moved together over any gap: the rows read. ``_RangeFull`` when a range holds
     more rows than its slice."""
-    from concurrent.futures import ThreadPoolExecutor
+    from kbase.readers.threads import Pool
 
     cap = len(out[0])
     cuts = [cap * k // parts for k in range(parts + 1)]
     cuts[-1] = cap - 1  # max(rowid)
     where = [f" WHERE rowid <= {cuts[1]}"] + [f" WHERE rowid > {lo} AND rowid <= {hi}"
                                               for lo, hi in zip(cuts[1:-1], cuts[2:])]
-    with ThreadPoolExecutor(max_workers=parts - 1) as pool:
+    with Pool(parts - 1) as pool:
         rest = [pool.submit(_scan, path, select + w, table, out, lo, hi - lo, raw, progress)
                 for w, lo, hi in zip(where[1:], cuts[1:-1], cuts[2:])]
         # (an error in the first range leaves the block only once the other ranges have finished)
