@@ -262,18 +262,24 @@ def factorize_sorted(keys: np.ndarray, shift: int = 0, dense: int = 1 << 22) -> 
     parts = range(0, len(keys), step)
     if not len(keys):
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
-    lo = min(int((keys[i : i + step] >> shift).min()) for i in parts)
-    hi = max(int((keys[i : i + step] >> shift).max()) for i in parts)
+
+    def shifted(i: int) -> np.ndarray:  # (no copy without a shift)
+        return keys[i : i + step] >> shift if shift else keys[i : i + step]
+
+    lo, hi = 1 << 63, -(1 << 63)
+    for i in parts:
+        v = shifted(i)
+        lo, hi = min(lo, int(v.min())), max(hi, int(v.max()))
     codes = np.empty(len(keys), dtype=np.int32)
     if hi - lo < dense:
         present = np.zeros(hi - lo + 1, dtype=bool)
         for i in parts:
-            present[(keys[i : i + step] >> shift) - lo] = True
+            present[shifted(i) - lo] = True
         uniq = np.flatnonzero(present)
         table = np.zeros(len(present), dtype=np.int32)
         table[uniq] = np.arange(len(uniq), dtype=np.int32)
         for i in parts:
-            codes[i : i + step] = table[(keys[i : i + step] >> shift) - lo]
+            codes[i : i + step] = table[shifted(i) - lo]
         return codes, uniq.astype(np.int64) + lo
     import pandas as pd
 
