@@ -259,18 +259,19 @@ def _in_keys(it: np.ndarray, chosen: list[int], keys: list[int]) -> np.ndarray:
 
 def _gpu_presence(gpus: np.ndarray, it: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per GPU (index up to the largest present): whether it has launches, launches in some iteration, launches
-    in the window ``mask`` (a subset of those in an iteration): one count over a class per launch."""
+    in the window ``mask``: one count over a class per launch (2 x in the window + in an iteration)."""
     if not len(gpus):
         none = np.zeros(0, dtype=bool)
         return none, none, none
     cls = mask.astype(np.int8)
+    cls *= 2
     cls += it >= 0
     key = gpus.astype(np.int64)
-    key *= 3
+    key *= 4
     key += cls
     n = int(gpus.max()) + 1
-    counts = np.bincount(key, minlength=3 * n).reshape(n, 3)
-    return counts.sum(axis=1) > 0, (counts[:, 1] + counts[:, 2]) > 0, counts[:, 2] > 0
+    counts = np.bincount(key, minlength=4 * n).reshape(n, 4)
+    return counts.sum(axis=1) > 0, (counts[:, 1] + counts[:, 3]) > 0, (counts[:, 2] + counts[:, 3]) > 0
 
 
 def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, chosen: list[int],
