@@ -27,7 +27,6 @@ copy when the GPU went idle), ``launch`` (the next work was already launched, or
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,12 +64,15 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
     breakdown). ``category_of_code``: COMPUTE / COMMUNICATION / MEMORY per kernel name code; ``labels``: a short
     name per code for the gaps shown (default: the full names). The GPUs are swept side by side (numpy releases
     the GIL) while a core is idle (``readers.threads``)."""
-    from kbase.readers.threads import reader_threads
+    from kbase.readers.threads import Pool, reader_threads
 
     p = window.profile
     k, a = p.columns, p.activities
     iterations = window.mode == WindowMode.ITERATIONS and not whole
-    kept_gpus = sorted(set(np.flatnonzero(np.bincount(window.column("gpu"))).tolist())) if window.n_launches else []
+    if window.gpus is not None:  # counted when the window was made
+        kept_gpus = list(window.gpus)
+    else:
+        kept_gpus = sorted(set(np.flatnonzero(np.bincount(window.column("gpu"))).tolist())) if window.n_launches else []
     if window.spec.gpu is not None:
         kept_gpus = [g for g in kept_gpus if g == window.spec.gpu]
     k_order = np.argsort(k.gpu, kind="stable")
@@ -85,8 +87,8 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
 
     threads = min(reader_threads(), len(kept_gpus))
     if threads > 1:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            results = list(pool.map(one, kept_gpus))
+        with Pool(threads) as pool:
+            results = pool.map(one, kept_gpus)
     else:
         results = [one(g) for g in kept_gpus]
     gpus = [r.gpu for r in results]

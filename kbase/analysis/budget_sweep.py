@@ -28,10 +28,9 @@ def _pieces(s: np.ndarray, e: np.ndarray, mask: np.ndarray | None = None) -> tup
     or left out by ``mask``). No merge and no compress: a few passes over the arrays."""
     ee = e if mask is None else np.where(mask, e, _MIN)
     reach = np.maximum.accumulate(ee)
-    prev = np.empty_like(reach)
-    prev[:1] = _MIN
-    prev[1:] = reach[:-1]
-    ps = np.maximum(s, prev)
+    ps = np.empty_like(reach)
+    ps[:1] = s[:1]  # (nothing before the first: its own start)
+    np.maximum(s[1:], reach[:-1], out=ps[1:])
     return ps, np.maximum(ee, ps)
 
 
@@ -39,12 +38,22 @@ def _covered(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Time covered by the disjoint pieces (s, e), sorted by start, before each instant of ``t``."""
     if not len(s):
         return np.zeros(len(t), dtype=np.int64)
-    cum = np.zeros(len(s) + 1, dtype=np.int64)
-    np.cumsum(e - s, out=cum[1:])
     i = np.searchsorted(s, t, side="right") - 1
     j = np.maximum(i, 0)
     inside = np.clip(t - s[j], 0, e[j] - s[j])
-    return np.where(i < 0, 0, cum[j] + inside)
+    return np.where(i < 0, 0, _sums_before(e - s, j) + inside)
+
+
+def _sums_before(x: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``x[:k].sum()`` for each ``k`` of ``at`` (each below ``len(x)``): one pass summing the stretches between
+    them (``reduceat``), not a running sum the length of ``x`` for a hundred window edges."""
+    cuts = np.sort(at[at > 0])
+    if not len(cuts):
+        return np.zeros(len(at), dtype=np.int64)
+    cuts = cuts[np.flatnonzero(np.r_[True, cuts[1:] != cuts[:-1]])]  # distinct, ascending
+    before = np.zeros(len(cuts) + 1, dtype=np.int64)
+    np.cumsum(np.add.reduceat(x, np.r_[0, cuts])[: len(cuts)], out=before[1:])  # the sums before each cut
+    return before[np.searchsorted(cuts, at, side="right")]
 
 
 def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray, edges: np.ndarray) -> tuple[Blocks, list[Blocks]]:
@@ -64,17 +73,11 @@ def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray, edges: np.ndarray) -> 
     cx = within(cls <= COMMUNICATION) if present[COMPUTE] and present[COMMUNICATION] else comp + comm
     cxm = within(None) if present[MEMORY] and (present[COMPUTE] or present[COMMUNICATION]) else cx + mem
     length = np.diff(edges)
-    out = []
-    for i in range(len(length)):
-        comm_exp = int(cx[i] - comp[i])
-        mem_exp = int(cxm[i] - cx[i])
-        out.append(Blocks(window_ns=int(length[i]), compute_ns=int(comp[i]), communication_exposed_ns=comm_exp,
-                          communication_overlapped_ns=int(comm[i]) - comm_exp, memory_exposed_ns=mem_exp,
-                          memory_overlapped_ns=int(mem[i]) - mem_exp, idle_ns=int(length[i] - cxm[i])))
-    total = Blocks()
-    for b in out:
-        total.add(b)
-    return total, out
+    comm_exp, mem_exp = cx - comp, cxm - cx
+    columns = [length, comp, comm_exp, comm - comm_exp, mem_exp, mem - mem_exp, length - cxm]
+    out = [Blocks(*row) for row in zip(*(c.tolist() for c in columns))]
+    # (the windows' sum in numpy: integer ns, as the sum of their Blocks)
+    return Blocks(*(int(c.sum()) for c in columns)), out
 
 
 # ------------------------------------------------------------------------------------------ idle gaps

@@ -23,9 +23,9 @@ for 700+ real kernel names.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kbase.analysis.names import WRAPPERS as _WRAPPERS
 from kbase.analysis.names import family_key, own_name, qualified_own_name, short_name  # noqa: F401 - re-exported
@@ -153,20 +153,65 @@ def classify(name: str, family: str | None = None) -> Kind:
     return kind
 
 
+class _ByOwnName:
+    """What a function of the lower-cased own name alone answers, each own name worked out once: a profile's
+    template instances share theirs (half of a real mix: ``vectorized_elementwise_kernel``, ``reduce_kernel``,
+    CUTLASS' ``Kernel2``), and the regular expressions are most of classifying a name."""
+
+    __slots__ = ("_of", "_seen")
+
+    def __init__(self, of: Callable[[str], Any]) -> None:
+        self._of = of
+        self._seen: dict[str, Any] = {}
+
+    def __call__(self, low: str) -> Any:
+        seen = self._seen
+        if low in seen:
+            return seen[low]
+        if len(seen) >= _SEEN_MAX:
+            seen.clear()
+        got = seen[low] = self._of(low)
+        return got
+
+
+def _searched(pattern: re.Pattern) -> _ByOwnName:
+    return _ByOwnName(lambda low: pattern.search(low) is not None)
+
+
+def _triton_kind(low: str) -> tuple[Category, TcRule] | None:
+    m = _TRITON.search(low)
+    if not m:
+        return None
+    if m.group(1) or low.startswith("triton__"):  # Inductor names list their fused ops: the kind prefix decides
+        return _inductor_category(low), _TRITON_RULES["fused"]
+    return COMPUTE, _TRITON_RULES["tem_mm" if _TRITON_TEMPLATE_MATMUL.search(low) else "tem"]
+
+
+def _first_tc_rule(low: str) -> TcRule | None:
+    for rule in TC_RULES:
+        if rule.pattern.search(low):
+            return rule
+    return None
+
+
+_triton = _ByOwnName(_triton_kind)
+_tc_rule_of = _ByOwnName(_first_tc_rule)
+_is_comm, _is_memory, _is_launcher = _searched(_COMM), _searched(_MEMORY), _searched(_LAUNCHER)
+_is_matmul, _has_tc_dtype, _is_tma_generator = _searched(_MATMUL), _searched(_TC_DTYPE), _searched(_TMA_GENERATOR)
+
+
 def _classify(name: str, family: str | None) -> Kind:
     qualified = qualified_own_name(name, family)
     own = own_name(qualified)
     low = own.lower()
     if low in _WRAPPERS or qualified.endswith(("gemvx::kernel", "epilogue::impl::globalKernel")):
         return _classify_wrapped(name, qualified, low)
-    m = _TRITON.search(low)
-    if m:  # Inductor names list their fused ops: the kind prefix decides
-        if m.group(1) or low.startswith("triton__"):
-            return Kind(_inductor_category(low), _TRITON_RULES["fused"], own)
-        return Kind(COMPUTE, _TRITON_RULES["tem_mm" if _TRITON_TEMPLATE_MATMUL.search(low) else "tem"], own)
-    if _COMM.search(low):
+    triton = _triton(low)
+    if triton is not None:
+        return Kind(triton[0], triton[1], own)
+    if _is_comm(low):
         return Kind(COMMUNICATION, _COMM_RULE, own)
-    if _TMA_ARG.search(name) and (_TMA_GENERATOR.search(low) or _MMA_TILE.search(name)):
+    if _TMA_ARG.search(name) and (_is_tma_generator(low) or _MMA_TILE.search(name)):
         return Kind(COMPUTE, _TMA_MATMUL, own)
     return Kind(_category(name, low), _tc_rule(name, own, low), own)
 
@@ -178,20 +223,20 @@ def _inductor_category(low: str) -> Category:
 
 
 def _category(name: str, low: str) -> Category:
-    if _MEMORY.search(low) or _CUTENSOR_MOVE.search(name[:2000]):
+    if _is_memory(low) or _CUTENSOR_MOVE.search(name[:2000]):
         return MEMORY
-    if _LAUNCHER.search(low) and _LAUNCHED_MEMORY.search(name):
+    if _is_launcher(low) and _LAUNCHED_MEMORY.search(name):
         return MEMORY
     return COMPUTE
 
 
 def _tc_rule(name: str, own: str, low: str) -> TcRule:
-    for rule in TC_RULES:
-        if rule.pattern.search(low):
-            return rule
-    if not _MATMUL.search(low):
+    rule = _tc_rule_of(low)
+    if rule is not None:
+        return rule
+    if not _is_matmul(low):
         return _NOT_MATMUL
-    if _TC_DTYPE.search(low):
+    if _has_tc_dtype(low):
         return _MATMUL_TC_DTYPE
     args = _args(name, own)
     if _HALF_ARGS.search(args):

@@ -300,17 +300,22 @@ def _by_kernel(profile: Profile, regex: re.Pattern, pattern: str, no_launch: int
                       MarkerRanges.empty())
 
 
-def gpus_left_out(profile: Profile, its: Iterations, gpu: int | None = None) -> dict[int, str]:
+def gpus_left_out(profile: Profile, its: Iterations, gpu: int | None = None,
+                  presence: tuple[np.ndarray, np.ndarray] | None = None) -> dict[int, str]:
     """GPUs with kernels none of which falls in an iteration because their rank or process has no
     step marker (or, with --iteration-kernel, no such kernel) — {gpu: why}. A GPU whose process
-    does have markers but launched nothing inside them is not listed: it did no step work."""
+    does have markers but launched nothing inside them is not listed: it did no step work. ``presence``:
+    per GPU index, whether it has launches and launches in an iteration, when the caller counted them."""
     k = profile.columns
     if its.mode not in ("marker", "kernel") or not len(k):
         return {}
     gpus = k.gpu
     n = int(gpus.max()) + 1
-    present = np.bincount(gpus, minlength=n) > 0
-    in_step = np.bincount(gpus[its.kernel_iteration >= 0], minlength=n) > 0
+    if presence is None:
+        present = np.bincount(gpus, minlength=n) > 0
+        in_step = np.bincount(gpus[its.kernel_iteration >= 0], minlength=n) > 0
+    else:
+        present, in_step = presence
     candidates = present & ~in_step
     if gpu is not None:
         candidates &= np.arange(n) == gpu

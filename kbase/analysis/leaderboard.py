@@ -209,14 +209,15 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
         classified = functools.partial(list, kinds)
     else:
         classified = functools.partial(classify.kinds_of, names.tolist(), profile.short_names)
-    if sorted_keys is None:
+    if sorted_keys is None and (kinds is None or len(kinds) != len(names) or samples):
         # The aggregate sorts every launch (numpy: the sort releases the GIL) on a second thread while this one
         # classifies every name (regular expressions, in Python) and sums the per-iteration samples. Not with
         # the keys given (a snapshot): there the two side by side raised a 10M snapshot's peak by ~75 MB
-        # (876 -> 952 MiB in a benchmark run), even in one malloc arena.
-        from concurrent.futures import ThreadPoolExecutor
+        # (876 -> 952 MiB in a benchmark run), even in one malloc arena. Nor when the names come classified and
+        # no samples are asked for (``kbase top``): this thread would only wait, the second one costing CPU.
+        from kbase.readers.threads import Pool
 
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with Pool(1) as pool:
             aggregated = pool.submit(aggregate)
             info, iteration_samples = classified(), sampled(codes, dur, window, names)
             t = aggregated.result()

@@ -8,6 +8,7 @@ their family key (``at::native::foo``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _BRACKET_RE: dict[str, re.Pattern] = {}
 
@@ -152,9 +153,20 @@ def _wrapped(name: str) -> str:
 def short_id(name: str) -> str:
     """A stable short id of a full name, ``#`` and the first six hex digits of its sha1 (the store's
     name hash): shown where short names collide, accepted wherever a kernel name is asked for."""
-    import hashlib
+    return "#" + _sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
 
-    return "#" + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+
+def _sha1(data: bytes) -> Any:
+    """SHA-1 from CPython's own module where it has one: hashlib loads OpenSSL first (~3 ms of a ``kbase top``
+    that shows a short id); the same digest."""
+    try:
+        from _sha1 import sha1
+    except ImportError:  # a Python built without it
+        from hashlib import sha1
+    return sha1(data)
+
+
+_TEMPLATE_BRACKETS = re.compile(r"[<>()]")
 
 
 def template_args(name: str) -> str:
@@ -163,7 +175,9 @@ def template_args(name: str) -> str:
     depth_paren = 0
     depth = 0
     start = end = -1
-    for i, ch in enumerate(name):
+    for m in _TEMPLATE_BRACKETS.finditer(name):  # the brackets only, not every character of a long name
+        i = m.start()
+        ch = name[i]
         if ch == "(" and depth == 0:
             if depth_paren == 0 and end >= 0:
                 break

@@ -58,6 +58,7 @@ class Window:
     # the host's marker ranges with their iteration key (iteration windows): the step time the budget reads
     marker_ranges: MarkerRanges | None = None
     span: Span | None = None  # whether the capture spans its whole program (``analysis.span``)
+    gpus: list[int] | None = None  # the GPUs with a launch in the window, ascending (None: not counted)
 
     def column(self, name: str) -> np.ndarray:
         """One column of the window's launches ("iteration" included) as a numpy array."""
@@ -136,9 +137,11 @@ def _gpu_filter(profile: Profile, spec: WindowSpec, mask: np.ndarray) -> np.ndar
     return mask
 
 
-def _make(profile, spec, mask, iteration, **kw) -> Window:
-    gpu = profile.columns.gpu[mask]
-    n_gpus = int(np.count_nonzero(np.bincount(gpu))) if len(gpu) else 0
+def _make(profile, spec, mask, iteration, gpus: list[int] | None = None, **kw) -> Window:
+    """The window of ``mask``; ``gpus``: the GPUs with a launch in it when the caller counted them."""
+    if gpus is None:
+        gpu = profile.columns.gpu[mask]
+        gpus = np.flatnonzero(np.bincount(gpu)).tolist() if len(gpu) else []
     if "start_ns" not in kw:
         kw["start_ns"] = int(profile.columns.start[mask].min())
         kw["end_ns"] = int(profile.columns.end[mask].max())
@@ -146,8 +149,8 @@ def _make(profile, spec, mask, iteration, **kw) -> Window:
     notes = [str(n) for n in profile.extra.get("notes", [])]
     span = capture_span(profile, mask, trimmed=kw["mode"] == WindowMode.TRIM, no_launch=kw.get("no_launch", 0),
                         start_ns=kw["start_ns"], end_ns=kw["end_ns"])
-    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=n_gpus, notes=notes, span=span,
-                  **kw)
+    return Window(profile=profile, spec=spec, mask=mask, iteration=iteration, n_gpus=len(gpus), notes=notes, span=span,
+                  gpus=gpus, **kw)
 
 
 def _trim_window(profile: Profile, spec: WindowSpec) -> Window:
@@ -200,10 +203,12 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
                               field="warmup", value=skipped)
         chosen = keys[skipped:]
     it = its.kernel_iteration
-    mask = _gpu_filter(profile, spec, np.isin(it, np.asarray(chosen, dtype=np.int64)))
-    left_out = gpus_left_out(profile, its, spec.gpu) | _outside_selection(profile, spec, it, mask, chosen)
-    n_all = profile.n_gpus if spec.gpu is None else 1
-    if not mask.any():
+    mask = _gpu_filter(profile, spec, _in_keys(it, chosen, keys))
+    present, stepped, kept = _gpu_presence(profile.columns.gpu, it, mask)
+    left_out = (gpus_left_out(profile, its, spec.gpu, (present, stepped))
+                | _outside_selection(profile, spec, it, chosen, stepped, kept))
+    n_all = int(np.count_nonzero(present)) if spec.gpu is None else 1
+    if not kept.any():
         if left_out and len(left_out) == n_all:
             g, why = next(iter(left_out.items()))
             if spec.gpu is not None:
@@ -224,8 +229,8 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
             f"{profile.source}: {gpu_label(profile, g)}{more} would be left out of the iteration window: {why}; "
             f"{len(left_out)} of {n_all} GPUs affected",
             remedy=("allow_missing_ranks", "leaves them out and shows the loss"))
-    w = _make(profile, spec, mask, it, aligned=True, mode=WindowMode.ITERATIONS, marker=its.marker,
-              iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
+    w = _make(profile, spec, mask, it, np.flatnonzero(kept).tolist(), aligned=True, mode=WindowMode.ITERATIONS,
+              marker=its.marker, iteration_keys=list(chosen), available_keys=list(keys), warmup_skipped=skipped,
               no_launch=its.no_launch, outside=its.outside, marker_ranges=its.ranges)
     if its.no_launch:
         w.notes.append(f"{its.no_launch} kernels have no launch call in the capture (sliced export): unattributed")
@@ -240,17 +245,43 @@ def _iteration_window(profile: Profile, spec: WindowSpec, its: Iterations) -> Wi
     return w
 
 
-def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, mask: np.ndarray,
-                       chosen: list[int]) -> dict[int, str]:
-    """GPUs with kernels in some iteration but none in the chosen ones (a rank that captured other
-    steps than the rest): {gpu: why}."""
+def _in_keys(it: np.ndarray, chosen: list[int], keys: list[int]) -> np.ndarray:
+    """Whether each launch's iteration is one of ``chosen`` (a slice of the sorted ``keys``, which hold every
+    iteration of ``it``): two comparisons when the chosen keys are all the keys from the first to the last
+    (as a slice is), else a set look-up."""
+    lo, hi = min(chosen), max(chosen)
+    if lo > NOT_IN_ITERATION and sum(1 for k in keys if lo <= k <= hi) == len(set(chosen)):
+        inside = it >= lo
+        inside &= it <= hi
+        return inside
+    return np.isin(it, np.asarray(chosen, dtype=np.int64))
+
+
+def _gpu_presence(gpus: np.ndarray, it: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per GPU (index up to the largest present): whether it has launches, launches in some iteration, launches
+    in the window ``mask``: one count over a class per launch (2 x in the window + in an iteration)."""
+    if not len(gpus):
+        none = np.zeros(0, dtype=bool)
+        return none, none, none
+    cls = mask.astype(np.int8)
+    cls *= 2
+    cls += it >= 0
+    key = gpus.astype(np.int64)
+    key *= 4
+    key += cls
+    n = int(gpus.max()) + 1
+    counts = np.bincount(key, minlength=4 * n).reshape(n, 4)
+    return counts.sum(axis=1) > 0, (counts[:, 1] + counts[:, 3]) > 0, (counts[:, 2] + counts[:, 3]) > 0
+
+
+def _outside_selection(profile: Profile, spec: WindowSpec, it: np.ndarray, chosen: list[int],
+                       stepped: np.ndarray, kept: np.ndarray) -> dict[int, str]:
+    """GPUs with kernels in some iteration (``stepped``) but none in the chosen ones (``kept``: a rank that
+    captured other steps than the rest): {gpu: why}."""
     gpus = profile.columns.gpu
-    n = int(gpus.max()) + 1 if len(gpus) else 0
-    stepped = np.bincount(gpus[it >= 0], minlength=n) > 0
-    kept = np.bincount(gpus[mask], minlength=n) > 0
     lost = stepped & ~kept
     if spec.gpu is not None:
-        lost &= np.arange(n) == spec.gpu
+        lost &= np.arange(len(lost)) == spec.gpu
     out = {}
     for g in np.nonzero(lost)[0]:
         own = it[(gpus == g) & (it >= 0)]

@@ -95,17 +95,16 @@ def _board(path: Path, settings: Settings, progress: Progress | None, *, fmt: st
     """read -> window -> leaderboard of a file, for a caller that keeps only the leaderboard; ``read_done``:
     called once the profile is read; ``samples``: False leaves the per-iteration samples empty (not with
     ``sketches``: a stored leaderboard keeps them)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kbase.analysis.classify import kinds_of
     from kbase.analysis.leaderboard import budget_of
+    from kbase.readers.threads import Pool
 
     profile = read(path, settings, progress=progress, fmt=fmt)
     if read_done is not None:
         read_done()
     # The names are classified (regular expressions, in Python) on a second thread while this one selects the
     # window (numpy, which releases the GIL): the leaderboard then finds them done.
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with Pool(1) as pool:
         classified = pool.submit(kinds_of, profile.columns.names.tolist(), profile.short_names)
         win = window(profile, settings)
         kinds = classified.result()

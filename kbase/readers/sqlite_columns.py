@@ -93,14 +93,14 @@ def _scan_parts(path: Path, select: str, table: str, out: list[np.ndarray], raw:
     """``parts`` rowid ranges of ``select`` at once, each written where its rows sit when rowids are dense
     (rowid r at r - 1), then moved together over any gap: the rows read. ``_RangeFull`` when a range holds
     more rows than its slice."""
-    from concurrent.futures import ThreadPoolExecutor
+    from kbase.readers.threads import Pool
 
     cap = len(out[0])
     cuts = [cap * k // parts for k in range(parts + 1)]
     cuts[-1] = cap - 1  # max(rowid)
     where = [f" WHERE rowid <= {cuts[1]}"] + [f" WHERE rowid > {lo} AND rowid <= {hi}"
                                               for lo, hi in zip(cuts[1:-1], cuts[2:])]
-    with ThreadPoolExecutor(max_workers=parts - 1) as pool:
+    with Pool(parts - 1) as pool:
         rest = [pool.submit(_scan, path, select + w, table, out, lo, hi - lo, raw, progress)
                 for w, lo, hi in zip(where[1:], cuts[1:-1], cuts[2:])]
         # (an error in the first range leaves the block only once the other ranges have finished)
@@ -262,18 +262,24 @@ def factorize_sorted(keys: np.ndarray, shift: int = 0, dense: int = 1 << 22) -> 
     parts = range(0, len(keys), step)
     if not len(keys):
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
-    lo = min(int((keys[i : i + step] >> shift).min()) for i in parts)
-    hi = max(int((keys[i : i + step] >> shift).max()) for i in parts)
+
+    def shifted(i: int) -> np.ndarray:  # (no copy without a shift)
+        return keys[i : i + step] >> shift if shift else keys[i : i + step]
+
+    lo, hi = 1 << 63, -(1 << 63)
+    for i in parts:
+        v = shifted(i)
+        lo, hi = min(lo, int(v.min())), max(hi, int(v.max()))
     codes = np.empty(len(keys), dtype=np.int32)
     if hi - lo < dense:
         present = np.zeros(hi - lo + 1, dtype=bool)
         for i in parts:
-            present[(keys[i : i + step] >> shift) - lo] = True
+            present[shifted(i) - lo] = True
         uniq = np.flatnonzero(present)
         table = np.zeros(len(present), dtype=np.int32)
         table[uniq] = np.arange(len(uniq), dtype=np.int32)
         for i in parts:
-            codes[i : i + step] = table[(keys[i : i + step] >> shift) - lo]
+            codes[i : i + step] = table[shifted(i) - lo]
         return codes, uniq.astype(np.int64) + lo
     import pandas as pd
 

@@ -195,3 +195,25 @@ def test_cli_budget_bad_input(args, tmp_path):
     r = run_kbase(*args)
     assert r.rc == 2
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_union_covered_before_each_instant_equals_a_merge(seed):
+    """The sweep's union (``_pieces``) and its coverage before each window edge (``_covered``, summing only the
+    stretches between edges) equal a plain merge of the intervals, with a mask, edges before, between and after
+    them, and repeated edges."""
+    from kbase.analysis.budget_sweep import _covered, _pieces
+
+    rng = np.random.default_rng(seed)
+    s = np.sort(rng.integers(0, 20_000, 400)).astype(np.int64)
+    e = s + rng.integers(0, 300, 400)
+    mask = rng.random(400) < 0.7
+    t = np.sort(np.r_[rng.integers(-500, 21_000, 30), s[rng.integers(0, 400, 5)], [-1, -1, 25_000]]).astype(np.int64)
+    merged: list[list[int]] = []
+    for a, b in zip(s[mask].tolist(), e[mask].tolist()):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    want = [sum(max(0, min(b, x) - a) for a, b in merged) for x in t.tolist()]
+    assert _covered(*_pieces(s, e, mask), t).tolist() == want

@@ -5,7 +5,7 @@ processes and ids the runtime table lacks; and the table declines ids too far ap
 import numpy as np
 import pytest
 
-from kbase.readers.nsys import _gather_launches, _launch_rows, _LaunchTable
+from kbase.readers.nsys_launches import _gather_launches, _launch_rows, _LaunchTable
 from kbase.readers.nsys_sql import NULL_PID, U32
 
 
@@ -79,3 +79,21 @@ def test_table_equals_sorted_join_when_every_key_is_in_range(absent_pid):
     got = _table_join(r_key, r_tid, r_start, k_key)
     assert all(np.array_equal(w, g) for w, g in zip(want, got))
     assert 0.2 < (want[0] >= 0).mean() < 0.9
+
+
+@pytest.mark.parametrize("no_launch", [False, True])
+def test_table_of_keys_each_once_equals_sorted_join(no_launch):
+    """Every key once (as CUPTI numbers a process's calls): the table placed without keeping first rows, over
+    several blocks and in any order, still equals the sorted join; with ``no_launch`` rows without an id too."""
+    rng = np.random.default_rng(5)
+    slots = (np.repeat(np.array([7, 9, 30], dtype=np.int64), 3_000) << 32) | np.tile(np.arange(5_000, 8_000), 3)
+    r_key = rng.permutation(slots)[:7_000]
+    if no_launch:
+        r_key[rng.random(len(r_key)) < 0.05] = -2
+    r_tid = rng.integers(0, 1 << 40, len(r_key))
+    r_start = rng.integers(0, 1 << 50, len(r_key))
+    k_key = rng.choice(slots, 6_000)
+    want = _sorted_join(r_key, r_tid, r_start, k_key)
+    got = _table_join(r_key, r_tid, r_start, k_key, step=999)
+    assert all(np.array_equal(w, g) for w, g in zip(want, got))
+    assert 0.5 < (got[0] >= 0).mean() < 0.95
