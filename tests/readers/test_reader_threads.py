@@ -48,3 +48,48 @@ def test_one_thread_or_two_read_the_same_profile(tmp_path, monkeypatch):
         monkeypatch.setenv("KBASE_READ_THREADS", threads)
         got.append(nsys.read_nsys(export))
     assert_same_profile(*got)
+
+
+# --------------------------------------------------------------------------- the pool the reader's threads run in
+
+
+def test_pool_maps_in_order_and_runs_on_its_threads():
+    import threading
+
+    from kbase.readers.threads import Pool
+
+    main = threading.get_ident()
+    with Pool(2) as pool:
+        got = pool.map(lambda x: (x * x, threading.get_ident()), range(20))
+    assert [v for v, _ in got] == [x * x for x in range(20)]
+    assert main not in {t for _, t in got} and 1 <= len({t for _, t in got}) <= 2
+
+
+def test_pool_hands_a_raised_error_to_result_and_keeps_working():
+    from kbase.errors import InputError
+    from kbase.readers.threads import Pool
+
+    def boom():
+        raise InputError("export.sqlite: a page that is not a page")
+
+    with Pool(1) as pool:
+        bad = pool.submit(boom)
+        good = pool.submit(sum, [1, 2, 3])
+        with pytest.raises(InputError, match="not a page"):
+            bad.result()
+        assert good.result() == 6
+
+
+def test_leaving_the_pool_waits_for_every_call_and_ends_its_threads():
+    import threading
+    import time
+
+    from kbase.readers.threads import Pool
+
+    done: list[int] = []
+    before = threading.active_count()
+    with Pool(2) as pool:
+        for i in range(4):
+            pool.submit(lambda i=i: (time.sleep(0.01), done.append(i)))
+    assert sorted(done) == [0, 1, 2, 3]
+    assert threading.active_count() == before
