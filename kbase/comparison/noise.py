@@ -245,7 +245,10 @@ def _t_quantile(p_two_sided: float, df_key: float) -> float:
     return z if math.isinf(df_key) else t_two_sided_quantile(p_two_sided, df_key, z)
 
 
-_THRESHOLDS: dict[tuple[float, float], float] = {}  # (p, df key) -> |t|: a diff asks ~5 per kernel, of few pairs
+# (p, df key) -> |t|: a diff asks ~5 per kernel, of few pairs. Bounded: the p of a z threshold depends on the
+# kernels tested, so a process running many diffs (calibration, bisect) meets new ones; past the bound it starts over.
+_THRESHOLDS: dict[tuple[float, float], float] = {}
+_THRESHOLDS_MAX = 1 << 16
 
 
 def t_threshold(p_two_sided: float, df: float) -> float:
@@ -254,6 +257,8 @@ def t_threshold(p_two_sided: float, df: float) -> float:
     key = math.inf if not math.isfinite(df) or df > 1000 else max(math.floor(df * 2) / 2, 1.0)
     found = _THRESHOLDS.get((p_two_sided, key))
     if found is None:  # (p rounded to 6 digits: the same threshold for p's that differ in the last bits)
+        if len(_THRESHOLDS) >= _THRESHOLDS_MAX:
+            _THRESHOLDS.clear()
         found = _THRESHOLDS[p_two_sided, key] = _t_quantile(float(f"{p_two_sided:.6g}"), key)
     return found
 

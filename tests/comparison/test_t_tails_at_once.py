@@ -110,3 +110,19 @@ def test_a_diff_fills_every_tested_kernels_and_ops_p_value():
     z, p = result.ops.table["z"], result.ops.table["p_value"]
     assert np.isfinite(z).sum() > 10
     assert np.isfinite(p[np.isfinite(z)]).all() and ((p >= 0) & (p <= 1))[np.isfinite(z)].all()
+
+
+def test_the_threshold_memo_stays_bounded_and_answers_alike(monkeypatch):
+    """``t_threshold`` memoises on its raw arguments; a process running many diffs meets new p's (the z threshold
+    depends on the kernels tested): past its bound the memo starts over, and every answer is ``_t_quantile``'s."""
+    from kbase.comparison import noise
+
+    monkeypatch.setattr(noise, "_THRESHOLDS", {})
+    monkeypatch.setattr(noise, "_THRESHOLDS_MAX", 50)
+    for tested in range(1, 400):
+        p = math.erfc(noise.z_threshold(0.001, tested) / math.sqrt(2.0))
+        for df in (3.2, 98.0, math.inf):
+            got = noise.t_threshold(p, df)
+            key = math.inf if not math.isfinite(df) or df > 1000 else max(math.floor(df * 2) / 2, 1.0)
+            assert got == noise._t_quantile(float(f"{p:.6g}"), key)
+            assert len(noise._THRESHOLDS) <= 50
