@@ -29,7 +29,7 @@ from kbase.readers import sqlite_pages
 from kbase.readers.integrity import NameTooLong, add_note, clean_names, clean_text, invalid_rows_note
 from kbase.readers.nsys_activities import read_activity_rows, read_syncs
 from kbase.readers.nsys_capture import capture_facts
-from kbase.readers.nsys_launches import _join_launches, _LaunchTable
+from kbase.readers.nsys_launches import LaunchTable, join_launches
 from kbase.readers.nsys_sql import (
     KERNEL_FLAWS,
     KERNEL_TABLE,
@@ -154,7 +154,7 @@ def _read(conn: sqlite3.Connection, db: Path, label: Path, progress) -> Profile:
             launch_key = np.concatenate([launch_key, a_launch])
         runtime = rf.result() if rf is not None else None
         # Each kernel's launch call (numpy) on the pool's thread while this one reads the GPUs and names (SQLite).
-        joined = pool.submit(_join_launches, [launch_key], runtime)
+        joined = pool.submit(join_launches, [launch_key], runtime)
         del launch_key, runtime
 
         # GPU index: one per (process, device) pair, in a stable order.
@@ -255,12 +255,12 @@ def _runtime_index(path: Path, exprs: list[list[str]], raw: Derive | None = None
                    assist: Assist | None = None) -> list:
     """The runtime table as [launch index, thread, start]: done on the reader thread while the kernel table
     is still streaming, so the join after it is one lookup per kernel. ``exprs``: the fast and the strict
-    expressions. The index is a :class:`_LaunchTable` when correlation ids are compact (as CUPTI numbers
+    expressions. The index is a :class:`LaunchTable` when correlation ids are compact (as CUPTI numbers
     them: a counter per process), else the keys sorted (with the thread and start in that order)."""
     r_key, r_tid, r_start = _bulk_or_strict(path, RUNTIME_TABLE, exprs[0], exprs[1], raw=raw, pages=pages)
     if assist is not None:
         assist.offer()
-    table = _LaunchTable.build(r_key)
+    table = LaunchTable.build(r_key)
     if table is not None:
         return [table, r_tid, r_start]
     # Runtime rows come nearly sorted by (pid, correlationId): the stable sort (timsort) is cheap.

@@ -9,7 +9,7 @@ import numpy as np
 from kbase.readers.nsys_sql import U32
 
 
-class _LaunchTable:
+class LaunchTable:
     """(process, correlation id) -> runtime row, as a dense int32 table: row ``code(pid) * span + corr - lo``.
     Built in O(n) where sorting the keys took ~1 s at 10M rows, and 4 bytes per slot instead of the sorted
     keys and their order (8 + 8 per row)."""
@@ -18,7 +18,7 @@ class _LaunchTable:
         self.pid_lo, self.pid_code, self.lo, self.span, self.rows = pid_lo, pid_code, lo, span, rows
 
     @classmethod
-    def build(cls, r_key: np.ndarray, step: int = 1 << 20) -> _LaunchTable | None:
+    def build(cls, r_key: np.ndarray, step: int = 1 << 20) -> LaunchTable | None:
         """The table of ``r_key`` (pid << 32 | corr; negative: no launch), or None when it would hold over
         two slots per row (ids far apart), or the table needs int64 rows."""
         n = len(r_key)
@@ -101,19 +101,19 @@ class _LaunchTable:
         return out
 
 
-def _join_launches(k_key: list[np.ndarray], runtime: list | None) -> tuple[np.ndarray, np.ndarray]:
-    """The thread and CPU start of each kernel's launch call (-1 when absent): :func:`_launch_rows`, then
-    :func:`_gather_launches`. ``k_key`` holds the keys and is emptied: a pool keeps its task's arguments until
+def join_launches(k_key: list[np.ndarray], runtime: list | None) -> tuple[np.ndarray, np.ndarray]:
+    """The thread and CPU start of each kernel's launch call (-1 when absent): :func:`launch_rows`, then
+    :func:`gather_launches`. ``k_key`` holds the keys and is emptied: a pool keeps its task's arguments until
     the task ends, and the keys must go before the launch columns are gathered (8 bytes a kernel off the peak)."""
-    rows = _launch_rows(k_key.pop(), runtime)
-    return _gather_launches(rows, runtime)
+    rows = launch_rows(k_key.pop(), runtime)
+    return gather_launches(rows, runtime)
 
 
-def _launch_rows(k_key: np.ndarray, runtime: list | None) -> np.ndarray:
+def launch_rows(k_key: np.ndarray, runtime: list | None) -> np.ndarray:
     """For each kernel, the index of its runtime launch call in ``runtime`` (-1 when absent).
-    Releases ``runtime``'s index (the list keeps tid and start for :func:`_gather_launches`).
+    Releases ``runtime``'s index (the list keeps tid and start for :func:`gather_launches`).
 
-    key = pid << 32 | correlationId on both sides: a lookup in the :class:`_LaunchTable`, or a sorted-key
+    key = pid << 32 | correlationId on both sides: a lookup in the :class:`LaunchTable`, or a sorted-key
     join in numpy (``runtime`` then comes sorted by key from :func:`_runtime_index`). An index (int32 when
     the table allows) rather than the two int64 results at once: the keys are freed before those are gathered.
     """
@@ -122,7 +122,7 @@ def _launch_rows(k_key: np.ndarray, runtime: list | None) -> np.ndarray:
         return np.full(n, -1, dtype=np.int32)
     index = runtime[0]
     runtime[0] = np.empty(0, dtype=np.int64)  # drop the list's reference: the index is freed on return
-    if isinstance(index, _LaunchTable):
+    if isinstance(index, LaunchTable):
         rows = np.empty(n, dtype=np.int32)
         for lo in range(0, n, 1 << 20):  # chunked: no full-length temporaries at the reader's peak
             rows[lo : lo + (1 << 20)] = index.lookup(k_key[lo : lo + (1 << 20)])
@@ -138,8 +138,8 @@ def _launch_rows(k_key: np.ndarray, runtime: list | None) -> np.ndarray:
     return rows
 
 
-def _gather_launches(rows: np.ndarray, runtime: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
-    """The thread and CPU start of each kernel's launch call (-1 when absent) at :func:`_launch_rows`'s
+def gather_launches(rows: np.ndarray, runtime: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The thread and CPU start of each kernel's launch call (-1 when absent) at :func:`launch_rows`'s
     ``rows``; each runtime column is released once gathered (``runtime`` is emptied)."""
     if not runtime or not len(runtime[1]):
         return np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)

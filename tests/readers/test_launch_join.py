@@ -5,21 +5,21 @@ processes and ids the runtime table lacks; and the table declines ids too far ap
 import numpy as np
 import pytest
 
-from kbase.readers.nsys_launches import _gather_launches, _launch_rows, _LaunchTable
+from kbase.readers.nsys_launches import LaunchTable, gather_launches, launch_rows
 from kbase.readers.nsys_sql import NULL_PID, U32
 
 
 def _sorted_join(r_key, r_tid, r_start, k_key):
     order = np.argsort(r_key, kind="stable")
     runtime = [r_key[order], r_tid[order], r_start[order]]
-    return _gather_launches(_launch_rows(k_key, runtime), runtime)
+    return gather_launches(launch_rows(k_key, runtime), runtime)
 
 
 def _table_join(r_key, r_tid, r_start, k_key, step=1 << 20):
-    table = _LaunchTable.build(r_key, step=step)
+    table = LaunchTable.build(r_key, step=step)
     assert table is not None
     runtime = [table, r_tid, r_start]
-    return _gather_launches(_launch_rows(k_key, runtime), runtime)
+    return gather_launches(launch_rows(k_key, runtime), runtime)
 
 
 def _keys(rng, n, pids, corr_lo, corr_hi):
@@ -55,11 +55,11 @@ def test_table_equals_sorted_join(seed):
 def test_table_declines_ids_far_apart():
     rng = np.random.default_rng(1)
     sparse = (np.int64(3) << 32) | rng.choice(U32, 1_000, replace=False).astype(np.int64)
-    assert _LaunchTable.build(sparse) is None  # corr ids across 2^32: the sorted join instead
+    assert LaunchTable.build(sparse) is None  # corr ids across 2^32: the sorted join instead
     far_pids = (np.array([1, NULL_PID + 1] * 500, dtype=np.int64) << 32) | np.arange(1_000)
-    assert _LaunchTable.build(far_pids) is None
-    assert _LaunchTable.build(np.full(10, -2, dtype=np.int64)) is None
-    assert _LaunchTable.build(np.zeros(0, dtype=np.int64)) is None
+    assert LaunchTable.build(far_pids) is None
+    assert LaunchTable.build(np.full(10, -2, dtype=np.int64)) is None
+    assert LaunchTable.build(np.zeros(0, dtype=np.int64)) is None
 
 
 @pytest.mark.parametrize("absent_pid", [False, True])
