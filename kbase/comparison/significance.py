@@ -90,7 +90,6 @@ def significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarr
     same_at = same_count.tolist()
     th_at = {k: v.tolist() for k, v in th.items()}
     p_at: list[int] = []
-    p_z: list[float] = []
     p_df: list[float] = []
     for j, i in enumerate(idx.tolist()):
         within = [by_iter[j]]
@@ -123,7 +122,6 @@ def significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarr
                    with_p=False)
         if k.test != "none":  # its p-value: below, every kernel's at once
             p_at.append(i)
-            p_z.append(k.z)
             p_df.append(est.df)
         for key in cols:
             cols[key][i] = est.run_rel if key == "run_noise_rel" else getattr(k, key)
@@ -136,7 +134,7 @@ def significance(rows: dict[str, np.ndarray], pos_b: np.ndarray, pos_a: np.ndarr
         enough[i] = k.source != "assumed"
         verdict[i] = REGRESSED if k.regressed else BELOW_FLOOR if k.below_floor else IMPROVED if k.improved else 0
     if p_at:
-        cols["p_value"][p_at] = p_values(np.array(p_z), np.array(p_df))
+        cols["p_value"][p_at] = p_values(cols["z"][p_at], np.array(p_df))
     rows.update(cols)
     source[~matched] = None
     rows["noise_source"] = source
