@@ -91,13 +91,14 @@ CPU_X = 1.3  # CPU seconds against the floor's: a wall-clock ratio that holds on
 
 
 def add_cpu_ratio(res: Results, scenario: str, label: str, floor: list[Run], kbase: list[Run],
-                  target: bool = True) -> list[float]:
+                  target: bool = True, note: str = "") -> list[float]:
     """The row of kbase's CPU seconds (user + system, every thread) against the floor's, pairwise like the
     wall ratios: on idle cores a second thread shortens kbase's wall time; on a loaded runner it does not."""
     ratio = [k.cpu_s / f.cpu_s for f, k in zip(floor, kbase)]
     res.add(scenario, f"{label}: CPU ratio to the floor (user+sys, pairwise)", med(ratio), "x", len(ratio),
             f"<= {CPU_X}x" if target else "", (med(ratio) <= CPU_X) if target else None, best=min(ratio),
-            note=f"kbase {med([r.cpu_s for r in kbase]):.3f} s CPU, floor {med([r.cpu_s for r in floor]):.3f} s CPU")
+            note=f"kbase {med([r.cpu_s for r in kbase]):.3f} s CPU, floor {med([r.cpu_s for r in floor]):.3f} s CPU"
+            + (f"; {note}" if note else ""))
     return ratio
 
 

@@ -48,6 +48,7 @@ S2_KERNELS, S2_ITERATIONS = 2000, 99
 S3_KERNELS, S3_ITERATIONS = 500, 50
 INSTANT_S = 0.4  # list / show / history on the 10,000-baseline store
 DIFF_S = 0.6  # diff / gate of two stored baselines, 2,000 kernels x 99 iterations
+DECODE_FLOOR = Path(__file__).resolve().parent / "decode_floor.py"  # what kbase cannot skip of a read
 
 # --------------------------------------------------------------------------- S1 snapshot
 
@@ -58,14 +59,15 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
         path = build_in_child("bench_common", "ensure_export", out=out, n_kernels=n, seed=1)
         runs = 3 if n >= 5_000_000 else 5
         db = out / "s1_new_store.db"
-        floor, snap, ratio = [], [], []
-        log(f"S1 {n:,} kernels: {runs} pairs (sqlite3 floor, kbase snapshot into a new store)  "
-            f"load {loadavg()}")
+        floor, snap, ratio, decode = [], [], [], []
+        log(f"S1 {n:,} kernels: {runs} rounds (sqlite3 floor, kbase snapshot into a new store, the decoder and "
+            f"the identity hash alone)  load {loadavg()}")
         for i in range(runs):
             f = run_child(["sqlite3", "-readonly", str(path), FLOOR_SQL], out)
             rm_store(db)
             k = run_child([*kbase_cmd(), "snapshot", str(path), "--db", f"sqlite:///{db}", "--no-git",
                            "--rev", rev_of(i), "--force", "-n", "1"], out)
+            decode.append(run_child([sys.executable, str(DECODE_FLOOR), str(path), "--sha256"], out))
             floor.append(f)
             snap.append(k)
             ratio.append(k.wall_s / f.wall_s)
@@ -82,11 +84,14 @@ def s1_snapshot(out: Path, sizes: list[int], res: Results, log) -> None:
         res.add("S1", f"snapshot {label}: ratio to the sqlite3 GROUP BY floor (pairwise)", med(ratio), "x", runs,
                 f"<= {wall_x}x", med(ratio) <= wall_x, best=min(ratio), note=f"floor {fl:.3f} s")
         cpu = add_cpu_ratio(res, "S1", f"snapshot {label}", floor, snap, target=big)
+        add_cpu_ratio(res, "S1", f"  (ref) {label}: the page decoder and the file's sha256 alone", floor, decode,
+                      target=False, note="benchmarks/decode_floor.py --sha256, one thread")
         res.add("S1", f"snapshot {label}: peak RSS (max of runs)", rss / (1 << 20), "MiB", runs,
                 "<= 1024 MiB", rss <= GIB)
         res.raw[f"S1_{label}"] = {"export": str(path), "export_bytes": path.stat().st_size,
                                   "floor": [r.__dict__ for r in floor],
-                                  "snapshot": [r.__dict__ for r in snap], "ratio": ratio, "cpu_ratio": cpu}
+                                  "snapshot": [r.__dict__ for r in snap], "ratio": ratio, "cpu_ratio": cpu,
+                                  "decode_and_hash": [r.__dict__ for r in decode]}
     if len(times) == 2:
         lo, hi = sorted(times)
         g = times[hi] / times[lo]
