@@ -70,7 +70,7 @@ _COMM = _r(r"^(?:nccl|rccl)|nvshmem|multimem_all_reduce|cross_device_reduce|(?:^
            "sendrecv")
 _MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|^(?:tensor_?)?permut(?:e|ation)(?:_?kernel)?$|tensor_?permut|"
              r"nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache",
-             "copy", "memset", "fill", "transpose", "permut", "nchwtonhwc", "nhwctonchw", "reshape_and_cache",
+             "copy", "memcpy", "memset", "fill", "transpose", "permut", "nchwtonhwc", "nhwctonchw", "reshape_and_cache",
              "store_kvcache")
 # Inductor pointwise kernels whose fused ops only copy or fill (``triton_poi_fused_copy_zeros_3``); a cast
 # (``_to_copy``) or a fused clone/transpose stays compute, as the labelled corpus has them
@@ -83,7 +83,8 @@ _TMA_ARG = Search(r"TensorMap|CUtensorMap|tma_desc|TmaDescriptor", ("tensormap",
 _TMA_GENERATOR = _r(r"^nvfuser_(?!pointwise|reduction|inner_|outer_|transpose|resize)|^triton_?(?!poi|red|per|for|spl)",
                     "nvfuser_", "triton")
 _MMA_TILE = Search(r"<\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*"
-                       r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b", None)
+                   r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b",
+                   None)
 # PyTorch's generic launchers: the functor in the template arguments is the operation.
 _LAUNCHER = _r(r"elementwise_kernel|elementwise_kernel_manual_unroll|multi_tensor_apply_kernel")
 _LAUNCHED_MEMORY = Search(r"copy_kernel|copy_device_to_device|FillFunctor|fill_kernel|index_copy",
@@ -125,7 +126,8 @@ TC_RULES: list[TcRule] = [
               "168", "884", "8816", "1616"), TC_YES,
            "MMA tile shape in the name (16816/1688/884): tensor cores"),
     TcRule(_r(r"^flash_(?:fwd|bwd)|^flashattn(?:fwd|bwd)|fmha|^attn_fwd$|unified_attention|^sage_fwd$|"
-              r"flash_[fb]prop", "flash", "fmha", "attn_fwd", "unified_attention", "sage_fwd"), TC_YES, "flash/fused attention kernel: tensor-core MMA"),
+              r"flash_[fb]prop", "flash", "fmha", "attn_fwd", "unified_attention", "sage_fwd"), TC_YES,
+           "flash/fused attention kernel: tensor-core MMA"),
     TcRule(_r(r"xmma.*_ffma|_ffma.*xmma", "_ffma"), TC_FALLBACK,
            "xmma GEMM with an FFMA (fp32 FMA) main loop: CUDA cores", "gemm"),
     TcRule(_r(r"xmma.*(?:bf16|f16|tf32|e4m3|e5m2|i8|int8|tensor\d)", "xmma"), TC_YES,
