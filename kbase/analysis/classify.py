@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kbase.analysis.guarded_regex import GuardedRegex as Search
+from kbase.analysis.guarded_regex import GuardedRegex
 from kbase.analysis.names import WRAPPERS as _WRAPPERS
 from kbase.analysis.names import family_key, own_name, qualified_own_name, short_name  # noqa: F401 - re-exported
 from kbase.enums import TC_SYMBOL, Category, TcState  # noqa: F401 - TC_SYMBOL re-exported
@@ -46,19 +46,19 @@ class TcRule:
     """``pattern`` (lower case) searched in the lower-cased own name; ``fix``: what a ``⚠`` is fixed with
     (``gemm``, ``conv``, ``half``: fp16 data that missed the tensor cores), see ``analysis.prescription``."""
 
-    pattern: Search
+    pattern: GuardedRegex
     state: TcState
     why: str
     fix: str = ""
 
 
-def _r(p: str, *needles: str) -> Search:
-    """A rule pattern, matched against the lower-cased own name; ``needles`` as :class:`Search` has them, derived
+def _r(p: str, *needles: str) -> GuardedRegex:
+    """A rule pattern, matched against the lower-cased own name; ``needles`` as :class:`GuardedRegex` has them, derived
     here when ``p`` is a plain alternation of words (``^gemv|^gemmk1|^dot_kernel``)."""
     assert p == p.lower(), p
     if not needles and _WORDS.fullmatch(p):
         needles = tuple(w.strip("^$") for w in p.split("|"))
-    return Search(p, needles or None)
+    return GuardedRegex(p, needles or None)
 
 
 _WORDS = re.compile(r"\^?\w+\$?(?:\|\^?\w+\$?)*")  # a plain alternation of words: each word is a needle
@@ -76,30 +76,31 @@ _MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|^(?:tensor_?)?permut(?:
 # (``_to_copy``) or a fused clone/transpose stays compute, as the labelled corpus has them
 _INDUCTOR_DATA_OPS = frozenset({"copy", "zeros", "zero", "fill", "full", "ones", "empty", "new", "like", "slice",
                                 "select", "scatter", "view", "lift", "fresh"})
-_CUTENSOR_MOVE = Search(r"cutensor.*(?:permut|transpos)", ("cutensor",), re.I)  # cuTENSOR permutes: data movement
+_CUTENSOR_MOVE = GuardedRegex(r"cutensor.*(?:permut|transpos)", ("cutensor",), re.I)  # cuTENSOR permutes: data movement
 # Hopper/Blackwell matmuls that carry no matmul word: TMA descriptors in the signature and a generator that
 # emits matmuls under other names (nvFuser's scheduler-less fusions, hand-written Triton) or an MMA-shaped tile
-_TMA_ARG = Search(r"TensorMap|CUtensorMap|tma_desc|TmaDescriptor", ("tensormap", "tma_desc", "tmadescriptor"), re.I)
+_TMA_ARG = GuardedRegex(r"TensorMap|CUtensorMap|tma_desc|TmaDescriptor", ("tensormap", "tma_desc", "tmadescriptor"),
+                        re.I)
 _TMA_GENERATOR = _r(r"^nvfuser_(?!pointwise|reduction|inner_|outer_|transpose|resize)|^triton_?(?!poi|red|per|for|spl)",
                     "nvfuser_", "triton")
-_MMA_TILE = Search(r"<\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*"
-                   r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b",
-                   None)
+_MMA_TILE = GuardedRegex(r"<\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*"
+                         r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b",
+                         None)
 # PyTorch's generic launchers: the functor in the template arguments is the operation.
 _LAUNCHER = _r(r"elementwise_kernel|elementwise_kernel_manual_unroll|multi_tensor_apply_kernel")
-_LAUNCHED_MEMORY = Search(r"copy_kernel|copy_device_to_device|FillFunctor|fill_kernel|index_copy",
-                          ("copy", "FillFunctor", "fill_kernel"))
-_WRAPPED_TC = Search(r"tensorop|gmma|umma|tcgen05|wmma|mfma|xdlops",
-                     ("tensorop", "gmma", "umma", "tcgen05", "wmma", "mfma", "xdlops"), re.I)
+_LAUNCHED_MEMORY = GuardedRegex(r"copy_kernel|copy_device_to_device|FillFunctor|fill_kernel|index_copy",
+                                ("copy", "FillFunctor", "fill_kernel"))
+_WRAPPED_TC = GuardedRegex(r"tensorop|gmma|umma|tcgen05|wmma|mfma|xdlops",
+                           ("tensorop", "gmma", "umma", "tcgen05", "wmma", "mfma", "xdlops"), re.I)
 _TRITON = _r(r"^triton_(?:(poi|red|per|for|spl)|tem)_|^triton__\d", "triton_")
 _TRITON_TEMPLATE_MATMUL = _r(r"_(?:mm|bmm|addmm|baddbmm|convolution|flex_attention|flex_decoding)(?:_|$)",
                              "mm", "convolution", "flex_")
 _MATMUL = _r(r"gemm|matmul|(?:^|_)bmm(?:_|$)|convolution|conv\d?d|convolve|fprop|dgrad|wgrad",
              "gemm", "matmul", "bmm", "conv", "fprop", "dgrad", "wgrad")
 _TC_DTYPE = _r(r"bf16|bfloat16|f16|fp16|half|tf32|e4m3|e5m2|e2m1|fp8|fp4|mxf|int8|i8")
-_HALF_ARGS = Search(r"half|bfloat16|BFloat16|__nv_bfloat|Half|float_e[45]m|Float8|int8_t|tfloat32",
-                    ("half", "bfloat16", "BFloat16", "__nv_bfloat", "Half", "float_e", "Float8", "int8_t", "tfloat32"))
-_FLOAT_ARGS = Search(r"\bfloat\b(?!\d)", ("float",))
+_HALF_ARGS = GuardedRegex(r"half|bfloat16|BFloat16|__nv_bfloat|Half|float_e[45]m|Float8|int8_t|tfloat32",
+                          ("half", "Half", "loat", "int8_t"))  # "loat": bfloat16, BFloat16, float_e, Float8 ...
+_FLOAT_ARGS = GuardedRegex(r"\bfloat\b(?!\d)", ("float",))
 _F32 = _r(r"f32|fp32")
 
 TC_RULES: list[TcRule] = [

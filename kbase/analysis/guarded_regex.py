@@ -3,7 +3,7 @@
 Classifying a kernel name searches some thirty patterns, and most of them cannot match most names. A
 ``needle in text`` test runs in C without the regex engine's per-position work, so a name that holds none of
 a pattern's needles is ruled out at a fraction of a search's cost, and a pattern no name gets past its needles
-to is never compiled. The needles must be implied by the pattern (``tests/analysis/test_guarded_regex.py``
+to is never compiled. The needles must be implied by the pattern (``tests/analysis/test_classify_guarded.py``
 proves that of every guarded pattern from its parse tree); then the guard never changes an answer.
 """
 
