@@ -23,10 +23,11 @@ for 700+ real kernel names.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from kbase.analysis.guarded_regex import GuardedRegex
 from kbase.analysis.names import WRAPPERS as _WRAPPERS
 from kbase.analysis.names import family_key, own_name, qualified_own_name, short_name  # noqa: F401 - re-exported
 from kbase.enums import TC_SYMBOL, Category, TcState  # noqa: F401 - TC_SYMBOL re-exported
@@ -45,42 +46,62 @@ class TcRule:
     """``pattern`` (lower case) searched in the lower-cased own name; ``fix``: what a ``⚠`` is fixed with
     (``gemm``, ``conv``, ``half``: fp16 data that missed the tensor cores), see ``analysis.prescription``."""
 
-    pattern: re.Pattern
+    pattern: GuardedRegex
     state: TcState
     why: str
     fix: str = ""
 
 
-def _r(p: str) -> re.Pattern:
-    assert p == p.lower(), p  # matched against the lower-cased own name
-    return re.compile(p)
+def _r(p: str, *needles: str) -> GuardedRegex:
+    """A rule pattern, matched against the lower-cased own name; ``needles`` as :class:`GuardedRegex` has them, derived
+    here when ``p`` is a plain alternation of words (``^gemv|^gemmk1|^dot_kernel``)."""
+    assert p == p.lower(), p
+    if not needles and _WORDS.fullmatch(p):
+        needles = tuple(w.strip("^$") for w in p.split("|"))
+    return GuardedRegex(p, needles or None)
 
 
+_WORDS = re.compile(r"\^?\w+\$?(?:\|\^?\w+\$?)*")  # a plain alternation of words: each word is a needle
+
+
+# Needles (see ``GuardedRegex``): one of them is in every match, a test proves it from the parsed pattern
 _COMM = _r(r"^(?:nccl|rccl)|nvshmem|multimem_all_reduce|cross_device_reduce|(?:^|_)all_?(?:reduce|gather|to_?all)|"
-           r"(?:^|_)reduce_?scatter|sendrecv")
+           r"(?:^|_)reduce_?scatter|sendrecv", "nccl", "rccl", "nvshmem", "cross_device_reduce", "all", "scatter",
+           "sendrecv")
 _MEMORY = _r(r"copy|memcpy|memset|(?<!pre)fill|transpose|^(?:tensor_?)?permut(?:e|ation)(?:_?kernel)?$|tensor_?permut|"
-             r"nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache")
+             r"nchwtonhwc|nhwctonchw|reshape_and_cache|store_kvcache",
+             "copy", "memcpy", "memset", "fill", "transpose", "permut", "nchwtonhwc", "nhwctonchw", "reshape_and_cache",
+             "store_kvcache")
 # Inductor pointwise kernels whose fused ops only copy or fill (``triton_poi_fused_copy_zeros_3``); a cast
 # (``_to_copy``) or a fused clone/transpose stays compute, as the labelled corpus has them
 _INDUCTOR_DATA_OPS = frozenset({"copy", "zeros", "zero", "fill", "full", "ones", "empty", "new", "like", "slice",
                                 "select", "scatter", "view", "lift", "fresh"})
-_CUTENSOR_MOVE = re.compile(r"cutensor.*(?:permut|transpos)", re.I)  # cuTENSOR permutes: data movement
+_CUTENSOR_MOVE = GuardedRegex(r"cutensor.*(?:permut|transpos)", ("cutensor",), re.I)  # cuTENSOR permutes: data movement
 # Hopper/Blackwell matmuls that carry no matmul word: TMA descriptors in the signature and a generator that
 # emits matmuls under other names (nvFuser's scheduler-less fusions, hand-written Triton) or an MMA-shaped tile
-_TMA_ARG = re.compile(r"TensorMap|CUtensorMap|tma_desc|TmaDescriptor", re.I)
-_TMA_GENERATOR = _r(r"^nvfuser_(?!pointwise|reduction|inner_|outer_|transpose|resize)|^triton_?(?!poi|red|per|for|spl)")
-_MMA_TILE = re.compile(r"<\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*"
-                       r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b")
+_TMA_ARG = GuardedRegex(r"TensorMap|CUtensorMap|tma_desc|TmaDescriptor", ("tensormap", "tma_desc", "tmadescriptor"),
+                        re.I)
+_TMA_GENERATOR = _r(r"^nvfuser_(?!pointwise|reduction|inner_|outer_|transpose|resize)|^triton_?(?!poi|red|per|for|spl)",
+                    "nvfuser_", "triton")
+_MMA_TILE = GuardedRegex(r"<\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*(?:\(int\))?(?:64|128|192|256)\s*,\s*"
+                         r"(?:\(int\))?(?:16|32|64|128)\b|\b(?:64|128|192|256)x(?:64|128|192|256)x(?:16|32|64|128)\b",
+                         None)
 # PyTorch's generic launchers: the functor in the template arguments is the operation.
 _LAUNCHER = _r(r"elementwise_kernel|elementwise_kernel_manual_unroll|multi_tensor_apply_kernel")
-_LAUNCHED_MEMORY = re.compile(r"copy_kernel|copy_device_to_device|FillFunctor|fill_kernel|index_copy")
-_WRAPPED_TC = re.compile(r"tensorop|gmma|umma|tcgen05|wmma|mfma|xdlops", re.I)
-_TRITON = _r(r"^triton_(?:(poi|red|per|for|spl)|tem)_|^triton__\d")
-_TRITON_TEMPLATE_MATMUL = _r(r"_(?:mm|bmm|addmm|baddbmm|convolution|flex_attention|flex_decoding)(?:_|$)")
-_MATMUL = _r(r"gemm|matmul|(?:^|_)bmm(?:_|$)|convolution|conv\d?d|convolve|fprop|dgrad|wgrad")
+_LAUNCHED_MEMORY = GuardedRegex(r"copy_kernel|copy_device_to_device|FillFunctor|fill_kernel|index_copy",
+                                ("copy", "FillFunctor", "fill_kernel"))
+_WRAPPED_TC = GuardedRegex(r"tensorop|gmma|umma|tcgen05|wmma|mfma|xdlops",
+                           ("tensorop", "gmma", "umma", "tcgen05", "wmma", "mfma", "xdlops"), re.I)
+_TRITON = _r(r"^triton_(?:(poi|red|per|for|spl)|tem)_|^triton__\d", "triton_")
+_TRITON_TEMPLATE_MATMUL = _r(r"_(?:mm|bmm|addmm|baddbmm|convolution|flex_attention|flex_decoding)(?:_|$)",
+                             "mm", "convolution", "flex_")
+_MATMUL = _r(r"gemm|matmul|(?:^|_)bmm(?:_|$)|convolution|conv\d?d|convolve|fprop|dgrad|wgrad",
+             "gemm", "matmul", "bmm", "conv", "fprop", "dgrad", "wgrad")
 _TC_DTYPE = _r(r"bf16|bfloat16|f16|fp16|half|tf32|e4m3|e5m2|e2m1|fp8|fp4|mxf|int8|i8")
-_HALF_ARGS = re.compile(r"half|bfloat16|BFloat16|__nv_bfloat|Half|float_e[45]m|Float8|int8_t|tfloat32")
-_FLOAT_ARGS = re.compile(r"\bfloat\b(?!\d)")
+_HALF_ARGS = GuardedRegex(r"half|bfloat16|BFloat16|__nv_bfloat|Half|float_e[45]m|Float8|int8_t|tfloat32",
+                          ("half", "Half", "loat", "int8_t"))  # "loat": bfloat16, BFloat16, float_e, Float8 ...
+_FLOAT_ARGS = GuardedRegex(r"\bfloat\b(?!\d)", ("float",))
+_F32 = _r(r"f32|fp32")
 
 TC_RULES: list[TcRule] = [
     # not matmul work, although the name says gemm/matmul/attention/conv
@@ -93,27 +114,30 @@ TC_RULES: list[TcRule] = [
     TcRule(_r(r"offsets|_helper$|^scalepacked"), TC_NA, "cuDNN helper (offsets, scaling, reduction): not a matmul"),
     TcRule(_r(r"^flash_fwd_splitkv_combine|^flash_bwd_(?:dot_do_o|clear_dkvaccum|convert_dq|convert_dkv)|"
               r"flashattn(?:fwdcombine|bwdpreprocess|bwdpostprocess)|paged_attention.*reduce|finalize_matmul|"
-              r"matmul_scatter"),
+              r"matmul_scatter", "flash", "paged_attention", "matmul"),
            TC_NA, "attention/matmul pre- or post-processing (combine, convert, scatter): no MMA"),
     # tensor-core evidence
     TcRule(_r(r"^nvjet"), TC_YES, "cuBLASLt nvjet GEMM (Hopper/Blackwell): tensor cores"),
     TcRule(_r(r"wgmma|gmma|umma|tcgen05"), TC_YES, "warpgroup/Blackwell MMA (wgmma/gmma/umma) in the name"),
-    TcRule(_r(r"(?<!sub)tensorop|wmma"), TC_YES, "CUTLASS tensorop/wmma kernel: tensor cores"),
-    TcRule(_r(r"[hib]mma|dmma|qmma|mfma|xdlops|_xdl_|^cijk_.*_mi\d+x\d+|^igemm_.*gtcx"), TC_YES,
+    TcRule(_r(r"(?<!sub)tensorop|wmma", "tensorop", "wmma"), TC_YES, "CUTLASS tensorop/wmma kernel: tensor cores"),
+    TcRule(_r(r"[hib]mma|dmma|qmma|mfma|xdlops|_xdl_|^cijk_.*_mi\d+x\d+|^igemm_.*gtcx",
+              "hmma", "imma", "bmma", "dmma", "qmma", "mfma", "xdl", "cijk_", "igemm_"), TC_YES,
            "MMA instruction in the name (hmma/imma/mfma/xdlops, Tensile MI, MIOpen gtcx)"),
-    TcRule(_r(r"(?<!\d)(?:16816|16832|1688|884|8816|161616)(?=gemm|fprop|dgrad|wgrad|cudnn|_)"), TC_YES,
+    TcRule(_r(r"(?<!\d)(?:16816|16832|1688|884|8816|161616)(?=gemm|fprop|dgrad|wgrad|cudnn|_)",
+              "168", "884", "8816", "1616"), TC_YES,
            "MMA tile shape in the name (16816/1688/884): tensor cores"),
     TcRule(_r(r"^flash_(?:fwd|bwd)|^flashattn(?:fwd|bwd)|fmha|^attn_fwd$|unified_attention|^sage_fwd$|"
-              r"flash_[fb]prop"), TC_YES, "flash/fused attention kernel: tensor-core MMA"),
-    TcRule(_r(r"xmma.*_ffma|_ffma.*xmma"), TC_FALLBACK,
+              r"flash_[fb]prop", "flash", "fmha", "attn_fwd", "unified_attention", "sage_fwd"), TC_YES,
+           "flash/fused attention kernel: tensor-core MMA"),
+    TcRule(_r(r"xmma.*_ffma|_ffma.*xmma", "_ffma"), TC_FALLBACK,
            "xmma GEMM with an FFMA (fp32 FMA) main loop: CUDA cores", "gemm"),
-    TcRule(_r(r"xmma.*(?:bf16|f16|tf32|e4m3|e5m2|i8|int8|tensor\d)"), TC_YES,
+    TcRule(_r(r"xmma.*(?:bf16|f16|tf32|e4m3|e5m2|i8|int8|tensor\d)", "xmma"), TC_YES,
            "xmma kernel on bf16/fp16/tf32/fp8/int8 data"),
     # matmul/convolution on the CUDA cores
     TcRule(_r(r"(?:fp16|f16|half).*(?:sgemm|scudnn)|hgemm"), TC_FALLBACK,
            "fp16 matmul/convolution on the CUDA cores (sgemm/scudnn/hgemm kernel): missed the tensor cores", "half"),
     TcRule(_r(r"convolve_sgemm|scudnn|sfprop|sdgrad|swgrad|winograd|dgrad_engine|dgrad_alg\d|dgrad2d_alg|"
-              r"wgrad_alg\d"), TC_FALLBACK,
+              r"wgrad_alg\d", "sgemm", "scudnn", "fprop", "grad"), TC_FALLBACK,
            "fp32 convolution on the CUDA cores (scudnn/convolve_sgemm/Winograd/legacy cuDNN engine)", "conv"),
     TcRule(_r(r"sgemm|cgemm|simt"), TC_FALLBACK, "fp32 GEMM on the CUDA cores (SGEMM/CGEMM/SIMT kernel)", "gemm"),
 ]
@@ -153,51 +177,54 @@ def classify(name: str, family: str | None = None) -> Kind:
     return kind
 
 
-class _ByOwnName:
-    """What a function of the lower-cased own name alone answers, each own name worked out once: a profile's
-    template instances share theirs (half of a real mix: ``vectorized_elementwise_kernel``, ``reduce_kernel``,
-    CUTLASS' ``Kernel2``), and the regular expressions are most of classifying a name."""
+class _OwnFacts(NamedTuple):
+    """What the lower-cased own name alone says, worked out once per own name: a profile's template instances
+    share theirs (half of a real mix: ``vectorized_elementwise_kernel``, ``reduce_kernel``)."""
 
-    __slots__ = ("_of", "_seen")
-
-    def __init__(self, of: Callable[[str], Any]) -> None:
-        self._of = of
-        self._seen: dict[str, Any] = {}
-
-    def __call__(self, low: str) -> Any:
-        seen = self._seen
-        if low in seen:
-            return seen[low]
-        if len(seen) >= _SEEN_MAX:
-            seen.clear()
-        got = seen[low] = self._of(low)
-        return got
+    decided: tuple[Category, TcRule] | None  # Triton or communication: the own name is the whole answer
+    memory: bool  # it names data movement
+    launcher: bool  # PyTorch's generic launcher: its functor may be a copy or a fill
+    tma_generator: bool  # a matmul generator, should the arguments hold TMA descriptors
+    rule: TcRule | None  # the tensor-core rule; None: a matmul whose data type only its arguments tell
 
 
-def _searched(pattern: re.Pattern) -> _ByOwnName:
-    return _ByOwnName(lambda low: pattern.search(low) is not None)
+_FACTS: dict[str, _OwnFacts] = {}  # of the own names of names classified directly
+_WRAPPED_FACTS: dict[str, _OwnFacts] = {}  # of the types wrapper kernels wrap: nothing decided early
 
 
-def _triton_kind(low: str) -> tuple[Category, TcRule] | None:
+def _own_facts(low: str, cache: dict[str, _OwnFacts]) -> _OwnFacts:
+    """The facts of ``low``, remembered in ``cache``."""
+    if len(cache) >= _SEEN_MAX:
+        cache.clear()
+    decided = _decided_by_own_name(low) if cache is _FACTS else None
+    if decided is not None:
+        facts = cache[low] = _OwnFacts(decided, False, False, False, None)
+    else:
+        facts = cache[low] = _OwnFacts(None, _MEMORY.search(low) is not None, _LAUNCHER.search(low) is not None,
+                                       _TMA_GENERATOR.search(low) is not None, _rule_of_own_name(low))
+    return facts
+
+
+def _decided_by_own_name(low: str) -> tuple[Category, TcRule] | None:
     m = _TRITON.search(low)
-    if not m:
-        return None
-    if m.group(1) or low.startswith("triton__"):  # Inductor names list their fused ops: the kind prefix decides
-        return _inductor_category(low), _TRITON_RULES["fused"]
-    return COMPUTE, _TRITON_RULES["tem_mm" if _TRITON_TEMPLATE_MATMUL.search(low) else "tem"]
-
-
-def _first_tc_rule(low: str) -> TcRule | None:
-    for rule in TC_RULES:
-        if rule.pattern.search(low):
-            return rule
+    if m:
+        if m.group(1) or low.startswith("triton__"):  # Inductor names list their fused ops: the kind prefix decides
+            return _inductor_category(low), _TRITON_RULES["fused"]
+        return COMPUTE, _TRITON_RULES["tem_mm" if _TRITON_TEMPLATE_MATMUL.search(low) else "tem"]
+    if _COMM.search(low):
+        return COMMUNICATION, _COMM_RULE
     return None
 
 
-_triton = _ByOwnName(_triton_kind)
-_tc_rule_of = _ByOwnName(_first_tc_rule)
-_is_comm, _is_memory, _is_launcher = _searched(_COMM), _searched(_MEMORY), _searched(_LAUNCHER)
-_is_matmul, _has_tc_dtype, _is_tma_generator = _searched(_MATMUL), _searched(_TC_DTYPE), _searched(_TMA_GENERATOR)
+def _rule_of_own_name(low: str) -> TcRule | None:
+    for rule in TC_RULES:
+        if rule.pattern.search(low):
+            return rule
+    if not _MATMUL.search(low):
+        return _NOT_MATMUL
+    if _TC_DTYPE.search(low):
+        return _MATMUL_TC_DTYPE
+    return None
 
 
 def _classify(name: str, family: str | None) -> Kind:
@@ -206,14 +233,12 @@ def _classify(name: str, family: str | None) -> Kind:
     low = own.lower()
     if low in _WRAPPERS or qualified.endswith(("gemvx::kernel", "epilogue::impl::globalKernel")):
         return _classify_wrapped(name, qualified, low)
-    triton = _triton(low)
-    if triton is not None:
-        return Kind(triton[0], triton[1], own)
-    if _is_comm(low):
-        return Kind(COMMUNICATION, _COMM_RULE, own)
-    if _TMA_ARG.search(name) and (_is_tma_generator(low) or _MMA_TILE.search(name)):
+    facts = _FACTS.get(low) or _own_facts(low, _FACTS)
+    if facts.decided is not None:
+        return Kind(facts.decided[0], facts.decided[1], own)
+    if _TMA_ARG.search(name) and (facts.tma_generator or _MMA_TILE.search(name)):
         return Kind(COMPUTE, _TMA_MATMUL, own)
-    return Kind(_category(name, low), _tc_rule(name, own, low), own)
+    return Kind(_category(name, facts), _tc_rule(name, own, low, facts), own)
 
 
 def _inductor_category(low: str) -> Category:
@@ -222,26 +247,22 @@ def _inductor_category(low: str) -> Category:
     return MEMORY if low.startswith("triton_poi_fused") and ops and set(ops) <= _INDUCTOR_DATA_OPS else COMPUTE
 
 
-def _category(name: str, low: str) -> Category:
-    if _is_memory(low) or _CUTENSOR_MOVE.search(name[:2000]):
+def _category(name: str, facts: _OwnFacts) -> Category:
+    if facts.memory or _CUTENSOR_MOVE.search(name[:2000]):
         return MEMORY
-    if _is_launcher(low) and _LAUNCHED_MEMORY.search(name):
+    if facts.launcher and _LAUNCHED_MEMORY.search(name):
         return MEMORY
     return COMPUTE
 
 
-def _tc_rule(name: str, own: str, low: str) -> TcRule:
-    rule = _tc_rule_of(low)
-    if rule is not None:
-        return rule
-    if not _is_matmul(low):
-        return _NOT_MATMUL
-    if _has_tc_dtype(low):
-        return _MATMUL_TC_DTYPE
+def _tc_rule(name: str, own: str, low: str, facts: _OwnFacts) -> TcRule:
+    """The own name's rule, or for a matmul named with no data type, the data type of its arguments."""
+    if facts.rule is not None:
+        return facts.rule
     args = _args(name, own)
     if _HALF_ARGS.search(args):
         return _MATMUL_UNKNOWN
-    if _FLOAT_ARGS.search(args) or re.search(r"f32|fp32", low):
+    if _FLOAT_ARGS.search(args) or _F32.search(low):
         return _MATMUL_FP32
     return _MATMUL_UNKNOWN
 
@@ -266,10 +287,14 @@ def _classify_wrapped(name: str, qualified: str, low: str) -> Kind:
         if own.lower() not in _WRAPPERS and not own.startswith("enable_sm"):
             break
     wlow = own.lower()
-    kind = Kind(_category(inner, wlow), _tc_rule(inner, own, wlow), own)
+    facts = _WRAPPED_FACTS.get(wlow) or _own_facts(wlow, _WRAPPED_FACTS)
+    kind = Kind(_category(inner, facts), _tc_rule(inner, own, wlow, facts), own)
     if kind.rule.state != TC_YES and _MATMUL.search(wlow + " " + inner[:4000].lower()) and _WRAPPED_TC.search(inner):
         return Kind(kind.category, _WRAPPED_TENSOROP, own)  # CUTLASS mainloops: MmaTensorOp, Sm90 Gmma, Umma
     return kind
+
+
+_TEMPLATE_PUNCTUATION = re.compile(r"[<>(),]")
 
 
 def _first_template_arg(name: str, own: str) -> str:
@@ -283,7 +308,9 @@ def _first_template_arg(name: str, own: str) -> str:
     if not rest.startswith("<"):
         return rest
     depth = 0
-    for i, ch in enumerate(rest):
+    for m in _TEMPLATE_PUNCTUATION.finditer(rest):  # the loop acts on these only: a long name has few of them
+        i = m.start()
+        ch = rest[i]
         if ch in "<(":
             depth += 1
         elif ch in ">)":

@@ -17,6 +17,11 @@ def _outside_brackets(name: str, brackets: str = "<(", closers: str = ">)") -> s
     """The characters of ``name`` at nesting depth 0 of the given bracket pairs (a closer with nothing
     open is kept as text). The loop visits the brackets only, not every character: a real export's
     template names run to thousands of characters."""
+    for opener in brackets:
+        if opener in name:
+            break
+    else:  # nothing opens (half of a real mix: Triton, nvjet, cuBLAS names): a memchr, not a regex scan
+        return name
     found = _BRACKET_RE.get(brackets + closers)
     if found is None:
         found = _BRACKET_RE[brackets + closers] = re.compile(f"[{re.escape(brackets + closers)}]")
@@ -93,6 +98,7 @@ WRAPPERS = frozenset({"kernel", "kernel2", "device_kernel", "kentry"})
 _PLAIN_TYPE = re.compile(r"(?:unsigned |signed |const )*(?:int|long|short|char|bool|float|double|half|__half|size_t|"
                          r"void|__nv_bfloat16|bfloat16|BFloat16|Half|u?int\d+_t)\d*\s*\**")
 _LITERAL = re.compile(r"(?:\([\w ]+\))?\s*-?\d+[uUlL]*|true|false")  # a template argument that is a value
+_ARG_PUNCTUATION = re.compile(r"[<>()\[\],]")
 
 
 def short_name(name: str, exported: str | None = None) -> str:
@@ -128,7 +134,9 @@ def _wrapped(name: str) -> str:
         if not args:
             return ""
         depth, start, first = 0, 1, ""
-        for i, ch in enumerate(args):
+        for m in _ARG_PUNCTUATION.finditer(args):  # the loop acts on these only: a long name has few of them
+            i = m.start()
+            ch = args[i]
             if ch in "<([":
                 depth += 1
             elif ch in ">)]":
@@ -194,7 +202,9 @@ def template_args(name: str) -> str:
                 end = i
     if start < 0 or end < start:
         return ""
-    args = re.sub(r"\b[A-Za-z_]\w*::", "", name[start + 1:end])
+    args = name[start + 1:end]
+    if "::" in args:  # a namespace to drop (the search walks every character of a long name)
+        args = re.sub(r"\b[A-Za-z_]\w*::", "", args)
     args = re.sub(r"\s+", " ", args).replace(" >", ">").strip()
     return f"<{args}>"
 
