@@ -27,8 +27,6 @@ copy when the GPU went idle), ``launch`` (the next work was already launched, or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from kbase.analysis.budget_blocks import (  # noqa: F401 - the budget's data, re-exported: its one home to import from
@@ -104,14 +102,10 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
     total = Blocks()
     for gb in gpus:
         total.add(gb.blocks)
-    summed: dict[int, Blocks] = {}
-    for gb in gpus:
-        for key, b in gb.iterations:
-            summed.setdefault(key, Blocks()).add(b)
     n_it = len(window.iteration_keys) if iterations else 0
     desc = window.describe() if not whole else "whole capture per GPU (first activity to last)"
     return Budget(unit="iteration" if iterations else "window", window=desc, n_iterations=n_it, gpus=gpus,
-                  total=total, iterations=sorted(summed.items()), gaps={"by_cause": by_cause, "by_size": by_size},
+                  total=total, iterations=_summed_iterations(results), gaps={"by_cause": by_cause, "by_size": by_size},
                   largest_gaps=largest)
 
 
@@ -135,27 +129,26 @@ def _pick(rows: slice | np.ndarray, at: np.ndarray) -> np.ndarray:
     return at + rows.start if isinstance(rows, slice) else rows[at]
 
 
-@dataclass
+# (the few internal records below are plain classes: a dataclass costs ~0.5 ms at import, every ``kbase top``)
+
+
 class _Context:
-    window: Window
-    category_of_code: np.ndarray
-    labels: np.ndarray | None
-    iterations: bool
-    whole: bool
-    ranks: dict[int, int]
-    steps: dict[tuple[int, int], int]
+    __slots__ = ("window", "category_of_code", "labels", "iterations", "whole", "ranks", "steps")
+
+    def __init__(self, window: Window, category_of_code: np.ndarray, labels: np.ndarray | None, iterations: bool,
+                 whole: bool, ranks: dict[int, int], steps: dict[tuple[int, int], int]) -> None:
+        self.window, self.category_of_code, self.labels = window, category_of_code, labels
+        self.iterations, self.whole, self.ranks, self.steps = iterations, whole, ranks, steps
 
 
-@dataclass
 class _Candidate:
     """One of a GPU's largest gaps, named (activity names, host ranges) only if it is among the capture's largest."""
 
-    gap: Gap  # (before, after and their ranges empty until ``named``)
-    duration_ns: int
-    before_row: int
-    after_row: int
-    names: _Names
-    launches: _Launches
+    __slots__ = ("gap", "duration_ns", "before_row", "after_row", "names", "launches")
+
+    def __init__(self, gap: Gap, before_row: int, after_row: int, names: _Names, launches: _Launches) -> None:
+        self.gap, self.duration_ns = gap, gap.duration_ns  # (gap: before, after and their ranges empty until named)
+        self.before_row, self.after_row, self.names, self.launches = before_row, after_row, names, launches
 
     def named(self, profile) -> Gap:
         g = self.gap
@@ -165,12 +158,13 @@ class _Candidate:
         return g
 
 
-@dataclass
 class _GpuResult:
-    gpu: GpuBudget
-    by_cause: dict[str, tuple[int, int]]  # cause -> (gaps, ns)
-    by_size: dict[str, tuple[int, int]]
-    largest: list[_Candidate]
+    __slots__ = ("gpu", "table", "by_cause", "by_size", "largest")
+
+    def __init__(self, gpu: GpuBudget, table: np.ndarray, by_cause: dict[str, tuple[int, int]],
+                 by_size: dict[str, tuple[int, int]], largest: list[_Candidate]) -> None:
+        self.gpu, self.table = gpu, table  # table: ``_sweep``'s, the blocks of each window
+        self.by_cause, self.by_size, self.largest = by_cause, by_size, largest  # cause -> (gaps, ns)
 
 
 def _one_gpu(ctx: _Context, g: int, ki: slice | np.ndarray, ai: slice | np.ndarray) -> _GpuResult:
@@ -184,17 +178,19 @@ def _one_gpu(ctx: _Context, g: int, ki: slice | np.ndarray, ai: slice | np.ndarr
         keys, edges = _iteration_edges(window, ki, g)
     else:
         keys, edges = [], _whole_edges(window, start, end, ctx.whole)
-    blocks, per_window, union = _sweep(start, end, cls, edges)
+    table, reach, piece_starts = _sweep(start, end, cls, edges)
+    blocks = Blocks(*table.sum(axis=1).tolist())
     gb = GpuBudget(gpu=g, rank=ctx.ranks.get(g), label=gpu_label(p, g), blocks=blocks)
     if ctx.iterations:
         pid = int(p.gpu_columns.pid[g]) if g < len(p.gpu_columns.pid) else -1
         total_step = 0
-        for key, b in zip(keys, per_window):
+        for key, row in zip(keys, table.T.tolist()):
+            b = Blocks(*row)
             b.step_wall_ns = _step_of(ctx.steps, pid, key)
             total_step += b.step_wall_ns or 0
             gb.iterations.append((key, b))
         blocks.step_wall_ns = total_step if any(b.step_wall_ns is not None for _, b in gb.iterations) else None
-    gaps = _gaps(start, union, edges, launches, order, p.syncs)
+    gaps = _gaps(start, reach, piece_starts, edges, launches, order, p.syncs)
     # counts and sums by cause and size of the long gaps (about one per iteration); the short ones in bulk
     by_cause = {c: (int(np.count_nonzero(gaps.cause == code)), int(gaps.size[gaps.cause == code].sum()))
                 for code, c in enumerate(GAP_CAUSES)}
@@ -207,16 +203,33 @@ def _one_gpu(ctx: _Context, g: int, ki: slice | np.ndarray, ai: slice | np.ndarr
     n_big = len(gaps.size)
     top = np.argpartition(-gaps.size, LARGEST_GAPS)[:LARGEST_GAPS] if n_big > LARGEST_GAPS else np.arange(n_big)
     names = _Names(p, ki, a.kind[ai], ctx.labels)
+    nxt = gaps.nxt[top]
+    after_rows = order.rows(nxt).tolist()
+    before_rows = order.rows(np.array([_before(end, reach, k) for k in nxt.tolist()], dtype=np.int64)).tolist()
     largest = []
-    for i in top.tolist():
+    for n, i in enumerate(top.tolist()):
         it = int(np.searchsorted(edges, gaps.start[i], side="right")) - 1
-        nxt = int(gaps.nxt[i])
         gap = Gap(gpu=g, iteration=keys[it] if keys and 0 <= it < len(keys) else None,
                   start_ns=int(gaps.start[i] - edges[0]), duration_ns=int(gaps.size[i]),
                   cause=GAP_CAUSES[int(gaps.cause[i])], before="", after="")
-        largest.append(_Candidate(gap, gap.duration_ns, order.row(_before(end, union.reach, nxt)), order.row(nxt),
-                                  names, launches))
-    return _GpuResult(gb, by_cause, by_size, largest)
+        largest.append(_Candidate(gap, before_rows[n], after_rows[n], names, launches))
+    return _GpuResult(gb, table, by_cause, by_size, largest)
+
+
+def _summed_iterations(results: list[_GpuResult]) -> list[tuple[int, Blocks]]:
+    """Each iteration's blocks summed over the GPUs (every GPU has the window's iterations, in order), the host's
+    step time summed over those that have one (None where none has)."""
+    with_its = [r for r in results if r.gpu.iterations]
+    if not with_its:
+        return []
+    table = np.sum([r.table for r in with_its], axis=0)
+    out = []
+    for i, row in enumerate(table.T.tolist()):
+        steps = [s for r in with_its if (s := r.gpu.iterations[i][1].step_wall_ns) is not None]
+        summed = Blocks(*row)
+        summed.step_wall_ns = sum(steps) if steps else None
+        out.append((with_its[0].gpu.iterations[i][0], summed))
+    return sorted(out, key=lambda x: x[0])
 
 
 # ------------------------------------------------------------------------------------------ windows
@@ -232,7 +245,7 @@ def _iteration_edges(window: Window, ki: slice | np.ndarray, g: int) -> tuple[li
     first_start = np.full(len(avail), np.iinfo(np.int64).max, dtype=np.int64)
     if len(it):
         # a step's launches come in runs (launch order): reduce each run, then the few runs per key
-        bounds = np.r_[0, np.flatnonzero(it[1:] != it[:-1]) + 1]
+        bounds = np.concatenate(([0], np.flatnonzero(it[1:] != it[:-1]) + 1))  # (np.r_: slow for small arrays)
         run_key = it[bounds]
         run_end = np.maximum.reduceat(p.columns.end[ki], bounds)
         run_start = np.minimum.reduceat(p.columns.start[ki], bounds)
@@ -248,7 +261,7 @@ def _iteration_edges(window: Window, ki: slice | np.ndarray, g: int) -> tuple[li
         got = first_start[at][first_start[at] != np.iinfo(np.int64).max]
         e0 = int(got.min()) if len(got) else 0
     ends = last_end[at]
-    edges = np.maximum.accumulate(np.r_[e0, np.where(ends == _NEVER, e0, ends)])
+    edges = np.maximum.accumulate(np.concatenate(([e0], np.where(ends == _NEVER, e0, ends))))
     return chosen, edges
 
 

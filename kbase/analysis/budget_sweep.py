@@ -8,7 +8,6 @@ Every activity satisfies ``start <= end`` (``readers.profile``'s invariant): the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,6 @@ from kbase.analysis.budget_blocks import (
     GAP_CAUSES,
     LAUNCH_GAP_NS,
     MEMORY,
-    Blocks,
 )
 
 # ------------------------------------------------------------------------------------------ start order
@@ -44,9 +42,6 @@ class _Order:
         hit = np.minimum(j, len(self.at) - 1)
         merged = self.at[hit] == pos  # (past the last merged one: hit is it, before pos)
         return np.where(merged, self.rows_at[hit], pos - j)
-
-    def row(self, pos: int) -> int:
-        return int(self.rows(np.array([pos]))[0])
 
 
 def _merge(ks: np.ndarray, ke: np.ndarray, kc: np.ndarray, as_: np.ndarray,
@@ -97,25 +92,31 @@ def _piece_starts(s: np.ndarray, reach: np.ndarray) -> np.ndarray:
     return ps
 
 
-def _covered(ps: np.ndarray, length: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Time covered by the disjoint pieces (start ``ps``, sorted, and ``length``) before each instant of ``t``."""
+def _covered(ps: np.ndarray, pe: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Time covered by the disjoint pieces [``ps``, ``pe``] (sorted by start) before each instant of ``t``."""
     if not len(ps):
         return np.zeros(len(t), dtype=np.int64)
     i = np.searchsorted(ps, t, side="right") - 1
     j = np.maximum(i, 0)
-    inside = np.clip(t - ps[j], 0, length[j])
-    return np.where(i < 0, 0, _sums_before(length, j) + inside)
+    inside = np.clip(t - ps[j], 0, pe[j] - ps[j])
+    return np.where(i < 0, 0, _lengths_before(ps, pe, j) + inside)
 
 
-def _sums_before(x: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``x[:k].sum()`` for each ``k`` of ``at`` (each below ``len(x)``): one pass summing the stretches between
-    them (``reduceat``), not a running sum the length of ``x`` for a hundred window edges."""
+def _lengths_before(ps: np.ndarray, pe: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``(pe - ps)[:k].sum()`` for each ``k`` of ``at`` (each below ``len(ps)``): the stretches between them summed
+    (``reduceat``), not a running sum the length of the pieces for a hundred window edges; and the ends' sums less
+    the starts' (no array of lengths): int64 sums wrap, but their difference is exact, as a time fits in int64."""
     cuts = np.sort(at[at > 0])
     if not len(cuts):
         return np.zeros(len(at), dtype=np.int64)
-    cuts = cuts[np.flatnonzero(np.r_[True, cuts[1:] != cuts[:-1]])]  # distinct, ascending
+    distinct = np.empty(len(cuts), dtype=bool)
+    distinct[0] = True
+    np.not_equal(cuts[1:], cuts[:-1], out=distinct[1:])
+    cuts = cuts[distinct]
+    bounds = np.concatenate(([0], cuts))
+    stretch = np.add.reduceat(pe, bounds)[:-1] - np.add.reduceat(ps, bounds)[:-1]
     before = np.zeros(len(cuts) + 1, dtype=np.int64)
-    np.cumsum(np.add.reduceat(x, np.r_[0, cuts])[: len(cuts)], out=before[1:])  # the sums before each cut
+    np.cumsum(stretch, out=before[1:])  # the lengths before each cut
     return before[np.searchsorted(cuts, at, side="right")]
 
 
@@ -123,26 +124,19 @@ def _union_within(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray
     """Time the union of the intervals (sorted by start) covers in each window between consecutive ``edges``."""
     reach = _reach(e)
     ps = _piece_starts(s, reach)
-    return np.diff(_covered(ps, reach - ps, edges))
-
-
-@dataclass
-class _Union:
-    """The union of all of a GPU's activities: running end and piece starts (its gaps are read off them)."""
-
-    reach: np.ndarray
-    starts: np.ndarray
+    return np.diff(_covered(ps, reach, edges))
 
 
 def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray,
-           edges: np.ndarray) -> tuple[Blocks, list[Blocks], _Union]:
-    """The blocks of each window between consecutive ``edges``, their sum, and the union of everything.
+           edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The blocks of each window between consecutive ``edges`` (a row per ``budget_blocks.FIELDS``, a column per
+    window), and the union of everything (its running end and piece starts: the gaps are read off them).""
     ``s``/``e``/``cls``: every activity of the GPU sorted by start. A class alone on the GPU is the union of
     everything; one that shares it is swept over its own activities (a compress: the classes partition them)."""
     n = len(s)
     reach = _reach(e)
     ps = _piece_starts(s, reach)
-    everything = np.diff(_covered(ps, reach - ps, edges))
+    everything = np.diff(_covered(ps, reach, edges))
     count = [int(np.count_nonzero(cls == c)) for c in (COMPUTE, COMMUNICATION, MEMORY)]
     zero = np.zeros(len(edges) - 1, dtype=np.int64)
 
@@ -158,10 +152,7 @@ def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray,
     cxm = everything
     length = np.diff(edges)
     comm_exp, mem_exp = cx - comp, cxm - cx
-    columns = [length, comp, comm_exp, comm - comm_exp, mem_exp, mem - mem_exp, length - cxm]
-    out = [Blocks(*row) for row in zip(*(c.tolist() for c in columns))]
-    # (the windows' sum in numpy: integer ns, as the sum of their Blocks)
-    return Blocks(*(int(c.sum()) for c in columns)), out, _Union(reach, ps)
+    return np.array([length, comp, comm_exp, comm - comm_exp, mem_exp, mem - mem_exp, length - cxm]), reach, ps
 
 
 # ------------------------------------------------------------------------------------------ idle gaps
@@ -170,28 +161,28 @@ def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray,
 _BUCKET_LIMITS = np.array([limit for limit, _ in GAP_BUCKETS if limit is not None], dtype=np.int64)
 
 
-@dataclass
 class _Gaps:
     """A GPU's idle gaps in its window: those under ``LAUNCH_GAP_NS`` counted in bulk (launch latency whatever the
     launch calls say), the longer ones as arrays (cause: an index of ``GAP_CAUSES``; ``nxt``: the position, in
-    start order, of the activity after the gap)."""
+    start order, of the activity after the gap). (A plain class: a dataclass costs ~0.5 ms at import.)"""
 
-    short_count: int
-    short_ns: int
-    cause: np.ndarray
-    size: np.ndarray
-    start: np.ndarray
-    nxt: np.ndarray
+    __slots__ = ("short_count", "short_ns", "cause", "size", "start", "nxt")
+
+    def __init__(self, short_count: int, short_ns: int, cause: np.ndarray, size: np.ndarray, start: np.ndarray,
+                 nxt: np.ndarray) -> None:
+        self.short_count, self.short_ns, self.cause, self.size, self.start, self.nxt = (short_count, short_ns, cause,
+                                                                                         size, start, nxt)
 
 
-def _gaps(s: np.ndarray, union: _Union, edges: np.ndarray, launches: Any, order: _Order, syncs) -> _Gaps:
-    """The idle gaps inside the window between the activities (``s`` sorted by start, ``union`` the sweep's;
+def _gaps(s: np.ndarray, reach: np.ndarray, ps: np.ndarray, edges: np.ndarray, launches: Any, order: _Order,
+          syncs) -> _Gaps:
+    """The idle gaps inside the window between the activities (``s`` sorted by start; ``reach``, ``ps``: the running
+    end and piece starts of their union, ``_sweep``'s;
     ``launches``: the launch calls by row, ``budget._Launches``). A gap is where an activity starts after everything
     before it ended: before position k, from ``reach[k-1]`` to ``s[k]``, cut to the window."""
     lo, hi = int(edges[0]), int(edges[-1])
     z = np.zeros(0, dtype=np.int64)
     none = _Gaps(0, 0, z.astype(np.int8), z, z, z)
-    reach, ps = union.reach, union.starts
     n = len(s)
     if n < 2 or hi <= lo:
         return none

@@ -221,4 +221,4 @@ def test_union_covered_before_each_instant_equals_a_merge(seed):
     want = [sum(max(0, min(b, x) - a) for a, b in merged) for x in t.tolist()]
     reach = _reach(e[mask])
     ps = _piece_starts(s[mask], reach)
-    assert _covered(ps, reach - ps, t).tolist() == want
+    assert _covered(ps, reach, t).tolist() == want

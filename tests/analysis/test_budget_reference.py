@@ -151,23 +151,22 @@ def test_sweep_and_gaps_equal_the_reference(n, n_acts, base, in_order, seed):
     ref = merged_reference(g)
     s, e, cls, order = _merge(ks, ke, CLASSES.take(codes), as_, ae)
     assert list(zip(s.tolist(), e.tolist(), cls.tolist(), order.rows(np.arange(len(s))).tolist())) == ref
-    assert [order.row(p) for p in range(len(s))] == [r for *_, r in ref]
+    assert [order.rows(np.array([p]))[0] for p in range(len(s))] == [r for *_, r in ref]
     acts = [(a, b, c) for a, b, c, _ in ref]
     # windows: through activities, before the first, after the last, empty ones
     lo = int(s.min()) if len(s) else base
     hi = int(e.max()) if len(e) else base
     cuts = sorted({lo, hi, *(int(x) for x in rng.integers(lo - 50_000, hi + 50_001, size=5)), lo + 3, hi - 3})
     edges = np.array(cuts + cuts[-1:], dtype=np.int64)
-    total, per_window, union = _sweep(s, e, cls, edges)
+    table, reach, ps = _sweep(s, e, cls, edges)
     want = [ref_blocks(acts, a, b) for a, b in zip(cuts, cuts[1:] + cuts[-1:])]
-    assert [w.as_dict() for w in per_window] == [{**w, "step_wall_ns": None} for w in want]
-    assert total.as_dict() == {**{f: sum(w[f] for w in want) for f in FIELDS}, "step_wall_ns": None}
+    assert [dict(zip(FIELDS, col)) for col in table.T.tolist()] == want
     # the gaps over the whole span and over a window that cuts through activities and gaps
     syncs = SyncColumns(start=np.array([lo, lo + 200_000]), end=np.array([lo + 100_000, lo + 900_000]),
                         pid=np.array([1, 2]))
     launch_rows = {r: (int(x), int(t)) for r, (x, t) in enumerate(zip(np.r_[kl, al].tolist(), np.r_[kt, at].tolist()))}
     for w in (edges[[0, -1]], np.array(cuts[1:3] if len(cuts) > 2 else cuts[:2], dtype=np.int64)):
-        got = _gaps(s, union, w, _GivenLaunches(np.r_[kl, al].astype(np.int64), np.r_[kt, at].astype(np.int64)),
+        got = _gaps(s, reach, ps, w, _GivenLaunches(np.r_[kl, al].astype(np.int64), np.r_[kt, at].astype(np.int64)),
                     order, syncs)
         short_count, short_ns, long = ref_gaps([(a, b, r) for a, b, _, r in ref], int(w[0]), int(w[-1]),
                                                launch_rows, list(zip([1, 2], syncs.start.tolist(),
@@ -175,7 +174,7 @@ def test_sweep_and_gaps_equal_the_reference(n, n_acts, base, in_order, seed):
         assert (got.short_count, got.short_ns) == (short_count, short_ns)
         assert list(zip(got.nxt.tolist(), got.start.tolist(), got.size.tolist(),
                         [GAP_CAUSES[c] for c in got.cause.tolist()])) == [x[:4] for x in long]
-        assert [_before(e, union.reach, k) for k in got.nxt.tolist()] == [x[4] for x in long]
+        assert [_before(e, reach, k) for k in got.nxt.tolist()] == [x[4] for x in long]
 
 
 def test_the_activity_before_a_gap_is_the_last_to_finish_even_far_back():
@@ -274,6 +273,7 @@ def test_compute_budget_equals_the_reference(seed, mode, n_gpus, grouped):
     by_cause = {c: [0, 0] for c in GAP_CAUSES}
     by_size = {label: [0, 0] for _, label in GAP_BUCKETS}
     long_gaps = []
+    per_iteration: dict[int, dict[str, int]] = {}
     assert [g.gpu for g in b.gpus] == sorted(set(window.column("gpu").tolist()))
     for gb in b.gpus:
         rows, launch, names = gpu_rows(profile, gb.gpu)
@@ -288,6 +288,8 @@ def test_compute_budget_equals_the_reference(seed, mode, n_gpus, grouped):
         want = [ref_blocks(acts, a, z) for a, z in zip(edges, edges[1:])]
         if mode == "iterations":
             assert [{f: getattr(x, f) for f in FIELDS} for _, x in gb.iterations] == want
+            for key, w in zip(window.iteration_keys, want):
+                per_iteration[key] = {f: per_iteration.get(key, {}).get(f, 0) + w[f] for f in FIELDS}
         assert {f: getattr(gb.blocks, f) for f in FIELDS} == {f: sum(w[f] for w in want) for f in FIELDS}
         assert sum(getattr(gb.blocks, f) for f in BLOCKS) == gb.blocks.window_ns
         short_count, short_ns, long = ref_gaps([(s, e, r) for s, e, _, r in rows], edges[0], edges[-1], launch,
@@ -307,6 +309,7 @@ def test_compute_budget_equals_the_reference(seed, mode, n_gpus, grouped):
             long_gaps.append((size, gb.gpu, window.iteration_keys[it] if it is not None else None,
                               start - edges[0], cause, names[prior], names[after],
                               ref_range(profile, launch[prior]), ref_range(profile, launch[after])))
+    assert [(key, {f: getattr(x, f) for f in FIELDS}) for key, x in b.iterations] == sorted(per_iteration.items())
     assert b.gaps == {"by_cause": {c: {"count": n, "ns": ns} for c, (n, ns) in by_cause.items()},
                       "by_size": {c: {"count": n, "ns": ns} for c, (n, ns) in by_size.items()}}
     got = [(g.duration_ns, g.gpu, g.iteration, g.start_ns, g.cause, g.before, g.after, g.before_range, g.after_range)
