@@ -49,7 +49,7 @@ from kbase.analysis.budget_blocks import (  # noqa: F401 - the budget's data, re
     category_codes,
     stored_budget_ok,
 )
-from kbase.analysis.budget_sweep import _BUCKET_LIMITS, _before, _gaps, _merge, _sweep
+from kbase.analysis.budget_sweep import _BUCKET_LIMITS, _before, _count, _gaps, _merge, _pick, _rows_by_gpu, _sweep
 from kbase.analysis.window import Window, gpu_label
 from kbase.enums import WindowMode
 
@@ -107,26 +107,6 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
     return Budget(unit="iteration" if iterations else "window", window=desc, n_iterations=n_it, gpus=gpus,
                   total=total, iterations=_summed_iterations(results), gaps={"by_cause": by_cause, "by_size": by_size},
                   largest_gaps=largest)
-
-
-def _rows_by_gpu(gpu: np.ndarray, n_gpus: int):
-    """GPU -> its rows, in row order: a slice (a view of each column, no gather) where the rows are grouped by
-    GPU, as the readers write them; else the rows' indices."""
-    if len(gpu) < 2 or bool((gpu[1:] >= gpu[:-1]).all()):
-        bounds = np.searchsorted(gpu, np.arange(n_gpus + 1)).tolist()
-        return lambda g: slice(bounds[g], bounds[g + 1])
-    order = np.argsort(gpu, kind="stable")
-    bounds = np.searchsorted(gpu[order], np.arange(n_gpus + 1)).tolist()
-    return lambda g: order[bounds[g]:bounds[g + 1]]
-
-
-def _count(rows: slice | np.ndarray) -> int:
-    return rows.stop - rows.start if isinstance(rows, slice) else len(rows)
-
-
-def _pick(rows: slice | np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Rows of the table for the positions ``at`` of ``rows`` (a GPU's slice or indices)."""
-    return at + rows.start if isinstance(rows, slice) else rows[at]
 
 
 # (the few internal records below are plain classes: a dataclass costs ~0.5 ms at import, every ``kbase top``)

@@ -8,6 +8,7 @@ Every activity satisfies ``start <= end`` (``readers.profile``'s invariant): the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,26 @@ from kbase.analysis.budget_blocks import (
 )
 
 # ------------------------------------------------------------------------------------------ start order
+
+
+def _rows_by_gpu(gpu: np.ndarray, n_gpus: int) -> Callable[[int], slice | np.ndarray]:
+    """GPU -> its rows, in row order: a slice (a view of each column, no gather) where the rows are grouped by
+    GPU, as the readers write them; else the rows' indices."""
+    if len(gpu) < 2 or bool((gpu[1:] >= gpu[:-1]).all()):
+        bounds = np.searchsorted(gpu, np.arange(n_gpus + 1)).tolist()
+        return lambda g: slice(bounds[g], bounds[g + 1])
+    order = np.argsort(gpu, kind="stable")
+    bounds = np.searchsorted(gpu[order], np.arange(n_gpus + 1)).tolist()
+    return lambda g: order[bounds[g]:bounds[g + 1]]
+
+
+def _count(rows: slice | np.ndarray) -> int:
+    return rows.stop - rows.start if isinstance(rows, slice) else len(rows)
+
+
+def _pick(rows: slice | np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Rows of the table for the positions ``at`` of ``rows`` (a GPU's slice or indices)."""
+    return at + rows.start if isinstance(rows, slice) else rows[at]
 
 
 class _Order:
@@ -40,7 +61,7 @@ class _Order:
             return pos
         j = np.searchsorted(self.at, pos)  # merged rows before ``pos``
         hit = np.minimum(j, len(self.at) - 1)
-        merged = self.at[hit] == pos  # (past the last merged one: hit is it, before pos)
+        merged = self.at[hit] == pos  # (j past the end: at[hit] < pos, not merged)
         return np.where(merged, self.rows_at[hit], pos - j)
 
 
@@ -130,7 +151,7 @@ def _union_within(s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> np.ndarray
 def _sweep(s: np.ndarray, e: np.ndarray, cls: np.ndarray,
            edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The blocks of each window between consecutive ``edges`` (a row per ``budget_blocks.FIELDS``, a column per
-    window), and the union of everything (its running end and piece starts: the gaps are read off them).""
+    window), and the union of everything (its running end and piece starts: the gaps are read off them).
     ``s``/``e``/``cls``: every activity of the GPU sorted by start. A class alone on the GPU is the union of
     everything; one that shares it is swept over its own activities (a compress: the classes partition them)."""
     n = len(s)
@@ -177,9 +198,9 @@ class _Gaps:
 def _gaps(s: np.ndarray, reach: np.ndarray, ps: np.ndarray, edges: np.ndarray, launches: Any, order: _Order,
           syncs) -> _Gaps:
     """The idle gaps inside the window between the activities (``s`` sorted by start; ``reach``, ``ps``: the running
-    end and piece starts of their union, ``_sweep``'s;
-    ``launches``: the launch calls by row, ``budget._Launches``). A gap is where an activity starts after everything
-    before it ended: before position k, from ``reach[k-1]`` to ``s[k]``, cut to the window."""
+    end and piece starts of their union, ``_sweep``'s; ``launches``: the launch calls by row, ``budget._Launches``).
+    A gap is where an activity starts after everything before it ended: before position k, from ``reach[k-1]`` to
+    ``s[k]``, cut to the window."""
     lo, hi = int(edges[0]), int(edges[-1])
     z = np.zeros(0, dtype=np.int64)
     none = _Gaps(0, 0, z.astype(np.int8), z, z, z)
