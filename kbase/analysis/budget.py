@@ -27,8 +27,6 @@ copy when the GPU went idle), ``launch`` (the next work was already launched, or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from kbase.analysis.budget_blocks import (  # noqa: F401 - the budget's data, re-exported: its one home to import from
@@ -51,7 +49,7 @@ from kbase.analysis.budget_blocks import (  # noqa: F401 - the budget's data, re
     category_codes,
     stored_budget_ok,
 )
-from kbase.analysis.budget_sweep import _BUCKET_LIMITS, _before, _gaps, _sweep
+from kbase.analysis.budget_sweep import _BUCKET_LIMITS, _before, _count, _gaps, _merge, _pick, _rows_by_gpu, _sweep
 from kbase.analysis.window import Window, gpu_label
 from kbase.enums import WindowMode
 
@@ -75,15 +73,12 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
         kept_gpus = sorted(set(np.flatnonzero(np.bincount(window.column("gpu"))).tolist())) if window.n_launches else []
     if window.spec.gpu is not None:
         kept_gpus = [g for g in kept_gpus if g == window.spec.gpu]
-    k_order = np.argsort(k.gpu, kind="stable")
-    k_bounds = np.searchsorted(k.gpu[k_order], np.arange(len(p.gpu_columns.gpu) + 1))
-    a_order = np.argsort(a.gpu, kind="stable")
-    a_bounds = np.searchsorted(a.gpu[a_order], np.arange(len(p.gpu_columns.gpu) + 1))
+    k_rows, a_rows = _rows_by_gpu(k.gpu, len(p.gpu_columns.gpu)), _rows_by_gpu(a.gpu, len(p.gpu_columns.gpu))
     ctx = _Context(window, category_of_code, labels, iterations, whole, _ranks(p),
                    _host_steps(window) if iterations else {})
 
     def one(g: int) -> _GpuResult:
-        return _one_gpu(ctx, g, k_order[k_bounds[g]:k_bounds[g + 1]], a_order[a_bounds[g]:a_bounds[g + 1]])
+        return _one_gpu(ctx, g, k_rows(g), a_rows(g))
 
     threads = min(reader_threads(), len(kept_gpus))
     if threads > 1:
@@ -94,76 +89,89 @@ def compute_budget(window: Window, category_of_code: np.ndarray, whole: bool = F
     gpus = [r.gpu for r in results]
     by_cause = {c: {"count": 0, "ns": 0} for c in GAP_CAUSES}
     by_size = {label: {"count": 0, "ns": 0} for _, label in GAP_BUCKETS}
-    largest: list[Gap] = []
+    candidates: list[_Candidate] = []
     for r in results:
         for table, part in ((by_cause, r.by_cause), (by_size, r.by_size)):
             for name, (count, ns) in part.items():
                 table[name]["count"] += count
                 table[name]["ns"] += ns
-        largest += r.largest
-    largest.sort(key=lambda x: -x.duration_ns)
-    del largest[LARGEST_GAPS:]
+        candidates += r.largest
+    candidates.sort(key=lambda x: -x.duration_ns)
+    largest = [c.named(p) for c in candidates[:LARGEST_GAPS]]  # names and host ranges only for those shown
     _collective_waits(window, category_of_code, gpus)
     total = Blocks()
     for gb in gpus:
         total.add(gb.blocks)
-    summed: dict[int, Blocks] = {}
-    for gb in gpus:
-        for key, b in gb.iterations:
-            summed.setdefault(key, Blocks()).add(b)
     n_it = len(window.iteration_keys) if iterations else 0
     desc = window.describe() if not whole else "whole capture per GPU (first activity to last)"
     return Budget(unit="iteration" if iterations else "window", window=desc, n_iterations=n_it, gpus=gpus,
-                  total=total, iterations=sorted(summed.items()), gaps={"by_cause": by_cause, "by_size": by_size},
+                  total=total, iterations=_summed_iterations(results), gaps={"by_cause": by_cause, "by_size": by_size},
                   largest_gaps=largest)
 
 
-@dataclass
+# (the few internal records below are plain classes: a dataclass costs ~0.5 ms at import, every ``kbase top``)
+
+
 class _Context:
-    window: Window
-    category_of_code: np.ndarray
-    labels: np.ndarray | None
-    iterations: bool
-    whole: bool
-    ranks: dict[int, int]
-    steps: dict[tuple[int, int], int]
+    __slots__ = ("window", "category_of_code", "labels", "iterations", "whole", "ranks", "steps")
+
+    def __init__(self, window: Window, category_of_code: np.ndarray, labels: np.ndarray | None, iterations: bool,
+                 whole: bool, ranks: dict[int, int], steps: dict[tuple[int, int], int]) -> None:
+        self.window, self.category_of_code, self.labels = window, category_of_code, labels
+        self.iterations, self.whole, self.ranks, self.steps = iterations, whole, ranks, steps
 
 
-@dataclass
+class _Candidate:
+    """One of a GPU's largest gaps, named (activity names, host ranges) only if it is among the capture's largest."""
+
+    __slots__ = ("gap", "duration_ns", "before_row", "after_row", "names", "launches")
+
+    def __init__(self, gap: Gap, before_row: int, after_row: int, names: _Names, launches: _Launches) -> None:
+        self.gap, self.duration_ns = gap, gap.duration_ns  # (gap: before, after and their ranges empty until named)
+        self.before_row, self.after_row, self.names, self.launches = before_row, after_row, names, launches
+
+    def named(self, profile) -> Gap:
+        g = self.gap
+        g.before, g.after = self.names.name(self.before_row), self.names.name(self.after_row)
+        g.before_range = _range_at(profile, self.launches, self.before_row)
+        g.after_range = _range_at(profile, self.launches, self.after_row)
+        return g
+
+
 class _GpuResult:
-    gpu: GpuBudget
-    by_cause: dict[str, tuple[int, int]]  # cause -> (gaps, ns)
-    by_size: dict[str, tuple[int, int]]
-    largest: list[Gap]
+    __slots__ = ("gpu", "table", "by_cause", "by_size", "largest")
+
+    def __init__(self, gpu: GpuBudget, table: np.ndarray, by_cause: dict[str, tuple[int, int]],
+                 by_size: dict[str, tuple[int, int]], largest: list[_Candidate]) -> None:
+        self.gpu, self.table = gpu, table  # table: ``_sweep``'s, the blocks of each window
+        self.by_cause, self.by_size, self.largest = by_cause, by_size, largest  # cause -> (gaps, ns)
 
 
-def _one_gpu(ctx: _Context, g: int, ki: np.ndarray, ai: np.ndarray) -> _GpuResult:
-    """GPU ``g``'s budget (``ki``/``ai``: its kernels' and memcpy/memset rows), its gaps counted, its largest named."""
+def _one_gpu(ctx: _Context, g: int, ki: slice | np.ndarray, ai: slice | np.ndarray) -> _GpuResult:
+    """GPU ``g``'s budget (``ki``/``ai``: its kernels' and memcpy/memset rows), its gaps counted, its largest found."""
     window, p = ctx.window, ctx.window.profile
     k, a = p.columns, p.activities
-    start = np.concatenate([k.start[ki], a.start[ai]])
-    end = np.concatenate([k.end[ki], a.end[ai]])
-    cls = np.concatenate([ctx.category_of_code[k.name[ki]], np.full(len(ai), MEMORY, dtype=np.int8)])
+    start, end, cls, order = _merge(k.start[ki], k.end[ki], ctx.category_of_code.take(k.name[ki]), a.start[ai],
+                                    a.end[ai])
     launches = _Launches(p, ki, ai)
     if ctx.iterations:
         keys, edges = _iteration_edges(window, ki, g)
     else:
         keys, edges = [], _whole_edges(window, start, end, ctx.whole)
-    order = np.argsort(start, kind="stable")  # the one sort (nearly sorted already: ~linear)
-    start, end, cls = start[order], end[order], cls[order]
-    what = _Names(p, ki, a.kind[ai], ctx.labels, order)
-    blocks, per_window = _sweep(start, end, cls, edges)
+    table, reach, piece_starts = _sweep(start, end, cls, edges)
+    blocks = Blocks(*table.sum(axis=1).tolist())
     gb = GpuBudget(gpu=g, rank=ctx.ranks.get(g), label=gpu_label(p, g), blocks=blocks)
     if ctx.iterations:
         pid = int(p.gpu_columns.pid[g]) if g < len(p.gpu_columns.pid) else -1
         total_step = 0
-        for key, b in zip(keys, per_window):
+        for key, row in zip(keys, table.T.tolist()):
+            b = Blocks(*row)
             b.step_wall_ns = _step_of(ctx.steps, pid, key)
             total_step += b.step_wall_ns or 0
             gb.iterations.append((key, b))
         blocks.step_wall_ns = total_step if any(b.step_wall_ns is not None for _, b in gb.iterations) else None
-    gaps = _gaps(start, end, edges, launches, order, p.syncs)
-    # counts and sums by cause and size in numpy (about one gap per launch); the short ones in bulk
+    gaps = _gaps(start, reach, piece_starts, edges, launches, order, p.syncs)
+    # counts and sums by cause and size of the long gaps (about one per iteration); the short ones in bulk
     by_cause = {c: (int(np.count_nonzero(gaps.cause == code)), int(gaps.size[gaps.cause == code].sum()))
                 for code, c in enumerate(GAP_CAUSES)}
     bucket = np.searchsorted(_BUCKET_LIMITS, gaps.size, side="right")
@@ -174,22 +182,40 @@ def _one_gpu(ctx: _Context, g: int, ki: np.ndarray, ai: np.ndarray) -> _GpuResul
     by_size[short] = (by_size[short][0] + gaps.short_count, by_size[short][1] + gaps.short_ns)
     n_big = len(gaps.size)
     top = np.argpartition(-gaps.size, LARGEST_GAPS)[:LARGEST_GAPS] if n_big > LARGEST_GAPS else np.arange(n_big)
+    names = _Names(p, ki, a.kind[ai], ctx.labels)
+    nxt = gaps.nxt[top]
+    after_rows = order.rows(nxt).tolist()
+    before_rows = order.rows(np.array([_before(end, reach, k) for k in nxt.tolist()], dtype=np.int64)).tolist()
     largest = []
-    for i in top.tolist():
+    for n, i in enumerate(top.tolist()):
         it = int(np.searchsorted(edges, gaps.start[i], side="right")) - 1
-        nxt, prv = int(gaps.nxt[i]), _before(start, end, int(gaps.nxt[i]))
-        largest.append(Gap(gpu=g, iteration=keys[it] if keys and 0 <= it < len(keys) else None,
-                           start_ns=int(gaps.start[i] - edges[0]), duration_ns=int(gaps.size[i]),
-                           cause=GAP_CAUSES[int(gaps.cause[i])], before=what.name(prv), after=what.name(nxt),
-                           before_range=_range_at(p, launches, int(order[prv])),
-                           after_range=_range_at(p, launches, int(order[nxt]))))
-    return _GpuResult(gb, by_cause, by_size, largest)
+        gap = Gap(gpu=g, iteration=keys[it] if keys and 0 <= it < len(keys) else None,
+                  start_ns=int(gaps.start[i] - edges[0]), duration_ns=int(gaps.size[i]),
+                  cause=GAP_CAUSES[int(gaps.cause[i])], before="", after="")
+        largest.append(_Candidate(gap, before_rows[n], after_rows[n], names, launches))
+    return _GpuResult(gb, table, by_cause, by_size, largest)
+
+
+def _summed_iterations(results: list[_GpuResult]) -> list[tuple[int, Blocks]]:
+    """Each iteration's blocks summed over the GPUs (every GPU has the window's iterations, in order), the host's
+    step time summed over those that have one (None where none has)."""
+    with_its = [r for r in results if r.gpu.iterations]
+    if not with_its:
+        return []
+    table = np.sum([r.table for r in with_its], axis=0)
+    out = []
+    for i, row in enumerate(table.T.tolist()):
+        steps = [s for r in with_its if (s := r.gpu.iterations[i][1].step_wall_ns) is not None]
+        summed = Blocks(*row)
+        summed.step_wall_ns = sum(steps) if steps else None
+        out.append((with_its[0].gpu.iterations[i][0], summed))
+    return sorted(out, key=lambda x: x[0])
 
 
 # ------------------------------------------------------------------------------------------ windows
 
 
-def _iteration_edges(window: Window, ki: np.ndarray, g: int) -> tuple[list[int], np.ndarray]:
+def _iteration_edges(window: Window, ki: slice | np.ndarray, g: int) -> tuple[list[int], np.ndarray]:
     """The chosen iteration keys and the n+1 window edges on GPU ``g`` (``ki``: its kernels' rows)."""
     p = window.profile
     avail = np.asarray(window.available_keys, dtype=np.int64)
@@ -199,7 +225,7 @@ def _iteration_edges(window: Window, ki: np.ndarray, g: int) -> tuple[list[int],
     first_start = np.full(len(avail), np.iinfo(np.int64).max, dtype=np.int64)
     if len(it):
         # a step's launches come in runs (launch order): reduce each run, then the few runs per key
-        bounds = np.r_[0, np.flatnonzero(it[1:] != it[:-1]) + 1]
+        bounds = np.concatenate(([0], np.flatnonzero(it[1:] != it[:-1]) + 1))  # (np.r_: slow for small arrays)
         run_key = it[bounds]
         run_end = np.maximum.reduceat(p.columns.end[ki], bounds)
         run_start = np.minimum.reduceat(p.columns.start[ki], bounds)
@@ -215,7 +241,7 @@ def _iteration_edges(window: Window, ki: np.ndarray, g: int) -> tuple[list[int],
         got = first_start[at][first_start[at] != np.iinfo(np.int64).max]
         e0 = int(got.min()) if len(got) else 0
     ends = last_end[at]
-    edges = np.maximum.accumulate(np.r_[e0, np.where(ends == _NEVER, e0, ends)])
+    edges = np.maximum.accumulate(np.concatenate(([e0], np.where(ends == _NEVER, e0, ends))))
     return chosen, edges
 
 
@@ -260,35 +286,34 @@ _ANY = -(1 << 62)  # ``_host_steps``' key for "any process": the mean over the p
 class _Names:
     """Names of a GPU's rows (its kernels, then its memcpy/memset), looked up only for the gaps shown."""
 
-    def __init__(self, profile, ki: np.ndarray, akind: np.ndarray, labels: np.ndarray | None,
-                 order: np.ndarray) -> None:
+    def __init__(self, profile, ki: slice | np.ndarray, akind: np.ndarray, labels: np.ndarray | None) -> None:
         self.profile, self.ki, self.akind, self.labels = profile, ki, akind, labels
-        self.order = order  # position in start order -> row (kernels, then memcpy/memset)
 
-    def name(self, pos: int) -> str:
-        row = int(self.order[pos])
-        if row < len(self.ki):
+    def name(self, row: int) -> str:
+        n_kernels = _count(self.ki)
+        if row < n_kernels:
             c = self.profile.columns
-            code = int(c.name[self.ki[row]])
+            code = int(c.name[int(_pick(self.ki, np.array([row]))[0])])
             if self.labels is not None and code < len(self.labels):
                 return str(self.labels[code])
             return str(c.names[code])
-        return "memset" if int(self.akind[row - len(self.ki)]) == 1 else "memcpy"
+        return "memset" if int(self.akind[row - n_kernels]) == 1 else "memcpy"
 
 
 class _Launches:
     """The launch call (CPU start, thread) of a GPU's rows, its kernels then its memcpy/memset, looked up for the
     few rows that need it (the gaps' next activities): no copy of two columns per GPU."""
 
-    def __init__(self, profile, ki: np.ndarray, ai: np.ndarray) -> None:
+    def __init__(self, profile, ki: slice | np.ndarray, ai: slice | np.ndarray) -> None:
         self.k, self.a, self.ki, self.ai = profile.columns, profile.activities, ki, ai
 
     def _get(self, kcol: np.ndarray | None, acol: np.ndarray, rows: np.ndarray) -> np.ndarray:
         out = np.full(len(rows), -1, dtype=np.int64)
-        kernel = rows < len(self.ki)
+        n_kernels = _count(self.ki)
+        kernel = rows < n_kernels
         if kcol is not None:
-            out[kernel] = kcol[self.ki[rows[kernel]]]
-        out[~kernel] = acol[self.ai[rows[~kernel] - len(self.ki)]]
+            out[kernel] = kcol[_pick(self.ki, rows[kernel])]
+        out[~kernel] = acol[_pick(self.ai, rows[~kernel] - n_kernels)]
         return out
 
     def start(self, rows: np.ndarray) -> np.ndarray:
@@ -336,7 +361,7 @@ def _codes(key: np.ndarray) -> tuple[np.ndarray, int]:
 def _collective_waits(window: Window, category_of_code: np.ndarray, gpus: list[GpuBudget]) -> None:
     """For each collective launched on every GPU (matched by name and order), the time each rank spent in it
     beyond the fastest rank's: a collective ends together, so the extra is waiting for the slowest to arrive."""
-    if len(gpus) < 2:
+    if len(gpus) < 2 or not bool((category_of_code == COMMUNICATION).any()):  # (no collective: no pass over launches)
         return
     name, gpu = window.column("name"), window.column("gpu")
     comm = category_of_code[name] == COMMUNICATION

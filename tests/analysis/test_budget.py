@@ -197,16 +197,19 @@ def test_cli_budget_bad_input(args, tmp_path):
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_union_covered_before_each_instant_equals_a_merge(seed):
-    """The sweep's union (``_pieces``) and its coverage before each window edge (``_covered``, summing only the
-    stretches between edges) equal a plain merge of the intervals, with a mask, edges before, between and after
-    them, and repeated edges."""
-    from kbase.analysis.budget_sweep import _covered, _pieces
+    """The sweep's union (``_piece_starts`` of the running end ``_reach``) and its coverage before each window
+    edge (``_covered``, summing only the stretches between edges) equal a plain merge of the intervals, with edges
+    before, between and after them, and repeated edges; odd seeds: a serial stream (ends ascending)."""
+    from kbase.analysis.budget_sweep import _covered, _piece_starts, _reach
 
     rng = np.random.default_rng(seed)
     s = np.sort(rng.integers(0, 20_000, 400)).astype(np.int64)
     e = s + rng.integers(0, 300, 400)
+    if seed % 2:
+        e = np.minimum(e, np.r_[s[1:], e[-1]])
+        assert (e[1:] >= e[:-1]).all()
     mask = rng.random(400) < 0.7
     t = np.sort(np.r_[rng.integers(-500, 21_000, 30), s[rng.integers(0, 400, 5)], [-1, -1, 25_000]]).astype(np.int64)
     merged: list[list[int]] = []
@@ -216,4 +219,6 @@ def test_union_covered_before_each_instant_equals_a_merge(seed):
         else:
             merged.append([a, b])
     want = [sum(max(0, min(b, x) - a) for a, b in merged) for x in t.tolist()]
-    assert _covered(*_pieces(s, e, mask), t).tolist() == want
+    reach = _reach(e[mask])
+    ps = _piece_starts(s[mask], reach)
+    assert _covered(ps, reach, t).tolist() == want
