@@ -71,7 +71,7 @@ class Window:
 
     @property
     def n_launches(self) -> int:
-        return int(self.mask.sum())
+        return int(np.count_nonzero(self.mask))
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -143,8 +143,12 @@ def _make(profile, spec, mask, iteration, gpus: list[int] | None = None, **kw) -
         gpu = profile.columns.gpu[mask]
         gpus = np.flatnonzero(np.bincount(gpu)).tolist() if len(gpu) else []
     if "start_ns" not in kw:
-        kw["start_ns"] = int(profile.columns.start[mask].min())
-        kw["end_ns"] = int(profile.columns.end[mask].max())
+        start, end = profile.columns.start, profile.columns.end
+        if gpus:  # reductions where the mask holds: no copy of the kept launches' columns
+            kw["start_ns"] = int(np.min(start, where=mask, initial=np.iinfo(start.dtype).max))
+            kw["end_ns"] = int(np.max(end, where=mask, initial=np.iinfo(end.dtype).min))
+        else:  # no launch: numpy's own error, as ever
+            kw["start_ns"], kw["end_ns"] = int(start[mask].min()), int(end[mask].max())
     # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
     notes = [str(n) for n in profile.extra.get("notes", [])]
     span = capture_span(profile, mask, trimmed=kw["mode"] == WindowMode.TRIM, no_launch=kw.get("no_launch", 0),
@@ -263,6 +267,15 @@ def _gpu_presence(gpus: np.ndarray, it: np.ndarray, mask: np.ndarray) -> tuple[n
     if not len(gpus):
         none = np.zeros(0, dtype=bool)
         return none, none, none
+    if (gpus[1:] >= gpus[:-1]).all():  # the readers' (GPU, start) order: one reduction per GPU's run of launches
+        n = int(gpus[-1]) + 1
+        first = np.searchsorted(gpus, np.arange(n + 1))
+        present = first[1:] > first[:-1]
+        runs = first[:-1][present]
+        stepped, kept = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        stepped[present] = np.maximum.reduceat(it, runs) >= 0
+        kept[present] = np.logical_or.reduceat(mask, runs)
+        return present, stepped, kept
     cls = mask.astype(np.int8)
     cls *= 2
     cls += it >= 0
