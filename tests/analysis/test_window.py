@@ -106,3 +106,23 @@ def test_gpu_presence_in_gpu_order_equals_the_count_over_any_order(seed):
         assert a.dtype == bool and np.array_equal(a, b)
     if n:
         assert ordered[0].tolist() == (np.bincount(gpus) > 0).tolist()
+
+
+@pytest.mark.parametrize("pattern", ["runs", "scattered", "none", "all", "first_last"])
+def test_window_columns_equal_the_masked_columns(export, pattern):
+    """A window's columns (copied run by run where the kept launches come in long runs, else gathered by the
+    mask) are the profile's columns under the mask, and new arrays each time (callers write to them)."""
+    import dataclasses
+
+    w = kbase.window(kbase.read(export.path), _settings())
+    n = len(w.mask)
+    rng = np.random.default_rng(1)
+    mask = {"runs": (np.arange(n) // 700) % 3 == 1, "scattered": rng.random(n) < 0.5, "none": np.zeros(n, bool),
+            "all": np.ones(n, bool), "first_last": np.isin(np.arange(n), [0, n - 1])}[pattern]
+    w = dataclasses.replace(w, mask=mask)
+    for name in ["name", "gpu", "start", "end", "iteration"]:
+        col = w.column(name)
+        want = (w.iteration if name == "iteration" else getattr(w.profile.columns, name))[mask]
+        assert col.dtype == want.dtype and np.array_equal(col, want)
+        col[:1] = -7
+        assert np.array_equal(w.column(name), want)
