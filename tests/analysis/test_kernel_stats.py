@@ -67,6 +67,8 @@ def test_keys_are_32_bit_only_where_they_fit():
     group = np.array([0, 1, 1, 2], dtype=np.int32)
     assert _sorted_by_group(group, np.array([5, 7, 0, (1 << 32) // 3 - 1]), 3).keys.dtype == np.uint32
     assert _sorted_by_group(group, np.array([5, 7, 0, (1 << 32) // 3]), 3).keys.dtype == np.int64
+    assert _sorted_by_group(group[:1], np.array([(1 << 32) - 2]), 1).keys.dtype == np.uint32
+    assert _sorted_by_group(group[:1], np.array([(1 << 32) - 1]), 1).keys.dtype == np.int64
 
 
 @pytest.mark.parametrize("seed", range(4))
