@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 Columns = dict[str, np.ndarray]  # equal-length columns, in table order
+_CHUNK = 1 << 20  # launches per pass where a pass makes float temporaries
 
 
 def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int,
@@ -18,7 +19,11 @@ def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int,
     them: ``analysis.sketch.window_sketches_and_keys``).
     """
     dur = np.clip(dur, 0, (1 << 40) - 1, out=dur if dur.dtype == np.int64 else None).astype(np.int64, copy=False)
-    total = np.bincount(group, weights=dur, minlength=n_groups)
+    if len(dur) <= _CHUNK:  # converted once to what bincount takes (it would convert them on each call)
+        group = group.astype(np.intp, copy=False)
+        total = np.bincount(group, weights=dur.astype(np.float64), minlength=n_groups)
+    else:  # (no full-length conversions alive at 10M launches)
+        total = np.bincount(group, weights=dur, minlength=n_groups)
     if ordered is not None and len(ordered) == len(dur):
         sorted_dur = _Packed(ordered, 1 << 40)
     else:
@@ -30,9 +35,10 @@ def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int,
     last = np.where(present, first + count - 1, 0)
     mean = np.divide(total, count, out=np.zeros(n_groups), where=present)
     ss = np.zeros(n_groups)
-    for i in range(0, len(dur), 1 << 20):  # chunked: no 10M-long float temporaries
-        g = group[i : i + (1 << 20)].astype(np.intp, copy=False)  # (bincount's index type: converted once)
-        dev = dur[i : i + (1 << 20)] - mean.take(g)
+    for i in range(0, len(dur), _CHUNK):  # chunked: no 10M-long float temporaries
+        g = group[i : i + _CHUNK].astype(np.intp, copy=False)  # (bincount's index type: converted once)
+        dev = mean.take(g)
+        np.subtract(dur[i : i + _CHUNK], dev, out=dev)  # duration - its group's mean, in one array
         dev *= dev
         ss += np.bincount(g, weights=dev, minlength=n_groups)
     std = np.sqrt(np.divide(ss, count - 1, out=np.zeros(n_groups), where=count > 1))
@@ -71,9 +77,8 @@ def _sorted_by_group(group: np.ndarray, dur: np.ndarray, n_groups: int) -> _Pack
     width = int(dur.max()) + 1 if len(dur) else 1
     keys: np.ndarray
     if n_groups * width < 1 << 32:
-        keys = group.astype(np.uint32)
-        keys *= np.uint32(width)
-        keys += dur.astype(np.uint32)
+        keys = np.multiply(group, np.uint32(width), dtype=np.uint32, casting="unsafe")  # (values fit)
+        np.add(keys, dur, out=keys, dtype=np.uint32, casting="unsafe")
     else:
         width = 1 << 40
         keys = group.astype(np.int64) << 40

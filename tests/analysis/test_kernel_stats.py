@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kbase.analysis import kernel_stats
 from kbase.analysis.kernel_stats import _gpus_per_name, _sorted_by_group, aggregate_kernels, group_stats
 
 
-def _plain_stats(group: np.ndarray, dur: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
+def _plain_stats(group: np.ndarray, dur: np.ndarray, n_groups: int, chunk: int = 1 << 20) -> dict[str, np.ndarray]:
     """The computation before: one 64-bit sort, bincounts over every launch."""
     dur = np.clip(dur, 0, (1 << 40) - 1).astype(np.int64)
     count = np.bincount(group, minlength=n_groups).astype(np.int64)
@@ -22,9 +23,9 @@ def _plain_stats(group: np.ndarray, dur: np.ndarray, n_groups: int) -> dict[str,
     last = np.where(present, first + count - 1, 0)
     mean = np.divide(total, count, out=np.zeros(n_groups), where=present)
     ss = np.zeros(n_groups)
-    for i in range(0, len(dur), 1 << 20):
-        g = group[i : i + (1 << 20)]
-        dev = dur[i : i + (1 << 20)] - mean[g]
+    for i in range(0, len(dur), chunk):
+        g = group[i : i + chunk]
+        dev = dur[i : i + chunk] - mean[g]
         ss += np.bincount(g, weights=dev * dev, minlength=n_groups)
     lo = ordered[safe_first + np.maximum(count - 1, 0) // 2]
     hi = ordered[safe_first + count // 2 - (count == 0)]
@@ -44,8 +45,11 @@ def _assert_same(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> Non
         assert a.tobytes() == b.tobytes(), key
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 1_000])
 @pytest.mark.parametrize("case", ["short", "long", "huge", "one_group", "one_launch", "unsorted_groups"])
-def test_group_stats_equal_the_plain_computation(case):
+def test_group_stats_equal_the_plain_computation(case, chunk, monkeypatch):
+    """(A 1,000-launch chunk: the path of captures longer than one chunk, without a test of 1M launches.)"""
+    monkeypatch.setattr(kernel_stats, "_CHUNK", chunk)
     rng = np.random.default_rng(len(case))
     n, n_groups, top = {"short": (50_000, 300, 200_000), "long": (50_000, 300, 10**10), "huge": (2_000, 40, 1 << 42),
                         "one_group": (3_000, 1, 5_000), "one_launch": (1, 7, 100),
@@ -56,7 +60,7 @@ def test_group_stats_equal_the_plain_computation(case):
     dur = rng.integers(-5, top, n).astype(np.int64)  # negative and (huge) past-2^40 durations are clipped
     if case == "huge":
         dur[:2] = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-    want = _plain_stats(group, dur.copy(), n_groups)
+    want = _plain_stats(group, dur.copy(), n_groups, chunk)
     _assert_same(group_stats(group, dur.copy(), n_groups), want)
     # keys handed over already sorted (a snapshot's sketch sort): the same numbers
     keys = np.sort((group.astype(np.int64) << 40) | np.clip(dur, 0, (1 << 40) - 1))
