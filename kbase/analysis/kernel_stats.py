@@ -19,15 +19,15 @@ def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int,
     them: ``analysis.sketch.window_sketches_and_keys``).
     """
     dur = np.clip(dur, 0, (1 << 40) - 1, out=dur if dur.dtype == np.int64 else None).astype(np.int64, copy=False)
+    if ordered is not None and len(ordered) == len(dur):
+        sorted_dur = _Packed(ordered, 1 << 40)
+    else:
+        sorted_dur = _sorted_by_group(group, dur, n_groups)
     if len(dur) <= _CHUNK:  # converted once to what bincount takes (it would convert them on each call)
         group = group.astype(np.intp, copy=False)
         total = np.bincount(group, weights=dur.astype(np.float64), minlength=n_groups)
     else:  # (no full-length conversions alive at 10M launches)
         total = np.bincount(group, weights=dur, minlength=n_groups)
-    if ordered is not None and len(ordered) == len(dur):
-        sorted_dur = _Packed(ordered, 1 << 40)
-    else:
-        sorted_dur = _sorted_by_group(group, dur, n_groups)
     first = sorted_dur.firsts(n_groups)
     count = np.diff(first, append=len(dur)).astype(np.int64)
     present = count > 0
@@ -76,7 +76,7 @@ def _sorted_by_group(group: np.ndarray, dur: np.ndarray, n_groups: int) -> _Pack
     sort takes half the time of the 64-bit one."""
     width = int(dur.max()) + 1 if len(dur) else 1
     keys: np.ndarray
-    if n_groups * width < 1 << 32:
+    if n_groups * width < 1 << 32:  # (from int32 codes: a cast from int64 ones costs the sort's time again)
         keys = np.multiply(group, np.uint32(width), dtype=np.uint32, casting="unsafe")  # (values fit)
         np.add(keys, dur, out=keys, dtype=np.uint32, casting="unsafe")
     else:
