@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbase.analysis.nesting import cut_in_order
 from kbase.enums import AttributionMode
 from kbase.errors import WindowError
 from kbase.readers.integrity import step_number
@@ -253,29 +254,9 @@ def _contain_disjoint(oc, tc, sc, scopes, t0: int, span: int, bounds, label) -> 
 
 
 def _contain_in_order(oc, tc, sc, scopes, t0: int, span: int, bounds, label) -> bool:
-    """:func:`_contain_disjoint` for launches in (scope, time) order (a reader's order by thread and launch call):
-    each scope's run of launches is cut where its boundaries fall (one search per boundary, not per launch) and
-    each piece takes its label by one ``np.repeat``. False, with nothing done, for launches in another order."""
-    if len(sc) > 1:
-        if not (sc[1:] >= sc[:-1]).all():
-            return False
-        down = np.flatnonzero(tc[1:] < tc[:-1])  # time goes back: only where a new scope's run begins
-        if len(down) and (sc[down] == sc[down + 1]).any():
-            return False
-    lo, hi = np.searchsorted(sc, scopes, side="left"), np.searchsorted(sc, scopes, side="right")
-    # scope i's boundaries: bounds[edge[i]:edge[i + 1]], in [i * span, (i + 1) * span) (times from t0)
-    edge = np.searchsorted(bounds, np.arange(len(scopes) + 1, dtype=np.int64) * span).tolist()
-    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
-        if a == b:
-            continue
-        t = tc[a:b]
-        a += int(np.searchsorted(t, 0))  # launches without a call (-1) come first: left alone
-        t = tc[a:b]
-        # the number of the scope's boundaries at or before each launch steps up where a boundary is passed
-        cut = np.searchsorted(t, bounds[edge[i]:edge[i + 1]] - i * span + t0)
-        pieces = np.diff(cut, prepend=0, append=len(t))
-        np.copyto(oc[a:b], np.repeat(label[edge[i]:edge[i + 1] + 1], pieces), where=oc[a:b] == NOT_IN_ITERATION)
-    return True
+    """:func:`_contain_disjoint` for launches in (scope, time) order (``nesting.cut_in_order``: a cut per range
+    boundary, not a search per launch); False, with nothing done, for launches in another order."""
+    return cut_in_order(oc, tc, sc, scopes, t0, span, bounds, label, where=oc == NOT_IN_ITERATION, from_time=0)
 
 
 def _contain_nested(oc, tc, sc, scopes, r_code, t0: int, span: int, comp_r, order, r: MarkerRanges,
