@@ -227,18 +227,26 @@ def budget_of(window: Window, kinds: list[classify.KernelKind], whole: bool = Fa
 def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:
     """Per (kernel, iteration): launches and total ns summed over GPUs (the diff's samples).
     Chunked bincounts over a (kernel, iteration) code: no full-length temporaries."""
+    from kbase.analysis.sparse import column_lookup
+
     keys = np.asarray(window.iteration_keys, dtype=np.int64)
     it = window.column("iteration")
     n = len(names) * max(len(keys), 1)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     if len(keys):
+        column_of = column_lookup(keys)  # (a window's launches are all in its iterations: a table for step numbers)
         for lo in range(0, len(it), 1 << 20):
             sl = slice(lo, lo + (1 << 20))
-            inside = it[sl] >= 0
-            group = codes[sl][inside].astype(np.int64) * len(keys) + np.searchsorted(keys, it[sl][inside])
+            its, code, d = it[sl], codes[sl], dur[sl]
+            inside = its >= 0
+            if not inside.all():
+                its, code, d = its[inside], code[inside], d[inside]
+            group = code.astype(np.int64)
+            group *= len(keys)
+            group += column_of(its)
             count += np.bincount(group, minlength=n)
-            total += np.bincount(group, weights=dur[sl][inside], minlength=n)
+            total += np.bincount(group, weights=d, minlength=n)
     g = np.nonzero(count)[0]
     return {"name": names[g // max(len(keys), 1)],
             "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),
