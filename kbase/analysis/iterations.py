@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbase.analysis.nesting import cut_in_order
 from kbase.enums import AttributionMode
 from kbase.errors import WindowError
 from kbase.readers.integrity import step_number
@@ -119,8 +120,7 @@ def attribute(profile: Profile, marker: str | None = None, iteration_kernel: str
     r = _key_ranges(profile.range_columns.take(_matching(profile.range_columns.name, regex)), str(profile.source))
     # Step markers cover every thread of their process; other markers (ops) only their own thread.
     step_like = any(re.search(p, str(n), re.IGNORECASE) for n in r.ranges.name[:50] for _, p in AUTO_MARKERS)
-    it = _project(profile, r, cross_thread=step_like)
-    outside = int(np.count_nonzero((it == NOT_IN_ITERATION) & (launch_start >= 0)))
+    it, outside = _project(profile, r, cross_thread=step_like)
     # Every closed marker range is an iteration, even one that launched nothing (a zero sample).
     keys = sorted(set(r.key.tolist()))  # (np.unique would import numpy.ma: ~14 ms of a small run)
     return Iterations(it, keys, label, AttributionMode.MARKER, no_launch, outside, r)
@@ -158,8 +158,9 @@ def _shared_across(pid: np.ndarray, key: np.ndarray) -> bool:
     return len(common) >= 0.5 * min(len(s) for s in sets.values())
 
 
-def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> np.ndarray:
-    """Key of the innermost range containing each kernel's launch, on its thread or process.
+def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> tuple[np.ndarray, int]:
+    """Key of the innermost range containing each kernel's launch, on its thread or process; and the number of
+    launches with a launch call placed in none.
 
     With ``cross_thread`` (step markers), a launch from a thread that owns no marker range — the
     autograd backward thread, a data-parallel comm thread — belongs to the step range of its
@@ -168,9 +169,11 @@ def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> np.ndarra
     k = profile.columns
     n = len(k)
     out = np.full(n, NOT_IN_ITERATION, dtype=np.int64)
-    if not len(r) or n == 0 or k.launch_start is None or k.launch_tid is None:
-        return out
+    if n == 0 or k.launch_start is None:
+        return out, 0
     launch = k.launch_start
+    if not len(r) or k.launch_tid is None:
+        return out, int(np.count_nonzero(launch >= 0))
     tid = k.launch_tid
     proc = tid >> 24  # process key of the launching thread (-1 stays negative: no launch)
     threaded = r.ranges.tid >= 0
@@ -180,19 +183,21 @@ def _project(profile: Profile, r: MarkerRanges, cross_thread: bool) -> np.ndarra
         _contain(out, launch, tid, thread_r.ranges.tid, thread_r)
     if len(proc_r):
         _contain(out, launch, proc, proc_r.ranges.pid, proc_r)
-    if cross_thread and len(thread_r):
-        # only launches still unplaced, from threads that own no range (those that own ranges were placed on
-        # them): a few, where the pass over every launch cost ~0.3 s at 10M
-        todo = np.flatnonzero((out == NOT_IN_ITERATION) & (launch >= 0))
-        owners = np.array(sorted(set(thread_r.ranges.tid.tolist())), dtype=np.int64)
-        # (a sorted lookup, not np.isin: that calls np.unique, which imports numpy.ma, ~10 ms of every top)
-        launcher = tid[todo]
-        todo = todo[owners[np.minimum(np.searchsorted(owners, launcher), len(owners) - 1)] != launcher]
-        if len(todo):
-            placed = out[todo]
-            _contain(placed, launch[todo], proc[todo], thread_r.ranges.pid, thread_r)
-            out[todo] = placed
-    return out
+    unplaced = np.flatnonzero((out == NOT_IN_ITERATION) & (launch >= 0))
+    if not (cross_thread and len(thread_r)):
+        return out, len(unplaced)
+    # only launches still unplaced, from threads that own no range (those that own ranges were placed on
+    # them): a few, where the pass over every launch cost ~0.3 s at 10M
+    owners = np.array(sorted(set(thread_r.ranges.tid.tolist())), dtype=np.int64)
+    # (a sorted lookup, not np.isin: that calls np.unique, which imports numpy.ma, ~10 ms of every top)
+    launcher = tid[unplaced]
+    todo = unplaced[owners[np.minimum(np.searchsorted(owners, launcher), len(owners) - 1)] != launcher]
+    if not len(todo):
+        return out, len(unplaced)
+    placed = out[todo]
+    _contain(placed, launch[todo], proc[todo], thread_r.ranges.pid, thread_r)
+    out[todo] = placed
+    return out, len(unplaced) - int(np.count_nonzero(placed != NOT_IN_ITERATION))
 
 
 def _subset(r: MarkerRanges, mask: np.ndarray) -> MarkerRanges:
@@ -232,6 +237,8 @@ def _contain(out, t, kscope, rscope, r: MarkerRanges, depth: int = 8, chunk: int
 
 def _contain_disjoint(oc, tc, sc, scopes, t0: int, span: int, bounds, label) -> None:
     """:func:`_contain` of one chunk when no two ranges of a scope overlap (``bounds``, ``label``: see there)."""
+    if _contain_in_order(oc, tc, sc, scopes, t0, span, bounds, label):
+        return
     if len(scopes) == 1:  # one thread (or process) holds every range: no scope to look up
         ok = sc == scopes[0]
         q = tc - t0
@@ -244,6 +251,12 @@ def _contain_disjoint(oc, tc, sc, scopes, t0: int, span: int, bounds, label) -> 
     ok &= tc >= 0
     ok &= oc == NOT_IN_ITERATION
     np.copyto(oc, label[np.searchsorted(bounds, q, side="right")], where=ok)
+
+
+def _contain_in_order(oc, tc, sc, scopes, t0: int, span: int, bounds, label) -> bool:
+    """:func:`_contain_disjoint` for launches in (scope, time) order (``nesting.cut_in_order``: a cut per range
+    boundary, not a search per launch); False, with nothing done, for launches in another order."""
+    return cut_in_order(oc, tc, sc, scopes, t0, span, bounds, label, where=oc == NOT_IN_ITERATION, from_time=0)
 
 
 def _contain_nested(oc, tc, sc, scopes, r_code, t0: int, span: int, comp_r, order, r: MarkerRanges,

@@ -18,6 +18,7 @@ import numpy as np
 from kbase.analysis import classify
 from kbase.analysis import columns as registry
 from kbase.analysis.amdahl import amdahl  # noqa: F401 - re-exported (its home before)
+from kbase.analysis.kernel_stats import Columns, aggregate_kernels, group_stats  # noqa: F401 - group_stats re-exported
 from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
 from kbase.display import Shown
@@ -38,7 +39,6 @@ FRAGMENTED_COUNT = 10_000
 
 SAMPLE_COLUMNS = ["name", "iteration", "count", "total_ns"]
 
-Columns = dict[str, np.ndarray]  # equal-length columns, in table order
 
 
 class Leaderboard(Shown):
@@ -104,70 +104,6 @@ class Leaderboard(Shown):
         return [dict(zip(names, row)) for row in zip(*values)]
 
 
-def group_stats(group: np.ndarray, dur: np.ndarray, n_groups: int,
-                ordered: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """count, total, mean, median, min, max and sample std of ``dur`` per group code.
-
-    One sort of a composite (group << 40 | duration) key gives every group's durations in order
-    (min, max, median by position); sums are bincounts. ~10x faster than a pandas groupby with
-    median on 10M launches, and exact in integer ns. ``ordered``: those keys already sorted (the
-    launch sketches' sort gives them: ``analysis.sketch.window_sketches_and_keys``); consumed.
-    """
-    dur = np.clip(dur, 0, (1 << 40) - 1, out=dur if dur.dtype == np.int64 else None).astype(np.int64, copy=False)
-    count = np.bincount(group, minlength=n_groups).astype(np.int64)
-    total = np.bincount(group, weights=dur, minlength=n_groups)
-    if ordered is None or len(ordered) != len(dur):
-        ordered = group.astype(np.int64) << 40
-        ordered |= dur
-        ordered.sort()  # in place: one extra array, not three
-    ordered &= (1 << 40) - 1
-    first = np.concatenate([[0], np.cumsum(count)[:-1]])
-    present = count > 0
-    safe_first = np.where(present, first, 0)
-    last = np.where(present, first + count - 1, 0)
-    mean = np.divide(total, count, out=np.zeros(n_groups), where=present)
-    ss = np.zeros(n_groups)
-    for i in range(0, len(dur), 1 << 20):  # chunked: no 10M-long float temporaries
-        g = group[i : i + (1 << 20)]
-        dev = dur[i : i + (1 << 20)] - mean[g]
-        ss += np.bincount(g, weights=dev * dev, minlength=n_groups)
-    std = np.sqrt(np.divide(ss, count - 1, out=np.zeros(n_groups), where=count > 1))
-    lo = ordered[safe_first + np.maximum(count - 1, 0) // 2]
-    hi = ordered[safe_first + count // 2 - (count == 0)]
-    return {
-        "count": count,
-        "total_ns": np.rint(total).astype(np.int64),
-        "avg_ns": mean,
-        "median_ns": (lo + hi) / 2.0,
-        "min_ns": ordered[safe_first],
-        "max_ns": ordered[last],
-        "std_ns": std,
-        "present": present,
-    }
-
-
-def _aggregate(codes: np.ndarray, gpu: np.ndarray, dur: np.ndarray, n_names: int, per_gpu: bool,
-               sorted_keys: np.ndarray | None = None) -> Columns:
-    """Per kernel (or per GPU and kernel): ``group_stats`` plus "code" (the name's), "gpu" (per GPU) and
-    "gpus" (GPUs it ran on), in (GPU,) name order. ``sorted_keys``: see ``build_leaderboard``."""
-    n_gpu = int(gpu.max()) + 1 if len(gpu) else 1
-    group = gpu.astype(np.int64) * n_names + codes if per_gpu else codes
-    stats = group_stats(group, dur, n_gpu * n_names if per_gpu else n_names, None if per_gpu else sorted_keys)
-    present = stats.pop("present")
-    idx = np.nonzero(present)[0]
-    out = {key: v[idx] for key, v in stats.items()}
-    out["code"] = idx % n_names
-    if per_gpu:
-        out["gpu"] = (idx // n_names).astype(np.int64)
-        out["gpus"] = np.ones(len(idx), dtype=np.int64)
-    else:
-        seen = np.zeros(n_names * n_gpu, dtype=bool)
-        for lo in range(0, len(codes), 1 << 20):
-            seen[codes[lo : lo + (1 << 20)].astype(np.int64) * n_gpu + gpu[lo : lo + (1 << 20)]] = True
-        out["gpus"] = seen.reshape(n_names, n_gpu).sum(axis=1)[idx].astype(np.int64)
-    return out
-
-
 def declared_columns(cols: Columns) -> Columns:
     """``cols`` in the order ``analysis.columns.LEADERBOARD`` declares, with its ``compute`` columns added (a
     declared column computed nowhere is a clear error, never a missing field)."""
@@ -189,7 +125,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
                       kinds: list[classify.KernelKind] | None = None, ops: OpColumns | None = None,
                       budget: dict | None = None, samples: bool = True) -> Leaderboard:
     """``sorted_keys``: the window's (name code << 40 | duration) keys in ascending order when already at
-    hand (``analysis.sketch.window_sketches_and_keys``), spared a sort of every launch; consumed.
+    hand (``analysis.sketch.window_sketches_and_keys``), spared a sort of every launch.
     ``kinds``: :func:`classify.kinds_of` the profile's names, when already at hand. ``ops``: each launch's op
     (``analysis.ops.attribute_ops``): the leaderboard then also splits each kernel by op (``Leaderboard.ops``).
     ``budget``: the window's GPU time budget (``budget_of``) when computed already (before the launch columns,
@@ -202,7 +138,7 @@ def build_leaderboard(window: Window, per_gpu: bool = False, sorted_keys: np.nda
     dur -= window.column("start")
     np.clip(dur, 0, (1 << 40) - 1, out=dur)  # (what group_stats does) before another thread reads dur
     profile = window.profile
-    aggregate = functools.partial(_aggregate, codes, gpu, dur, len(names), per_gpu, sorted_keys)
+    aggregate = functools.partial(aggregate_kernels, codes, gpu, dur, len(names), per_gpu, sorted_keys)
     sampled = _samples if samples else _no_samples
     classified: Callable[[], list[classify.KernelKind]]
     if kinds is not None and len(kinds) == len(names):  # (given for this profile's names)
@@ -291,18 +227,26 @@ def budget_of(window: Window, kinds: list[classify.KernelKind], whole: bool = Fa
 def _samples(codes: np.ndarray, dur: np.ndarray, window: Window, names: np.ndarray) -> Columns:
     """Per (kernel, iteration): launches and total ns summed over GPUs (the diff's samples).
     Chunked bincounts over a (kernel, iteration) code: no full-length temporaries."""
+    from kbase.analysis.sparse import column_lookup
+
     keys = np.asarray(window.iteration_keys, dtype=np.int64)
     it = window.column("iteration")
     n = len(names) * max(len(keys), 1)
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     if len(keys):
+        column_of = column_lookup(keys)  # (a window's launches are all in its iterations: a table for step numbers)
         for lo in range(0, len(it), 1 << 20):
             sl = slice(lo, lo + (1 << 20))
-            inside = it[sl] >= 0
-            group = codes[sl][inside].astype(np.int64) * len(keys) + np.searchsorted(keys, it[sl][inside])
+            its, code, d = it[sl], codes[sl], dur[sl]
+            inside = its >= 0
+            if not inside.all():
+                its, code, d = its[inside], code[inside], d[inside]
+            group = code.astype(np.int64)
+            group *= len(keys)
+            group += column_of(its)
             count += np.bincount(group, minlength=n)
-            total += np.bincount(group, weights=dur[sl][inside], minlength=n)
+            total += np.bincount(group, weights=d, minlength=n)
     g = np.nonzero(count)[0]
     return {"name": names[g // max(len(keys), 1)],
             "iteration": keys[g % len(keys)] if len(keys) else np.zeros(0, dtype=np.int64),

@@ -11,6 +11,40 @@ from kbase.readers.profile import RangeColumns
 _WALK_BACK = 16  # ranges looked back past when the ranges of a scope do not nest (overlapping NVTX ranges)
 
 
+def cut_in_order(out: np.ndarray, t: np.ndarray, t_scope: np.ndarray, scopes: np.ndarray, t0: int, span: int,
+                 bounds: np.ndarray, answer: np.ndarray, where: np.ndarray | None = None,
+                 from_time: int | None = None) -> bool:
+    """``out = answer[np.searchsorted(bounds, (scope's index) * span + t - t0, side="right")]`` for queries in
+    (scope, time) order (a reader's order by thread and launch call), a query's scope looked up in ``scopes``,
+    ``bounds`` of scope i lying in ``[i * span, (i + 1) * span)`` and ``answer[0]``, the answer of no scope, at
+    each scope's even index: each scope's run of queries is cut where its boundaries fall (one search per
+    boundary, not per query) and each piece takes its answer by one ``np.repeat``. Written where ``where`` holds
+    (all, None) and not before ``from_time``; queries of no scope are left alone. False, with nothing written,
+    for queries in another order (the caller searches then)."""
+    if len(t_scope) > 1:
+        if not (t_scope[1:] >= t_scope[:-1]).all():
+            return False
+        down = np.flatnonzero(t[1:] < t[:-1])  # time goes back: only where a new scope's run begins
+        if len(down) and (t_scope[down] == t_scope[down + 1]).any():
+            return False
+    lo, hi = np.searchsorted(t_scope, scopes, side="left"), np.searchsorted(t_scope, scopes, side="right")
+    edge = np.searchsorted(bounds, np.arange(len(scopes) + 1, dtype=np.int64) * span).tolist()
+    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
+        if from_time is not None and a < b:
+            a += int(np.searchsorted(t[a:b], from_time))
+        if a == b:
+            continue
+        run = t[a:b]
+        # the number of the scope's boundaries at or before each query steps up where a boundary is passed
+        cut = np.searchsorted(run, bounds[edge[i]:edge[i + 1]] - i * span + t0)
+        values = np.repeat(answer[edge[i]:edge[i + 1] + 1], np.diff(cut, prepend=0, append=len(run)))
+        if where is None:
+            out[a:b] = values
+        else:
+            np.copyto(out[a:b], values, where=where[a:b])
+    return True
+
+
 class ThreadRanges:
     """Some ranges of a profile, ready to find the innermost one around launches: on the launching thread, else
     (process-wide NVTX start/end ranges) in its process. ``values``: what a range answers (one int per row of
@@ -93,6 +127,9 @@ class Nesting:
         """``find`` by one search over the boundaries, every query at once (no compaction: a capture's launches
         nearly all have a thread of the ranges and a time in their span)."""
         span, t0 = self.span, self.t0
+        out = np.full(len(t), -1, dtype=self.dtype)
+        if cut_in_order(out, t, t_scope, self.scopes, t0, span, self.bounds, self.answer, wanted):
+            return out
         if len(self.scopes) == 1:
             ok = t_scope == self.scopes[0]
             q = t - t0
@@ -107,7 +144,6 @@ class Nesting:
         ok &= t < t0 + span
         if wanted is not None:
             ok &= wanted
-        out = np.full(len(t), -1, dtype=self.dtype)
         np.copyto(out, self.answer[np.searchsorted(self.bounds, q, side="right")], where=ok)
         return out
 

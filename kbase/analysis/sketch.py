@@ -51,7 +51,7 @@ def sketches_in_order(codes: np.ndarray, by_start: np.ndarray | None, dur: np.nd
                       kernel_keys: list[np.ndarray] | None = None) -> np.ndarray:
     """:func:`build_sketches` given the start order (:func:`start_order`; None: the launches are in it).
     ``kernel_keys``: a list that receives the launches' (kernel << 40 | duration) keys in ascending order,
-    from this sort (what ``analysis.leaderboard.group_stats`` sorts; see :func:`window_sketches_and_keys`).
+    from this sort (what ``analysis.kernel_stats.group_stats`` sorts; see :func:`window_sketches_and_keys`).
 
     Vectorised: each launch's order within its kernel (start order) gives its chunk; one in-place sort
     of a (kernel, chunk, duration) key gives every chunk's durations in order; quantiles are positions.
@@ -178,7 +178,7 @@ def window_sketches(window: Window) -> dict[str, np.ndarray]:
 
 def window_sketches_and_keys(window: Window, keys: bool = True) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """:func:`window_sketches`, and (``keys``) the window's (name code << 40 | duration) keys sorted, as
-    ``analysis.leaderboard.group_stats`` takes them (None past 2^20 names, where the sketch sorts otherwise)."""
+    ``analysis.kernel_stats.group_stats`` takes them (None past 2^20 names, where the sketch sorts otherwise)."""
     names = window.profile.columns.names
     codes = window.column("name")
     start = window.column("start")

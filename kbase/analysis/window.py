@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_WARMUP = 1
+_RUN_MIN_LAUNCHES = 512  # below that many kept launches per run on average, a column is gathered by the mask
 
 
 @dataclass
@@ -59,19 +60,36 @@ class Window:
     marker_ranges: MarkerRanges | None = None
     span: Span | None = None  # whether the capture spans its whole program (``analysis.span``)
     gpus: list[int] | None = None  # the GPUs with a launch in the window, ascending (None: not counted)
+    # the mask's runs of kept launches, [start, end) (None: too many, or not found yet; see ``_kept_runs``)
+    _runs: list[tuple[int, int]] | None = field(default=None, init=False, repr=False, compare=False)
+    _runs_found: bool = field(default=False, init=False, repr=False, compare=False)
 
     def column(self, name: str) -> np.ndarray:
-        """One column of the window's launches ("iteration" included) as a numpy array."""
-        if name == "iteration":
-            return self.iteration[self.mask]
-        col = getattr(self.profile.columns, name)
+        """One column of the window's launches ("iteration" included) as a numpy array (a new one: callers may
+        write to it)."""
+        col = self.iteration if name == "iteration" else getattr(self.profile.columns, name)
         if col is None:
             raise KeyError(f"{name} was dropped from the profile")
-        return col[self.mask]
+        runs = self._kept_runs()
+        if runs is None:
+            return col[self.mask]
+        return np.concatenate([col[a:b] for a, b in runs]) if runs else col[:0].copy()
+
+    def _kept_runs(self) -> list[tuple[int, int]] | None:
+        """The runs of kept launches when they are long (an iteration window of launches in (GPU, start) order:
+        one run per GPU): copying them costs half the gather by a boolean mask. Found once per window."""
+        if not self._runs_found:
+            m = self.mask
+            edges = np.flatnonzero(m[1:] != m[:-1]) + 1
+            if len(edges) * _RUN_MIN_LAUNCHES <= 2 * len(m):  # runs of at least that many launches on average
+                cuts = ([0] if len(m) and m[0] else []) + edges.tolist() + ([len(m)] if len(m) and m[-1] else [])
+                self._runs = list(zip(cuts[0::2], cuts[1::2]))
+            self._runs_found = True
+        return self._runs
 
     @property
     def n_launches(self) -> int:
-        return int(self.mask.sum())
+        return int(np.count_nonzero(self.mask))
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -143,8 +161,12 @@ def _make(profile, spec, mask, iteration, gpus: list[int] | None = None, **kw) -
         gpu = profile.columns.gpu[mask]
         gpus = np.flatnonzero(np.bincount(gpu)).tolist() if len(gpu) else []
     if "start_ns" not in kw:
-        kw["start_ns"] = int(profile.columns.start[mask].min())
-        kw["end_ns"] = int(profile.columns.end[mask].max())
+        start, end = profile.columns.start, profile.columns.end
+        if gpus:  # reductions where the mask holds: no copy of the kept launches' columns
+            kw["start_ns"] = int(np.min(start, where=mask, initial=np.iinfo(start.dtype).max))
+            kw["end_ns"] = int(np.max(end, where=mask, initial=np.iinfo(end.dtype).min))
+        else:  # no launch: numpy's own error, as ever
+            kw["start_ns"], kw["end_ns"] = int(start[mask].min()), int(end[mask].max())
     # the reader's notes (rows excluded, ranks left out) travel with every window of the profile
     notes = [str(n) for n in profile.extra.get("notes", [])]
     span = capture_span(profile, mask, trimmed=kw["mode"] == WindowMode.TRIM, no_launch=kw.get("no_launch", 0),
@@ -263,6 +285,15 @@ def _gpu_presence(gpus: np.ndarray, it: np.ndarray, mask: np.ndarray) -> tuple[n
     if not len(gpus):
         none = np.zeros(0, dtype=bool)
         return none, none, none
+    if (gpus[1:] >= gpus[:-1]).all():  # the readers' (GPU, start) order: one reduction per GPU's run of launches
+        n = int(gpus[-1]) + 1
+        first = np.searchsorted(gpus, np.arange(n + 1))
+        present = first[1:] > first[:-1]
+        runs = first[:-1][present]
+        stepped, kept = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        stepped[present] = np.maximum.reduceat(it, runs) >= 0
+        kept[present] = np.logical_or.reduceat(mask, runs)
+        return present, stepped, kept
     cls = mask.astype(np.int8)
     cls *= 2
     cls += it >= 0

@@ -104,3 +104,4 @@ def test_launches_from_a_thread_without_ranges_take_their_process_step():
     n = NOT_IN_ITERATION
     assert its.kernel_iteration.tolist() == [1, 2, n, 1, 2, n, n, 1, n, n, n]
     assert its.keys == [1, 2]
+    assert its.outside == 6  # every launch with a launch time in no step (the -1 thread's too)

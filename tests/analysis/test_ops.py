@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbase.analysis.nesting import innermost
+from kbase.analysis.nesting import Nesting, innermost
 from kbase.analysis.ops import op_name, scope_name
 
 from helpers.cli import run_kbase
@@ -112,6 +112,19 @@ def test_innermost_equals_a_brute_force_search(seed):
         keep[idx[1:]] &= d_start[idx[1:]] >= d_end[idx[:-1]]
     ds, de, dc = d_start[keep], d_end[keep], d_scope[keep]
     assert (innermost(ds, de, dc, t, ts) == _brute(ds, de, dc, t, ts)).all()
+    # the same launches in (scope, time) order, boundary times included: cut at the boundaries, not searched
+    tb = np.concatenate([t, ds, de, de - 1])
+    tsb = np.concatenate([ts, dc, dc, dc])
+    order = np.lexsort((tb, tsb))
+    tb, tsb = tb[order], tsb[order]
+    wanted = rng.random(len(tb)) < 0.8
+    nest = Nesting(ds, de, dc, values=np.arange(len(ds), dtype=np.int32) * 3)
+    want = np.where(wanted, _brute(ds, de, dc, tb, tsb), -1)
+    want = np.where(want >= 0, want * 3, -1)
+    got = nest.find(tb, tsb, wanted)
+    assert got.dtype == np.int32 and got.tolist() == want.tolist()
+    shuffled = rng.permutation(len(tb))
+    assert nest.find(tb[shuffled], tsb[shuffled], wanted[shuffled]).tolist() == want[shuffled].tolist()
     # ranges overlapping without nesting: the latest-starting one holding the launch
     s2 = rng.integers(0, 1000, 60).astype(np.int64)
     e2 = s2 + rng.integers(1, 300, 60)

@@ -83,3 +83,46 @@ def test_whole_capture_without_markers(tmp_path):
     assert w.mode == "whole" and not w.aligned and w.n_iterations == 0
     assert w.n_launches == truth.n_kernels
     assert any("NOT iteration-aligned" in n for n in w.notes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gpu_presence_in_gpu_order_equals_the_count_over_any_order(seed):
+    """Launches in GPU order (one reduction per GPU's run) give what the count over a class per launch gives
+    for the same launches in any order: GPUs absent, without steps, outside the window, one GPU, none."""
+    from kbase.analysis.window import _gpu_presence
+
+    rng = np.random.default_rng(seed)
+    n = [0, 1, 50, 2_000, 2_000, 2_000][seed]
+    gpus = np.sort(rng.choice(np.array([0, 2, 3, 7][: 1 + seed % 4], dtype=np.int32), n))
+    it = np.where(rng.random(n) < 0.6, rng.integers(0, 5, n), -1).astype(np.int64)
+    it[gpus == 3] = -1  # a GPU without a step
+    mask = (it >= 2) & (gpus != 7)  # a GPU with steps, none kept
+    ordered = _gpu_presence(gpus, it, mask)
+    shuffled = rng.permutation(n)
+    if n > 1:
+        shuffled[:2] = [n - 1, 0]  # surely out of GPU order when two GPUs are present
+    anyorder = _gpu_presence(gpus[shuffled], it[shuffled], mask[shuffled])
+    for a, b in zip(ordered, anyorder):
+        assert a.dtype == bool and np.array_equal(a, b)
+    if n:
+        assert ordered[0].tolist() == (np.bincount(gpus) > 0).tolist()
+
+
+@pytest.mark.parametrize("pattern", ["runs", "scattered", "none", "all", "first_last"])
+def test_window_columns_equal_the_masked_columns(export, pattern):
+    """A window's columns (copied run by run where the kept launches come in long runs, else gathered by the
+    mask) are the profile's columns under the mask, and new arrays each time (callers write to them)."""
+    import dataclasses
+
+    w = kbase.window(kbase.read(export.path), _settings())
+    n = len(w.mask)
+    rng = np.random.default_rng(1)
+    mask = {"runs": (np.arange(n) // 700) % 3 == 1, "scattered": rng.random(n) < 0.5, "none": np.zeros(n, bool),
+            "all": np.ones(n, bool), "first_last": np.isin(np.arange(n), [0, n - 1])}[pattern]
+    w = dataclasses.replace(w, mask=mask)
+    for name in ["name", "gpu", "start", "end", "iteration"]:
+        col = w.column(name)
+        want = (w.iteration if name == "iteration" else getattr(w.profile.columns, name))[mask]
+        assert col.dtype == want.dtype and np.array_equal(col, want)
+        col[:1] = -7
+        assert np.array_equal(w.column(name), want)
