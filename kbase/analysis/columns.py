@@ -7,7 +7,7 @@ rows, JSON and CSV), ``kbase.store.codec.kernel_blobs`` (which columns the kerne
 ``kbase.comparison.diff.ROW_COLUMNS``, ``kbase.render.diff.ROW_FIELDS`` and the screen tables
 (``kbase.render.leaderboard.COLUMNS``, ``kbase.render.diff_table.COLUMNS``). A new statistic is one ``Stat`` in
 ``LEADERBOARD`` (or ``DIFF``) plus its computation: a ``compute`` here when it follows from other columns, else
-in ``kbase.analysis.leaderboard.group_stats`` (or ``compute_diff``'s rows). docs/architecture.md has the worked
+in ``kbase.analysis.kernel_stats.group_stats`` (or ``compute_diff``'s rows). docs/architecture.md has the worked
 example. Plain data: the store and the renderers import it without numpy.
 """
 

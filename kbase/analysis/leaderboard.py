@@ -18,7 +18,7 @@ import numpy as np
 from kbase.analysis import classify
 from kbase.analysis import columns as registry
 from kbase.analysis.amdahl import amdahl  # noqa: F401 - re-exported (its home before)
-from kbase.analysis.kernel_stats import Columns, aggregate_kernels, group_stats  # noqa: F401 - group_stats re-exported
+from kbase.analysis.kernel_stats import Columns, aggregate_kernels
 from kbase.analysis.summary import COLUMNS, LeaderboardSummary  # noqa: F401 - re-exported (their home before)
 from kbase.analysis.window import Window
 from kbase.display import Shown
