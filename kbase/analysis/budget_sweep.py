@@ -21,6 +21,7 @@ from kbase.analysis.budget_blocks import (
     LAUNCH_GAP_NS,
     MEMORY,
 )
+from kbase.readers.profile import gpu_bounds
 
 # ------------------------------------------------------------------------------------------ start order
 
@@ -28,8 +29,9 @@ from kbase.analysis.budget_blocks import (
 def _rows_by_gpu(gpu: np.ndarray, n_gpus: int) -> Callable[[int], slice | np.ndarray]:
     """GPU -> its rows, in row order: a slice (a view of each column, no gather) where the rows are grouped by
     GPU, as the readers write them; else the rows' indices."""
-    if len(gpu) < 2 or bool((gpu[1:] >= gpu[:-1]).all()):
-        bounds = np.searchsorted(gpu, np.arange(n_gpus + 1)).tolist()
+    grouped = gpu_bounds(gpu, n_gpus)
+    if grouped is not None:
+        bounds = grouped.tolist()
         return lambda g: slice(bounds[g], bounds[g + 1])
     order = np.argsort(gpu, kind="stable")
     bounds = np.searchsorted(gpu[order], np.arange(n_gpus + 1)).tolist()

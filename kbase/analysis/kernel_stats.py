@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kbase.readers.profile import gpu_bounds
+
 Columns = dict[str, np.ndarray]  # equal-length columns, in table order
 _CHUNK = 1 << 20  # launches per pass where a pass makes float temporaries
 
@@ -108,8 +110,9 @@ def aggregate_kernels(codes: np.ndarray, gpu: np.ndarray, dur: np.ndarray, n_nam
 
 def _gpus_per_name(codes: np.ndarray, gpu: np.ndarray, n_names: int, n_gpu: int) -> np.ndarray:
     """How many GPUs launched each name code (int64)."""
-    if (gpu[1:] >= gpu[:-1]).all():  # the readers' (GPU, start) order: one count per GPU's run of launches
-        first = np.searchsorted(gpu, np.arange(n_gpu + 1)).tolist()
+    bounds = gpu_bounds(gpu, n_gpu)
+    if bounds is not None:  # the readers' (GPU, start) order: one count per GPU's run of launches
+        first = bounds.tolist()
         out = np.zeros(n_names, dtype=np.int64)
         for a, b in zip(first, first[1:]):
             if a < b:

@@ -26,7 +26,7 @@ from kbase.analysis.span import Span, capture_span
 from kbase.analysis.spec import WindowSpec
 from kbase.enums import AttributionMode, WindowMode
 from kbase.errors import WindowError
-from kbase.readers.profile import Profile
+from kbase.readers.profile import Profile, gpu_bounds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -285,9 +285,9 @@ def _gpu_presence(gpus: np.ndarray, it: np.ndarray, mask: np.ndarray) -> tuple[n
     if not len(gpus):
         none = np.zeros(0, dtype=bool)
         return none, none, none
-    if (gpus[1:] >= gpus[:-1]).all():  # the readers' (GPU, start) order: one reduction per GPU's run of launches
-        n = int(gpus[-1]) + 1
-        first = np.searchsorted(gpus, np.arange(n + 1))
+    first = gpu_bounds(gpus, int(gpus[-1]) + 1)
+    if first is not None:  # the readers' (GPU, start) order: one reduction per GPU's run of launches
+        n = len(first) - 1
         present = first[1:] > first[:-1]
         runs = first[:-1][present]
         stepped, kept = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)

@@ -72,6 +72,15 @@ def name_codes(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
                                                          count=len(names))
 
 
+def gpu_bounds(gpu: np.ndarray, n_gpus: int) -> np.ndarray | None:
+    """Where the rows of each GPU ``0..n_gpus-1`` begin (``n_gpus + 1`` offsets) when ``gpu`` ascends — the readers
+    write a profile's kernels grouped by GPU, so each GPU's rows are one slice — else None (the caller takes its
+    path for rows in any order)."""
+    if len(gpu) > 1 and not bool((gpu[1:] >= gpu[:-1]).all()):
+        return None
+    return np.searchsorted(gpu, np.arange(n_gpus + 1))
+
+
 @dataclass
 class KernelColumns:
     """One row per launch; ``name`` holds int32 codes into ``names`` (distinct full names, sorted).
