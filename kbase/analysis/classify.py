@@ -192,11 +192,12 @@ _FACTS: dict[str, _OwnFacts] = {}  # of the own names of names classified direct
 _WRAPPED_FACTS: dict[str, _OwnFacts] = {}  # of the types wrapper kernels wrap: nothing decided early
 
 
-def _own_facts(low: str, cache: dict[str, _OwnFacts]) -> _OwnFacts:
-    """The facts of ``low``, remembered in ``cache``."""
+def _own_facts(low: str, cache: dict[str, _OwnFacts], wrapped: bool = False) -> _OwnFacts:
+    """The facts of ``low``, remembered in ``cache``; ``wrapped``: a type a wrapper kernel wraps (its own name
+    decides nothing early)."""
     if len(cache) >= _SEEN_MAX:
         cache.clear()
-    decided = _decided_by_own_name(low) if cache is _FACTS else None
+    decided = None if wrapped else _decided_by_own_name(low)
     if decided is not None:
         facts = cache[low] = _OwnFacts(decided, False, False, False, None)
     else:
@@ -287,7 +288,7 @@ def _classify_wrapped(name: str, qualified: str, low: str) -> Kind:
         if own.lower() not in _WRAPPERS and not own.startswith("enable_sm"):
             break
     wlow = own.lower()
-    facts = _WRAPPED_FACTS.get(wlow) or _own_facts(wlow, _WRAPPED_FACTS)
+    facts = _WRAPPED_FACTS.get(wlow) or _own_facts(wlow, _WRAPPED_FACTS, wrapped=True)
     kind = Kind(_category(inner, facts), _tc_rule(inner, own, wlow, facts), own)
     if kind.rule.state != TC_YES and _MATMUL.search(wlow + " " + inner[:4000].lower()) and _WRAPPED_TC.search(inner):
         return Kind(kind.category, _WRAPPED_TENSOROP, own)  # CUTLASS mainloops: MmaTensorOp, Sm90 Gmma, Umma
